@@ -1,0 +1,97 @@
+# hogwild: a static library, the ./hogwild binary and one Criterion test binary.
+#
+#   make              build everything it can find the tools for (CUDA when nvcc is found)
+#   make CUDA=0       build without CUDA even where nvcc is installed
+#   make test         build and run the Criterion suite
+#   make asan         the test suite under AddressSanitizer + UBSan (build-asan/)
+#   make CC=clang     any C11 compiler; the build is -Wall -Wextra -Werror clean with gcc and clang
+#
+# Sources are found by wildcard: a new src/**/*.c file is built without touching this file.
+
+CC      ?= cc
+NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+BUILD   ?= build
+OPT     ?= -O3 -march=x86-64-v3
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -pthread
+CFLAGS  += $(shell pkg-config --cflags stb 2>/dev/null)
+
+# The serial OpenBLAS: a worker is one process and one thread, and the pthread flavour would
+# start its thread pool when the library loads, i.e. in the parent before fork.
+BLAS_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-serial
+LDLIBS   = -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lstb -lz -lm -pthread
+
+# ---- CUDA: on when nvcc is found, off with CUDA=0 ----
+ifeq ($(CUDA),0)
+  HAVE_CUDA := 0
+else ifneq ($(NVCC),)
+  HAVE_CUDA := 1
+else
+  HAVE_CUDA := 0
+endif
+
+CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+# sm_90 machine code (H100/H200) plus compute_90 PTX that newer GPUs JIT-compile.
+NVCCFLAGS   ?= -O3 -g -std=c++17 -gencode arch=compute_90,code=[sm_90,compute_90]
+NVCCFLAGS   += -Iinclude -Xcompiler -Wall,-Wextra,-Werror -DHW_HAVE_CUDA=1
+
+C_SRC   := $(filter-out src/main.c src/cuda/%, $(wildcard src/*.c src/*/*.c))
+CU_SRC  :=
+ifeq ($(HAVE_CUDA),1)
+  CFLAGS  += -DHW_HAVE_CUDA=1 -I$(CUDA_HOME)/include
+  CU_SRC  := $(wildcard src/cuda/*.cu)
+  C_SRC   += $(filter-out src/cuda/none.c, $(wildcard src/cuda/*.c))
+  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+  NCCL_FOUND := $(shell ls $(CUDA_HOME)/lib64/libnccl.so /usr/lib/x86_64-linux-gnu/libnccl.so 2>/dev/null | head -1)
+  ifneq ($(NCCL_FOUND),)
+    CFLAGS    += -DHW_HAVE_NCCL=1
+    NVCCFLAGS += -DHW_HAVE_NCCL=1
+    LDLIBS    += -lnccl
+  endif
+else
+  C_SRC   += $(wildcard src/cuda/none.c)
+endif
+
+OBJ      := $(patsubst src/%.c,$(BUILD)/%.o,$(C_SRC)) $(patsubst src/%.cu,$(BUILD)/%.cu.o,$(CU_SRC))
+TEST_SRC := $(wildcard tests/*.c)
+TEST_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRC))
+LIB      := $(BUILD)/libhogwild.a
+
+.PHONY: all test asan clean info
+all: info hogwild $(BUILD)/test_hogwild
+
+info:
+	@echo "hogwild build: CC=$(CC) CUDA=$(if $(filter 1,$(HAVE_CUDA)),yes ($(NVCC)),no) NCCL=$(if $(NCCL_FOUND),yes,no)"
+
+$(BUILD)/%.o: src/%.c $(wildcard include/hw/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/%.cu.o: src/%.cu $(wildcard include/hw/*.h) $(wildcard src/cuda/*.cuh)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(LIB): $(OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+hogwild: $(BUILD)/main.o $(LIB)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/tests/%.o: tests/%.c $(wildcard include/hw/*.h) $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -c $< -o $@
+
+$(BUILD)/test_hogwild: $(TEST_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
+
+# The end-to-end tests run ./hogwild, so it is built first.
+test: hogwild $(BUILD)/test_hogwild
+	HW_BIN=$(CURDIR)/hogwild $(BUILD)/test_hogwild $(TEST_ARGS)
+
+asan:
+	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \
+	        LDLIBS_EXTRA= CUDA=0 build-asan/test_hogwild
+
+clean:
+	rm -rf build build-asan hogwild

@@ -1,0 +1,29 @@
+// optim: SGD with momentum, nesterov and weight decay, as torch.optim.SGD defines it.
+//
+// The momentum buffer belongs to one worker (it is never shared); the weights it updates may be
+// shared memory written by other workers at the same time: that is the Hogwild algorithm.
+#ifndef HW_OPTIM_H
+#define HW_OPTIM_H
+
+#include "hw/nn.h"
+
+#include <stddef.h>
+
+typedef struct {
+    float lr;
+    float momentum;
+    float weight_decay;
+    int nesterov;
+    size_t n;            // floats, = model->n_weights
+    float *velocity;     // momentum buffer, flat layout; NULL when momentum == 0
+    int started;         // torch starts the buffer from the first gradient, not from zero
+} hw_sgd;
+
+// Fails on lr < 0, momentum < 0, weight_decay < 0, or nesterov without momentum.
+int hw_sgd_init(hw_sgd *opt, size_t n, float lr, float momentum, float weight_decay, int nesterov);
+// One step over every trainable parameter of `model`: weights -= lr * direction. Frozen
+// parameters are skipped. `weights` may be shared with other processes; no lock is taken.
+void hw_sgd_step(hw_sgd *opt, const hw_model *model, float *weights, const float *grads);
+void hw_sgd_free(hw_sgd *opt);
+
+#endif

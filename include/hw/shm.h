@@ -1,0 +1,44 @@
+// shm: storage that forked workers share, and the sharing strategies of torch.multiprocessing.
+//
+//   file_descriptor  memfd_create: an anonymous file that lives only as long as a descriptor or
+//                    mapping of it does. Nothing in the file system, nothing to leak. The default.
+//   file_system      shm_open with a name "/hogwild-<parent pid>-<n>" under /dev/shm, unlinked
+//                    on every exit path (normal, error, SIGINT/SIGTERM, after a worker crash);
+//                    `hogwild --clean-shm` removes the names of runs killed with SIGKILL.
+//
+// Either way the region is mmap'ed MAP_SHARED before fork, so every worker sees the same pages
+// at the same address: a write by one is seen by all, with no pointer fix-ups.
+#ifndef HW_SHM_H
+#define HW_SHM_H
+
+#include <stddef.h>
+
+typedef enum { HW_SHARING_FILE_DESCRIPTOR = 0, HW_SHARING_FILE_SYSTEM = 1 } hw_sharing_strategy;
+
+typedef struct {
+    void *data;                  // the mapping, `bytes` long
+    size_t bytes;
+    hw_sharing_strategy strategy;
+    char name[64];               // file_system: the shm name; "" otherwise
+    int fd;
+} hw_shm;
+
+// The strategy names, in order; *count receives how many.
+const char *const *hw_sharing_strategies(int *count);
+// The current strategy's name ("file_descriptor" unless set).
+const char *hw_sharing_strategy_get(void);
+// Sets the strategy by name; an unknown name fails listing the known ones.
+int hw_sharing_strategy_set(const char *name);
+
+// Creates and maps `bytes` of zeroed shared storage with the current strategy. On failure the
+// message names the strategy, the bytes asked for and what to try.
+int hw_shm_open(hw_shm *shm, size_t bytes);
+// Unmaps, closes and (file_system) unlinks. Safe to call twice.
+void hw_shm_close(hw_shm *shm);
+// Unlinks every name this process created and has not closed yet. Async-signal-safe: the
+// signal handlers and atexit path of the parent call it.
+void hw_shm_unlink_all(void);
+// Removes /dev/shm/hogwild-<pid>-* entries whose pid is no longer alive; *removed gets the count.
+int hw_shm_clean_stale(int *removed);
+
+#endif

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# hogwild set-up and main job.
+#
+#   ./run.sh          install what is missing, build, get MNIST, train with 4 Hogwild workers
+#   ./run.sh test     install what is missing, build, get the data, run the whole test suite
+#
+# Environment:
+#   HOGWILD_DATA_MIRROR  a local folder laid out as <mirror>/mnist/*.gz, <mirror>/fashion-mnist/*.gz,
+#                        tried before the public mirrors (CI points it at ../shared/data)
+#   CUDA=0               build without CUDA even where nvcc is installed
+#   JOBS                 parallel make jobs (default: number of cores)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+MODE="${1:-train}"
+JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+
+# Debian packages the build and the tests need. pkg-config finds stb; the serial OpenBLAS is the
+# flavour we link (a worker is one thread); criterion runs the tests.
+PACKAGES="gcc make pkg-config zlib1g-dev libopenblas-dev libopenblas-serial-dev libstb-dev libcriterion-dev"
+
+say() { printf '[run.sh] %s\n' "$*"; }
+
+install_missing() {
+    local missing=()
+    for pkg in $PACKAGES; do
+        if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+            missing+=("$pkg")
+        fi
+    done
+    if [ ${#missing[@]} -eq 0 ]; then
+        say "packages: all present"
+        return 0
+    fi
+    if ! command -v apt-get >/dev/null 2>&1; then
+        say "missing packages: ${missing[*]}; this is not a Debian system: install their equivalents"
+        exit 1
+    fi
+    if [ "$(id -u)" -ne 0 ]; then
+        say "missing packages: ${missing[*]}. As root, run:"
+        echo "    apt-get update && apt-get install -y ${missing[*]}"
+        exit 1
+    fi
+    say "installing: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+build() {
+    say "building (make -j$JOBS)"
+    make -j"$JOBS" all
+}
+
+# Fetches MNIST and Fashion-MNIST (the local mirror first, then the public mirrors, md5-checked).
+# Offline with no mirror, writes the synthetic digits instead and says so.
+get_data() {
+    local ok=1
+    for name in mnist fashion-mnist; do
+        if ! ./hogwild download "$name" --dir "data/$name"; then
+            ok=0
+        fi
+    done
+    if [ $ok -eq 0 ] && [ ! -f data/mnist/train-images-idx3-ubyte.gz ]; then
+        say "could not get MNIST (offline, and no HOGWILD_DATA_MIRROR): using the SYNTHETIC digits in data/synthetic instead"
+        ./hogwild synth --dir data/synthetic
+        DATA_DIR=data/synthetic
+    fi
+}
+
+install_missing
+build
+DATA_DIR=data/mnist
+
+case "$MODE" in
+    test)
+        get_data
+        say "running the test suite"
+        make test
+        ;;
+    train)
+        get_data
+        say "training: ./hogwild --workers 4 --data $DATA_DIR"
+        ./hogwild --workers 4 --data "$DATA_DIR"
+        ;;
+    *)
+        echo "usage: ./run.sh [test]" >&2
+        exit 2
+        ;;
+esac

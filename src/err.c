@@ -1,0 +1,46 @@
+// err: the per-thread error message behind hw_fail() and hw_error().
+#include "hw/err.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { HW_ERROR_CAP = 1024 };
+
+// Thread-local so that DataParallel replica threads and prefetch threads keep their own messages.
+static _Thread_local char error_message[HW_ERROR_CAP];
+
+int hw_fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(error_message, sizeof error_message, fmt, ap);
+    va_end(ap);
+    return HW_ERR;
+}
+
+int hw_fail_errno(int errno_value, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(error_message, sizeof error_message, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof error_message) {
+        snprintf(error_message + n, sizeof error_message - (size_t)n, ": %s", strerror(errno_value));
+    }
+    return HW_ERR;
+}
+
+int hw_error_prefix(const char *fmt, ...) {
+    char old[HW_ERROR_CAP];
+    memcpy(old, error_message, sizeof old);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(error_message, sizeof error_message, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof error_message) {
+        snprintf(error_message + n, sizeof error_message - (size_t)n, ": %s", old);
+    }
+    return HW_ERR;
+}
+
+const char *hw_error(void) { return error_message; }
+
+void hw_error_clear(void) { error_message[0] = '\0'; }

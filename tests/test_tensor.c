@@ -1,0 +1,66 @@
+// Tests of the tensor, rng and err modules.
+#include "hw/err.h"
+#include "hw/rng.h"
+#include "hw/tensor.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+Test(tensor, shape_numel_and_format) {
+    int64_t dims[4] = {10, 1, 5, 5};
+    hw_shape s = hw_shape_make(4, dims);
+    cr_expect_eq(hw_shape_numel(s), 250);
+    char buf[64];
+    hw_shape_format(s, buf, sizeof buf);
+    cr_expect_str_eq(buf, "[10, 1, 5, 5]");
+}
+
+Test(tensor, device_parse) {
+    hw_device d;
+    cr_assert_eq(hw_device_parse("cpu", &d), HW_OK);
+    cr_expect_eq(d.type, HW_DEVICE_CPU);
+    cr_assert_eq(hw_device_parse("cuda:3", &d), HW_OK);
+    cr_expect_eq(d.type, HW_DEVICE_CUDA);
+    cr_expect_eq(d.index, 3);
+    cr_expect_eq(hw_device_parse("cuda:x", &d), HW_ERR);
+    cr_expect(strstr(hw_error(), "cuda:x") != NULL);
+    cr_expect_eq(hw_device_parse("gpu", &d), HW_ERR);
+}
+
+Test(tensor, mixed_devices_refused) {
+    float a = 0, b = 0;
+    hw_tensor ta = {.data = &a, .device = {HW_DEVICE_CPU, 0}};
+    hw_tensor tb = {.data = &b, .device = {HW_DEVICE_CUDA, 1}};
+    cr_expect_eq(hw_tensor_same_device(&ta, &ta, "add"), HW_OK);
+    cr_expect_eq(hw_tensor_same_device(&ta, &tb, "add"), HW_ERR);
+    cr_expect(strstr(hw_error(), "cpu") && strstr(hw_error(), "cuda:1"), "message: %s", hw_error());
+}
+
+Test(rng, deterministic_and_uniform) {
+    hw_rng a, b;
+    hw_rng_seed(&a, 42, 7);
+    hw_rng_seed(&b, 42, 7);
+    for (int i = 0; i < 100; i++) cr_assert_eq(hw_rng_u32(&a), hw_rng_u32(&b));
+    hw_rng_seed(&b, 42, 8);
+    int same = 0;
+    for (int i = 0; i < 100; i++) same += hw_rng_u32(&a) == hw_rng_u32(&b);
+    cr_expect_lt(same, 3, "another stream gives another sequence");
+    double sum = 0;
+    int counts[10] = {0};
+    for (int i = 0; i < 100000; i++) {
+        float u = hw_rng_uniform(&a);
+        cr_assert(u >= 0.0f && u < 1.0f);
+        sum += u;
+        counts[hw_rng_below(&a, 10)]++;
+    }
+    cr_expect_float_eq(sum / 100000, 0.5, 0.01);
+    for (int k = 0; k < 10; k++) cr_expect(counts[k] > 9500 && counts[k] < 10500, "bucket %d: %d", k, counts[k]);
+}
+
+Test(err, prefix_and_errno) {
+    hw_fail("bad number '%s'", "x1");
+    hw_error_prefix("models/a.model:3");
+    cr_expect_str_eq(hw_error(), "models/a.model:3: bad number 'x1'");
+    hw_fail_errno(2, "cannot open %s", "f");
+    cr_expect_str_eq(hw_error(), "cannot open f: No such file or directory");
+}
