@@ -1,4 +1,5 @@
-// Tests of the compare module: the metrics CSV reader.
+// Tests of the compare module: the metrics CSV reader, time to target, the table, the SVG plot,
+// nice axis ticks and the `hogwild compare` command line.
 #include "hw/compare.h"
 #include "hw/err.h"
 
@@ -37,11 +38,37 @@ static const char *write_file(const char *name, const char *text) {
     return path;
 }
 
+// Reads a whole file (or NULL when it does not exist); the caller frees.
+static char *read_all(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char *text = NULL;
+    size_t cap = 0;
+    FILE *mem = open_memstream(&text, &cap);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, mem);
+    fclose(f);
+    fclose(mem);
+    return text;
+}
+
+static int count_of(const char *haystack, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(haystack, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
 static const char *good_hogwild = HEADER
     "hogwild,4,cpu,0.000,0,0,nan,2.3051,9.82\n"
     "hogwild,4,cpu,3.412,0,20000,0.8123,0.4012,88.40\n"
     "hogwild,4,cpu,9.876,1,60000,0.3110,0.1021,96.93\n"
     "hogwild,4,cpu,15.000,2,120000,0.1500,0.0700,98.50\n";
+
+static const char *good_dataparallel = HEADER
+    "dataparallel,2,cuda:0+cuda:1,0.000,0,0,nan,2.3000,10.10\n"
+    "dataparallel,2,cuda:0+cuda:1,2.000,1,60000,0.3000,0.1500,95.00\n"
+    "dataparallel,2,cuda:0+cuda:1,4.000,2,120000,0.1200,0.0800,97.50\n";
 
 TestSuite(compare, .init = make_tmp_dir, .fini = remove_tmp_dir);
 
@@ -60,6 +87,10 @@ Test(compare, reads_a_well_formed_file) {
     cr_expect_eq(log.points[2].samples_seen, 60000);
     cr_expect_float_eq(log.points[2].train_loss, 0.3110, 1e-12);
     cr_expect_float_eq(log.points[3].test_accuracy, 98.50, 1e-12);
+    cr_expect_float_eq(hw_run_best_accuracy(&log), 98.50, 1e-12);
+    char label[128];
+    hw_run_label(&log, label, sizeof label);
+    cr_expect_str_eq(label, "hogwild, 4 workers, cpu");
     hw_run_log_free(&log);
 }
 
@@ -77,7 +108,117 @@ Test(compare, columns_by_name_crlf_and_blank_lines) {
     cr_expect_float_eq(log.points[1].test_accuracy, 97.25, 1e-12);
     cr_expect_float_eq(log.points[1].wall_seconds, 4.0, 1e-12);
     cr_expect(isnan(log.points[1].train_loss));
+    char label[128];
+    hw_run_label(&log, label, sizeof label);
+    cr_expect_str_eq(label, "dataparallel, 2 replicas, cuda:0+cuda:1");
     hw_run_log_free(&log);
+}
+
+// A run built in memory: accuracies acc[i] at wall[i] seconds and samples[i] samples.
+static hw_run_log make_run(hw_run_point *points, int n, const double *wall, const int64_t *samples,
+                           const double *acc) {
+    hw_run_log log = {.path = "mem.csv", .mode = "hogwild", .workers = 2, .device = "cpu", .points = points,
+                      .n_points = n};
+    for (int i = 0; i < n; i++) {
+        points[i] = (hw_run_point){.wall_seconds = wall[i], .samples_seen = samples[i], .test_accuracy = acc[i]};
+    }
+    return log;
+}
+
+Test(compare, time_to_target_interpolates_by_accuracy) {
+    const double wall[] = {0, 10, 20, 30};
+    const int64_t samples[] = {0, 20000, 60000, 90000};
+    const double acc[] = {9.82, 96.0, 99.0, 99.5};
+    hw_run_point points[4];
+    hw_run_log log = make_run(points, 4, wall, samples, acc);
+    double t = -1, s = -1;
+    // 98 lies 2/3 of the way from 96 (10 s, 20000) to 99 (20 s, 60000).
+    cr_assert_eq(hw_run_time_to_target(&log, 98.0, &t, &s), 1);
+    cr_expect_float_eq(t, 10 + 10 * 2.0 / 3.0, 1e-9);
+    cr_expect_float_eq(s, 20000 + 40000 * 2.0 / 3.0, 1e-6);
+    // Exactly at a row: that row's time, no interpolation past it.
+    cr_assert_eq(hw_run_time_to_target(&log, 99.0, &t, &s), 1);
+    cr_expect_float_eq(t, 20.0, 1e-9);
+    cr_expect_float_eq(s, 60000.0, 1e-9);
+    // Already above the target at the first row: that row.
+    cr_assert_eq(hw_run_time_to_target(&log, 5.0, &t, NULL), 1);
+    cr_expect_float_eq(t, 0.0, 1e-12);
+    // Between the first two rows: 50 is (50 - 9.82) / (96 - 9.82) of the way.
+    cr_assert_eq(hw_run_time_to_target(&log, 50.0, &t, &s), 1);
+    cr_expect_float_eq(t, 10 * (50 - 9.82) / (96 - 9.82), 1e-9);
+    cr_expect_float_eq(s, 20000 * (50 - 9.82) / (96 - 9.82), 1e-6);
+}
+
+Test(compare, time_to_target_first_crossing_not_a_later_one) {
+    // Accuracy crosses 98 at the second row, dips, and crosses again: the first crossing counts.
+    const double wall[] = {1, 2, 3, 4};
+    const int64_t samples[] = {100, 200, 300, 400};
+    const double acc[] = {97.0, 99.0, 97.5, 98.5};
+    hw_run_point points[4];
+    hw_run_log log = make_run(points, 4, wall, samples, acc);
+    double t;
+    cr_assert_eq(hw_run_time_to_target(&log, 98.0, &t, NULL), 1);
+    cr_expect_float_eq(t, 1.5, 1e-9);
+}
+
+Test(compare, target_not_reached) {
+    const double wall[] = {0, 5, 10};
+    const int64_t samples[] = {0, 1000, 2000};
+    const double acc[] = {10.0, 90.0, 97.99};
+    hw_run_point points[3];
+    hw_run_log log = make_run(points, 3, wall, samples, acc);
+    double t = -7;
+    cr_expect_eq(hw_run_time_to_target(&log, 98.0, &t, NULL), 0);
+    cr_expect_eq(t, -7, "an unreached target leaves the output alone");
+
+    char *text = NULL;
+    size_t cap = 0;
+    FILE *out = open_memstream(&text, &cap);
+    hw_compare_print_table(out, &log, 1, 98.0);
+    fclose(out);
+    cr_expect(strstr(text, "not reached") != NULL, "%s", text);
+    cr_expect(strstr(text, "no run reached 98%") != NULL, "%s", text);
+    free(text);
+}
+
+Test(compare, table_aligns_columns_and_names_the_fastest) {
+    hw_run_log runs[2];
+    cr_assert_eq(hw_run_log_read(&runs[0], write_file("hw4.csv", good_hogwild)), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_run_log_read(&runs[1], write_file("dp2.csv", good_dataparallel)), HW_OK, "%s", hw_error());
+    char *text = NULL;
+    size_t cap = 0;
+    FILE *out = open_memstream(&text, &cap);
+    hw_compare_print_table(out, runs, 2, 97.0);
+    fclose(out);
+
+    // Header, two rows, the final line.
+    char *lines[8];
+    int n = 0;
+    for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < 8; l = strtok_r(NULL, "\n", &save)) lines[n++] = l;
+    cr_assert_eq(n, 4, "table:\n%s", text);
+    cr_expect(strncmp(lines[1], "hw4.csv", 7) == 0, "%s", lines[1]);
+    cr_expect(strncmp(lines[2], "dp2.csv", 7) == 0, "%s", lines[2]);
+    // Right-aligned numeric columns end at the same place: the header and the rows have one length.
+    cr_expect_eq(strlen(lines[0]), strlen(lines[1]));
+    cr_expect_eq(strlen(lines[0]), strlen(lines[2]));
+    // Each column starts where its header starts.
+    const char *mode_col = strstr(lines[0], "mode");
+    cr_assert_not_null(mode_col);
+    cr_expect(strncmp(lines[2] + (mode_col - lines[0]), "dataparallel", 12) == 0, "%s", lines[2]);
+    cr_expect(strstr(lines[1], "not reached") == NULL);
+    cr_expect(strstr(lines[1], "8000") != NULL, "samples/s = 120000 / 15: %s", lines[1]);
+
+    // hogwild: 97 between 96.93 (9.876 s) and 98.5 (15 s); dataparallel: between 95 (2 s) and 97.5 (4 s).
+    double hw_t = 9.876 + (15 - 9.876) * (97 - 96.93) / (98.5 - 96.93);
+    double dp_t = 2 + 2 * (97 - 95.0) / (97.5 - 95.0);
+    cr_expect(dp_t < hw_t);
+    char expect[128];
+    snprintf(expect, sizeof expect, "fastest to 97%%: dp2.csv (dataparallel, 2 replicas, cuda:0+cuda:1) in %.1f s",
+             dp_t);
+    cr_expect(strstr(lines[3], expect) == lines[3], "got '%s', expected it to start with '%s'", lines[3], expect);
+    free(text);
+    hw_run_log_free(&runs[0]);
+    hw_run_log_free(&runs[1]);
 }
 
 // ---- bad input: each message names the file, and the line where there is one ----
@@ -120,3 +261,182 @@ Test(compare, bad_files) {
     expect_read_error("blankrows.csv", HEADER "\n  \n", ":", "no data rows");
 }
 
+// ---- nice axes ----
+
+static void expect_axis(double lo, double hi, int max_ticks, double want_lo, double want_hi, double want_step) {
+    hw_axis a = hw_nice_axis(lo, hi, max_ticks);
+    cr_expect_float_eq(a.lo, want_lo, 1e-12, "[%g, %g]: lo %g", lo, hi, a.lo);
+    cr_expect_float_eq(a.hi, want_hi, 1e-12, "[%g, %g]: hi %g", lo, hi, a.hi);
+    cr_expect_float_eq(a.step, want_step, 1e-15, "[%g, %g]: step %g", lo, hi, a.step);
+    cr_expect(a.n_ticks >= 2 && a.n_ticks <= max_ticks, "[%g, %g]: %d ticks", lo, hi, a.n_ticks);
+    cr_expect_float_eq(hw_axis_tick(&a, 0), a.lo, 1e-12);
+    cr_expect_float_eq(hw_axis_tick(&a, a.n_ticks - 1), a.hi, 1e-9 * fabs(a.hi) + 1e-15);
+}
+
+Test(compare, nice_axis) {
+    expect_axis(0, 9.876, 8, 0, 10, 2);
+    expect_axis(86.3, 100, 8, 86, 100, 2);
+    expect_axis(0, 60000, 7, 0, 60000, 10000);
+    expect_axis(0, 60001, 7, 0, 80000, 20000);
+    expect_axis(97.5, 100, 8, 97.5, 100, 0.5);
+    expect_axis(0.3, 0.7, 5, 0.3, 0.7, 0.1);
+    expect_axis(0.0013, 0.0087, 5, 0, 0.01, 0.005);
+    expect_axis(-3, 7, 7, -4, 8, 2);
+    expect_axis(-3, 7, 6, -5, 10, 5);  // 2 would need 7 ticks
+    expect_axis(5, 5, 5, 5, 6, 0.5);  // empty range: widened to one unit
+    hw_axis a = hw_nice_axis(0.3, 0.7, 5);
+    cr_expect_eq(a.n_ticks, 5);
+    for (int i = 0; i < a.n_ticks; i++) cr_expect_float_eq(hw_axis_tick(&a, i), 0.3 + 0.1 * i, 1e-12);
+}
+
+// ---- the SVG plot ----
+
+// Every opening tag is closed in order (self-closing tags aside): a tiny well-formedness check.
+static int tags_balanced(const char *svg, char *why, size_t why_cap) {
+    char stack[64][32];
+    int depth = 0;
+    for (const char *p = strchr(svg, '<'); p; p = strchr(p + 1, '<')) {
+        const char *end = strchr(p, '>');
+        if (!end) return snprintf(why, why_cap, "unterminated tag"), 0;
+        int closing = p[1] == '/';
+        const char *name = p + 1 + closing;
+        size_t len = strcspn(name, " \t\n/>");
+        if (len == 0 || len >= 32) return snprintf(why, why_cap, "bad tag name near %.20s", p), 0;
+        if (end[-1] == '/') continue;
+        if (closing) {
+            if (depth == 0 || strncmp(stack[depth - 1], name, len) != 0 || stack[depth - 1][len] != '\0') {
+                return snprintf(why, why_cap, "</%.*s> closes %s", (int)len, name, depth ? stack[depth - 1] : "nothing"), 0;
+            }
+            depth--;
+        } else {
+            if (depth == 64) return snprintf(why, why_cap, "nested too deep"), 0;
+            snprintf(stack[depth++], 32, "%.*s", (int)len, name);
+        }
+    }
+    if (depth != 0) return snprintf(why, why_cap, "<%s> never closed", stack[depth - 1]), 0;
+    return 1;
+}
+
+Test(compare, svg_plot) {
+    hw_run_log runs[3];
+    cr_assert_eq(hw_run_log_read(&runs[0], write_file("hw4.csv", good_hogwild)), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_run_log_read(&runs[1], write_file("dp2.csv", good_dataparallel)), HW_OK, "%s", hw_error());
+    // A file name that needs escaping.
+    cr_assert_eq(hw_run_log_read(&runs[2], write_file("a<b&c.csv", good_hogwild)), HW_OK, "%s", hw_error());
+    const char *path = write_file("plot.svg", "");
+    cr_assert_eq(hw_compare_write_plot(path, runs, 3, 98.0), HW_OK, "%s", hw_error());
+    char *svg = read_all(path);
+    cr_assert_not_null(svg);
+
+    cr_expect(strncmp(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\"", 39) == 0, "%.60s", svg);
+    cr_expect_eq(count_of(svg, "<polyline"), 2 * 3, "one polyline per run in each of the two panels");
+    cr_expect(strstr(svg, "wall time (s)") && strstr(svg, "samples seen") && strstr(svg, "test accuracy (%)"));
+    cr_expect(strstr(svg, "hogwild, 4 workers, cpu") && strstr(svg, "dataparallel, 2 replicas, cuda:0+cuda:1"));
+    cr_expect(strstr(svg, "a&lt;b&amp;c.csv") != NULL, "the file name is escaped");
+    cr_expect(strstr(svg, "a<b") == NULL);
+    cr_expect(strstr(svg, "stroke-dasharray") && strstr(svg, "target 98%"));
+    char why[128] = "";
+    cr_expect(tags_balanced(svg, why, sizeof why), "unbalanced: %s", why);
+    free(svg);
+    for (int r = 0; r < 3; r++) hw_run_log_free(&runs[r]);
+
+    cr_expect_eq(hw_compare_write_plot("/nonexistent/dir/p.svg", runs, 0, 98.0), HW_ERR);
+    cr_expect(strstr(hw_error(), "/nonexistent/dir/p.svg") != NULL, "%s", hw_error());
+}
+
+Test(compare, tag_check_catches_a_broken_document) {
+    char why[128];
+    cr_expect(tags_balanced("<svg><g><line/></g></svg>", why, sizeof why));
+    cr_expect(!tags_balanced("<svg><g><line/></svg>", why, sizeof why));
+    cr_expect(!tags_balanced("<svg><g></g>", why, sizeof why));
+}
+
+// ---- the command line ----
+
+typedef struct {
+    int status;
+    char *out, *err;
+} cli_result;
+
+// argv is NULL-terminated.
+static cli_result run_cli(const char **argv) {
+    int argc = 0;
+    while (argv[argc]) argc++;
+    cli_result r = {0};
+    size_t cap_out = 0, cap_err = 0;
+    FILE *out = open_memstream(&r.out, &cap_out), *err = open_memstream(&r.err, &cap_err);
+    r.status = hw_compare_run(argc, (char **)argv, out, err);
+    fclose(out);
+    fclose(err);
+    return r;
+}
+
+static void cli_free(cli_result *r) {
+    free(r->out);
+    free(r->err);
+}
+
+static void expect_usage_error(const char **argv, const char *what) {
+    cli_result r = run_cli(argv);
+    cr_expect_eq(r.status, 2, "%s: status %d", what, r.status);
+    cr_expect(strstr(r.err, what) != NULL, "'%s' does not say '%s'", r.err, what);
+    cr_expect(strstr(r.err, "usage: hogwild compare") != NULL, "no usage text after '%s'", what);
+    cli_free(&r);
+}
+
+Test(compare, cli_bad_usage) {
+    const char *csv = write_file("hw4.csv", good_hogwild);
+    expect_usage_error((const char *[]){NULL}, "no metrics files");
+    expect_usage_error((const char *[]){csv, "--target", "0", NULL}, "'0'");
+    expect_usage_error((const char *[]){csv, "--target", "100.5", NULL}, "'100.5'");
+    expect_usage_error((const char *[]){csv, "--target=abc", NULL}, "'abc'");
+    expect_usage_error((const char *[]){csv, "--target", NULL}, "--target needs a value");
+    expect_usage_error((const char *[]){csv, "--plot", NULL}, "--plot needs a file name");
+    expect_usage_error((const char *[]){csv, "--fast", NULL}, "unknown option '--fast'");
+    cli_result r = run_cli((const char *[]){"--help", NULL});
+    cr_expect_eq(r.status, 0);
+    cr_expect(strstr(r.out, "usage: hogwild compare") != NULL);
+    cli_free(&r);
+}
+
+Test(compare, cli_bad_file) {
+    const char *good = write_file("hw4.csv", good_hogwild);
+    const char *bad = write_file("bad.csv", HEADER "hogwild,4,cpu,0.0,0,0,nan,2.3\n");
+    cli_result r = run_cli((const char *[]){good, bad, NULL});
+    cr_expect_eq(r.status, 1);
+    char expect[300];
+    snprintf(expect, sizeof expect, "%s:2:", bad);
+    cr_expect(strstr(r.err, expect) != NULL, "%s", r.err);
+    cr_expect(strstr(r.err, "usage") == NULL, "a bad file is not a usage error");
+    cli_free(&r);
+}
+
+Test(compare, cli_table_and_plot) {
+    const char *hw = write_file("hw4.csv", good_hogwild);
+    const char *dp = write_file("dp2.csv", good_dataparallel);
+    char plot[256];
+    snprintf(plot, sizeof plot, "%s/out.svg", tmp_dir);
+    cli_result r = run_cli((const char *[]){hw, dp, "--target", "97", "--plot", plot, NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "fastest to 97%: dp2.csv") != NULL, "%s", r.out);
+    char *svg = read_all(plot);
+    cr_expect(svg && strncmp(svg, "<svg", 4) == 0);
+    free(svg);
+    cli_free(&r);
+
+    // Without --plot: compare.svg next to the first file, and the path is printed.
+    char default_plot[256];
+    snprintf(default_plot, sizeof default_plot, "%s/compare.svg", tmp_dir);
+    r = run_cli((const char *[]){dp, hw, NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "no run reached 98%") == NULL && strstr(r.out, "fastest to 98%: hw4.csv"), "%s", r.out);
+    cr_expect(strstr(r.out, default_plot) != NULL, "%s", r.out);
+    cr_expect_eq(access(default_plot, R_OK), 0);
+    cli_free(&r);
+
+    cr_expect_eq(unlink(default_plot), 0);
+    r = run_cli((const char *[]){hw, "--no-plot", NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_neq(access(default_plot, F_OK), 0, "--no-plot writes nothing");
+    cli_free(&r);
+}
