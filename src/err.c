@@ -9,6 +9,13 @@ enum { HW_ERROR_CAP = 1024 };
 // Thread-local so that DataParallel replica threads and prefetch threads keep their own messages.
 static _Thread_local char error_message[HW_ERROR_CAP];
 
+// Appends as much of `text` as fits. (Truncation is intended: a message is cut, never overflows.)
+static void append(const char *text) {
+    size_t used = strlen(error_message);
+    while (used + 1 < sizeof error_message && *text) error_message[used++] = *text++;
+    error_message[used] = '\0';
+}
+
 int hw_fail(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -20,11 +27,10 @@ int hw_fail(const char *fmt, ...) {
 int hw_fail_errno(int errno_value, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(error_message, sizeof error_message, fmt, ap);
+    vsnprintf(error_message, sizeof error_message, fmt, ap);
     va_end(ap);
-    if (n >= 0 && (size_t)n < sizeof error_message) {
-        snprintf(error_message + n, sizeof error_message - (size_t)n, ": %s", strerror(errno_value));
-    }
+    append(": ");
+    append(strerror(errno_value));
     return HW_ERR;
 }
 
@@ -33,11 +39,10 @@ int hw_error_prefix(const char *fmt, ...) {
     memcpy(old, error_message, sizeof old);
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(error_message, sizeof error_message, fmt, ap);
+    vsnprintf(error_message, sizeof error_message, fmt, ap);
     va_end(ap);
-    if (n >= 0 && (size_t)n < sizeof error_message) {
-        snprintf(error_message + n, sizeof error_message - (size_t)n, ": %s", old);
-    }
+    append(": ");
+    append(old);
     return HW_ERR;
 }
 
