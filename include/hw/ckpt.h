@@ -1,5 +1,14 @@
 // ckpt: checkpoints as safetensors files, named and shaped as the PyTorch state_dict of the
 // same network, written atomically (temporary file, fsync, rename).
+//
+// File layout (https://github.com/huggingface/safetensors):
+//   8 bytes    N, the header length, unsigned little-endian
+//   N bytes    JSON: {"__metadata__": {"format": "pt", "hogwild_model": <model file text>,
+//              "epoch": "3", "samples_seen": "180000", "seed": "1"},
+//              "conv1.weight": {"dtype": "F32", "shape": [10, 1, 5, 5], "data_offsets": [0, 1000]}, ...}
+//              padded with spaces so that the data starts at a multiple of 8
+//   the data   every tensor as contiguous little-endian float32, in the model's parameter order;
+//              data_offsets are byte offsets relative to the start of the data
 #ifndef HW_CKPT_H
 #define HW_CKPT_H
 
@@ -13,11 +22,21 @@ typedef struct {
     uint64_t seed;
 } hw_ckpt_meta;
 
-// Writes `weights` (laid out as `model`) with the model text and meta in the __metadata__.
-// A failure (full disk, bad path) leaves any existing file at `path` untouched.
+// Writes `weights` (laid out as `model`, host memory) with the model text and meta (NULL: zeros)
+// in the __metadata__. The file is written as "<path>.tmp.<pid>" in the same directory, synced,
+// and renamed over `path`; a failure (full disk, file too large, bad path) removes the temporary
+// file and leaves any existing file at `path` untouched, with a message naming the path and the
+// cause. The one failure reported after the rename is a failed fsync of the directory: the new
+// file is then in place but may not survive a power loss.
 int hw_ckpt_save(const char *path, const hw_model *model, const float *weights, const hw_ckpt_meta *meta);
-// Reads a checkpoint into `weights`; refuses truncated or corrupted files and tensors that are
-// missing or do not fit the model's shapes, naming the file and the tensor. meta may be NULL.
+// Reads a checkpoint into `weights` (host memory, model->n_weights floats); refuses truncated or
+// corrupted files and tensors that are missing, unknown to the model, or do not fit the model's
+// shapes, naming the file and the tensors. Files without hogwild's metadata (e.g. written by
+// safetensors.torch.save_file) load with meta zeroed. meta may be NULL. Tensors may be in any
+// order in the file. On failure `weights` and `meta` are left untouched.
 int hw_ckpt_load(const char *path, const hw_model *model, float *weights, hw_ckpt_meta *meta);
+// The model file text stored in a checkpoint's metadata (malloc'ed, the caller frees it), or
+// NULL in *text when the file has none. Reads and checks only the header.
+int hw_ckpt_load_model_text(const char *path, char **text);
 
 #endif

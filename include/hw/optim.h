@@ -16,13 +16,16 @@ typedef struct {
     int nesterov;
     size_t n;            // floats, = model->n_weights
     float *velocity;     // momentum buffer, flat layout; NULL when momentum == 0
-    int started;         // torch starts the buffer from the first gradient, not from zero
+    int started;         // 1 after the first step. torch starts the buffer as a copy of the first
+                         // d; the buffer here starts zeroed, and momentum * 0 + d == d exactly
 } hw_sgd;
 
 // Fails on lr < 0, momentum < 0, weight_decay < 0, or nesterov without momentum.
 int hw_sgd_init(hw_sgd *opt, size_t n, float lr, float momentum, float weight_decay, int nesterov);
 // One step over every trainable parameter of `model`: weights -= lr * direction. Frozen
-// parameters are skipped. `weights` may be shared with other processes; no lock is taken.
+// parameters are skipped. `weights` may be shared with other processes; no lock is taken: each
+// weight is read once and written once. `weights` and `grads` have model->n_weights floats and
+// opt->n == model->n_weights (the parameter ranges come from the model, not checked here).
 void hw_sgd_step(hw_sgd *opt, const hw_model *model, float *weights, const float *grads);
 void hw_sgd_free(hw_sgd *opt);
 
