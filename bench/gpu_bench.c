@@ -1,0 +1,371 @@
+// gpu_bench: Hogwild on one GPU. K worker processes share one set of device weights through a
+// CUDA IPC handle and each runs forward, backward and an SGD step on its own batches; the table
+// row it prints gives samples/s over all workers and, from a second pass timed with CUDA events,
+// the time per step in input copies (H2D) and in compute.
+//
+//   gpu_bench --probe                       says whether there is a GPU (exit 0) or why not (exit 2)
+//   gpu_bench --model lenet|mlp --batch N --workers K [--steps S] [--header]
+//
+// The order is the one the trainer must follow: fork every worker FIRST, then initialise CUDA in
+// the parent, allocate the weights, publish the IPC handle in shared memory; each worker waits for
+// it and opens it. A process that initialised CUDA cannot pass it to a child, so bench/gpu_bench.sh
+// runs every configuration in a fresh process.
+//
+// The input is random uint8 images of MNIST's shape (throughput does not depend on the pixels).
+#include "hw/cuda.h"
+#include "hw/data.h"
+#include "hw/err.h"
+#include "hw/rng.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { MAX_WORKERS = 64, POOL = 4096 };
+enum { WAIT = 0, READY = 1, FAILED = 2 };
+
+typedef struct {
+    double seconds;            // wall time of the throughput pass
+    long samples;
+    double profile_steps;      // steps of the timed pass
+    double copy_ms, compute_ms;
+    float last_loss;
+    char error[512];
+} worker_result;
+
+typedef struct {
+    _Atomic int state;
+    _Atomic int warmed_up;     // workers done with warm-up: the timed pass starts together
+    hw_cuda_ipc_handle handle;
+    char parent_error[512];
+    worker_result results[MAX_WORKERS];
+} channel;
+
+// ---- the two models, described as nn.h describes them (the runner reads the type's name) ----
+
+typedef struct {
+    const char *name;
+} layer_type;
+
+static const layer_type LINEAR = {"linear"}, CONV = {"conv2d"}, POOL2 = {"maxpool2d"}, RELU = {"relu"},
+                        DROPOUT = {"dropout"}, DROPOUT2D = {"dropout2d"}, FLATTEN = {"flatten"},
+                        LOG_SOFTMAX = {"log_softmax"};
+
+static hw_shape last_shape(const hw_model *m) { return m->n_layers ? m->layers[m->n_layers - 1].out_shape : m->input; }
+
+static hw_layer *add(hw_model *m, const layer_type *type, hw_shape out) {
+    hw_layer *L = &m->layers[m->n_layers];
+    L->type = (const hw_layer_type *)(const void *)type;
+    snprintf(L->name, sizeof L->name, "l%d", m->n_layers);
+    L->in_shape = last_shape(m);
+    L->out_shape = out;
+    L->first_param = -1;
+    L->line = m->n_layers + 1;
+    m->n_layers++;
+    return L;
+}
+
+static void add_params(hw_model *m, hw_layer *L, hw_shape weight, int64_t bias) {
+    L->first_param = m->n_params;
+    L->n_params = 2;
+    hw_param *w = &m->params[m->n_params++], *b = &m->params[m->n_params++];
+    w->offset = m->n_weights;
+    w->shape = weight;
+    m->n_weights += (size_t)hw_shape_numel(weight);
+    b->offset = m->n_weights;
+    b->shape = (hw_shape){1, {bias}};
+    m->n_weights += (size_t)bias;
+}
+
+static void conv(hw_model *m, int oc, int k) {
+    hw_shape in = last_shape(m);
+    hw_layer *L = add(m, &CONV, (hw_shape){3, {oc, in.dims[1] - k + 1, in.dims[2] - k + 1}});
+    int64_t cfg[5] = {in.dims[0], oc, k, 1, 0};
+    memcpy(L->config, cfg, sizeof cfg);
+    add_params(m, L, (hw_shape){4, {oc, in.dims[0], k, k}}, oc);
+}
+
+static void linear(hw_model *m, int out) {
+    int64_t in = hw_shape_numel(last_shape(m));
+    hw_layer *L = add(m, &LINEAR, (hw_shape){1, {out}});
+    L->config[0] = in;
+    L->config[1] = out;
+    add_params(m, L, (hw_shape){2, {out, in}}, out);
+}
+
+static void pool(hw_model *m) {
+    hw_shape in = last_shape(m);
+    hw_layer *L = add(m, &POOL2, (hw_shape){3, {in.dims[0], in.dims[1] / 2, in.dims[2] / 2}});
+    L->config[0] = 2;
+    L->config[1] = 2;
+}
+
+static void same(hw_model *m, const layer_type *type, double p) {
+    hw_layer *L = add(m, type, last_shape(m));
+    L->args[0] = p;
+    L->n_args = p > 0 ? 1 : 0;
+}
+
+static void flatten(hw_model *m) { add(m, &FLATTEN, (hw_shape){1, {hw_shape_numel(last_shape(m))}}); }
+
+// PyTorch's mnist_hogwild Net: conv 10 k5, pool, relu, conv 20 k5, dropout2d, pool, relu, fc 320-50,
+// relu, dropout, fc 50-10, log_softmax.
+static int build_model(hw_model *m, const char *name) {
+    memset(m, 0, sizeof *m);
+    snprintf(m->path, sizeof m->path, "%s (built in)", name);
+    m->input = (hw_shape){3, {1, 28, 28}};
+    if (strcmp(name, "lenet") == 0) {
+        conv(m, 10, 5);
+        pool(m);
+        same(m, &RELU, 0);
+        conv(m, 20, 5);
+        same(m, &DROPOUT2D, 0.5);
+        pool(m);
+        same(m, &RELU, 0);
+        flatten(m);
+        linear(m, 50);
+        same(m, &RELU, 0);
+        same(m, &DROPOUT, 0.5);
+        linear(m, 10);
+    } else if (strcmp(name, "mlp") == 0) {  // 784-256-128-10
+        flatten(m);
+        linear(m, 256);
+        same(m, &RELU, 0);
+        linear(m, 128);
+        same(m, &RELU, 0);
+        linear(m, 10);
+    } else {
+        return hw_fail("unknown model '%s' (lenet or mlp)", name);
+    }
+    same(m, &LOG_SOFTMAX, 0);
+    m->n_classes = 10;
+    return HW_OK;
+}
+
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for every parameter: close enough to PyTorch's default for speed.
+static void init_weights(const hw_model *m, float *w) {
+    hw_rng rng;
+    hw_rng_seed(&rng, 1, 0);
+    for (int l = 0; l < m->n_layers; l++) {
+        const hw_layer *L = &m->layers[l];
+        if (L->first_param < 0) continue;
+        const hw_param *pw = &m->params[L->first_param];
+        int64_t fan_in = hw_shape_numel(pw->shape) / pw->shape.dims[0];
+        float bound = 1.0f / sqrtf((float)fan_in);
+        for (int p = L->first_param; p < L->first_param + L->n_params; p++) {
+            for (int64_t i = 0; i < hw_shape_numel(m->params[p].shape); i++) {
+                w[m->params[p].offset + (size_t)i] = bound * (2.0f * hw_rng_uniform(&rng) - 1.0f);
+            }
+        }
+    }
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+typedef struct {
+    const hw_model *model;
+    int batch, workers, steps;
+    channel *ch;
+} bench_args;
+
+// steps of upload / forward / backward / step, pipelined: the next batch's upload is queued while
+// the GPU still works on the current one. Returns the last batch's loss through *loss.
+static int train_steps(hw_cuda_runner *r, const uint8_t *images, const uint8_t *labels, int batch, int steps,
+                       int offset, float *loss) {
+    int per = 784;
+    int at = offset % (POOL - batch);
+    if (hw_cuda_runner_upload_u8(r, images + (size_t)at * per, labels + at, batch) != HW_OK) return HW_ERR;
+    for (int s = 0; s < steps; s++) {
+        if (hw_cuda_runner_forward(r, 1, s == steps - 1 ? loss : NULL) != HW_OK) return HW_ERR;
+        if (hw_cuda_runner_backward(r) != HW_OK) return HW_ERR;
+        if (hw_cuda_runner_sgd_step(r, 0.01f, 0.5f, 0.0f, 0) != HW_OK) return HW_ERR;
+        if (s + 1 < steps) {
+            at = (at + batch) % (POOL - batch);
+            if (hw_cuda_runner_upload_u8(r, images + (size_t)at * per, labels + at, batch) != HW_OK) return HW_ERR;
+        }
+    }
+    return hw_cuda_runner_sync(r);
+}
+
+static int worker(int rank, const bench_args *a) {
+    channel *ch = a->ch;
+    worker_result *res = &ch->results[rank];
+    for (int waited = 0; atomic_load(&ch->state) == WAIT; waited++) {
+        if (waited > 120000) return hw_fail("worker %d: the parent never published the weights' IPC handle", rank);
+        usleep(1000);
+    }
+    if (atomic_load(&ch->state) != READY) return hw_fail("worker %d: the parent failed", rank);
+    // CUDA starts here, after the fork.
+    hw_device dev = {HW_DEVICE_CUDA, 0};
+    float *weights = NULL;
+    if (hw_cuda_select(dev) != HW_OK) return HW_ERR;
+    if (hw_cuda_ipc_open(&ch->handle, (void **)&weights) != HW_OK) return HW_ERR;
+    uint8_t *images = malloc((size_t)POOL * 784), *labels = malloc(POOL);
+    if (!images || !labels) return hw_fail("worker %d: out of memory", rank);
+    hw_rng rng;
+    hw_rng_seed(&rng, 100 + (uint64_t)rank, 0);
+    for (size_t i = 0; i < (size_t)POOL * 784; i++) images[i] = (uint8_t)hw_rng_below(&rng, 256);
+    for (int i = 0; i < POOL; i++) labels[i] = (uint8_t)hw_rng_below(&rng, 10);
+
+    hw_cuda_runner_config cfg = {dev, a->batch, weights, HW_MNIST_MEAN, HW_MNIST_STD, 7 + (uint64_t)rank, 0};
+    hw_cuda_runner *r = NULL;
+    int rc = hw_cuda_runner_create(&r, a->model, &cfg);
+    float loss = 0.0f;
+    if (rc == HW_OK) rc = train_steps(r, images, labels, a->batch, 20, rank * 97, &loss);  // warm-up
+    atomic_fetch_add(&ch->warmed_up, 1);
+    while (rc == HW_OK && atomic_load(&ch->warmed_up) < a->workers) usleep(100);
+    double t0 = now_s();
+    if (rc == HW_OK) rc = train_steps(r, images, labels, a->batch, a->steps, rank * 131, &loss);
+    res->seconds = now_s() - t0;
+    res->samples = (long)a->steps * a->batch;
+    res->last_loss = loss;
+    hw_cuda_runner_free(r);
+    r = NULL;
+    // The timed pass: events around every copy and every step (the runner waits for each step's
+    // end before the next, so this pass runs a little slower and only gives the shares).
+    cfg.timing = 1;
+    if (rc == HW_OK) rc = hw_cuda_runner_create(&r, a->model, &cfg);
+    int profile_steps = a->steps / 4 > 20 ? a->steps / 4 : 20;
+    if (rc == HW_OK) rc = train_steps(r, images, labels, a->batch, profile_steps, rank * 7, &loss);
+    if (rc == HW_OK) rc = hw_cuda_runner_timing(r, &res->copy_ms, &res->compute_ms);
+    res->profile_steps = profile_steps;
+    hw_cuda_runner_free(r);
+    // Close before the parent frees the memory.
+    if (hw_cuda_ipc_close(weights) != HW_OK && rc == HW_OK) rc = HW_ERR;
+    free(images);
+    free(labels);
+    return rc;
+}
+
+static int probe(void) {
+    int count = 0;
+    if (hw_cuda_device_count(&count) != HW_OK) {
+        printf("no GPU: %s\n", hw_error());
+        return 2;
+    }
+    for (int i = 0; i < count; i++) {
+        char name[256];
+        if (hw_cuda_describe((hw_device){HW_DEVICE_CUDA, i}, name, sizeof name) != HW_OK) {
+            printf("no GPU: %s\n", hw_error());
+            return 2;
+        }
+        printf("GPU %d: %s\n", i, name);
+    }
+    return 0;
+}
+
+static int run(const char *model_name, int batch, int workers, int steps, int header) {
+    static hw_model model;
+    if (build_model(&model, model_name) != HW_OK) {
+        fprintf(stderr, "gpu_bench: %s\n", hw_error());
+        return 2;
+    }
+    if (workers < 1 || workers > MAX_WORKERS || batch < 1 || batch > POOL / 2 || steps < 1) {
+        fprintf(stderr, "gpu_bench: workers 1..%d, batch 1..%d, steps >= 1\n", MAX_WORKERS, POOL / 2);
+        return 2;
+    }
+    channel *ch = mmap(NULL, sizeof *ch, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (ch == MAP_FAILED) {
+        perror("gpu_bench: mmap");
+        return 1;
+    }
+    memset(ch, 0, sizeof *ch);
+    bench_args args = {&model, batch, workers, steps, ch};
+    fflush(stdout);
+    // 1. Fork every worker before this process touches CUDA.
+    pid_t pids[MAX_WORKERS];
+    for (int k = 0; k < workers; k++) {
+        pids[k] = fork();
+        if (pids[k] < 0) {
+            perror("gpu_bench: fork");
+            atomic_store(&ch->state, FAILED);
+            for (int j = 0; j < k; j++) waitpid(pids[j], NULL, 0);
+            return 1;
+        }
+        if (pids[k] == 0) {
+            int rc = worker(k, &args);
+            if (rc != HW_OK) snprintf(ch->results[k].error, sizeof ch->results[k].error, "%s", hw_error());
+            _exit(rc == HW_OK ? 0 : 1);
+        }
+    }
+    // 2. Now CUDA: the shared device weights, and their handle published in shared memory.
+    float *weights = NULL, *host = calloc(model.n_weights, sizeof(float));
+    int rc = host ? HW_OK : hw_fail("out of memory");
+    if (rc == HW_OK) init_weights(&model, host);
+    if (rc == HW_OK) rc = hw_cuda_select((hw_device){HW_DEVICE_CUDA, 0});
+    if (rc == HW_OK) rc = hw_cuda_malloc((void **)&weights, model.n_weights * sizeof(float));
+    if (rc == HW_OK) rc = hw_cuda_memcpy_h2d(weights, host, model.n_weights * sizeof(float), NULL);
+    if (rc == HW_OK) rc = hw_cuda_stream_sync(NULL);
+    if (rc == HW_OK) rc = hw_cuda_ipc_export(weights, &ch->handle);
+    if (rc != HW_OK) snprintf(ch->parent_error, sizeof ch->parent_error, "%s", hw_error());
+    atomic_store(&ch->state, rc == HW_OK ? READY : FAILED);
+    // 3. Wait for the workers; they close their handles before they exit.
+    int failed = rc != HW_OK;
+    for (int k = 0; k < workers; k++) {
+        int status = 0;
+        waitpid(pids[k], &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            if (rc == HW_OK) fprintf(stderr, "gpu_bench: worker %d failed: %s\n", k, ch->results[k].error);
+            failed = 1;
+        }
+    }
+    if (rc != HW_OK) fprintf(stderr, "gpu_bench: %s\n", ch->parent_error);
+    hw_cuda_free(weights);
+    free(host);
+    if (failed) return 1;
+
+    long samples = 0;
+    double slowest = 0.0, copy_ms = 0.0, compute_ms = 0.0, profile_steps = 0.0;
+    for (int k = 0; k < workers; k++) {
+        const worker_result *res = &ch->results[k];
+        samples += res->samples;
+        if (res->seconds > slowest) slowest = res->seconds;
+        copy_ms += res->copy_ms;
+        compute_ms += res->compute_ms;
+        profile_steps += res->profile_steps;
+    }
+    if (header) {
+        printf("| model | batch | GPU workers | samples/s (all workers) | ms/step per worker | H2D copy ms/step | "
+               "compute ms/step | copy share |\n");
+        printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    }
+    double step_ms = 1000.0 * slowest / steps;
+    printf("| %s | %d | %d | %.0f | %.3f | %.4f | %.3f | %.1f%% |\n", model_name, batch, workers, samples / slowest,
+           step_ms, copy_ms / profile_steps, compute_ms / profile_steps, 100.0 * copy_ms / (copy_ms + compute_ms));
+    munmap(ch, sizeof *ch);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *model = "lenet";
+    int batch = 64, workers = 1, steps = 0, header = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--probe") == 0) return probe();
+        if (strcmp(argv[i], "--header") == 0) {
+            header = 1;
+        } else if (i + 1 < argc && strcmp(argv[i], "--model") == 0) {
+            model = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--batch") == 0) {
+            batch = atoi(argv[++i]);
+        } else if (i + 1 < argc && strcmp(argv[i], "--workers") == 0) {
+            workers = atoi(argv[++i]);
+        } else if (i + 1 < argc && strcmp(argv[i], "--steps") == 0) {
+            steps = atoi(argv[++i]);
+        } else {
+            fprintf(stderr, "usage: gpu_bench --probe | --model lenet|mlp --batch N --workers K [--steps S] [--header]\n");
+            return 2;
+        }
+    }
+    if (steps == 0) steps = batch >= 1 && 100000 / batch > 50 ? 100000 / batch : 50;
+    return run(model, batch, workers, steps, header);
+}

@@ -1,0 +1,61 @@
+// blas: cuBLAS handles and the row-major SGEMM wrapper (the CPU BLAS is src/blas.c).
+#include "check.cuh"
+
+extern "C" int hw_cublas_create(hw_cublas *handle, hw_cuda_stream stream) {
+    cublasHandle_t h = NULL;
+    HW_CHECK(cublasCreate(&h));
+    *handle = h;
+    // Plain FP32: no TF32 tensor-core rounding, so GPU results match the CPU layers.
+    cublasStatus_t status = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+    if (status == CUBLAS_STATUS_SUCCESS) status = cublasSetStream(h, stream);
+    if (status != CUBLAS_STATUS_SUCCESS) {
+        cublasDestroy(h);
+        *handle = NULL;
+        return hw_fail("cublasSetMathMode/cublasSetStream failed at %s:%d: %s", __FILE__, __LINE__,
+                       cublasGetStatusString(status));
+    }
+    return HW_OK;
+}
+
+extern "C" void hw_cublas_destroy(hw_cublas handle) {
+    if (handle) cublasDestroy(handle);
+}
+
+extern "C" int hw_cuda_sgemm(hw_cublas handle, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                             const float *a, const float *b, float beta, float *c) {
+    if (m < 0 || n < 0 || k < 0) return hw_fail("hw_cuda_sgemm: negative size (m=%d, n=%d, k=%d)", m, n, k);
+    if (m == 0 || n == 0) return HW_OK;
+    // Row-major X is column-major X^T. C^T[n,m] = op(B)^T[n,k] * op(A)^T[k,m], so cuBLAS gets B
+    // first with B's transposition flag, then A with A's. The leading dimension of a row-major
+    // matrix is its number of columns as stored.
+    int lda = trans_a ? m : k;
+    int ldb = trans_b ? k : n;
+    cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    HW_CHECK(cublasSgemm(handle, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, n));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_tensor_matmul(hw_cublas handle, hw_tensor *c, const hw_tensor *a, const hw_tensor *b) {
+    if (hw_tensor_same_device(a, b, "matmul") != HW_OK) return HW_ERR;
+    if (hw_tensor_same_device(c, a, "matmul") != HW_OK) return HW_ERR;
+    if (a->device.type != HW_DEVICE_CUDA) {
+        return hw_fail("matmul: the tensors are on cpu; hw_cuda_tensor_matmul runs on cuda tensors");
+    }
+    if (a->shape.ndim != 2 || b->shape.ndim != 2 || c->shape.ndim != 2 || a->shape.dims[1] != b->shape.dims[0] ||
+        c->shape.dims[0] != a->shape.dims[0] || c->shape.dims[1] != b->shape.dims[1]) {
+        char sa[64], sb[64], sc[64];
+        hw_shape_format(a->shape, sa, sizeof sa);
+        hw_shape_format(b->shape, sb, sizeof sb);
+        hw_shape_format(c->shape, sc, sizeof sc);
+        return hw_fail("matmul: shapes do not fit: %s x %s -> %s", sa, sb, sc);
+    }
+    int current = -1;
+    HW_CHECK(cudaGetDevice(&current));
+    if (current != a->device.index) {
+        return hw_fail("matmul: the tensors are on cuda:%d but the current device is cuda:%d (hw_cuda_select it)",
+                       a->device.index, current);
+    }
+    return hw_cuda_sgemm(handle, 0, 0, (int)a->shape.dims[0], (int)b->shape.dims[1], (int)a->shape.dims[1], 1.0f,
+                         a->data, b->data, 0.0f, c->data);
+}

@@ -1,0 +1,40 @@
+// check.cuh: the CUDA module's one checking macro (llm.c's cudaCheck, returning instead of
+// exiting) and the kernel launch sizes. Private to src/cuda/.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#ifdef HW_HAVE_NCCL
+#include <nccl.h>
+#endif
+
+#include "hw/cuda.h"
+
+// The three libraries report failure with their own status types; one overload each gives the
+// macro below whether a status is a failure and the library's own words for it.
+static inline bool hw_status_failed(cudaError_t status) { return status != cudaSuccess; }
+static inline const char *hw_status_string(cudaError_t status) { return cudaGetErrorString(status); }
+static inline bool hw_status_failed(cublasStatus_t status) { return status != CUBLAS_STATUS_SUCCESS; }
+static inline const char *hw_status_string(cublasStatus_t status) { return cublasGetStatusString(status); }
+#ifdef HW_HAVE_NCCL
+static inline bool hw_status_failed(ncclResult_t status) { return status != ncclSuccess; }
+static inline const char *hw_status_string(ncclResult_t status) { return ncclGetErrorString(status); }
+#endif
+
+// Runs a CUDA, cuBLAS or NCCL call; on failure returns HW_ERR from the calling function with
+// "<the call> failed at <file>:<line>: <the library's error string>".
+#define HW_CHECK(call)                                                                                     \
+    do {                                                                                                   \
+        auto hw_status_ = (call);                                                                          \
+        if (hw_status_failed(hw_status_)) {                                                                \
+            cudaGetLastError(); /* clear it, or the next launch check would report it again */         \
+            return hw_fail("%s failed at %s:%d: %s", #call, __FILE__, __LINE__, hw_status_string(hw_status_)); \
+        }                                                                                                  \
+    } while (0)
+
+// Kernels use grid-stride loops; this caps the grid so that any n fits.
+enum { HW_THREADS = 256 };
+static inline unsigned hw_blocks(int64_t n) {
+    int64_t blocks = (n + HW_THREADS - 1) / HW_THREADS;
+    return (unsigned)(blocks < 65536 ? blocks : 65536);
+}

@@ -1,0 +1,230 @@
+// device: device selection, device and pinned memory, streams, events, copies, CUDA IPC.
+#include "check.cuh"
+
+#include <string.h>
+
+static const size_t MIB = 1024 * 1024;
+
+extern "C" int hw_cuda_compiled(void) { return 1; }
+
+extern "C" int hw_cuda_device_count(int *count) {
+    *count = 0;
+    int n = 0;
+    cudaError_t status = cudaGetDeviceCount(&n);
+    if (status != cudaSuccess) {
+        cudaGetLastError();  // clear it, so that it does not resurface in a later unrelated check
+        return hw_fail("no CUDA device found: %s (cudaGetDeviceCount)", cudaGetErrorString(status));
+    }
+    if (n == 0) return hw_fail("no CUDA device found: the driver reports 0 devices (is CUDA_VISIBLE_DEVICES empty?)");
+    *count = n;
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_select(hw_device device) {
+    char name[32];
+    hw_device_format(device, name, sizeof name);
+    if (device.type != HW_DEVICE_CUDA) return hw_fail("%s is not a CUDA device (expected cuda or cuda:N)", name);
+    int count = 0;
+    if (hw_cuda_device_count(&count) != HW_OK) return HW_ERR;
+    if (device.index < 0 || device.index >= count) {
+        return hw_fail("%s does not exist: this machine has %d CUDA device(s)", name, count);
+    }
+    HW_CHECK(cudaSetDevice(device.index));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_mem_info(size_t *free_bytes, size_t *total_bytes) {
+    HW_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_check_free(size_t bytes) {
+    int device = 0;
+    size_t free_bytes = 0, total_bytes = 0;
+    HW_CHECK(cudaGetDevice(&device));
+    HW_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (free_bytes < bytes) {
+        return hw_fail("cuda:%d has %zu MiB free, %zu MiB needed", device, free_bytes / MIB, (bytes + MIB - 1) / MIB);
+    }
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_describe(hw_device device, char *buf, size_t cap) {
+    if (hw_cuda_select(device) != HW_OK) return HW_ERR;
+    cudaDeviceProp prop;
+    HW_CHECK(cudaGetDeviceProperties(&prop, device.index));
+    snprintf(buf, cap, "%s (cuda:%d, %.1f GiB, sm_%d%d)", prop.name, device.index,
+             (double)prop.totalGlobalMem / (1024.0 * MIB), prop.major, prop.minor);
+    return HW_OK;
+}
+
+// ---- memory ----
+
+extern "C" int hw_cuda_malloc(void **ptr, size_t bytes) {
+    *ptr = NULL;
+    if (bytes == 0) return HW_OK;
+    cudaError_t status = cudaMalloc(ptr, bytes);
+    if (status != cudaSuccess) {
+        cudaGetLastError();
+        *ptr = NULL;
+        int device = -1;
+        size_t free_bytes = 0, total_bytes = 0;
+        cudaGetDevice(&device);
+        cudaMemGetInfo(&free_bytes, &total_bytes);
+        return hw_fail("cudaMalloc of %zu MiB on cuda:%d failed at %s:%d: %s (%zu MiB free)", (bytes + MIB - 1) / MIB,
+                       device, __FILE__, __LINE__, cudaGetErrorString(status), free_bytes / MIB);
+    }
+    return HW_OK;
+}
+
+extern "C" void hw_cuda_free(void *ptr) {
+    if (ptr) cudaFree(ptr);
+    cudaGetLastError();  // a failure on a cleanup path must not surface in a later check
+}
+
+extern "C" int hw_cuda_memset(void *ptr, int value, size_t bytes, hw_cuda_stream stream) {
+    if (bytes == 0) return HW_OK;
+    HW_CHECK(cudaMemsetAsync(ptr, value, bytes, stream));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_host_alloc(void **ptr, size_t bytes) {
+    *ptr = NULL;
+    if (bytes == 0) return HW_OK;
+    // Portable: pinned for every device, so a DataParallel process can stage for all of them.
+    HW_CHECK(cudaHostAlloc(ptr, bytes, cudaHostAllocPortable));
+    return HW_OK;
+}
+
+extern "C" void hw_cuda_host_free(void *ptr) {
+    if (ptr) cudaFreeHost(ptr);
+    cudaGetLastError();
+}
+
+// ---- streams and events ----
+
+extern "C" int hw_cuda_stream_create(hw_cuda_stream *stream) {
+    HW_CHECK(cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking));
+    return HW_OK;
+}
+
+extern "C" void hw_cuda_stream_destroy(hw_cuda_stream stream) {
+    if (stream) cudaStreamDestroy(stream);
+    cudaGetLastError();
+}
+
+extern "C" int hw_cuda_stream_sync(hw_cuda_stream stream) {
+    HW_CHECK(cudaStreamSynchronize(stream));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_event_create(hw_cuda_event *event, int timing) {
+    HW_CHECK(cudaEventCreateWithFlags(event, timing ? cudaEventDefault : cudaEventDisableTiming));
+    return HW_OK;
+}
+
+extern "C" void hw_cuda_event_destroy(hw_cuda_event event) {
+    if (event) cudaEventDestroy(event);
+    cudaGetLastError();
+}
+
+extern "C" int hw_cuda_event_record(hw_cuda_event event, hw_cuda_stream stream) {
+    HW_CHECK(cudaEventRecord(event, stream));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_stream_wait_event(hw_cuda_stream stream, hw_cuda_event event) {
+    HW_CHECK(cudaStreamWaitEvent(stream, event, 0));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_event_sync(hw_cuda_event event) {
+    HW_CHECK(cudaEventSynchronize(event));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_event_elapsed_ms(hw_cuda_event start, hw_cuda_event end, float *ms) {
+    HW_CHECK(cudaEventElapsedTime(ms, start, end));
+    return HW_OK;
+}
+
+// ---- copies ----
+
+extern "C" int hw_cuda_memcpy_h2d(void *dst_dev, const void *src_host, size_t bytes, hw_cuda_stream stream) {
+    if (bytes == 0) return HW_OK;
+    HW_CHECK(cudaMemcpyAsync(dst_dev, src_host, bytes, cudaMemcpyHostToDevice, stream));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_memcpy_d2h(void *dst_host, const void *src_dev, size_t bytes, hw_cuda_stream stream) {
+    if (bytes == 0) return HW_OK;
+    HW_CHECK(cudaMemcpyAsync(dst_host, src_dev, bytes, cudaMemcpyDeviceToHost, stream));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_memcpy_d2d(void *dst_dev, const void *src_dev, size_t bytes, hw_cuda_stream stream) {
+    if (bytes == 0) return HW_OK;
+    HW_CHECK(cudaMemcpyAsync(dst_dev, src_dev, bytes, cudaMemcpyDeviceToDevice, stream));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_memcpy_peer(void *dst, int dst_device, const void *src, int src_device, size_t bytes,
+                                   hw_cuda_stream stream) {
+    if (bytes == 0) return HW_OK;
+    HW_CHECK(cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, stream));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_tensor_copy(hw_tensor *dst, const hw_tensor *src) {
+    if (!hw_shape_equal(dst->shape, src->shape)) {
+        char a[64], b[64];
+        hw_shape_format(dst->shape, a, sizeof a);
+        hw_shape_format(src->shape, b, sizeof b);
+        return hw_fail("tensor copy: shapes differ (destination %s, source %s)", a, b);
+    }
+    size_t bytes = (size_t)hw_shape_numel(src->shape) * sizeof(float);
+    int dst_cuda = dst->device.type == HW_DEVICE_CUDA, src_cuda = src->device.type == HW_DEVICE_CUDA;
+    if (!dst_cuda && !src_cuda) {
+        memcpy(dst->data, src->data, bytes);
+        return HW_OK;
+    }
+    // The CUDA side selects the device (and so checks that it exists); the copy waits.
+    if (hw_cuda_select(src_cuda ? src->device : dst->device) != HW_OK) return HW_ERR;
+    if (dst_cuda && src_cuda) {
+        if (dst->device.index == src->device.index) {
+            HW_CHECK(cudaMemcpy(dst->data, src->data, bytes, cudaMemcpyDeviceToDevice));
+        } else {
+            if (hw_cuda_select(dst->device) != HW_OK) return HW_ERR;
+            HW_CHECK(cudaMemcpyPeer(dst->data, dst->device.index, src->data, src->device.index, bytes));
+        }
+    } else if (dst_cuda) {
+        HW_CHECK(cudaMemcpy(dst->data, src->data, bytes, cudaMemcpyHostToDevice));
+    } else {
+        HW_CHECK(cudaMemcpy(dst->data, src->data, bytes, cudaMemcpyDeviceToHost));
+    }
+    return HW_OK;
+}
+
+// ---- IPC ----
+
+static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(hw_cuda_ipc_handle), "hw_cuda_ipc_handle holds a cudaIpcMemHandle_t");
+
+extern "C" int hw_cuda_ipc_export(const void *dev_ptr, hw_cuda_ipc_handle *handle) {
+    cudaIpcMemHandle_t h;
+    HW_CHECK(cudaIpcGetMemHandle(&h, const_cast<void *>(dev_ptr)));
+    memcpy(handle->bytes, &h, sizeof h);
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_ipc_open(const hw_cuda_ipc_handle *handle, void **dev_ptr) {
+    cudaIpcMemHandle_t h;
+    memcpy(&h, handle->bytes, sizeof h);
+    *dev_ptr = NULL;
+    HW_CHECK(cudaIpcOpenMemHandle(dev_ptr, h, cudaIpcMemLazyEnablePeerAccess));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_ipc_close(void *dev_ptr) {
+    HW_CHECK(cudaIpcCloseMemHandle(dev_ptr));
+    return HW_OK;
+}

@@ -1,0 +1,107 @@
+// pointwise: relu, dropout, dropout2d, the uint8 -> float input conversion and the SGD step.
+#include "check.cuh"
+
+#define GRID_STRIDE(i, n) \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+__global__ static void relu_forward(float *y, const float *x, int64_t n) {
+    GRID_STRIDE(i, n) { y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
+}
+
+__global__ static void relu_backward(float *dx, const float *dy, const float *y, int64_t n) {
+    GRID_STRIDE(i, n) { dx[i] = y[i] > 0.0f ? dy[i] : 0.0f; }
+}
+
+// Element i keeps its value (scaled by 1/(1-p)) when the draw for index i / plane is >= p:
+// plane = 1 is dropout, plane = H*W is dropout2d (one draw per sample and channel).
+__global__ static void dropout_apply(float *out, const float *in, int64_t n, int64_t plane, float p, float scale,
+                                     uint64_t seed, uint64_t step) {
+    GRID_STRIDE(i, n) {
+        float u = hw_dropout_uniform(seed, step, (uint64_t)(i / plane));
+        out[i] = u >= p ? in[i] * scale : 0.0f;
+    }
+}
+
+__global__ static void normalize_u8(float *x, const uint8_t *bytes, int64_t n, float mean, float std) {
+    GRID_STRIDE(i, n) { x[i] = ((float)bytes[i] / 255.0f - mean) / std; }
+}
+
+__global__ static void sgd_step(float *w, const float *g, float *velocity, int64_t n, float lr, float momentum,
+                                float weight_decay, int nesterov, int started) {
+    GRID_STRIDE(i, n) {
+        float weight = w[i];  // Hogwild: other workers may write this weight between read and write
+        float d = g[i];
+        if (weight_decay != 0.0f) d += weight_decay * weight;
+        if (momentum != 0.0f) {
+            float v = started ? momentum * velocity[i] + d : d;
+            velocity[i] = v;
+            d = nesterov ? d + momentum * v : v;
+        }
+        w[i] = weight - lr * d;
+    }
+}
+
+extern "C" int hw_cuda_relu_forward(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
+    if (n <= 0) return HW_OK;
+    relu_forward<<<hw_blocks(n), HW_THREADS, 0, stream>>>(y, x, n);
+    HW_CHECK(cudaGetLastError());
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_relu_backward(hw_cuda_stream stream, float *dx, const float *dy, const float *y, int64_t n) {
+    if (n <= 0) return HW_OK;
+    relu_backward<<<hw_blocks(n), HW_THREADS, 0, stream>>>(dx, dy, y, n);
+    HW_CHECK(cudaGetLastError());
+    return HW_OK;
+}
+
+// The forward and the backward are the same masking: y = mask * x / (1-p), dx = mask * dy / (1-p).
+static int dropout_launch(hw_cuda_stream stream, float *out, const float *in, int64_t n, int64_t plane, float p,
+                          uint64_t seed, uint64_t step) {
+    if (!(p >= 0.0f && p <= 1.0f)) return hw_fail("dropout: p = %g is not in [0, 1]", (double)p);
+    if (n <= 0) return HW_OK;
+    if (plane <= 0) return hw_fail("dropout2d: empty channel plane");
+    // p = 1 drops everything (torch returns zeros); the comparison u >= 1 is never true.
+    float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    dropout_apply<<<hw_blocks(n), HW_THREADS, 0, stream>>>(out, in, n, plane, p, scale, seed, step);
+    HW_CHECK(cudaGetLastError());
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_dropout_forward(hw_cuda_stream stream, float *y, const float *x, int64_t n, float p,
+                                       uint64_t seed, uint64_t step) {
+    return dropout_launch(stream, y, x, n, 1, p, seed, step);
+}
+
+extern "C" int hw_cuda_dropout_backward(hw_cuda_stream stream, float *dx, const float *dy, int64_t n, float p,
+                                        uint64_t seed, uint64_t step) {
+    return dropout_launch(stream, dx, dy, n, 1, p, seed, step);
+}
+
+extern "C" int hw_cuda_dropout2d_forward(hw_cuda_stream stream, float *y, const float *x, int64_t planes,
+                                         int64_t plane, float p, uint64_t seed, uint64_t step) {
+    return dropout_launch(stream, y, x, planes * plane, plane, p, seed, step);
+}
+
+extern "C" int hw_cuda_dropout2d_backward(hw_cuda_stream stream, float *dx, const float *dy, int64_t planes,
+                                          int64_t plane, float p, uint64_t seed, uint64_t step) {
+    return dropout_launch(stream, dx, dy, planes * plane, plane, p, seed, step);
+}
+
+extern "C" int hw_cuda_normalize_u8(hw_cuda_stream stream, float *x, const uint8_t *bytes, int64_t n, float mean,
+                                    float std) {
+    if (!(std > 0.0f)) return hw_fail("normalize: std = %g must be > 0", (double)std);
+    if (n <= 0) return HW_OK;
+    normalize_u8<<<hw_blocks(n), HW_THREADS, 0, stream>>>(x, bytes, n, mean, std);
+    HW_CHECK(cudaGetLastError());
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_sgd_step(hw_cuda_stream stream, float *w, const float *g, float *velocity, int64_t n, float lr,
+                                float momentum, float weight_decay, int nesterov, int started) {
+    if (momentum != 0.0f && !velocity) return hw_fail("sgd: momentum %g needs a velocity buffer", (double)momentum);
+    if (n <= 0) return HW_OK;
+    sgd_step<<<hw_blocks(n), HW_THREADS, 0, stream>>>(w, g, velocity, n, lr, momentum, weight_decay, nesterov, started);
+    HW_CHECK(cudaGetLastError());
+    return HW_OK;
+}

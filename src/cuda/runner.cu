@@ -1,0 +1,728 @@
+// runner: an hw_model description run on one GPU by one worker: forward, backward, SGD step.
+//
+// Everything is allocated in hw_cuda_runner_create; the training loop only queues copies and
+// kernels. Two streams: `copy` carries the input batches from two pinned host slots to two device
+// slots, `compute` runs the layers. Events order them: a forward waits for its slot's copy
+// (copy_done), and the next upload into a slot waits until the forward has read it (slot_free).
+#include "check.cuh"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum layer_kind { LINEAR, CONV2D, MAXPOOL2D, RELU, DROPOUT, DROPOUT2D, FLATTEN, LOG_SOFTMAX };
+
+static const struct {
+    const char *name;
+    enum layer_kind kind;
+} KINDS[] = {{"linear", LINEAR},   {"conv2d", CONV2D},       {"maxpool2d", MAXPOOL2D}, {"relu", RELU},
+             {"dropout", DROPOUT}, {"dropout2d", DROPOUT2D}, {"flatten", FLATTEN},     {"log_softmax", LOG_SOFTMAX}};
+
+// What the runner needs of one layer, checked and derived once.
+typedef struct {
+    enum layer_kind kind;
+    int line;
+    int64_t in_numel, out_numel;      // per sample
+    int channels, height, width;      // input planes (conv2d, maxpool2d, dropout2d)
+    int in_features, out_features;    // linear
+    hw_conv_dims conv;                // conv2d (batch set per call)
+    int kernel, stride;               // maxpool2d
+    float p;                          // dropout
+    int64_t weight, bias;             // offsets into the flat buffers, -1 when absent
+    int weight_trainable, bias_trainable;
+    int32_t *argmax;                  // maxpool2d: [max_batch, out_numel]
+} runner_layer;
+
+typedef struct {
+    size_t offset, count;
+} flat_range;
+
+struct hw_cuda_runner {
+    hw_device device;
+    int selected;                     // the device exists and was made current: there is something to free
+    int max_batch;
+    int n_layers;
+    runner_layer layers[HW_MAX_LAYERS];
+    int first_trainable;              // backward stops at this layer; n_layers when nothing trains
+    int n_classes;
+    int64_t in_numel;
+    size_t n_weights;
+    int n_ranges;                     // trainable parts of the flat buffer, for the SGD step
+    flat_range ranges[HW_MAX_PARAMS];
+
+    float *weights;                   // device; shared with other processes when opened by IPC
+    int owns_weights;
+    float *grads, *velocity;          // device, private
+    int sgd_started;
+
+    float *arena;                     // one allocation: activations, gradients, scratch, loss
+    float *acts[HW_MAX_LAYERS + 1];   // acts[i]: input of layer i; acts[n_layers]: log-probabilities
+    float *grad_acts[HW_MAX_LAYERS + 1];
+    float *scratch;                   // conv2d im2col and GEMM output
+    float *row_loss, *loss_dev;
+    int32_t *argmax_arena, *correct_dev;
+    uint8_t *labels_dev;              // the labels of the batch last run forward
+
+    hw_cuda_stream copy, compute;
+    hw_cublas blas;
+
+    // staging: two pinned host slots and two device slots, filled in turn
+    size_t slot_bytes;
+    void *host_x[2], *dev_x[2];
+    uint8_t *host_labels[2], *dev_labels[2];
+    int slot_batch[2], slot_u8[2], slot_has_labels[2];
+    hw_cuda_event copy_start[2], copy_done[2], slot_free[2];
+    int copy_timed[2];
+    int queued, next_upload, next_forward;
+    float *host_scalar;               // pinned: the loss or the correct count on its way back
+
+    // the last forward
+    int batch, has_labels, training;
+    uint64_t seed, step;
+    float mean, std;
+
+    int timing;
+    hw_cuda_event compute_start, compute_end;
+    int compute_timed;
+    double copy_ms, compute_ms;
+};
+
+// nn.h declares struct hw_layer_type without its members; its first member is the type's name
+// ("linear", "conv2d", ...), which is all the runner reads of it.
+static const char *layer_type_name(const hw_layer *layer) {
+    return layer->type ? *(const char *const *)(const void *)layer->type : NULL;
+}
+
+static int64_t param_numel(const hw_model *model, int index) { return hw_shape_numel(model->params[index].shape); }
+
+// Checks one layer of the description and fills `out`.
+static int describe_layer(const hw_model *model, int i, runner_layer *out) {
+    const hw_layer *layer = &model->layers[i];
+    const char *name = layer_type_name(layer);
+    memset(out, 0, sizeof *out);
+    out->line = layer->line;
+    out->weight = out->bias = -1;
+    int found = 0;
+    for (size_t k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++) {
+        if (name && strcmp(name, KINDS[k].name) == 0) {
+            out->kind = KINDS[k].kind;
+            found = 1;
+        }
+    }
+    if (!found) {
+        return hw_fail("%s:%d: layer '%s' of type '%s' has no GPU implementation", model->path, layer->line,
+                       layer->name, name ? name : "(none)");
+    }
+    out->in_numel = hw_shape_numel(layer->in_shape);
+    out->out_numel = hw_shape_numel(layer->out_shape);
+    hw_shape in = layer->in_shape;
+    if (in.ndim == 3) {
+        out->channels = (int)in.dims[0];
+        out->height = (int)in.dims[1];
+        out->width = (int)in.dims[2];
+    } else {
+        out->channels = in.ndim >= 1 ? (int)in.dims[0] : 1;  // dropout2d on features: a channel each
+        out->height = 1;
+        out->width = (int)(out->channels ? out->in_numel / out->channels : 0);
+    }
+    int64_t expect_out = out->in_numel;
+    int64_t weight_numel = 0, bias_numel = 0;
+    switch (out->kind) {
+    case LINEAR:
+        out->in_features = (int)layer->config[0];
+        out->out_features = (int)layer->config[1];
+        if (out->in_features != out->in_numel) {
+            return hw_fail("%s:%d: linear expects %d input features but its input has %lld", model->path, layer->line,
+                           out->in_features, (long long)out->in_numel);
+        }
+        expect_out = out->out_features;
+        weight_numel = (int64_t)out->out_features * out->in_features;
+        bias_numel = out->out_features;
+        break;
+    case CONV2D: {
+        hw_conv_dims d = {0, (int)layer->config[0], out->height, out->width, (int)layer->config[1],
+                          (int)layer->config[2], (int)layer->config[3], (int)layer->config[4]};
+        if (in.ndim != 3 || d.in_channels != out->channels || d.kernel <= 0 || d.stride <= 0 || d.padding < 0 ||
+            d.height + 2 * d.padding < d.kernel || d.width + 2 * d.padding < d.kernel) {
+            return hw_fail("%s:%d: conv2d with %d input channels, kernel %d, stride %d, padding %d does not fit its input "
+                           "of %d x %d x %d", model->path, layer->line, d.in_channels, d.kernel, d.stride, d.padding,
+                           out->channels, out->height, out->width);
+        }
+        out->conv = d;
+        expect_out = (int64_t)d.out_channels * hw_conv_out_h(d) * hw_conv_out_w(d);
+        weight_numel = (int64_t)d.out_channels * d.in_channels * d.kernel * d.kernel;
+        bias_numel = d.out_channels;
+        break;
+    }
+    case MAXPOOL2D:
+        out->kernel = (int)layer->config[0];
+        out->stride = (int)layer->config[1];
+        if (in.ndim != 3 || out->kernel <= 0 || out->stride <= 0 || out->height < out->kernel || out->width < out->kernel) {
+            return hw_fail("%s:%d: maxpool2d kernel %d stride %d does not fit its input", model->path, layer->line,
+                           out->kernel, out->stride);
+        }
+        expect_out = (int64_t)out->channels * ((out->height - out->kernel) / out->stride + 1) *
+                     ((out->width - out->kernel) / out->stride + 1);
+        break;
+    case DROPOUT2D:
+        if (out->channels <= 0 || out->in_numel % out->channels != 0) {
+            return hw_fail("%s:%d: dropout2d needs an input with channels", model->path, layer->line);
+        }
+        [[fallthrough]];
+    case DROPOUT:
+        out->p = layer->n_args > 0 ? (float)layer->args[0] : 0.5f;
+        if (!(out->p >= 0.0f && out->p <= 1.0f)) {
+            return hw_fail("%s:%d: dropout p = %g is not in [0, 1]", model->path, layer->line, (double)out->p);
+        }
+        break;
+    case RELU:
+    case FLATTEN:
+    case LOG_SOFTMAX:
+        break;
+    }
+    if (expect_out != out->out_numel) {
+        return hw_fail("%s:%d: layer '%s' produces %lld values per sample but the model says %lld", model->path,
+                       layer->line, layer->name, (long long)expect_out, (long long)out->out_numel);
+    }
+    if (weight_numel > 0) {
+        int first = layer->first_param;
+        if (first < 0 || layer->n_params < 1 || first + layer->n_params > model->n_params) {
+            return hw_fail("%s:%d: layer '%s' has no weight parameter", model->path, layer->line, layer->name);
+        }
+        const hw_param *w = &model->params[first];
+        if (param_numel(model, first) != weight_numel || w->offset + (size_t)weight_numel > model->n_weights) {
+            return hw_fail("%s:%d: parameter '%s' does not fit the layer or the flat buffer", model->path, layer->line,
+                           w->name);
+        }
+        out->weight = (int64_t)w->offset;
+        out->weight_trainable = !w->frozen && !layer->frozen;
+        if (layer->n_params >= 2) {
+            const hw_param *b = &model->params[first + 1];
+            if (param_numel(model, first + 1) != bias_numel || b->offset + (size_t)bias_numel > model->n_weights) {
+                return hw_fail("%s:%d: parameter '%s' does not fit the layer or the flat buffer", model->path,
+                               layer->line, b->name);
+            }
+            out->bias = (int64_t)b->offset;
+            out->bias_trainable = !b->frozen && !layer->frozen;
+        }
+    }
+    return HW_OK;
+}
+
+// The trainable parameters as ranges of the flat buffer, adjacent ones merged: the SGD step is
+// one kernel per range (usually one for the whole buffer).
+static void collect_ranges(hw_cuda_runner *r, const hw_model *model) {
+    flat_range all[HW_MAX_PARAMS];
+    int n = 0;
+    for (int i = 0; i < model->n_params; i++) {
+        const hw_param *p = &model->params[i];
+        int layer_frozen = 0;
+        for (int l = 0; l < model->n_layers; l++) {
+            const hw_layer *layer = &model->layers[l];
+            if (layer->first_param >= 0 && i >= layer->first_param && i < layer->first_param + layer->n_params) {
+                layer_frozen = layer->frozen;
+            }
+        }
+        if (p->frozen || layer_frozen) continue;
+        flat_range range = {p->offset, (size_t)hw_shape_numel(p->shape)};
+        int at = n++;
+        while (at > 0 && all[at - 1].offset > range.offset) {  // insertion sort by offset
+            all[at] = all[at - 1];
+            at--;
+        }
+        all[at] = range;
+    }
+    r->n_ranges = 0;
+    for (int i = 0; i < n; i++) {
+        flat_range *last = r->n_ranges ? &r->ranges[r->n_ranges - 1] : NULL;
+        if (last && last->offset + last->count == all[i].offset) {
+            last->count += all[i].count;
+        } else {
+            r->ranges[r->n_ranges++] = all[i];
+        }
+    }
+}
+
+static int use_device(const hw_cuda_runner *r) {
+    HW_CHECK(cudaSetDevice(r->device.index));
+    return HW_OK;
+}
+
+extern "C" void hw_cuda_runner_free(hw_cuda_runner *r) {
+    if (!r) return;
+    if (!r->selected) {
+        free(r);
+        return;
+    }
+    cudaSetDevice(r->device.index);
+    if (r->copy) cudaStreamSynchronize(r->copy);
+    if (r->compute) cudaStreamSynchronize(r->compute);
+    hw_cublas_destroy(r->blas);
+    hw_cuda_stream_destroy(r->copy);
+    hw_cuda_stream_destroy(r->compute);
+    for (int s = 0; s < 2; s++) {
+        hw_cuda_event_destroy(r->copy_start[s]);
+        hw_cuda_event_destroy(r->copy_done[s]);
+        hw_cuda_event_destroy(r->slot_free[s]);
+        hw_cuda_host_free(r->host_x[s]);
+        hw_cuda_host_free(r->host_labels[s]);
+        hw_cuda_free(r->dev_x[s]);
+        hw_cuda_free(r->dev_labels[s]);
+    }
+    hw_cuda_event_destroy(r->compute_start);
+    hw_cuda_event_destroy(r->compute_end);
+    hw_cuda_host_free(r->host_scalar);
+    hw_cuda_free(r->arena);
+    hw_cuda_free(r->argmax_arena);
+    hw_cuda_free(r->labels_dev);
+    hw_cuda_free(r->correct_dev);
+    hw_cuda_free(r->grads);
+    hw_cuda_free(r->velocity);
+    if (r->owns_weights) hw_cuda_free(r->weights);
+    cudaGetLastError();
+    free(r);
+}
+
+static size_t round_up(size_t n) { return (n + 63) & ~(size_t)63; }  // keeps every carve 256-byte aligned
+
+static int runner_init(hw_cuda_runner *r, const hw_model *model, const hw_cuda_runner_config *c) {
+    if (c->max_batch < 1) return hw_fail("GPU runner: max_batch %d must be at least 1", c->max_batch);
+    if (!(c->std > 0.0f)) return hw_fail("GPU runner: input std %g must be > 0", (double)c->std);
+    if (model->n_layers < 1 || model->n_layers > HW_MAX_LAYERS) {
+        return hw_fail("%s: the GPU runner needs 1 to %d layers, the model has %d", model->path, HW_MAX_LAYERS,
+                       model->n_layers);
+    }
+    r->device = c->device;
+    r->max_batch = c->max_batch;
+    r->n_layers = model->n_layers;
+    r->n_weights = model->n_weights;
+    r->in_numel = hw_shape_numel(model->input);
+    r->seed = c->seed;
+    r->mean = c->mean;
+    r->std = c->std;
+    r->timing = c->timing;
+    r->first_trainable = model->n_layers;
+    int64_t prev_numel = r->in_numel;
+    size_t scratch_floats = 0, argmax_ints = 0;
+    for (int i = 0; i < model->n_layers; i++) {
+        runner_layer *L = &r->layers[i];
+        if (describe_layer(model, i, L) != HW_OK) return HW_ERR;
+        if (L->in_numel != prev_numel) {
+            return hw_fail("%s:%d: layer '%s' takes %lld values per sample but gets %lld", model->path, L->line,
+                           model->layers[i].name, (long long)L->in_numel, (long long)prev_numel);
+        }
+        if (L->kind == LOG_SOFTMAX && i != model->n_layers - 1) {
+            return hw_fail("%s:%d: log_softmax must be the last layer", model->path, L->line);
+        }
+        prev_numel = L->out_numel;
+        if ((L->weight_trainable || L->bias_trainable) && r->first_trainable == model->n_layers) r->first_trainable = i;
+        if (L->kind == CONV2D) {
+            hw_conv_dims d = L->conv;
+            d.batch = c->max_batch;
+            size_t need = hw_cuda_conv2d_scratch_floats(d);
+            if (need > scratch_floats) scratch_floats = need;
+        }
+        if (L->kind == MAXPOOL2D) argmax_ints += round_up((size_t)c->max_batch * (size_t)L->out_numel);
+    }
+    if (r->layers[model->n_layers - 1].kind != LOG_SOFTMAX) {
+        return hw_fail("%s: the GPU runner needs log_softmax as the last layer (the loss is log_softmax + NLL)",
+                       model->path);
+    }
+    r->n_classes = (int)r->layers[model->n_layers - 1].out_numel;
+    collect_ranges(r, model);
+
+    // Everything the runner allocates, checked against the free memory first.
+    size_t B = (size_t)c->max_batch;
+    size_t arena_floats = round_up(B * (size_t)r->in_numel);  // acts[0]
+    for (int i = 0; i < r->n_layers; i++) {
+        if (r->layers[i].kind != FLATTEN) arena_floats += 2 * round_up(B * (size_t)r->layers[i].out_numel);
+    }
+    arena_floats += round_up(scratch_floats) + round_up(B) + 64;  // scratch, row losses, the loss
+    r->slot_bytes = B * (size_t)r->in_numel * sizeof(float);
+    int own = c->weights_dev == NULL && !(model->device.type == HW_DEVICE_CUDA && model->weights);
+    size_t bytes = arena_floats * sizeof(float) + argmax_ints * sizeof(int32_t) + 2 * r->n_weights * sizeof(float) +
+                   (own ? r->n_weights * sizeof(float) : 0) + 2 * (r->slot_bytes + B) + B + 256;
+    if (hw_cuda_select(c->device) != HW_OK) return HW_ERR;
+    r->selected = 1;
+    if (hw_cuda_check_free(bytes) != HW_OK) {
+        return hw_error_prefix("GPU runner for %s at batch %d", model->path, c->max_batch);
+    }
+
+    if (c->weights_dev) {
+        r->weights = c->weights_dev;
+    } else if (model->device.type == HW_DEVICE_CUDA && model->weights) {
+        if (model->device.index != c->device.index) {
+            return hw_fail("GPU runner: the model's weights are on cuda:%d, the runner is for cuda:%d",
+                           model->device.index, c->device.index);
+        }
+        r->weights = model->weights;
+    } else {
+        if (hw_cuda_malloc((void **)&r->weights, r->n_weights * sizeof(float)) != HW_OK) return HW_ERR;
+        r->owns_weights = 1;
+    }
+    if (hw_cuda_malloc((void **)&r->grads, r->n_weights * sizeof(float)) != HW_OK) return HW_ERR;
+    if (hw_cuda_malloc((void **)&r->velocity, r->n_weights * sizeof(float)) != HW_OK) return HW_ERR;
+    if (hw_cuda_malloc((void **)&r->arena, arena_floats * sizeof(float)) != HW_OK) return HW_ERR;
+    if (argmax_ints && hw_cuda_malloc((void **)&r->argmax_arena, argmax_ints * sizeof(int32_t)) != HW_OK) return HW_ERR;
+    if (hw_cuda_malloc((void **)&r->labels_dev, B) != HW_OK) return HW_ERR;
+    if (hw_cuda_malloc((void **)&r->correct_dev, sizeof(int32_t)) != HW_OK) return HW_ERR;
+    if (hw_cuda_host_alloc((void **)&r->host_scalar, 64) != HW_OK) return HW_ERR;
+    for (int s = 0; s < 2; s++) {
+        if (hw_cuda_host_alloc(&r->host_x[s], r->slot_bytes) != HW_OK) return HW_ERR;
+        if (hw_cuda_host_alloc((void **)&r->host_labels[s], B) != HW_OK) return HW_ERR;
+        if (hw_cuda_malloc(&r->dev_x[s], r->slot_bytes) != HW_OK) return HW_ERR;
+        if (hw_cuda_malloc((void **)&r->dev_labels[s], B) != HW_OK) return HW_ERR;
+        if (hw_cuda_event_create(&r->copy_start[s], 1) != HW_OK) return HW_ERR;
+        if (hw_cuda_event_create(&r->copy_done[s], r->timing) != HW_OK) return HW_ERR;
+        if (hw_cuda_event_create(&r->slot_free[s], 0) != HW_OK) return HW_ERR;
+    }
+    if (hw_cuda_event_create(&r->compute_start, 1) != HW_OK) return HW_ERR;
+    if (hw_cuda_event_create(&r->compute_end, 1) != HW_OK) return HW_ERR;
+    if (hw_cuda_stream_create(&r->copy) != HW_OK) return HW_ERR;
+    if (hw_cuda_stream_create(&r->compute) != HW_OK) return HW_ERR;
+    if (hw_cublas_create(&r->blas, r->compute) != HW_OK) return HW_ERR;
+
+    // Carve the arena. A flatten layer is a view: its output and gradient are its input's.
+    float *next = r->arena;
+    r->acts[0] = next;
+    r->grad_acts[0] = NULL;  // nobody needs the gradient of the input
+    next += round_up(B * (size_t)r->in_numel);
+    int32_t *next_argmax = r->argmax_arena;
+    for (int i = 0; i < r->n_layers; i++) {
+        runner_layer *L = &r->layers[i];
+        if (L->kind == FLATTEN) {
+            r->acts[i + 1] = r->acts[i];
+            r->grad_acts[i + 1] = r->grad_acts[i];
+            continue;
+        }
+        size_t n = round_up(B * (size_t)L->out_numel);
+        r->acts[i + 1] = next;
+        r->grad_acts[i + 1] = next + n;
+        next += 2 * n;
+        if (L->kind == MAXPOOL2D) {
+            L->argmax = next_argmax;
+            next_argmax += round_up(B * (size_t)L->out_numel);
+        }
+    }
+    // A flatten right after the input aliases grad_acts[0] (NULL); backward never writes it
+    // because layer 0 computes no input gradient.
+    r->scratch = next;
+    next += round_up(scratch_floats);
+    r->row_loss = next;
+    next += round_up(B);
+    r->loss_dev = next;
+
+    // Frozen parameters keep a zero gradient; the trainable ones are overwritten by backward.
+    if (hw_cuda_memset(r->grads, 0, r->n_weights * sizeof(float), r->compute) != HW_OK) return HW_ERR;
+    if (hw_cuda_memset(r->velocity, 0, r->n_weights * sizeof(float), r->compute) != HW_OK) return HW_ERR;
+    if (r->owns_weights) {
+        if (model->weights) {
+            if (hw_cuda_memcpy_h2d(r->weights, model->weights, r->n_weights * sizeof(float), r->compute) != HW_OK) {
+                return HW_ERR;
+            }
+        } else if (hw_cuda_memset(r->weights, 0, r->n_weights * sizeof(float), r->compute) != HW_OK) {
+            return HW_ERR;
+        }
+    }
+    HW_CHECK(cudaStreamSynchronize(r->compute));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_runner_create(hw_cuda_runner **runner, const hw_model *model, const hw_cuda_runner_config *config) {
+    *runner = NULL;
+    hw_cuda_runner *r = (hw_cuda_runner *)calloc(1, sizeof *r);
+    if (!r) return hw_fail("GPU runner: out of host memory");
+    if (runner_init(r, model, config) != HW_OK) {
+        hw_cuda_runner_free(r);
+        return HW_ERR;
+    }
+    *runner = r;
+    return HW_OK;
+}
+
+// ---- input ----
+
+static int upload(hw_cuda_runner *r, const void *x, size_t x_bytes, int is_u8, const uint8_t *labels, int batch) {
+    if (batch < 1 || batch > r->max_batch) {
+        return hw_fail("GPU runner: batch %d is outside 1..%d (max_batch)", batch, r->max_batch);
+    }
+    if (r->queued == 2) return hw_fail("GPU runner: two batches are queued already; run forward first");
+    if (labels) {
+        for (int b = 0; b < batch; b++) {
+            if (labels[b] >= r->n_classes) {
+                return hw_fail("GPU runner: label %d of sample %d is out of range for %d classes", labels[b], b,
+                               r->n_classes);
+            }
+        }
+    }
+    if (use_device(r) != HW_OK) return HW_ERR;
+    int s = r->next_upload;
+    // The forward that read this slot last must be done with it before the pinned memory and the
+    // device slot are overwritten (immediately true for a never recorded event).
+    HW_CHECK(cudaEventSynchronize(r->slot_free[s]));
+    if (r->copy_timed[s]) {
+        float ms = 0.0f;
+        HW_CHECK(cudaEventElapsedTime(&ms, r->copy_start[s], r->copy_done[s]));
+        r->copy_ms += ms;
+        r->copy_timed[s] = 0;
+    }
+    memcpy(r->host_x[s], x, x_bytes);
+    if (labels) memcpy(r->host_labels[s], labels, (size_t)batch);
+    if (r->timing) HW_CHECK(cudaEventRecord(r->copy_start[s], r->copy));
+    HW_CHECK(cudaMemcpyAsync(r->dev_x[s], r->host_x[s], x_bytes, cudaMemcpyHostToDevice, r->copy));
+    if (labels) HW_CHECK(cudaMemcpyAsync(r->dev_labels[s], r->host_labels[s], (size_t)batch, cudaMemcpyHostToDevice, r->copy));
+    HW_CHECK(cudaEventRecord(r->copy_done[s], r->copy));
+    r->copy_timed[s] = r->timing;
+    r->slot_batch[s] = batch;
+    r->slot_u8[s] = is_u8;
+    r->slot_has_labels[s] = labels != NULL;
+    r->next_upload = 1 - s;
+    r->queued++;
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_runner_upload_u8(hw_cuda_runner *r, const uint8_t *x, const uint8_t *labels, int batch) {
+    return upload(r, x, (size_t)batch * (size_t)r->in_numel, 1, labels, batch);
+}
+
+extern "C" int hw_cuda_runner_upload_f32(hw_cuda_runner *r, const float *x, const uint8_t *labels, int batch) {
+    return upload(r, x, (size_t)batch * (size_t)r->in_numel * sizeof(float), 0, labels, batch);
+}
+
+// ---- forward, backward, step ----
+
+static int take_compute_time(hw_cuda_runner *r) {
+    if (!r->compute_timed) return HW_OK;
+    float ms = 0.0f;
+    HW_CHECK(cudaEventSynchronize(r->compute_end));
+    HW_CHECK(cudaEventElapsedTime(&ms, r->compute_start, r->compute_end));
+    r->compute_ms += ms;
+    r->compute_timed = 0;
+    return HW_OK;
+}
+
+static int mark_compute_end(hw_cuda_runner *r) {
+    if (r->timing) HW_CHECK(cudaEventRecord(r->compute_end, r->compute));
+    return HW_OK;
+}
+
+static hw_cuda_ctx ctx_of(const hw_cuda_runner *r) { return hw_cuda_ctx{r->compute, r->blas}; }
+
+static int forward_layer(hw_cuda_runner *r, int i) {
+    const runner_layer *L = &r->layers[i];
+    const float *x = r->acts[i];
+    float *y = r->acts[i + 1];
+    const int B = r->batch;
+    const float *w = L->weight >= 0 ? r->weights + L->weight : NULL;
+    const float *bias = L->bias >= 0 ? r->weights + L->bias : NULL;
+    int64_t n = (int64_t)B * L->out_numel;
+    switch (L->kind) {
+    case LINEAR:
+        return hw_cuda_linear_forward(ctx_of(r), y, x, w, bias, B, L->in_features, L->out_features);
+    case CONV2D: {
+        hw_conv_dims d = L->conv;
+        d.batch = B;
+        return hw_cuda_conv2d_forward(ctx_of(r), y, x, w, bias, d, r->scratch);
+    }
+    case MAXPOOL2D:
+        return hw_cuda_maxpool2d_forward(r->compute, y, L->argmax, x, B, L->channels, L->height, L->width, L->kernel,
+                                         L->stride);
+    case RELU:
+        return hw_cuda_relu_forward(r->compute, y, x, n);
+    case DROPOUT:
+        if (!r->training) return hw_cuda_memcpy_d2d(y, x, (size_t)n * sizeof(float), r->compute);
+        return hw_cuda_dropout_forward(r->compute, y, x, n, L->p, hw_dropout_layer_seed(r->seed, i), r->step);
+    case DROPOUT2D:
+        if (!r->training) return hw_cuda_memcpy_d2d(y, x, (size_t)n * sizeof(float), r->compute);
+        return hw_cuda_dropout2d_forward(r->compute, y, x, (int64_t)B * L->channels, L->in_numel / L->channels, L->p,
+                                         hw_dropout_layer_seed(r->seed, i), r->step);
+    case FLATTEN:
+        return HW_OK;  // a view: acts[i + 1] == acts[i]
+    case LOG_SOFTMAX:
+        return hw_cuda_log_softmax_nll_forward(r->compute, y, r->loss_dev, x, r->has_labels ? r->labels_dev : NULL, B,
+                                               (int)L->out_numel, r->row_loss);
+    }
+    return hw_fail("GPU runner: unknown layer kind %d", (int)L->kind);
+}
+
+extern "C" int hw_cuda_runner_forward(hw_cuda_runner *r, int training, float *loss) {
+    if (r->queued == 0) return hw_fail("GPU runner: forward without a batch (upload one first)");
+    if (use_device(r) != HW_OK) return HW_ERR;
+    int s = r->next_forward;
+    r->batch = r->slot_batch[s];
+    r->has_labels = r->slot_has_labels[s];
+    r->training = training;
+    if (training) r->step++;  // a new dropout mask for every training batch
+    HW_CHECK(cudaStreamWaitEvent(r->compute, r->copy_done[s], 0));
+    if (r->timing) {  // after the wait: time spent waiting for the copy is not compute
+        if (take_compute_time(r) != HW_OK) return HW_ERR;
+        HW_CHECK(cudaEventRecord(r->compute_start, r->compute));
+        r->compute_timed = 1;
+    }
+    int64_t n = (int64_t)r->batch * r->in_numel;
+    if (r->slot_u8[s]) {
+        if (hw_cuda_normalize_u8(r->compute, r->acts[0], (const uint8_t *)r->dev_x[s], n, r->mean, r->std) != HW_OK) {
+            return HW_ERR;
+        }
+    } else {
+        HW_CHECK(cudaMemcpyAsync(r->acts[0], r->dev_x[s], (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, r->compute));
+    }
+    if (r->has_labels) {
+        HW_CHECK(cudaMemcpyAsync(r->labels_dev, r->dev_labels[s], (size_t)r->batch, cudaMemcpyDeviceToDevice, r->compute));
+    }
+    HW_CHECK(cudaEventRecord(r->slot_free[s], r->compute));
+    r->next_forward = 1 - s;
+    r->queued--;
+    for (int i = 0; i < r->n_layers; i++) {
+        if (forward_layer(r, i) != HW_OK) return hw_error_prefix("forward, layer %d", i);
+    }
+    if (mark_compute_end(r) != HW_OK) return HW_ERR;
+    if (loss) {
+        *loss = 0.0f;
+        if (!r->has_labels) return HW_OK;
+        HW_CHECK(cudaMemcpyAsync(r->host_scalar, r->loss_dev, sizeof(float), cudaMemcpyDeviceToHost, r->compute));
+        HW_CHECK(cudaStreamSynchronize(r->compute));
+        *loss = r->host_scalar[0];
+    }
+    return HW_OK;
+}
+
+static int backward_layer(hw_cuda_runner *r, int i) {
+    const runner_layer *L = &r->layers[i];
+    const int B = r->batch;
+    const float *x = r->acts[i], *y = r->acts[i + 1];
+    const float *dy = r->grad_acts[i + 1];
+    float *dx = i > r->first_trainable ? r->grad_acts[i] : NULL;  // no gradient below the first trainable layer
+    int64_t n = (int64_t)B * L->out_numel;
+    float *dw = L->weight >= 0 && L->weight_trainable ? r->grads + L->weight : NULL;
+    float *dbias = L->bias >= 0 && L->bias_trainable ? r->grads + L->bias : NULL;
+    const float *w = L->weight >= 0 ? r->weights + L->weight : NULL;
+    switch (L->kind) {
+    case LINEAR:
+        return hw_cuda_linear_backward(ctx_of(r), dx, dw, dbias, dy, x, w, B, L->in_features, L->out_features);
+    case CONV2D: {
+        hw_conv_dims d = L->conv;
+        d.batch = B;
+        return hw_cuda_conv2d_backward(ctx_of(r), dx, dw, dbias, dy, x, w, d, r->scratch);
+    }
+    case MAXPOOL2D:
+        if (!dx) return HW_OK;
+        return hw_cuda_maxpool2d_backward(r->compute, dx, dy, L->argmax, B, L->channels, L->height, L->width, L->kernel,
+                                          L->stride);
+    case RELU:
+        return dx ? hw_cuda_relu_backward(r->compute, dx, dy, y, n) : HW_OK;
+    case DROPOUT:
+        if (!dx) return HW_OK;
+        return hw_cuda_dropout_backward(r->compute, dx, dy, n, L->p, hw_dropout_layer_seed(r->seed, i), r->step);
+    case DROPOUT2D:
+        if (!dx) return HW_OK;
+        return hw_cuda_dropout2d_backward(r->compute, dx, dy, (int64_t)B * L->channels, L->in_numel / L->channels,
+                                          L->p, hw_dropout_layer_seed(r->seed, i), r->step);
+    case FLATTEN:
+        return HW_OK;  // grad_acts[i] == grad_acts[i + 1]
+    case LOG_SOFTMAX:
+        return dx ? hw_cuda_log_softmax_nll_backward(r->compute, dx, y, r->labels_dev, B, (int)L->out_numel) : HW_OK;
+    }
+    return hw_fail("GPU runner: unknown layer kind %d", (int)L->kind);
+}
+
+extern "C" int hw_cuda_runner_backward(hw_cuda_runner *r) {
+    if (!r->training || !r->has_labels || r->batch == 0) {
+        return hw_fail("GPU runner: backward needs a training forward with labels before it");
+    }
+    if (use_device(r) != HW_OK) return HW_ERR;
+    for (int i = r->n_layers - 1; i >= r->first_trainable; i--) {
+        if (backward_layer(r, i) != HW_OK) return hw_error_prefix("backward, layer %d", i);
+    }
+    return mark_compute_end(r);
+}
+
+extern "C" int hw_cuda_runner_sgd_step(hw_cuda_runner *r, float lr, float momentum, float weight_decay, int nesterov) {
+    if (!(lr >= 0.0f)) return hw_fail("sgd: learning rate %g must be >= 0", (double)lr);
+    if (!(momentum >= 0.0f)) return hw_fail("sgd: momentum %g must be >= 0", (double)momentum);
+    if (!(weight_decay >= 0.0f)) return hw_fail("sgd: weight decay %g must be >= 0", (double)weight_decay);
+    if (nesterov && momentum <= 0.0f) return hw_fail("sgd: nesterov momentum needs a momentum > 0");
+    if (use_device(r) != HW_OK) return HW_ERR;
+    for (int k = 0; k < r->n_ranges; k++) {
+        size_t off = r->ranges[k].offset;
+        if (hw_cuda_sgd_step(r->compute, r->weights + off, r->grads + off, r->velocity + off,
+                             (int64_t)r->ranges[k].count, lr, momentum, weight_decay, nesterov, r->sgd_started) != HW_OK) {
+            return HW_ERR;
+        }
+    }
+    if (momentum != 0.0f) r->sgd_started = 1;
+    return mark_compute_end(r);
+}
+
+extern "C" int hw_cuda_runner_count_correct(hw_cuda_runner *r, int *correct) {
+    *correct = 0;
+    if (!r->has_labels || r->batch == 0) return hw_fail("GPU runner: count_correct needs a forward with labels");
+    if (use_device(r) != HW_OK) return HW_ERR;
+    HW_CHECK(cudaMemsetAsync(r->correct_dev, 0, sizeof(int32_t), r->compute));
+    if (hw_cuda_count_correct(r->compute, r->correct_dev, r->acts[r->n_layers], r->labels_dev, r->batch,
+                              r->n_classes) != HW_OK) {
+        return HW_ERR;
+    }
+    HW_CHECK(cudaMemcpyAsync(r->host_scalar, r->correct_dev, sizeof(int32_t), cudaMemcpyDeviceToHost, r->compute));
+    HW_CHECK(cudaStreamSynchronize(r->compute));
+    int32_t count;
+    memcpy(&count, r->host_scalar, sizeof count);
+    *correct = count;
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_runner_sync(hw_cuda_runner *r) {
+    if (use_device(r) != HW_OK) return HW_ERR;
+    HW_CHECK(cudaStreamSynchronize(r->copy));
+    HW_CHECK(cudaStreamSynchronize(r->compute));
+    return HW_OK;
+}
+
+// ---- weights and results ----
+
+extern "C" float *hw_cuda_runner_weights(hw_cuda_runner *r) { return r->weights; }
+
+extern "C" int hw_cuda_runner_weights_upload(hw_cuda_runner *r, const float *host) {
+    if (use_device(r) != HW_OK) return HW_ERR;
+    HW_CHECK(cudaMemcpyAsync(r->weights, host, r->n_weights * sizeof(float), cudaMemcpyHostToDevice, r->compute));
+    HW_CHECK(cudaStreamSynchronize(r->compute));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_runner_weights_download(hw_cuda_runner *r, float *host) {
+    if (use_device(r) != HW_OK) return HW_ERR;
+    HW_CHECK(cudaMemcpyAsync(host, r->weights, r->n_weights * sizeof(float), cudaMemcpyDeviceToHost, r->compute));
+    HW_CHECK(cudaStreamSynchronize(r->compute));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_runner_grads_download(hw_cuda_runner *r, float *host) {
+    if (use_device(r) != HW_OK) return HW_ERR;
+    HW_CHECK(cudaMemcpyAsync(host, r->grads, r->n_weights * sizeof(float), cudaMemcpyDeviceToHost, r->compute));
+    HW_CHECK(cudaStreamSynchronize(r->compute));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_runner_output(hw_cuda_runner *r, float *host, int *batch) {
+    *batch = r->batch;
+    if (r->batch == 0) return hw_fail("GPU runner: no forward has run yet");
+    if (use_device(r) != HW_OK) return HW_ERR;
+    size_t bytes = (size_t)r->batch * (size_t)r->n_classes * sizeof(float);
+    HW_CHECK(cudaMemcpyAsync(host, r->acts[r->n_layers], bytes, cudaMemcpyDeviceToHost, r->compute));
+    HW_CHECK(cudaStreamSynchronize(r->compute));
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_runner_timing(hw_cuda_runner *r, double *copy_ms, double *compute_ms) {
+    if (hw_cuda_runner_sync(r) != HW_OK) return HW_ERR;
+    for (int s = 0; s < 2; s++) {
+        if (!r->copy_timed[s]) continue;
+        float ms = 0.0f;
+        HW_CHECK(cudaEventElapsedTime(&ms, r->copy_start[s], r->copy_done[s]));
+        r->copy_ms += ms;
+        r->copy_timed[s] = 0;
+    }
+    if (take_compute_time(r) != HW_OK) return HW_ERR;
+    *copy_ms = r->copy_ms;
+    *compute_ms = r->compute_ms;
+    return HW_OK;
+}

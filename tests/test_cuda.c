@@ -1,0 +1,1203 @@
+// Tests of the cuda module: every kernel and layer against a naive CPU reference written here
+// (double accumulation), the GPU model runner against the same reference run layer by layer,
+// device errors, mixed-device refusal and CUDA IPC across fork.
+//
+// A test that needs a GPU skips, saying why, where there is none ("no CUDA device found: ...")
+// or in a build without CUDA ("built without CUDA"). The device-error test runs everywhere.
+#include "hw/cuda.h"
+#include "hw/err.h"
+#include "hw/rng.h"
+
+#include <criterion/criterion.h>
+#include <criterion/hooks.h>
+#include <stdio.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const hw_device CUDA0 = {HW_DEVICE_CUDA, 0};
+
+// Skips unless this build has CUDA and the machine a device; then selects cuda:0.
+static void need_gpu(void) {
+    if (!hw_cuda_compiled()) cr_skip_test("built without CUDA (make CUDA=0 or no nvcc)");
+    int count = 0;
+    if (hw_cuda_device_count(&count) != HW_OK) cr_skip_test("%s", hw_error());
+    cr_assert_eq(hw_cuda_select(CUDA0), HW_OK, "%s", hw_error());
+}
+
+// Criterion's summary line does not count skipped tests; this says how many GPU tests did not run
+// and why, so that a machine without a GPU cannot pass for one where the kernels were checked.
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
+    size_t skipped = 0, ran = 0;
+    const char *why = NULL;
+    for (struct criterion_suite_stats *suite = stats->suites; suite; suite = suite->next) {
+        if (strcmp(suite->suite->name, "cuda") != 0) continue;
+        for (struct criterion_test_stats *t = suite->tests; t; t = t->next) {
+            if (t->test->data->disabled || (t->message && strcmp(t->message, "Test is disabled") == 0)) continue;
+            ran++;
+            if (t->test_status == CR_STATUS_SKIPPED) {
+                skipped++;
+                if (!why) why = t->message;
+            }
+        }
+    }
+    if (skipped) fprintf(stderr, "[SKIP] cuda: %zu of %zu tests skipped: %s\n", skipped, ran, why ? why : "");
+}
+
+#define OK(call) cr_assert_eq((call), HW_OK, "%s: %s", #call, hw_error())
+
+// ---- host/device buffers ----
+
+static float *to_device(const float *host, size_t n) {
+    void *dev = NULL;
+    OK(hw_cuda_malloc(&dev, n * sizeof(float) + 4));  // + 4: never a zero-byte allocation
+    if (host) OK(hw_cuda_memcpy_h2d(dev, host, n * sizeof(float), NULL));
+    OK(hw_cuda_stream_sync(NULL));
+    return dev;
+}
+
+static void *bytes_to_device(const void *host, size_t n) {
+    void *dev = NULL;
+    OK(hw_cuda_malloc(&dev, n + 4));
+    OK(hw_cuda_memcpy_h2d(dev, host, n, NULL));
+    OK(hw_cuda_stream_sync(NULL));
+    return dev;
+}
+
+static float *from_device(const float *dev, size_t n) {
+    float *host = malloc(n * sizeof(float) + 4);
+    cr_assert(host);
+    OK(hw_cuda_stream_sync(NULL));
+    OK(hw_cuda_memcpy_d2h(host, dev, n * sizeof(float), NULL));
+    OK(hw_cuda_stream_sync(NULL));
+    return host;
+}
+
+static float *random_floats(hw_rng *rng, size_t n, float scale) {
+    float *x = malloc(n * sizeof(float) + 4);
+    cr_assert(x);
+    for (size_t i = 0; i < n; i++) x[i] = scale * (2.0f * hw_rng_uniform(rng) - 1.0f);
+    return x;
+}
+
+// max |got - want| / max |want|: the error relative to the size of the values.
+static double rel_error(const float *got, const float *want, size_t n) {
+    double diff = 0.0, size = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - (double)want[i]);
+        if (d > diff || isnan(d)) diff = isnan(d) ? INFINITY : d;
+        if (fabs((double)want[i]) > size) size = fabs((double)want[i]);
+    }
+    return size > 0.0 ? diff / size : diff;
+}
+
+#define EXPECT_CLOSE(got, want, n, what)                                                                          \
+    do {                                                                                                          \
+        double err_ = rel_error((got), (want), (n));                                                              \
+        cr_expect_lt(err_, 1e-4, "%s: relative error %g", (what), err_);                                          \
+    } while (0)
+
+static hw_cuda_ctx make_ctx(void) {
+    hw_cuda_ctx ctx;
+    OK(hw_cuda_stream_create(&ctx.stream));
+    OK(hw_cublas_create(&ctx.blas, ctx.stream));
+    return ctx;
+}
+
+static void free_ctx(hw_cuda_ctx ctx) {
+    hw_cublas_destroy(ctx.blas);
+    hw_cuda_stream_destroy(ctx.stream);
+}
+
+static int rand_in(hw_rng *rng, int lo, int hi) { return lo + (int)hw_rng_below(rng, (uint32_t)(hi - lo + 1)); }
+
+// ---- the CPU reference ----
+
+static void ref_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, const float *b, float beta,
+                     float *c) {
+    for (int i = 0; i < m; i++) {
+        for (int j = 0; j < n; j++) {
+            double sum = 0.0;
+            for (int p = 0; p < k; p++) {
+                double av = ta ? a[p * m + i] : a[i * k + p];
+                double bv = tb ? b[j * k + p] : b[p * n + j];
+                sum += av * bv;
+            }
+            c[i * n + j] = (float)(alpha * sum + beta * c[i * n + j]);
+        }
+    }
+}
+
+static void ref_linear_forward(float *y, const float *x, const float *w, const float *bias, int B, int in, int out) {
+    for (int b = 0; b < B; b++) {
+        for (int o = 0; o < out; o++) {
+            double sum = bias ? bias[o] : 0.0;
+            for (int i = 0; i < in; i++) sum += (double)x[b * in + i] * w[o * in + i];
+            y[b * out + o] = (float)sum;
+        }
+    }
+}
+
+static void ref_linear_backward(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                                int B, int in, int out) {
+    for (int o = 0; o < out; o++) {
+        for (int i = 0; i < in; i++) {
+            double sum = 0.0;
+            for (int b = 0; b < B; b++) sum += (double)dy[b * out + o] * x[b * in + i];
+            if (dw) dw[o * in + i] = (float)sum;
+        }
+        double sum = 0.0;
+        for (int b = 0; b < B; b++) sum += dy[b * out + o];
+        if (db) db[o] = (float)sum;
+    }
+    for (int b = 0; b < B && dx; b++) {
+        for (int i = 0; i < in; i++) {
+            double sum = 0.0;
+            for (int o = 0; o < out; o++) sum += (double)dy[b * out + o] * w[o * in + i];
+            dx[b * in + i] = (float)sum;
+        }
+    }
+}
+
+static void ref_conv_forward(float *y, const float *x, const float *w, const float *bias, hw_conv_dims d) {
+    int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d), K = d.kernel;
+    for (int b = 0; b < d.batch; b++)
+        for (int oc = 0; oc < d.out_channels; oc++)
+            for (int oy = 0; oy < oh; oy++)
+                for (int ox = 0; ox < ow; ox++) {
+                    double sum = bias ? bias[oc] : 0.0;
+                    for (int c = 0; c < d.in_channels; c++)
+                        for (int ky = 0; ky < K; ky++)
+                            for (int kx = 0; kx < K; kx++) {
+                                int iy = oy * d.stride - d.padding + ky, ix = ox * d.stride - d.padding + kx;
+                                if (iy < 0 || iy >= d.height || ix < 0 || ix >= d.width) continue;
+                                sum += (double)x[((b * d.in_channels + c) * d.height + iy) * d.width + ix] *
+                                       w[((oc * d.in_channels + c) * K + ky) * K + kx];
+                            }
+                    y[((b * d.out_channels + oc) * oh + oy) * ow + ox] = (float)sum;
+                }
+}
+
+static void ref_conv_backward(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                              hw_conv_dims d) {
+    int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d), K = d.kernel;
+    size_t nx = (size_t)d.batch * d.in_channels * d.height * d.width;
+    size_t nw = (size_t)d.out_channels * d.in_channels * K * K;
+    double *gx = calloc(nx, sizeof(double)), *gw = calloc(nw, sizeof(double)), *gb = calloc(d.out_channels, sizeof(double));
+    cr_assert(gx && gw && gb);
+    for (int b = 0; b < d.batch; b++)
+        for (int oc = 0; oc < d.out_channels; oc++)
+            for (int oy = 0; oy < oh; oy++)
+                for (int ox = 0; ox < ow; ox++) {
+                    double g = dy[((b * d.out_channels + oc) * oh + oy) * ow + ox];
+                    gb[oc] += g;
+                    for (int c = 0; c < d.in_channels; c++)
+                        for (int ky = 0; ky < K; ky++)
+                            for (int kx = 0; kx < K; kx++) {
+                                int iy = oy * d.stride - d.padding + ky, ix = ox * d.stride - d.padding + kx;
+                                if (iy < 0 || iy >= d.height || ix < 0 || ix >= d.width) continue;
+                                size_t xi = ((size_t)(b * d.in_channels + c) * d.height + iy) * d.width + ix;
+                                size_t wi = ((size_t)(oc * d.in_channels + c) * K + ky) * K + kx;
+                                gw[wi] += g * x[xi];
+                                gx[xi] += g * w[wi];
+                            }
+                }
+    for (size_t i = 0; i < nx && dx; i++) dx[i] = (float)gx[i];
+    for (size_t i = 0; i < nw && dw; i++) dw[i] = (float)gw[i];
+    for (int i = 0; i < d.out_channels && db; i++) db[i] = (float)gb[i];
+    free(gx);
+    free(gw);
+    free(gb);
+}
+
+static void ref_pool_forward(float *y, int32_t *argmax, const float *x, int planes, int H, int W, int k, int s) {
+    int oh = (H - k) / s + 1, ow = (W - k) / s + 1;
+    for (int p = 0; p < planes; p++)
+        for (int oy = 0; oy < oh; oy++)
+            for (int ox = 0; ox < ow; ox++) {
+                const float *in = x + (size_t)p * H * W;
+                int best = oy * s * W + ox * s;
+                for (int ky = 0; ky < k; ky++)
+                    for (int kx = 0; kx < k; kx++) {
+                        int i = (oy * s + ky) * W + ox * s + kx;
+                        if (in[i] > in[best]) best = i;
+                    }
+                y[((size_t)p * oh + oy) * ow + ox] = in[best];
+                argmax[((size_t)p * oh + oy) * ow + ox] = best;
+            }
+}
+
+static void ref_pool_backward(float *dx, const float *dy, const int32_t *argmax, int planes, int H, int W, int k, int s) {
+    int oh = (H - k) / s + 1, ow = (W - k) / s + 1;
+    memset(dx, 0, (size_t)planes * H * W * sizeof(float));
+    for (int p = 0; p < planes; p++)
+        for (int o = 0; o < oh * ow; o++) dx[(size_t)p * H * W + argmax[p * oh * ow + o]] += dy[p * oh * ow + o];
+}
+
+static void ref_dropout(float *out, const float *in, int64_t n, int64_t plane, float p, uint64_t seed, uint64_t step) {
+    float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    for (int64_t i = 0; i < n; i++) out[i] = hw_dropout_uniform(seed, step, (uint64_t)(i / plane)) >= p ? in[i] * scale : 0.0f;
+}
+
+static double ref_log_softmax_nll(float *logp, const float *x, const uint8_t *labels, int B, int C) {
+    double loss = 0.0;
+    for (int b = 0; b < B; b++) {
+        double max = x[b * C];
+        for (int c = 1; c < C; c++) max = fmax(max, x[b * C + c]);
+        double sum = 0.0;
+        for (int c = 0; c < C; c++) sum += exp(x[b * C + c] - max);
+        for (int c = 0; c < C; c++) logp[b * C + c] = (float)(x[b * C + c] - max - log(sum));
+        if (labels) loss -= logp[b * C + labels[b]];
+    }
+    return loss / B;
+}
+
+static void ref_nll_backward(float *dx, const float *logp, const uint8_t *labels, int B, int C) {
+    for (int b = 0; b < B; b++)
+        for (int c = 0; c < C; c++) dx[b * C + c] = (float)((exp((double)logp[b * C + c]) - (labels[b] == c)) / B);
+}
+
+static void ref_sgd(float *w, const float *g, float *v, size_t n, float lr, float m, float wd, int nesterov, int started) {
+    for (size_t i = 0; i < n; i++) {
+        float d = g[i] + wd * w[i];
+        if (m != 0.0f) {
+            v[i] = started ? m * v[i] + d : d;
+            d = nesterov ? d + m * v[i] : v[i];
+        }
+        w[i] -= lr * d;
+    }
+}
+
+// ---- devices and errors (these run with or without a GPU) ----
+
+Test(cuda, device_index_errors) {
+    hw_device missing = {HW_DEVICE_CUDA, 99};
+    cr_assert_eq(hw_cuda_select(missing), HW_ERR);
+    char message[1024];
+    snprintf(message, sizeof message, "%s", hw_error());
+    int count = 0;
+    if (!hw_cuda_compiled()) {
+        cr_expect(strstr(message, "built without CUDA") != NULL, "message: %s", message);
+    } else if (hw_cuda_device_count(&count) != HW_OK) {
+        cr_expect(strstr(message, "no CUDA device found: ") == message, "message: %s", message);
+        cr_expect(strstr(hw_error(), "no CUDA device found") != NULL, "count message: %s", hw_error());
+        cr_expect_eq(count, 0);
+    } else {
+        char want[128];
+        snprintf(want, sizeof want, "cuda:99 does not exist: this machine has %d CUDA device(s)", count);
+        cr_expect_str_eq(message, want);
+    }
+    cr_assert_eq(hw_cuda_select((hw_device){HW_DEVICE_CPU, 0}), HW_ERR);
+    cr_expect(strstr(hw_error(), "cpu is not a CUDA device") != NULL, "message: %s", hw_error());
+}
+
+Test(cuda, mixed_device_matmul_refused) {
+    if (!hw_cuda_compiled()) cr_skip_test("built without CUDA (make CUDA=0 or no nvcc)");
+    // The device check comes before any CUDA call, so this runs without a GPU too.
+    float host[4] = {0};
+    hw_tensor a = {host, {2, {2, 2}}, {HW_DEVICE_CPU, 0}};
+    hw_tensor b = {(float *)(uintptr_t)0x1000, {2, {2, 2}}, {HW_DEVICE_CUDA, 0}};
+    hw_tensor c = {(float *)(uintptr_t)0x2000, {2, {2, 2}}, {HW_DEVICE_CUDA, 1}};
+    cr_assert_eq(hw_cuda_tensor_matmul(NULL, &b, &a, &b), HW_ERR);
+    cr_expect(strstr(hw_error(), "matmul") && strstr(hw_error(), "cpu") && strstr(hw_error(), "cuda:0"), "message: %s",
+              hw_error());
+    cr_assert_eq(hw_cuda_tensor_matmul(NULL, &c, &b, &b), HW_ERR);
+    cr_expect(strstr(hw_error(), "cuda:0") && strstr(hw_error(), "cuda:1"), "message: %s", hw_error());
+    cr_assert_eq(hw_cuda_tensor_matmul(NULL, &a, &a, &a), HW_ERR);
+    cr_expect(strstr(hw_error(), "cuda tensors") != NULL, "message: %s", hw_error());
+    hw_tensor wrong = {host, {1, {4}}, {HW_DEVICE_CPU, 0}};
+    cr_assert_eq(hw_cuda_tensor_copy(&wrong, &a), HW_ERR);
+    cr_expect(strstr(hw_error(), "shapes differ") != NULL, "message: %s", hw_error());
+}
+
+Test(cuda, free_memory_check) {
+    need_gpu();
+    size_t free_bytes = 0, total_bytes = 0;
+    OK(hw_cuda_mem_info(&free_bytes, &total_bytes));
+    cr_expect_gt(total_bytes, 0);
+    OK(hw_cuda_check_free(1));
+    cr_assert_eq(hw_cuda_check_free(total_bytes * 2), HW_ERR);
+    cr_expect(strstr(hw_error(), "cuda:0 has ") && strstr(hw_error(), "MiB free, ") && strstr(hw_error(), "MiB needed"),
+              "message: %s", hw_error());
+    char name[256];
+    OK(hw_cuda_describe(CUDA0, name, sizeof name));
+    cr_expect(strstr(name, "cuda:0") != NULL, "%s", name);
+}
+
+// ---- copies and streams ----
+
+Test(cuda, copies_pinned_streams_events) {
+    need_gpu();
+    hw_rng rng;
+    hw_rng_seed(&rng, 1, 0);
+    enum { N = 1001 };
+    float *src = random_floats(&rng, N, 1.0f), *pinned = NULL, *back = NULL;
+    OK(hw_cuda_host_alloc((void **)&pinned, N * sizeof(float)));
+    OK(hw_cuda_host_alloc((void **)&back, N * sizeof(float)));
+    memcpy(pinned, src, sizeof(float) * N);
+    hw_cuda_stream copy, compute;
+    hw_cuda_event start, copied, done;
+    OK(hw_cuda_stream_create(&copy));
+    OK(hw_cuda_stream_create(&compute));
+    OK(hw_cuda_event_create(&start, 1));
+    OK(hw_cuda_event_create(&copied, 1));
+    OK(hw_cuda_event_create(&done, 0));
+    float *a = to_device(NULL, N), *b = to_device(NULL, N);
+    OK(hw_cuda_event_record(start, copy));
+    OK(hw_cuda_memcpy_h2d(a, pinned, N * sizeof(float), copy));
+    OK(hw_cuda_event_record(copied, copy));
+    OK(hw_cuda_stream_wait_event(compute, copied));  // compute reads `a` only after the copy
+    OK(hw_cuda_relu_forward(compute, b, a, N));
+    OK(hw_cuda_memcpy_d2h(back, b, N * sizeof(float), compute));
+    OK(hw_cuda_event_record(done, compute));
+    OK(hw_cuda_event_sync(done));
+    for (int i = 0; i < N; i++) cr_assert_eq(back[i], src[i] > 0 ? src[i] : 0.0f, "element %d", i);
+    float ms = -1.0f;
+    OK(hw_cuda_event_elapsed_ms(start, copied, &ms));
+    cr_expect(ms >= 0.0f);
+    // device to device, and the explicit tensor copies between cpu and cuda:0
+    OK(hw_cuda_memcpy_d2d(b, a, N * sizeof(float), compute));
+    OK(hw_cuda_stream_sync(compute));
+    float *check = from_device(b, N);
+    cr_expect_arr_eq(check, src, N * sizeof(float));
+    float host_out[N];
+    hw_tensor t_host = {src, {1, {N}}, {HW_DEVICE_CPU, 0}}, t_dev = {a, {1, {N}}, CUDA0};
+    hw_tensor t_out = {host_out, {1, {N}}, {HW_DEVICE_CPU, 0}};
+    OK(hw_cuda_memset(a, 0, N * sizeof(float), NULL));
+    OK(hw_cuda_stream_sync(NULL));
+    OK(hw_cuda_tensor_copy(&t_dev, &t_host));
+    OK(hw_cuda_tensor_copy(&t_out, &t_dev));
+    cr_expect_arr_eq(host_out, src, N * sizeof(float));
+    hw_tensor t_missing = {a, {1, {N}}, {HW_DEVICE_CUDA, 99}};
+    cr_expect_eq(hw_cuda_tensor_copy(&t_missing, &t_host), HW_ERR);
+    cr_expect(strstr(hw_error(), "cuda:99 does not exist") != NULL, "message: %s", hw_error());
+    hw_cuda_event_destroy(start);
+    hw_cuda_event_destroy(copied);
+    hw_cuda_event_destroy(done);
+    hw_cuda_stream_destroy(copy);
+    hw_cuda_stream_destroy(compute);
+    hw_cuda_host_free(pinned);
+    hw_cuda_host_free(back);
+    hw_cuda_free(a);
+    hw_cuda_free(b);
+    free(src);
+    free(check);
+}
+
+// ---- GEMM ----
+
+Test(cuda, sgemm_row_major_all_transpositions) {
+    need_gpu();
+    hw_cuda_ctx ctx = make_ctx();
+    hw_rng rng;
+    hw_rng_seed(&rng, 2, 0);
+    for (int round = 0; round < 8; round++) {
+        int m = round == 0 ? 1 : rand_in(&rng, 1, 37), n = rand_in(&rng, 1, 41), k = rand_in(&rng, 1, 29);
+        int ta = round & 1, tb = (round >> 1) & 1;
+        float alpha = 0.5f + hw_rng_uniform(&rng), beta = round >= 4 ? 0.75f : 0.0f;
+        float *a = random_floats(&rng, (size_t)m * k, 1.0f), *b = random_floats(&rng, (size_t)k * n, 1.0f);
+        float *c = random_floats(&rng, (size_t)m * n, 1.0f);
+        float *da = to_device(a, (size_t)m * k), *db = to_device(b, (size_t)k * n), *dc = to_device(c, (size_t)m * n);
+        OK(hw_cuda_sgemm(ctx.blas, ta, tb, m, n, k, alpha, da, db, beta, dc));
+        ref_gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+        float *got = from_device(dc, (size_t)m * n);
+        char what[96];
+        snprintf(what, sizeof what, "sgemm ta=%d tb=%d m=%d n=%d k=%d", ta, tb, m, n, k);
+        EXPECT_CLOSE(got, c, (size_t)m * n, what);
+        // the tensor form, on cuda:0
+        if (!ta && !tb) {
+            hw_tensor A = {da, {2, {m, k}}, CUDA0}, B = {db, {2, {k, n}}, CUDA0}, C = {dc, {2, {m, n}}, CUDA0};
+            OK(hw_cuda_tensor_matmul(ctx.blas, &C, &A, &B));
+            ref_gemm(0, 0, m, n, k, 1.0f, a, b, 0.0f, c);
+            free(got);
+            got = from_device(dc, (size_t)m * n);
+            EXPECT_CLOSE(got, c, (size_t)m * n, "tensor matmul");
+        }
+        hw_cuda_free(da);
+        hw_cuda_free(db);
+        hw_cuda_free(dc);
+        free(a);
+        free(b);
+        free(c);
+        free(got);
+    }
+    free_ctx(ctx);
+}
+
+// ---- layers ----
+
+Test(cuda, linear_forward_backward) {
+    need_gpu();
+    hw_cuda_ctx ctx = make_ctx();
+    hw_rng rng;
+    hw_rng_seed(&rng, 3, 0);
+    for (int round = 0; round < 6; round++) {
+        int B = round == 0 ? 1 : rand_in(&rng, 1, 33), in = rand_in(&rng, 1, 67), out = rand_in(&rng, 1, 19);
+        size_t nx = (size_t)B * in, ny = (size_t)B * out, nw = (size_t)out * in;
+        float *x = random_floats(&rng, nx, 1.0f), *w = random_floats(&rng, nw, 0.5f), *bias = random_floats(&rng, out, 0.5f);
+        float *dy = random_floats(&rng, ny, 1.0f);
+        float *y = malloc(ny * 4), *dx = malloc(nx * 4), *dw = malloc(nw * 4), *db = malloc((size_t)out * 4);
+        float *d_x = to_device(x, nx), *d_w = to_device(w, nw), *d_b = to_device(bias, out), *d_dy = to_device(dy, ny);
+        float *d_y = to_device(NULL, ny), *d_dx = to_device(NULL, nx), *d_dw = to_device(NULL, nw), *d_db = to_device(NULL, out);
+        OK(hw_cuda_linear_forward(ctx, d_y, d_x, d_w, d_b, B, in, out));
+        OK(hw_cuda_linear_backward(ctx, d_dx, d_dw, d_db, d_dy, d_x, d_w, B, in, out));
+        OK(hw_cuda_stream_sync(ctx.stream));
+        ref_linear_forward(y, x, w, bias, B, in, out);
+        ref_linear_backward(dx, dw, db, dy, x, w, B, in, out);
+        float *g_y = from_device(d_y, ny), *g_dx = from_device(d_dx, nx), *g_dw = from_device(d_dw, nw), *g_db = from_device(d_db, out);
+        EXPECT_CLOSE(g_y, y, ny, "linear forward");
+        EXPECT_CLOSE(g_dx, dx, nx, "linear dx");
+        EXPECT_CLOSE(g_dw, dw, nw, "linear dw");
+        EXPECT_CLOSE(g_db, db, (size_t)out, "linear dbias");
+        float *ptrs[] = {x, w, bias, dy, y, dx, dw, db, g_y, g_dx, g_dw, g_db};
+        for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) free(ptrs[i]);
+        float *dptrs[] = {d_x, d_w, d_b, d_dy, d_y, d_dx, d_dw, d_db};
+        for (size_t i = 0; i < sizeof dptrs / sizeof dptrs[0]; i++) hw_cuda_free(dptrs[i]);
+    }
+    free_ctx(ctx);
+}
+
+Test(cuda, conv2d_forward_backward) {
+    need_gpu();
+    hw_cuda_ctx ctx = make_ctx();
+    hw_rng rng;
+    hw_rng_seed(&rng, 4, 0);
+    for (int round = 0; round < 8; round++) {
+        hw_conv_dims d;
+        d.batch = round == 0 ? 1 : rand_in(&rng, 1, 5);
+        d.in_channels = rand_in(&rng, 1, 4);
+        d.out_channels = rand_in(&rng, 1, 6);
+        d.kernel = rand_in(&rng, 1, 5);
+        d.stride = rand_in(&rng, 1, 3);
+        d.padding = rand_in(&rng, 0, d.kernel / 2 + 1);
+        d.height = rand_in(&rng, d.kernel, 14);
+        d.width = rand_in(&rng, d.kernel, 13);
+        if (round == 1) d = (hw_conv_dims){3, 1, 28, 28, 10, 5, 1, 0};  // LeNet's first layer
+        int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
+        size_t nx = (size_t)d.batch * d.in_channels * d.height * d.width;
+        size_t ny = (size_t)d.batch * d.out_channels * oh * ow;
+        size_t nw = (size_t)d.out_channels * d.in_channels * d.kernel * d.kernel;
+        float *x = random_floats(&rng, nx, 1.0f), *w = random_floats(&rng, nw, 0.5f), *bias = random_floats(&rng, d.out_channels, 0.5f);
+        float *dy = random_floats(&rng, ny, 1.0f);
+        float *y = malloc(ny * 4), *dx = malloc(nx * 4), *dw = malloc(nw * 4), *db = malloc((size_t)d.out_channels * 4);
+        float *d_x = to_device(x, nx), *d_w = to_device(w, nw), *d_b = to_device(bias, d.out_channels), *d_dy = to_device(dy, ny);
+        float *d_y = to_device(NULL, ny), *d_dx = to_device(NULL, nx), *d_dw = to_device(NULL, nw);
+        float *d_db = to_device(NULL, d.out_channels), *scratch = to_device(NULL, hw_cuda_conv2d_scratch_floats(d));
+        OK(hw_cuda_conv2d_forward(ctx, d_y, d_x, d_w, d_b, d, scratch));
+        OK(hw_cuda_conv2d_backward(ctx, d_dx, d_dw, d_db, d_dy, d_x, d_w, d, scratch));
+        OK(hw_cuda_stream_sync(ctx.stream));
+        ref_conv_forward(y, x, w, bias, d);
+        ref_conv_backward(dx, dw, db, dy, x, w, d);
+        float *g_y = from_device(d_y, ny), *g_dx = from_device(d_dx, nx), *g_dw = from_device(d_dw, nw);
+        float *g_db = from_device(d_db, d.out_channels);
+        char what[160];
+        snprintf(what, sizeof what, "conv2d B=%d C=%d %dx%d OC=%d k=%d s=%d p=%d", d.batch, d.in_channels, d.height,
+                 d.width, d.out_channels, d.kernel, d.stride, d.padding);
+        EXPECT_CLOSE(g_y, y, ny, what);
+        EXPECT_CLOSE(g_dx, dx, nx, what);
+        EXPECT_CLOSE(g_dw, dw, nw, what);
+        EXPECT_CLOSE(g_db, db, (size_t)d.out_channels, what);
+        float *ptrs[] = {x, w, bias, dy, y, dx, dw, db, g_y, g_dx, g_dw, g_db};
+        for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) free(ptrs[i]);
+        float *dptrs[] = {d_x, d_w, d_b, d_dy, d_y, d_dx, d_dw, d_db, scratch};
+        for (size_t i = 0; i < sizeof dptrs / sizeof dptrs[0]; i++) hw_cuda_free(dptrs[i]);
+    }
+    free_ctx(ctx);
+}
+
+Test(cuda, maxpool2d_forward_backward) {
+    need_gpu();
+    hw_rng rng;
+    hw_rng_seed(&rng, 5, 0);
+    for (int round = 0; round < 6; round++) {
+        int B = round == 0 ? 1 : rand_in(&rng, 1, 4), C = rand_in(&rng, 1, 5), k = rand_in(&rng, 1, 3);
+        int s = rand_in(&rng, 1, 3), H = rand_in(&rng, k, 13), W = rand_in(&rng, k, 11);
+        int oh = (H - k) / s + 1, ow = (W - k) / s + 1, planes = B * C;
+        size_t nx = (size_t)planes * H * W, ny = (size_t)planes * oh * ow;
+        float *x = random_floats(&rng, nx, 1.0f), *dy = random_floats(&rng, ny, 1.0f);
+        if (round == 2) {
+            for (size_t i = 0; i < nx; i++) x[i] = (float)(i % 3 == 0);  // ties: the first maximum wins
+        }
+        float *y = malloc(ny * 4), *dx = malloc(nx * 4);
+        int32_t *argmax = malloc(ny * 4);
+        float *d_x = to_device(x, nx), *d_dy = to_device(dy, ny), *d_y = to_device(NULL, ny), *d_dx = to_device(NULL, nx);
+        int32_t *d_arg = (int32_t *)to_device(NULL, ny);
+        OK(hw_cuda_maxpool2d_forward(NULL, d_y, d_arg, d_x, B, C, H, W, k, s));
+        OK(hw_cuda_maxpool2d_backward(NULL, d_dx, d_dy, d_arg, B, C, H, W, k, s));
+        ref_pool_forward(y, argmax, x, planes, H, W, k, s);
+        ref_pool_backward(dx, dy, argmax, planes, H, W, k, s);
+        float *g_y = from_device(d_y, ny), *g_dx = from_device(d_dx, nx);
+        int32_t *g_arg = (int32_t *)from_device((float *)d_arg, ny);
+        cr_expect_arr_eq(g_arg, argmax, ny * sizeof(int32_t), "maxpool argmax B=%d C=%d %dx%d k=%d s=%d", B, C, H, W, k, s);
+        EXPECT_CLOSE(g_y, y, ny, "maxpool forward");
+        EXPECT_CLOSE(g_dx, dx, nx, "maxpool backward");
+        free(x), free(dy), free(y), free(dx), free(argmax), free(g_y), free(g_dx), free(g_arg);
+        hw_cuda_free(d_x), hw_cuda_free(d_dy), hw_cuda_free(d_y), hw_cuda_free(d_dx), hw_cuda_free(d_arg);
+    }
+}
+
+Test(cuda, relu_forward_backward) {
+    need_gpu();
+    hw_rng rng;
+    hw_rng_seed(&rng, 6, 0);
+    size_t n = 12347;
+    float *x = random_floats(&rng, n, 1.0f), *dy = random_floats(&rng, n, 1.0f);
+    float *d_x = to_device(x, n), *d_dy = to_device(dy, n), *d_y = to_device(NULL, n), *d_dx = to_device(NULL, n);
+    OK(hw_cuda_relu_forward(NULL, d_y, d_x, (int64_t)n));
+    OK(hw_cuda_relu_backward(NULL, d_dx, d_dy, d_y, (int64_t)n));
+    float *y = from_device(d_y, n), *dx = from_device(d_dx, n);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(y[i], x[i] > 0 ? x[i] : 0.0f);
+        cr_assert_eq(dx[i], x[i] > 0 ? dy[i] : 0.0f);
+    }
+    free(x), free(dy), free(y), free(dx);
+    hw_cuda_free(d_x), hw_cuda_free(d_dy), hw_cuda_free(d_y), hw_cuda_free(d_dx);
+}
+
+Test(cuda, dropout_masks_reproducible_and_scaled) {
+    need_gpu();
+    hw_rng rng;
+    hw_rng_seed(&rng, 7, 0);
+    const int B = 7, C = 5, plane = 9;  // odd sizes
+    size_t n = (size_t)B * C * plane;
+    float *x = random_floats(&rng, n, 1.0f), *dy = random_floats(&rng, n, 1.0f);
+    float *want = malloc(n * 4), *want_dx = malloc(n * 4);
+    float *d_x = to_device(x, n), *d_dy = to_device(dy, n), *d_y = to_device(NULL, n), *d_dx = to_device(NULL, n);
+    const float ps[] = {0.0f, 0.3f, 0.5f, 1.0f};
+    for (int k = 0; k < 4; k++) {
+        for (int two_d = 0; two_d < 2; two_d++) {
+            float p = ps[k];
+            int64_t unit = two_d ? plane : 1;
+            if (two_d) {
+                OK(hw_cuda_dropout2d_forward(NULL, d_y, d_x, B * C, plane, p, 11, 3));
+                OK(hw_cuda_dropout2d_backward(NULL, d_dx, d_dy, B * C, plane, p, 11, 3));
+            } else {
+                OK(hw_cuda_dropout_forward(NULL, d_y, d_x, (int64_t)n, p, 11, 3));
+                OK(hw_cuda_dropout_backward(NULL, d_dx, d_dy, (int64_t)n, p, 11, 3));
+            }
+            ref_dropout(want, x, (int64_t)n, unit, p, 11, 3);
+            ref_dropout(want_dx, dy, (int64_t)n, unit, p, 11, 3);
+            float *y = from_device(d_y, n), *dx = from_device(d_dx, n);
+            EXPECT_CLOSE(y, want, n, "dropout forward");
+            EXPECT_CLOSE(dx, want_dx, n, "dropout backward");
+            if (two_d) {  // a channel is kept or dropped whole
+                for (size_t plane_i = 0; plane_i < (size_t)B * C; plane_i++) {
+                    int zeros = 0;
+                    for (int j = 0; j < plane; j++) zeros += y[plane_i * plane + j] == 0.0f;
+                    cr_expect(zeros == 0 || zeros == plane, "channel %zu partly dropped", plane_i);
+                }
+            }
+            free(y), free(dx);
+        }
+    }
+    // The mask depends on the step and keeps about 1 - p of a large tensor.
+    int64_t big = 1 << 20, kept = 0, same = 0;
+    for (int64_t i = 0; i < big; i++) {
+        int keep3 = hw_dropout_uniform(11, 3, (uint64_t)i) >= 0.3f, keep4 = hw_dropout_uniform(11, 4, (uint64_t)i) >= 0.3f;
+        kept += keep3;
+        same += keep3 == keep4;
+    }
+    cr_expect(fabs((double)kept / big - 0.7) < 0.005, "kept fraction %g", (double)kept / big);
+    cr_expect(fabs((double)same / big - 0.58) < 0.01, "masks of two steps agree on %g", (double)same / big);
+    cr_expect_eq(hw_cuda_dropout_forward(NULL, d_y, d_x, (int64_t)n, 1.5f, 1, 1), HW_ERR);
+    free(x), free(dy), free(want), free(want_dx);
+    hw_cuda_free(d_x), hw_cuda_free(d_dy), hw_cuda_free(d_y), hw_cuda_free(d_dx);
+}
+
+Test(cuda, log_softmax_nll_and_accuracy) {
+    need_gpu();
+    hw_rng rng;
+    hw_rng_seed(&rng, 8, 0);
+    const int sizes[][2] = {{1, 10}, {37, 10}, {5, 3}, {300, 13}};
+    for (int k = 0; k < 4; k++) {
+        int B = sizes[k][0], C = sizes[k][1];
+        size_t n = (size_t)B * C;
+        float *x = random_floats(&rng, n, 30.0f);  // large logits: the stable form is needed
+        uint8_t *labels = malloc((size_t)B);
+        for (int b = 0; b < B; b++) labels[b] = (uint8_t)hw_rng_below(&rng, (uint32_t)C);
+        float *logp = malloc(n * 4), *dx = malloc(n * 4);
+        double loss = ref_log_softmax_nll(logp, x, labels, B, C);
+        ref_nll_backward(dx, logp, labels, B, C);
+        int correct = 0;
+        for (int b = 0; b < B; b++) {
+            int best = 0;
+            for (int c = 1; c < C; c++) best = logp[b * C + c] > logp[b * C + best] ? c : best;
+            correct += best == labels[b];
+        }
+        float *d_x = to_device(x, n), *d_logp = to_device(NULL, n), *d_dx = to_device(NULL, n);
+        float *d_rows = to_device(NULL, (size_t)B), *d_loss = to_device(NULL, 1);
+        uint8_t *d_labels = bytes_to_device(labels, (size_t)B);
+        int32_t *d_count = (int32_t *)to_device(NULL, 1);
+        OK(hw_cuda_memset(d_count, 0, sizeof(int32_t), NULL));
+        OK(hw_cuda_log_softmax_nll_forward(NULL, d_logp, d_loss, d_x, d_labels, B, C, d_rows));
+        OK(hw_cuda_log_softmax_nll_backward(NULL, d_dx, d_logp, d_labels, B, C));
+        OK(hw_cuda_count_correct(NULL, d_count, d_logp, d_labels, B, C));
+        float *g_logp = from_device(d_logp, n), *g_dx = from_device(d_dx, n), *g_loss = from_device(d_loss, 1);
+        int32_t *g_count = (int32_t *)from_device((float *)d_count, 1);
+        EXPECT_CLOSE(g_logp, logp, n, "log_softmax");
+        EXPECT_CLOSE(g_dx, dx, n, "nll backward");
+        cr_expect(fabs(g_loss[0] - loss) <= 1e-4 * fmax(1.0, fabs(loss)), "loss %g, want %g", g_loss[0], loss);
+        cr_expect_eq(g_count[0], correct);
+        free(x), free(labels), free(logp), free(dx), free(g_logp), free(g_dx), free(g_loss), free(g_count);
+        hw_cuda_free(d_x), hw_cuda_free(d_logp), hw_cuda_free(d_dx), hw_cuda_free(d_rows), hw_cuda_free(d_loss);
+        hw_cuda_free(d_labels), hw_cuda_free(d_count);
+    }
+}
+
+Test(cuda, sgd_step_matches_cpu_loop) {
+    need_gpu();
+    hw_rng rng;
+    hw_rng_seed(&rng, 9, 0);
+    size_t n = 4099;
+    const struct {
+        float lr, m, wd;
+        int nesterov;
+    } cases[] = {{0.1f, 0.0f, 0.0f, 0}, {0.05f, 0.9f, 0.0f, 0}, {0.01f, 0.5f, 1e-2f, 1}, {0.2f, 0.0f, 5e-4f, 0}};
+    for (int k = 0; k < 4; k++) {
+        float *w = random_floats(&rng, n, 1.0f), *v = calloc(n, sizeof(float));
+        float *d_w = to_device(w, n), *d_v = to_device(v, n);
+        for (int step = 0; step < 3; step++) {
+            float *g = random_floats(&rng, n, 1.0f), *d_g = to_device(g, n);
+            OK(hw_cuda_sgd_step(NULL, d_w, d_g, cases[k].m != 0.0f ? d_v : NULL, (int64_t)n, cases[k].lr, cases[k].m,
+                                cases[k].wd, cases[k].nesterov, step > 0));
+            ref_sgd(w, g, v, n, cases[k].lr, cases[k].m, cases[k].wd, cases[k].nesterov, step > 0);
+            free(g);
+            hw_cuda_free(d_g);
+        }
+        float *got = from_device(d_w, n);
+        EXPECT_CLOSE(got, w, n, "sgd weights");
+        free(w), free(v), free(got);
+        hw_cuda_free(d_w), hw_cuda_free(d_v);
+    }
+}
+
+Test(cuda, normalize_u8) {
+    need_gpu();
+    size_t n = 1000;
+    uint8_t bytes[1000];
+    for (size_t i = 0; i < n; i++) bytes[i] = (uint8_t)(i * 7);
+    uint8_t *d_bytes = bytes_to_device(bytes, n);
+    float *d_x = to_device(NULL, n);
+    OK(hw_cuda_normalize_u8(NULL, d_x, d_bytes, (int64_t)n, 0.1307f, 0.3081f));
+    float *x = from_device(d_x, n);
+    for (size_t i = 0; i < n; i++) {
+        float want = ((float)bytes[i] / 255.0f - 0.1307f) / 0.3081f;
+        cr_assert(fabsf(x[i] - want) <= 1e-6f * fmaxf(1.0f, fabsf(want)), "byte %d: %g, want %g", bytes[i], x[i], want);
+    }
+    cr_expect_eq(hw_cuda_normalize_u8(NULL, d_x, d_bytes, (int64_t)n, 0.0f, 0.0f), HW_ERR);
+    free(x);
+    hw_cuda_free(d_bytes), hw_cuda_free(d_x);
+}
+
+// ---- the model runner against the CPU reference, layer by layer ----
+
+// struct hw_layer_type belongs to nn; the runner only reads its first member, the name.
+typedef struct {
+    const char *name;
+} test_layer_type;
+
+static const test_layer_type T_LINEAR = {"linear"}, T_CONV = {"conv2d"}, T_POOL = {"maxpool2d"}, T_RELU = {"relu"},
+                             T_DROPOUT = {"dropout"}, T_DROPOUT2D = {"dropout2d"}, T_FLATTEN = {"flatten"},
+                             T_LOG_SOFTMAX = {"log_softmax"};
+
+static hw_shape shape3(int64_t c, int64_t h, int64_t w) { return (hw_shape){3, {c, h, w}}; }
+static hw_shape shape1(int64_t n) { return (hw_shape){1, {n}}; }
+
+static hw_layer *add_layer(hw_model *m, const test_layer_type *type, hw_shape out) {
+    hw_layer *L = &m->layers[m->n_layers];
+    memset(L, 0, sizeof *L);
+    L->type = (const hw_layer_type *)(const void *)type;
+    snprintf(L->name, sizeof L->name, "%s%d", type->name, m->n_layers);
+    L->in_shape = m->n_layers ? m->layers[m->n_layers - 1].out_shape : m->input;
+    L->out_shape = out;
+    L->first_param = -1;
+    L->line = m->n_layers + 1;
+    m->n_layers++;
+    return L;
+}
+
+static void add_param(hw_model *m, hw_layer *L, const char *suffix, hw_shape shape) {
+    if (L->first_param < 0) L->first_param = m->n_params;
+    L->n_params++;
+    hw_param *p = &m->params[m->n_params++];
+    memset(p, 0, sizeof *p);
+    char layer_name[HW_NAME_CAP];
+    memcpy(layer_name, L->name, sizeof layer_name);  // both live in *m: no overlapping snprintf
+    snprintf(p->name, sizeof p->name, "%.40s.%s", layer_name, suffix);
+    p->offset = m->n_weights;
+    p->shape = shape;
+    m->n_weights += (size_t)hw_shape_numel(shape);
+}
+
+static hw_shape last_shape(const hw_model *m) { return m->n_layers ? m->layers[m->n_layers - 1].out_shape : m->input; }
+
+static void add_conv(hw_model *m, int oc, int k, int s, int p) {
+    hw_shape in = last_shape(m);
+    hw_conv_dims d = {1, (int)in.dims[0], (int)in.dims[1], (int)in.dims[2], oc, k, s, p};
+    hw_layer *L = add_layer(m, &T_CONV, shape3(oc, hw_conv_out_h(d), hw_conv_out_w(d)));
+    int64_t cfg[5] = {in.dims[0], oc, k, s, p};
+    memcpy(L->config, cfg, sizeof cfg);
+    add_param(m, L, "weight", (hw_shape){4, {oc, in.dims[0], k, k}});
+    add_param(m, L, "bias", shape1(oc));
+}
+
+static void add_linear(hw_model *m, int out) {
+    int64_t in = hw_shape_numel(last_shape(m));
+    hw_layer *L = add_layer(m, &T_LINEAR, shape1(out));
+    L->config[0] = in;
+    L->config[1] = out;
+    add_param(m, L, "weight", (hw_shape){2, {out, in}});
+    add_param(m, L, "bias", shape1(out));
+}
+
+static void add_pool(hw_model *m, int k, int s) {
+    hw_shape in = last_shape(m);
+    hw_layer *L = add_layer(m, &T_POOL, shape3(in.dims[0], (in.dims[1] - k) / s + 1, (in.dims[2] - k) / s + 1));
+    L->config[0] = k;
+    L->config[1] = s;
+}
+
+static void add_dropout(hw_model *m, const test_layer_type *type, double p) {
+    hw_layer *L = add_layer(m, type, last_shape(m));
+    L->args[0] = p;
+    L->n_args = 1;
+}
+
+static void add_simple(hw_model *m, const test_layer_type *type) {
+    hw_shape out = type == &T_FLATTEN ? shape1(hw_shape_numel(last_shape(m))) : last_shape(m);
+    add_layer(m, type, out);
+}
+
+// A small LeNet on an odd-sized 2 x 11 x 13 input: padding, stride 2, both dropouts.
+static hw_model *conv_net(void) {
+    hw_model *m = calloc(1, sizeof *m);
+    cr_assert(m);
+    snprintf(m->path, sizeof m->path, "test-conv-net");
+    m->input = shape3(2, 11, 13);
+    add_conv(m, 4, 3, 1, 1);  // 4 x 11 x 13
+    add_simple(m, &T_RELU);
+    add_pool(m, 2, 2);        // 4 x 5 x 6
+    add_dropout(m, &T_DROPOUT2D, 0.3);
+    add_conv(m, 6, 3, 2, 0);  // 6 x 2 x 2
+    add_simple(m, &T_RELU);
+    add_simple(m, &T_FLATTEN);
+    add_linear(m, 17);
+    add_simple(m, &T_RELU);
+    add_dropout(m, &T_DROPOUT, 0.4);
+    add_linear(m, 7);
+    add_simple(m, &T_LOG_SOFTMAX);
+    m->n_classes = 7;
+    return m;
+}
+
+// An MLP that starts with flatten (the input gradient alias) on a 1 x 5 x 7 input.
+static hw_model *mlp_net(void) {
+    hw_model *m = calloc(1, sizeof *m);
+    cr_assert(m);
+    snprintf(m->path, sizeof m->path, "test-mlp");
+    m->input = shape3(1, 5, 7);
+    add_simple(m, &T_FLATTEN);
+    add_linear(m, 23);
+    add_simple(m, &T_RELU);
+    add_linear(m, 10);
+    add_simple(m, &T_LOG_SOFTMAX);
+    m->n_classes = 10;
+    return m;
+}
+
+static int layer_is(const hw_layer *L, const test_layer_type *type) {
+    return L->type == (const hw_layer_type *)(const void *)type;
+}
+
+// The whole model on the CPU with the reference layers: loss, log-probabilities and gradients
+// (frozen parameters get zero), with the runner's dropout masks for (seed, step).
+static double ref_model(const hw_model *m, const float *weights, const float *x, const uint8_t *labels, int B,
+                        int training, uint64_t seed, uint64_t step, float *logp_out, float *grads) {
+    float *acts[HW_MAX_LAYERS + 1], *gacts[HW_MAX_LAYERS + 1];
+    int32_t *argmax[HW_MAX_LAYERS] = {0};
+    size_t in_n = (size_t)B * hw_shape_numel(m->input);
+    acts[0] = malloc(in_n * 4);
+    gacts[0] = malloc(in_n * 4);
+    memcpy(acts[0], x, in_n * 4);
+    double loss = 0.0;
+    for (int i = 0; i < m->n_layers; i++) {
+        const hw_layer *L = &m->layers[i];
+        size_t n = (size_t)B * hw_shape_numel(L->out_shape);
+        acts[i + 1] = malloc(n * 4 + 4);
+        gacts[i + 1] = malloc(n * 4 + 4);
+        const float *in = acts[i];
+        float *out = acts[i + 1];
+        const float *w = L->first_param >= 0 ? weights + m->params[L->first_param].offset : NULL;
+        const float *b = L->first_param >= 0 ? weights + m->params[L->first_param + 1].offset : NULL;
+        hw_shape s = L->in_shape;
+        if (layer_is(L, &T_LINEAR)) {
+            ref_linear_forward(out, in, w, b, B, (int)L->config[0], (int)L->config[1]);
+        } else if (layer_is(L, &T_CONV)) {
+            hw_conv_dims d = {B, (int)s.dims[0], (int)s.dims[1], (int)s.dims[2], (int)L->config[1], (int)L->config[2],
+                              (int)L->config[3], (int)L->config[4]};
+            ref_conv_forward(out, in, w, b, d);
+        } else if (layer_is(L, &T_POOL)) {
+            argmax[i] = malloc(n * 4);
+            ref_pool_forward(out, argmax[i], in, B * (int)s.dims[0], (int)s.dims[1], (int)s.dims[2], (int)L->config[0],
+                             (int)L->config[1]);
+        } else if (layer_is(L, &T_RELU)) {
+            for (size_t j = 0; j < n; j++) out[j] = in[j] > 0 ? in[j] : 0.0f;
+        } else if (layer_is(L, &T_DROPOUT) || layer_is(L, &T_DROPOUT2D)) {
+            int64_t plane = layer_is(L, &T_DROPOUT2D) ? hw_shape_numel(s) / s.dims[0] : 1;
+            if (training) {
+                ref_dropout(out, in, (int64_t)n, plane, (float)L->args[0], hw_dropout_layer_seed(seed, i), step);
+            } else {
+                memcpy(out, in, n * 4);
+            }
+        } else if (layer_is(L, &T_FLATTEN)) {
+            memcpy(out, in, n * 4);
+        } else {
+            loss = ref_log_softmax_nll(out, in, labels, B, (int)hw_shape_numel(L->out_shape));
+        }
+    }
+    int C = (int)hw_shape_numel(m->layers[m->n_layers - 1].out_shape);
+    memcpy(logp_out, acts[m->n_layers], (size_t)B * C * 4);
+    if (grads) {
+        memset(grads, 0, m->n_weights * 4);
+        for (int i = m->n_layers - 1; i >= 0; i--) {
+            const hw_layer *L = &m->layers[i];
+            size_t n = (size_t)B * hw_shape_numel(L->out_shape);
+            float *dx = gacts[i], *dy = gacts[i + 1];
+            const float *w = L->first_param >= 0 ? weights + m->params[L->first_param].offset : NULL;
+            float *dw = NULL, *db = NULL;
+            if (L->first_param >= 0) {
+                const hw_param *pw = &m->params[L->first_param], *pb = &m->params[L->first_param + 1];
+                dw = pw->frozen || L->frozen ? NULL : grads + pw->offset;
+                db = pb->frozen || L->frozen ? NULL : grads + pb->offset;
+            }
+            hw_shape s = L->in_shape;
+            if (layer_is(L, &T_LINEAR)) {
+                ref_linear_backward(dx, dw, db, dy, acts[i], w, B, (int)L->config[0], (int)L->config[1]);
+            } else if (layer_is(L, &T_CONV)) {
+                hw_conv_dims d = {B, (int)s.dims[0], (int)s.dims[1], (int)s.dims[2], (int)L->config[1],
+                                  (int)L->config[2], (int)L->config[3], (int)L->config[4]};
+                ref_conv_backward(dx, dw, db, dy, acts[i], w, d);
+            } else if (layer_is(L, &T_POOL)) {
+                ref_pool_backward(dx, dy, argmax[i], B * (int)s.dims[0], (int)s.dims[1], (int)s.dims[2],
+                                  (int)L->config[0], (int)L->config[1]);
+            } else if (layer_is(L, &T_RELU)) {
+                for (size_t j = 0; j < n; j++) dx[j] = acts[i + 1][j] > 0 ? dy[j] : 0.0f;
+            } else if (layer_is(L, &T_DROPOUT) || layer_is(L, &T_DROPOUT2D)) {
+                int64_t plane = layer_is(L, &T_DROPOUT2D) ? hw_shape_numel(s) / s.dims[0] : 1;
+                ref_dropout(dx, dy, (int64_t)n, plane, (float)L->args[0], hw_dropout_layer_seed(seed, i), step);
+            } else if (layer_is(L, &T_FLATTEN)) {
+                memcpy(dx, dy, n * 4);
+            } else {
+                ref_nll_backward(dx, acts[i + 1], labels, B, C);
+            }
+        }
+    }
+    for (int i = 0; i <= m->n_layers; i++) {
+        free(acts[i]);
+        free(gacts[i]);
+        if (i < m->n_layers) free(argmax[i]);
+    }
+    return loss;
+}
+
+static float *random_weights(const hw_model *m, uint64_t seed) {
+    hw_rng rng;
+    hw_rng_seed(&rng, seed, 1);
+    return random_floats(&rng, m->n_weights, 0.4f);
+}
+
+// The reference that judges the GPU is itself checked: its backward against central differences
+// of its forward, on the conv net with both dropouts on (same masks in every evaluation). This
+// needs no GPU and runs in every build.
+Test(cuda, cpu_reference_backward_matches_numeric_gradient) {
+    hw_model *m = conv_net();
+    float *weights = random_weights(m, 21), *grads = malloc(m->n_weights * 4);
+    hw_rng rng;
+    hw_rng_seed(&rng, 22, 0);
+    enum { B = 3 };
+    size_t in_n = (size_t)B * hw_shape_numel(m->input);
+    float *x = random_floats(&rng, in_n, 1.5f), logp[B * 7];
+    uint8_t labels[B] = {1, 6, 3};
+    ref_model(m, weights, x, labels, B, 1, 9, 2, logp, grads);
+    double max_grad = 0.0, max_diff = 0.0;
+    for (int k = 0; k < 60; k++) {
+        size_t i = hw_rng_below(&rng, (uint32_t)m->n_weights);
+        float saved = weights[i], eps = 1e-3f;
+        weights[i] = saved + eps;
+        double up = ref_model(m, weights, x, labels, B, 1, 9, 2, logp, NULL);
+        weights[i] = saved - eps;
+        double down = ref_model(m, weights, x, labels, B, 1, 9, 2, logp, NULL);
+        weights[i] = saved;
+        double numeric = (up - down) / (2.0 * eps);
+        max_grad = fmax(max_grad, fabs(grads[i]));
+        max_diff = fmax(max_diff, fabs(numeric - grads[i]));
+    }
+    cr_expect_gt(max_grad, 1e-3, "the sampled gradients are not all zero");
+    cr_expect_lt(max_diff / max_grad, 2e-2, "reference backward vs numeric: %g of %g", max_diff, max_grad);
+    free(weights), free(grads), free(x), free(m);
+}
+
+static hw_cuda_runner_config runner_config(int max_batch, uint64_t seed) {
+    hw_cuda_runner_config c = {CUDA0, max_batch, NULL, 0.1307f, 0.3081f, seed, 0};
+    return c;
+}
+
+// One training step through the runner against the reference: loss, outputs, gradients, then
+// the SGD step's weights.
+static void check_training_step(hw_model *m, hw_cuda_runner *r, float *weights, int B, uint64_t seed, uint64_t step,
+                                hw_rng *rng, float momentum, int sgd_started, float *velocity) {
+    size_t in_n = (size_t)B * hw_shape_numel(m->input);
+    float *x = random_floats(rng, in_n, 1.5f);
+    uint8_t labels[64];
+    for (int b = 0; b < B; b++) labels[b] = (uint8_t)hw_rng_below(rng, (uint32_t)m->n_classes);
+    float *logp = malloc((size_t)B * m->n_classes * 4), *grads = malloc(m->n_weights * 4);
+    double loss = ref_model(m, weights, x, labels, B, 1, seed, step, logp, grads);
+    OK(hw_cuda_runner_upload_f32(r, x, labels, B));
+    float got_loss = -1.0f;
+    OK(hw_cuda_runner_forward(r, 1, &got_loss));
+    OK(hw_cuda_runner_backward(r));
+    cr_expect(fabs(got_loss - loss) <= 1e-4 * fmax(1.0, fabs(loss)), "B=%d loss %g, want %g", B, got_loss, loss);
+    float *got_logp = malloc((size_t)B * m->n_classes * 4), *got_grads = malloc(m->n_weights * 4);
+    int got_batch = 0;
+    OK(hw_cuda_runner_output(r, got_logp, &got_batch));
+    cr_expect_eq(got_batch, B);
+    EXPECT_CLOSE(got_logp, logp, (size_t)B * m->n_classes, "runner log-probabilities");
+    OK(hw_cuda_runner_grads_download(r, got_grads));
+    for (int p = 0; p < m->n_params; p++) {
+        const hw_param *par = &m->params[p];
+        size_t n = (size_t)hw_shape_numel(par->shape);
+        char what[128];
+        snprintf(what, sizeof what, "gradient of %s (B=%d)", par->name, B);
+        EXPECT_CLOSE(got_grads + par->offset, grads + par->offset, n, what);
+        if (par->frozen) {
+            for (size_t j = 0; j < n; j++) cr_assert_eq(got_grads[par->offset + j], 0.0f, "frozen %s has a gradient", par->name);
+        }
+    }
+    int correct = -1, want_correct = 0;
+    OK(hw_cuda_runner_count_correct(r, &correct));
+    for (int b = 0; b < B; b++) {
+        int best = 0;
+        for (int c = 1; c < m->n_classes; c++) best = logp[b * m->n_classes + c] > logp[b * m->n_classes + best] ? c : best;
+        want_correct += best == labels[b];
+    }
+    cr_expect_eq(correct, want_correct);
+    // the step, on the device weights, against the CPU loop (frozen parameters untouched)
+    OK(hw_cuda_runner_sgd_step(r, 0.05f, momentum, 1e-3f, 0));
+    for (int p = 0; p < m->n_params; p++) {
+        const hw_param *par = &m->params[p];
+        if (par->frozen) continue;
+        size_t n = (size_t)hw_shape_numel(par->shape);
+        ref_sgd(weights + par->offset, grads + par->offset, velocity + par->offset, n, 0.05f, momentum, 1e-3f, 0,
+                sgd_started);
+    }
+    float *got_w = malloc(m->n_weights * 4);
+    OK(hw_cuda_runner_weights_download(r, got_w));
+    EXPECT_CLOSE(got_w, weights, m->n_weights, "weights after the SGD step");
+    memcpy(weights, got_w, m->n_weights * 4);  // continue from the device's rounding
+    free(x), free(logp), free(grads), free(got_logp), free(got_grads), free(got_w);
+}
+
+Test(cuda, runner_conv_net_matches_reference) {
+    need_gpu();
+    hw_model *m = conv_net();
+    float *weights = random_weights(m, 10), *velocity = calloc(m->n_weights, 4);
+    m->weights = weights;
+    hw_cuda_runner *r = NULL;
+    hw_cuda_runner_config c = runner_config(9, 77);
+    OK(hw_cuda_runner_create(&r, m, &c));
+    hw_rng rng;
+    hw_rng_seed(&rng, 11, 0);
+    const int batches[] = {5, 1, 9, 3};
+    for (int k = 0; k < 4; k++) {
+        // the runner counts training forwards: the k-th uses dropout step k + 1
+        check_training_step(m, r, weights, batches[k], 77, (uint64_t)k + 1, &rng, 0.9f, k > 0, velocity);
+    }
+    // evaluation: no dropout, no step
+    float x[4 * 2 * 11 * 13];
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = 2.0f * hw_rng_uniform(&rng) - 1.0f;
+    float logp[4 * 7], got[4 * 7];
+    ref_model(m, weights, x, NULL, 4, 0, 77, 0, logp, NULL);
+    float loss = -1.0f;
+    OK(hw_cuda_runner_upload_f32(r, x, NULL, 4));
+    OK(hw_cuda_runner_forward(r, 0, &loss));
+    cr_expect_eq(loss, 0.0f, "no labels, no loss");
+    int batch = 0;
+    OK(hw_cuda_runner_output(r, got, &batch));
+    EXPECT_CLOSE(got, logp, 4 * 7, "evaluation forward");
+    cr_expect_eq(hw_cuda_runner_backward(r), HW_ERR, "backward after an evaluation forward");
+    hw_cuda_runner_free(r);
+    free(weights), free(velocity), free(m);
+}
+
+Test(cuda, runner_frozen_layers_and_u8_input) {
+    need_gpu();
+    hw_model *m = conv_net();
+    m->params[0].frozen = m->params[1].frozen = 1;  // conv1: backward stops at conv2
+    float *weights = random_weights(m, 12), *velocity = calloc(m->n_weights, 4);
+    m->weights = weights;
+    hw_cuda_runner *r = NULL;
+    hw_cuda_runner_config c = runner_config(6, 5);
+    OK(hw_cuda_runner_create(&r, m, &c));
+    hw_rng rng;
+    hw_rng_seed(&rng, 13, 0);
+    check_training_step(m, r, weights, 6, 5, 1, &rng, 0.0f, 0, velocity);
+    hw_cuda_runner_free(r);
+    free(m);
+
+    // uint8 input, normalised on the device, through the MLP (its input gradient is never made)
+    m = mlp_net();
+    free(weights);
+    weights = random_weights(m, 14);
+    m->weights = weights;
+    c = runner_config(8, 5);
+    OK(hw_cuda_runner_create(&r, m, &c));
+    enum { B = 8, IN = 35 };
+    uint8_t bytes[B * IN], labels[B];
+    float x[B * IN], logp[B * 10], got[B * 10], grads[23 * 35 + 23 + 10 * 23 + 10], got_grads[23 * 35 + 23 + 10 * 23 + 10];
+    cr_assert_eq(sizeof grads / 4, m->n_weights);
+    for (int i = 0; i < B * IN; i++) {
+        bytes[i] = (uint8_t)hw_rng_below(&rng, 256);
+        x[i] = ((float)bytes[i] / 255.0f - 0.1307f) / 0.3081f;
+    }
+    for (int b = 0; b < B; b++) labels[b] = (uint8_t)hw_rng_below(&rng, 10);
+    double loss = ref_model(m, weights, x, labels, B, 1, 5, 1, logp, grads);
+    float got_loss = 0.0f;
+    OK(hw_cuda_runner_upload_u8(r, bytes, labels, B));
+    OK(hw_cuda_runner_forward(r, 1, &got_loss));
+    OK(hw_cuda_runner_backward(r));
+    int batch = 0;
+    OK(hw_cuda_runner_output(r, got, &batch));
+    OK(hw_cuda_runner_grads_download(r, got_grads));
+    cr_expect(fabs(got_loss - loss) <= 1e-4 * fmax(1.0, fabs(loss)), "loss %g, want %g", got_loss, loss);
+    EXPECT_CLOSE(got, logp, B * 10, "mlp log-probabilities from uint8 input");
+    EXPECT_CLOSE(got_grads, grads, m->n_weights, "mlp gradients");
+    hw_cuda_runner_free(r);
+    free(weights), free(velocity), free(m);
+}
+
+Test(cuda, runner_queue_and_input_errors) {
+    need_gpu();
+    hw_model *m = mlp_net();
+    float *weights = random_weights(m, 15);
+    m->weights = weights;
+    hw_cuda_runner *r = NULL;
+    hw_cuda_runner_config c = runner_config(4, 1);
+    OK(hw_cuda_runner_create(&r, m, &c));
+    uint8_t bytes[5 * 35] = {0}, labels[5] = {1, 2, 3, 4, 5}, bad[1] = {10};
+    cr_expect_eq(hw_cuda_runner_forward(r, 1, NULL), HW_ERR, "forward with nothing queued");
+    cr_expect(strstr(hw_error(), "upload") != NULL, "message: %s", hw_error());
+    cr_expect_eq(hw_cuda_runner_upload_u8(r, bytes, labels, 5), HW_ERR);
+    cr_expect(strstr(hw_error(), "batch 5") != NULL, "message: %s", hw_error());
+    cr_expect_eq(hw_cuda_runner_upload_u8(r, bytes, bad, 1), HW_ERR);
+    cr_expect(strstr(hw_error(), "label 10") != NULL, "message: %s", hw_error());
+    // two batches queue (double buffering); a third waits for a forward
+    OK(hw_cuda_runner_upload_u8(r, bytes, labels, 4));
+    OK(hw_cuda_runner_upload_u8(r, bytes, labels, 2));
+    cr_expect_eq(hw_cuda_runner_upload_u8(r, bytes, labels, 1), HW_ERR);
+    OK(hw_cuda_runner_forward(r, 1, NULL));
+    OK(hw_cuda_runner_backward(r));
+    OK(hw_cuda_runner_sgd_step(r, 0.1f, 0.0f, 0.0f, 0));
+    OK(hw_cuda_runner_upload_u8(r, bytes, labels, 3));
+    int batch = 0;
+    float out[4 * 10];
+    OK(hw_cuda_runner_forward(r, 1, NULL));
+    OK(hw_cuda_runner_output(r, out, &batch));
+    cr_expect_eq(batch, 2, "forward takes the oldest queued batch");
+    OK(hw_cuda_runner_forward(r, 0, NULL));
+    OK(hw_cuda_runner_output(r, out, &batch));
+    cr_expect_eq(batch, 3);
+    cr_expect_eq(hw_cuda_runner_sgd_step(r, -1.0f, 0.0f, 0.0f, 0), HW_ERR);
+    cr_expect_eq(hw_cuda_runner_sgd_step(r, 0.1f, 0.0f, 0.0f, 1), HW_ERR);
+    cr_expect(strstr(hw_error(), "nesterov") != NULL, "message: %s", hw_error());
+    hw_cuda_runner_free(r);
+
+    // a model the runner cannot take, and one too large for the device
+    m->layers[m->n_layers - 1].type = (const hw_layer_type *)(const void *)&T_RELU;
+    cr_expect_eq(hw_cuda_runner_create(&r, m, &c), HW_ERR);
+    cr_expect(strstr(hw_error(), "log_softmax") != NULL, "message: %s", hw_error());
+    m->layers[m->n_layers - 1].type = (const hw_layer_type *)(const void *)&T_LOG_SOFTMAX;
+    size_t free_bytes = 0, total_bytes = 0;
+    OK(hw_cuda_mem_info(&free_bytes, &total_bytes));
+    c.max_batch = (int)(total_bytes / 100 < INT32_MAX ? total_bytes / 100 : INT32_MAX);
+    cr_expect_eq(hw_cuda_runner_create(&r, m, &c), HW_ERR);
+    cr_expect(strstr(hw_error(), "MiB free") != NULL, "message: %s", hw_error());
+    c = runner_config(4, 1);
+    c.device.index = 99;
+    cr_expect_eq(hw_cuda_runner_create(&r, m, &c), HW_ERR);
+    cr_expect(strstr(hw_error(), "cuda:99 does not exist") != NULL, "message: %s", hw_error());
+    free(weights), free(m);
+}
+
+// ---- CUDA IPC across fork ----
+
+enum { IPC_WAIT = 0, IPC_READY = 1, IPC_SKIP = 2, IPC_N = 4096 };
+
+typedef struct {
+    _Atomic int state;
+    hw_cuda_ipc_handle handle;
+    char child_error[512];
+} ipc_channel;
+
+// The child: opens the parent's allocation and applies an SGD step to it (a Hogwild update).
+static int ipc_child(ipc_channel *ch) {
+    for (int waited = 0; atomic_load(&ch->state) == IPC_WAIT; waited++) {
+        if (waited > 60 * 1000) return 3;  // the parent never published the handle
+        usleep(1000);
+    }
+    if (atomic_load(&ch->state) == IPC_SKIP) return 0;
+    // CUDA is initialised here, after the fork, for the first time in this process.
+    float *shared = NULL, *grad = NULL, ones[IPC_N];
+    for (int i = 0; i < IPC_N; i++) ones[i] = 1.0f;
+    if (hw_cuda_select(CUDA0) != HW_OK || hw_cuda_ipc_open(&ch->handle, (void **)&shared) != HW_OK ||
+        hw_cuda_malloc((void **)&grad, sizeof ones) != HW_OK || hw_cuda_memcpy_h2d(grad, ones, sizeof ones, NULL) != HW_OK ||
+        hw_cuda_sgd_step(NULL, shared, grad, NULL, IPC_N, 0.5f, 0.0f, 0.0f, 0, 0) != HW_OK ||
+        hw_cuda_stream_sync(NULL) != HW_OK || hw_cuda_ipc_close(shared) != HW_OK) {
+        snprintf(ch->child_error, sizeof ch->child_error, "%s", hw_error());
+        return 1;
+    }
+    hw_cuda_free(grad);
+    return 0;
+}
+
+Test(cuda, ipc_handle_shared_across_fork) {
+    if (!hw_cuda_compiled()) cr_skip_test("built without CUDA (make CUDA=0 or no nvcc)");
+    ipc_channel *ch = mmap(NULL, sizeof *ch, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    cr_assert(ch != MAP_FAILED);
+    memset(ch, 0, sizeof *ch);
+    // Fork first: neither process has touched CUDA yet.
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) _exit(ipc_child(ch));
+    int count = 0, status = 0;
+    if (hw_cuda_device_count(&count) != HW_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", hw_error());
+        atomic_store(&ch->state, IPC_SKIP);
+        waitpid(pid, &status, 0);
+        munmap(ch, sizeof *ch);
+        cr_skip_test("%s", why);
+    }
+    float *weights = NULL, start[IPC_N], after[IPC_N];
+    for (int i = 0; i < IPC_N; i++) start[i] = (float)i;
+    if (hw_cuda_select(CUDA0) != HW_OK || hw_cuda_malloc((void **)&weights, sizeof start) != HW_OK ||
+        hw_cuda_memcpy_h2d(weights, start, sizeof start, NULL) != HW_OK || hw_cuda_stream_sync(NULL) != HW_OK ||
+        hw_cuda_ipc_export(weights, &ch->handle) != HW_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", hw_error());
+        atomic_store(&ch->state, IPC_SKIP);
+        waitpid(pid, &status, 0);
+        cr_assert_fail("parent: %s", why);
+    }
+    atomic_store(&ch->state, IPC_READY);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed (status %d): %s", status, ch->child_error);
+    OK(hw_cuda_memcpy_d2h(after, weights, sizeof after, NULL));
+    OK(hw_cuda_stream_sync(NULL));
+    for (int i = 0; i < IPC_N; i++) cr_assert_eq(after[i], start[i] - 0.5f, "weight %d: %g", i, after[i]);
+    hw_cuda_free(weights);
+    munmap(ch, sizeof *ch);
+}
