@@ -85,6 +85,11 @@ $(BUILD)/tests/%.o: tests/%.c $(wildcard include/hw/*.h) $(wildcard tests/*.h)
 $(BUILD)/test_hogwild: $(TEST_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
 
+# Benchmarks: bench/<name>.c -> $(BUILD)/bench_<name>, linked like ./hogwild.
+$(BUILD)/bench_%: bench/%.c $(LIB) $(wildcard include/hw/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDLIBS)
+
 # The end-to-end tests run ./hogwild, so it is built first.
 test: hogwild $(BUILD)/test_hogwild
 	HW_BIN=$(CURDIR)/hogwild $(BUILD)/test_hogwild $(TEST_ARGS)
