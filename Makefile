@@ -85,9 +85,22 @@ $(BUILD)/tests/%.o: tests/%.c $(wildcard include/hw/*.h) $(wildcard tests/*.h)
 $(BUILD)/test_hogwild: $(TEST_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
 
+# Benchmarks: bench/<name>.c -> $(BUILD)/bench_<name>, linked like ./hogwild.
+$(BUILD)/bench_%: bench/%.c $(LIB) $(wildcard include/hw/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDLIBS)
+
+# The IDX reader fed a few thousand damaged files, built with ASan + UBSan (any report fails).
+# err and rng come uninstrumented from the normal build.
+FUZZ_SRC := tests/fuzz/fuzz_idx.c $(wildcard src/data/*.c)
+$(BUILD)/fuzz_idx: $(FUZZ_SRC) $(BUILD)/err.o $(BUILD)/rng.o $(wildcard include/hw/*.h)
+	$(CC) $(CFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	      $(FUZZ_SRC) $(BUILD)/err.o $(BUILD)/rng.o -o $@ -lstb -lz -lm -pthread
+
 # The end-to-end tests run ./hogwild, so it is built first.
-test: hogwild $(BUILD)/test_hogwild
+test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx
 	HW_BIN=$(CURDIR)/hogwild $(BUILD)/test_hogwild $(TEST_ARGS)
+	$(BUILD)/fuzz_idx
 
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct {
     int64_t n;             // samples
@@ -28,15 +29,27 @@ typedef struct {
 #define HW_MNIST_STD  0.3081f
 
 // ---- readers ----
-// One IDX image file and its label file, gzipped or plain (zlib reads both).
+// Every reader fails with a message "<file>: <fault>" and leaves *ds empty (nothing to free).
+//
+// One IDX image file and its label file, gzipped or plain (zlib reads both). The header is
+// checked against the data actually in the file before anything of the claimed size is
+// allocated. n_classes is 10 when the label file has a standard MNIST name (labels must be 0-9),
+// otherwise max label + 1.
 int hw_idx_load(hw_dataset *ds, const char *images_path, const char *labels_path);
-// Writes an IDX pair, gzipped when the path ends in .gz.
+// Writes an IDX pair, gzipped when the path ends in .gz. A file that fails half way is removed.
 int hw_idx_save(const hw_dataset *ds, const char *images_path, const char *labels_path);
-// torchvision ImageFolder layout: root/<class>/<file>.png|jpg|bmp, classes in sorted name order;
-// images converted to grayscale and resized to height x width (pass 0, 0 to keep the first
-// image's size and require the others to match).
+// torchvision ImageFolder layout: root/<class>/<file>.png|jpg|jpeg|bmp (any case), classes in
+// sorted (byte order) name order, files sorted the same way. Names starting with '.' are
+// skipped; any other file that is not a decodable image is an error naming it, as is a nested
+// folder, a class folder without images, no class folder at all, or more than 256 classes.
+// Images are converted to grayscale and resized to height x width by area averaging when
+// shrinking and bilinear interpolation when enlarging (pass 0, 0 to keep the first image's
+// size and require the others to match).
 int hw_image_folder_load(hw_dataset *ds, const char *root, int height, int width);
-// A dataset folder: the four MNIST file names (gzipped or not), or train/ and test/ image folders.
+// A dataset folder: the four MNIST file names (each gzipped or not, .gz preferred when both are
+// there), or train/ and test/ image folders (test is resized to the size of the train images,
+// and both must have the same class folders). A missing folder fails with a message that
+// suggests `hogwild download mnist` and `hogwild synth`.
 int hw_dataset_open(const char *dir, hw_dataset *train, hw_dataset *test);
 void hw_dataset_free(hw_dataset *ds);
 // Mean and standard deviation of all pixels (in [0, 1]) of a dataset.
@@ -53,8 +66,9 @@ int hw_synth_write(const char *dir, int64_t n_train, int64_t n_test, uint64_t se
 // r, r + replicas, ... Shards are disjoint, cover every index exactly once, change every epoch
 // and are the same in every run with the same seed.
 int64_t hw_sampler_shard_size(int64_t n, int replicas, int rank);
-// Fills out[0 .. shard_size) with this rank's indices for the epoch.
-void hw_sampler_shard(int64_t *out, int64_t n, int replicas, int rank, int epoch, uint64_t seed);
+// Fills out[0 .. shard_size) with this rank's indices for the epoch. Fails on replicas < 1,
+// rank outside [0, replicas), n < 0 or when the permutation's scratch memory cannot be allocated.
+int hw_sampler_shard(int64_t *out, int64_t n, int replicas, int rank, int epoch, uint64_t seed);
 
 // ---- batches ----
 // Normalised floats [count, c*h*w] and labels [count] for the samples at `indices`.
@@ -62,13 +76,20 @@ void hw_batch_fill(const hw_dataset *ds, const int64_t *indices, int count, hw_n
                    uint8_t *y);
 
 // Iterates over `indices` in batches of batch_size (the last, partial batch is kept). With
-// prefetch = 1 a thread assembles the next batch while the caller trains on the current one.
+// prefetch = 1 a thread assembles the next batch while the caller trains on the current one
+// (two buffers; nothing is allocated per batch). Open it in the process that uses it, i.e. in
+// the worker after fork: threads do not survive fork. `indices` is not copied: it must stay
+// valid until the pass is over. Fails on an index outside the dataset or a bad batch size.
 typedef struct hw_loader hw_loader;
 int hw_loader_open(hw_loader **loader, const hw_dataset *ds, const int64_t *indices, int64_t count,
                    int batch_size, hw_normalize norm, int prefetch);
 // Points x and y at the next batch and returns its size; 0 when the indices are used up.
 // The pointers stay valid until the next call.
 int hw_loader_next(hw_loader *loader, const float **x, const uint8_t **y);
+// Starts a new pass over other indices (the next epoch's shard) with the same buffers; the
+// batch in hand is given up. Fails like hw_loader_open on an index outside the dataset.
+int hw_loader_reset(hw_loader *loader, const int64_t *indices, int64_t count);
+// Stops the prefetch thread (also in the middle of a pass), joins it and frees everything.
 void hw_loader_close(hw_loader *loader);
 
 // ---- fetching ----
@@ -76,6 +97,23 @@ void hw_loader_close(hw_loader *loader);
 // Gets the four files of `name` into dest_dir: first from the local mirror directory in
 // $HOGWILD_DATA_MIRROR (laid out as <mirror>/<name>/<file>), then the public mirrors in turn,
 // checking each file's md5. Files already present with the right md5 are kept.
+// With HOGWILD_DATA_OFFLINE=1 in the environment the public mirrors are not tried.
+// Prints one line per file to stdout saying where it came from. All sources failing, the message
+// lists what was tried and how to point HOGWILD_DATA_MIRROR at a folder.
 int hw_download(const char *name, const char *dest_dir);
+// The same with the sources given: mirror_dir (NULL: none), then the base URLs `urls`
+// (NULL-terminated; NULL: the built-in public mirrors of `name`; an empty list: none), fetched
+// with curl or wget. Progress lines go to `progress` (NULL: quiet).
+int hw_download_from(const char *name, const char *dest_dir, const char *mirror_dir, const char *const *urls,
+                     FILE *progress);
+
+// Creates dir and its missing parents (mkdir -p); fails naming the part that could not be made.
+int hw_mkdir_p(const char *dir);
+
+// ---- md5 (RFC 1321), for the downloads ----
+// Writes the digest of data[0 .. len) as 32 lowercase hex digits and a NUL into hex.
+void hw_md5_hex(const void *data, size_t len, char hex[33]);
+// The same for a file's contents; fails naming the file when it cannot be read.
+int hw_md5_file(const char *path, char hex[33]);
 
 #endif

@@ -1,0 +1,262 @@
+// idx: MNIST's IDX files, gzipped or plain, read and written through zlib.
+//
+// A header is never trusted with memory: the payload is read in growing chunks, so a header that
+// claims 2^31 images costs at most twice the bytes the file really holds before it is refused.
+#include "hw/data.h"
+#include "hw/err.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+enum {
+    IDX_LABELS_MAGIC = 0x801,
+    IDX_IMAGES_MAGIC = 0x803,
+    IDX_MAX_SIDE = 1 << 15,     // rows and columns beyond this are a broken header, not an image
+    IDX_FIRST_CHUNK = 1 << 20,  // the payload buffer starts here and doubles as data arrives
+    IDX_GZ_CHUNK = 1 << 30,     // gzread takes an unsigned length; stay well inside it
+};
+
+static int idx_open(gzFile *f, const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return hw_fail_errno(errno, "cannot open %s", path);
+    if (S_ISDIR(st.st_mode)) return hw_fail("%s: is a folder, expected an IDX file", path);
+    errno = 0;
+    *f = gzopen(path, "rb");
+    if (!*f) return errno ? hw_fail_errno(errno, "cannot open %s", path) : hw_fail("cannot open %s: out of memory", path);
+    gzbuffer(*f, 1 << 17);
+    return HW_OK;
+}
+
+// Turns zlib's state after a short or failed read into a message naming the file and the fault.
+// Returns HW_OK when zlib reports no error (a clean end of the data).
+static int gz_fault(gzFile f, const char *path) {
+    int errnum = Z_OK;
+    const char *msg = gzerror(f, &errnum);
+    switch (errnum) {
+    case Z_OK:
+        return HW_OK;
+    case Z_ERRNO:
+        return hw_fail_errno(errno, "%s: read error", path);
+    case Z_BUF_ERROR:
+        return hw_fail("%s: truncated gzip stream (zlib: %s)", path, msg);
+    case Z_MEM_ERROR:
+        return hw_fail("%s: out of memory while decompressing", path);
+    default:
+        return hw_fail("%s: corrupt gzip data (zlib: %s)", path, msg);
+    }
+}
+
+// Reads up to `want` bytes; returns how many were read (fewer at the end of the data) or -1 on a
+// zlib error (then the message is set).
+static int64_t read_up_to(gzFile f, const char *path, uint8_t *buf, uint64_t want) {
+    uint64_t got = 0;
+    while (got < want) {
+        uint64_t left = want - got;
+        int n = gzread(f, buf + got, (unsigned)(left < IDX_GZ_CHUNK ? left : IDX_GZ_CHUNK));
+        if (n < 0) {
+            gz_fault(f, path);
+            return -1;
+        }
+        if (n == 0) {
+            if (gz_fault(f, path) != HW_OK) return -1;
+            break;
+        }
+        got += (uint64_t)n;
+    }
+    return (int64_t)got;
+}
+
+static uint32_t be32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+// Reads the magic and the n_dims sizes that follow it, and checks the magic.
+static int read_header(gzFile f, const char *path, uint32_t magic, uint32_t *dims, int n_dims) {
+    uint8_t buf[16];
+    uint64_t want = 4 * (uint64_t)(1 + n_dims);
+    int64_t got = read_up_to(f, path, buf, want);
+    if (got < 0) return HW_ERR;
+    if (got == 0) return hw_fail("%s: empty file", path);
+    if ((uint64_t)got < want) {
+        return hw_fail("%s: file ends inside the IDX header (%lld of %llu bytes)", path, (long long)got,
+                       (unsigned long long)want);
+    }
+    uint32_t found = be32(buf);
+    if (found != magic) {
+        const char *expected = magic == IDX_IMAGES_MAGIC ? "image" : "label";
+        const char *other = found == IDX_IMAGES_MAGIC   ? " (that is an IDX image file)"
+                            : found == IDX_LABELS_MAGIC ? " (that is an IDX label file)"
+                                                        : "";
+        return hw_fail("%s: wrong magic number 0x%08x%s, expected 0x%08x for an IDX %s file", path, found, other,
+                       magic, expected);
+    }
+    for (int i = 0; i < n_dims; i++) dims[i] = be32(buf + 4 + 4 * i);
+    return HW_OK;
+}
+
+// Reads exactly `want` payload bytes into a new buffer, growing it only as data arrives, then
+// checks that the file ends there. `claim` describes the header's promise for messages.
+static int read_payload(gzFile f, const char *path, uint64_t want, const char *claim, uint8_t **out) {
+    *out = NULL;
+    uint64_t cap = want < IDX_FIRST_CHUNK ? want : IDX_FIRST_CHUNK;
+    uint8_t *buf = malloc(cap ? cap : 1);
+    if (!buf) return hw_fail("%s: out of memory", path);
+    uint64_t got = 0;
+    for (;;) {
+        int64_t n = read_up_to(f, path, buf + got, cap - got);
+        if (n < 0) goto fail;
+        got += (uint64_t)n;
+        if (got < cap) {
+            hw_fail("%s: the header claims %s (%llu bytes of data) but the file holds only %llu", path, claim,
+                    (unsigned long long)want, (unsigned long long)got);
+            goto fail;
+        }
+        if (got == want) break;
+        cap = cap > want / 2 ? want : cap * 2;
+        uint8_t *bigger = realloc(buf, cap);
+        if (!bigger) {
+            hw_fail("%s: out of memory for %llu bytes", path, (unsigned long long)cap);
+            goto fail;
+        }
+        buf = bigger;
+    }
+    // The data must end here; this read also makes zlib check the gzip trailer (CRC, length).
+    uint8_t extra;
+    int64_t n = read_up_to(f, path, &extra, 1);
+    if (n < 0) goto fail;
+    if (n > 0) {
+        hw_fail("%s: more data after the %s the header claims (wrong count in the header?)", path, claim);
+        goto fail;
+    }
+    *out = buf;
+    return HW_OK;
+fail:
+    free(buf);
+    return HW_ERR;
+}
+
+// The standard MNIST label file names (also Fashion-MNIST and KMNIST): ten classes, 0-9.
+static int is_standard_labels_name(const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return strncmp(base, "train-labels-idx1-ubyte", 23) == 0 || strncmp(base, "t10k-labels-idx1-ubyte", 22) == 0;
+}
+
+int hw_idx_load(hw_dataset *ds, const char *images_path, const char *labels_path) {
+    memset(ds, 0, sizeof *ds);
+    gzFile fi = NULL, fl = NULL;
+    uint8_t *images = NULL, *labels = NULL;
+    int rc = HW_ERR;
+    uint32_t idims[3] = {0}, ldims[1] = {0};
+    if (idx_open(&fi, images_path) != HW_OK) goto done;
+    if (read_header(fi, images_path, IDX_IMAGES_MAGIC, idims, 3) != HW_OK) goto done;
+    uint32_t n = idims[0], rows = idims[1], cols = idims[2];
+    if (n == 0) {
+        hw_fail("%s: the header says the file holds no images", images_path);
+        goto done;
+    }
+    if (rows == 0 || cols == 0 || rows > IDX_MAX_SIDE || cols > IDX_MAX_SIDE) {
+        hw_fail("%s: implausible image size %u x %u in the header (rows and columns must be 1 to %d)", images_path,
+                rows, cols, IDX_MAX_SIDE);
+        goto done;
+    }
+    if (idx_open(&fl, labels_path) != HW_OK) goto done;
+    if (read_header(fl, labels_path, IDX_LABELS_MAGIC, ldims, 1) != HW_OK) goto done;
+    if (ldims[0] != n) {
+        hw_fail("%s holds %u labels but %s holds %u images: the counts must agree", labels_path, ldims[0],
+                images_path, n);
+        goto done;
+    }
+    char claim[96];
+    snprintf(claim, sizeof claim, "%u images of %u x %u", n, rows, cols);
+    // n < 2^32 and rows * cols <= 2^30, so the product fits in 64 bits.
+    if (read_payload(fi, images_path, (uint64_t)n * rows * cols, claim, &images) != HW_OK) goto done;
+    snprintf(claim, sizeof claim, "%u labels", n);
+    if (read_payload(fl, labels_path, n, claim, &labels) != HW_OK) goto done;
+
+    int n_classes = 0;
+    if (is_standard_labels_name(labels_path)) {
+        n_classes = 10;
+        for (uint32_t i = 0; i < n; i++) {
+            if (labels[i] >= 10) {
+                hw_fail("%s: label %u at index %u is out of range: MNIST-style label files have classes 0-9",
+                        labels_path, labels[i], i);
+                goto done;
+            }
+        }
+    } else {
+        for (uint32_t i = 0; i < n; i++) {
+            if (labels[i] + 1 > n_classes) n_classes = labels[i] + 1;
+        }
+    }
+    ds->n = n;
+    ds->channels = 1;
+    ds->height = (int)rows;
+    ds->width = (int)cols;
+    ds->n_classes = n_classes;
+    ds->images = images;
+    ds->labels = labels;
+    snprintf(ds->source, sizeof ds->source, "%s", images_path);
+    images = labels = NULL;
+    rc = HW_OK;
+done:
+    if (fi) gzclose(fi);
+    if (fl) gzclose(fl);
+    free(images);
+    free(labels);
+    return rc;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t ls = strlen(s), lx = strlen(suffix);
+    return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
+}
+
+// Writes one IDX file: the magic, the sizes, the payload. Gzipped when the path ends in .gz.
+static int write_idx(const char *path, uint32_t magic, const uint32_t *dims, int n_dims, const uint8_t *data,
+                     uint64_t bytes) {
+    errno = 0;
+    gzFile f = gzopen(path, ends_with(path, ".gz") ? "wb6" : "wbT");
+    if (!f) return errno ? hw_fail_errno(errno, "cannot create %s", path) : hw_fail("cannot create %s", path);
+    uint8_t header[16];
+    uint32_t fields[4] = {magic, n_dims > 0 ? dims[0] : 0, n_dims > 1 ? dims[1] : 0, n_dims > 2 ? dims[2] : 0};
+    for (int i = 0; i <= n_dims; i++) {
+        header[4 * i] = (uint8_t)(fields[i] >> 24);
+        header[4 * i + 1] = (uint8_t)(fields[i] >> 16);
+        header[4 * i + 2] = (uint8_t)(fields[i] >> 8);
+        header[4 * i + 3] = (uint8_t)fields[i];
+    }
+    int ok = gzwrite(f, header, (unsigned)(4 * (n_dims + 1))) == 4 * (n_dims + 1);
+    for (uint64_t done = 0; ok && done < bytes;) {
+        uint64_t left = bytes - done;
+        unsigned chunk = (unsigned)(left < IDX_GZ_CHUNK ? left : IDX_GZ_CHUNK);
+        ok = gzwrite(f, data + done, chunk) == (int)chunk;
+        done += chunk;
+    }
+    int saved_errno = errno;
+    if (gzclose(f) != Z_OK) ok = 0;
+    if (!ok) {
+        unlink(path);
+        return hw_fail_errno(saved_errno ? saved_errno : EIO, "cannot write %s", path);
+    }
+    return HW_OK;
+}
+
+int hw_idx_save(const hw_dataset *ds, const char *images_path, const char *labels_path) {
+    if (ds->channels != 1) return hw_fail("%s: IDX holds one channel, the dataset has %d", images_path, ds->channels);
+    if (ds->n <= 0 || ds->n > UINT32_MAX || ds->height <= 0 || ds->width <= 0 || ds->height > IDX_MAX_SIDE ||
+        ds->width > IDX_MAX_SIDE) {
+        return hw_fail("%s: cannot write %lld images of %d x %d as IDX", images_path, (long long)ds->n, ds->height,
+                       ds->width);
+    }
+    uint32_t idims[3] = {(uint32_t)ds->n, (uint32_t)ds->height, (uint32_t)ds->width};
+    uint64_t bytes = (uint64_t)ds->n * (uint64_t)ds->height * (uint64_t)ds->width;
+    if (write_idx(images_path, IDX_IMAGES_MAGIC, idims, 3, ds->images, bytes) != HW_OK) return HW_ERR;
+    uint32_t ldims[1] = {(uint32_t)ds->n};
+    return write_idx(labels_path, IDX_LABELS_MAGIC, ldims, 1, ds->labels, (uint64_t)ds->n);
+}
