@@ -5,15 +5,18 @@
 #include "hw/spawn.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -139,6 +142,40 @@ Test(shm, file_size_limit_fails_with_a_message_not_a_signal) {
         hw_shm_close(&shm);
     }
     setrlimit(RLIMIT_FSIZE, &old);
+}
+
+// docker's default /dev/shm is 64 MB. A mount namespace with a 1 MiB tmpfs on /dev/shm stands
+// in for it (needs CAP_SYS_ADMIN, as root in most CI containers; skipped, not passed, without).
+Test(shm, a_small_dev_shm_fails_at_open_not_with_sigbus) {
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=1m") != 0) {
+        cr_skip_test("cannot mount a small /dev/shm here: %s", strerror(errno));
+    }
+    cr_assert_eq(hw_sharing_strategy_set("file_system"), HW_OK);
+    hw_shm shm;
+    cr_assert_eq(hw_shm_open(&shm, (size_t)4 << 20), HW_ERR, "4 MiB does not fit a 1 MiB /dev/shm");
+    const char *msg = hw_error();
+    cr_expect(strstr(msg, "file_system") != NULL, "message: %s", msg);
+    cr_expect(strstr(msg, "4.0 MiB (4194304 bytes)") != NULL, "message: %s", msg);
+    cr_expect(strstr(msg, "/dev/shm is too small") != NULL, "message: %s", msg);
+    cr_expect(strstr(msg, "of 1.0 MiB") != NULL, "says how big /dev/shm is: %s", msg);
+    cr_expect(strstr(msg, "file_descriptor") != NULL && strstr(msg, "--shm-size") != NULL, "what to try: %s", msg);
+    DIR *dir = opendir("/dev/shm");
+    cr_assert_not_null(dir);
+    int entries = 0;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) entries += e->d_name[0] != '.';
+    closedir(dir);
+    cr_expect_eq(entries, 0, "the failed open left no name behind");
+
+    // What fits is reserved for real: every byte can be written (no SIGBUS).
+    cr_assert_eq(hw_shm_open(&shm, (size_t)512 << 10), HW_OK, "%s", hw_error());
+    memset(shm.data, 1, shm.bytes);
+    hw_shm_close(&shm);
+    // file_descriptor does not live in /dev/shm at all.
+    cr_assert_eq(hw_sharing_strategy_set("file_descriptor"), HW_OK);
+    cr_assert_eq(hw_shm_open(&shm, (size_t)4 << 20), HW_OK, "%s", hw_error());
+    memset(shm.data, 1, shm.bytes);
+    hw_shm_close(&shm);
 }
 
 // ---- every worker sees every write ----

@@ -502,8 +502,15 @@ Test(spawn, worker_failure_exit_leaves_no_shm_name, .timeout = 60) {
     cr_expect_eq(count_shm_names_of(run.pid), 0);
 }
 
-static void check_parent_signal(int sig) {
-    run_proc run = start_run(run_until_signalled);
+// The same in a process group of its own, as `kill -TERM -<pgid>` or a service manager sees it.
+static void run_until_signalled_in_own_group(int report_fd, int go_fd) {
+    setpgid(0, 0);
+    run_until_signalled(report_fd, go_fd);
+}
+
+// Signals the run (whole_group: its process group, the workers with it) and checks the outcome.
+static void check_parent_signal(int sig, int whole_group) {
+    run_proc run = start_run(whole_group ? run_until_signalled_in_own_group : run_until_signalled);
     char name[64];
     pid_t workers[RUN_WORKERS];
     int got = read_within(run.from_run, name, sizeof name, 10) && read_within(run.from_run, workers, sizeof workers, 10);
@@ -511,7 +518,7 @@ static void check_parent_signal(int sig) {
     cr_assert(got, "the run reported its shm name and workers");
     cr_expect(shm_name_exists(name), "%s exists before the signal", name);
     for (int r = 0; r < RUN_WORKERS; r++) cr_expect_eq(kill(workers[r], 0), 0, "worker %d runs before the signal", r);
-    kill(run.pid, sig);
+    kill(whole_group ? -run.pid : run.pid, sig);
     int status = wait_run(&run, 30);
     cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 128 + sig, "exit code %d (status 0x%x), want %d",
               WIFEXITED(status) ? WEXITSTATUS(status) : -1, status, 128 + sig);
@@ -523,9 +530,15 @@ static void check_parent_signal(int sig) {
     shm_unlink(name);  // when the check above failed: leave no litter
 }
 
-Test(spawn, parent_sigint_exits_130_and_leaves_nothing, .timeout = 60) { check_parent_signal(SIGINT); }
+Test(spawn, parent_sigint_exits_130_and_leaves_nothing, .timeout = 60) { check_parent_signal(SIGINT, 0); }
 
-Test(spawn, parent_sigterm_exits_143_and_leaves_nothing, .timeout = 60) { check_parent_signal(SIGTERM); }
+Test(spawn, parent_sigterm_exits_143_and_leaves_nothing, .timeout = 60) { check_parent_signal(SIGTERM, 0); }
+
+// The workers die of the SIGTERM too: still an interruption (143), not a worker failure (1).
+Test(spawn, group_sigterm_exits_143_not_as_a_worker_failure, .timeout = 60) { check_parent_signal(SIGTERM, 1); }
+
+// Ctrl-C in a terminal: the whole foreground group gets SIGINT; the workers ignore it.
+Test(spawn, group_sigint_exits_130, .timeout = 60) { check_parent_signal(SIGINT, 1); }
 
 // A SIGKILL cannot be caught: the workers must still die (PR_SET_PDEATHSIG). This test process
 // becomes their subreaper, so that it can reap them and see how they died.
