@@ -142,8 +142,8 @@ int hw_sharing_strategy_set(const char *name) {
 
 // ---- sizes and their limits ----
 
-// "1.5 GiB (1610612736 bytes)"
-static void format_bytes(uint64_t bytes, char *buf, size_t cap) {
+// "1.5 GiB (1610612736 bytes)"; with exact = 0 just "1.5 GiB".
+static void format_size(uint64_t bytes, int exact, char *buf, size_t cap) {
     static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     double value = (double)bytes;
     int unit = 0;
@@ -153,10 +153,16 @@ static void format_bytes(uint64_t bytes, char *buf, size_t cap) {
     }
     if (unit == 0) {
         snprintf(buf, cap, "%llu bytes", (unsigned long long)bytes);
+    } else if (!exact) {
+        snprintf(buf, cap, "%.1f %s", value, units[unit]);
     } else {
         snprintf(buf, cap, "%.1f %s (%llu bytes)", value, units[unit], (unsigned long long)bytes);
     }
 }
+
+static void format_bytes(uint64_t bytes, char *buf, size_t cap) { format_size(bytes, 1, buf, cap); }
+
+static const char *const more_memory_hint = "use a smaller model or batch, or give the machine or container more memory";
 
 static const char *what_to_try(hw_sharing_strategy strategy) {
     if (strategy == HW_SHARING_FILE_SYSTEM) {
@@ -201,17 +207,17 @@ static int check_size(size_t bytes, hw_sharing_strategy strategy) {
     long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
     uint64_t ram = pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size : 0;
     if (ram > 0 && (uint64_t)bytes > ram) {
-        format_bytes(ram, limit_text, sizeof limit_text);
+        format_size(ram, 0, limit_text, sizeof limit_text);
         return hw_fail("cannot reserve %s of shared memory with the %s strategy: more than the machine's "
                        "memory, %s; %s",
-                       asked, name, limit_text, what_to_try(strategy));
+                       asked, name, limit_text, more_memory_hint);
     }
     uint64_t cgroup = cgroup_memory_limit();
     if (cgroup > 0 && (uint64_t)bytes > cgroup) {
-        format_bytes(cgroup, limit_text, sizeof limit_text);
+        format_size(cgroup, 0, limit_text, sizeof limit_text);
         return hw_fail("cannot reserve %s of shared memory with the %s strategy: more than this container's "
                        "memory limit, %s (cgroup memory.max); %s",
-                       asked, name, limit_text, what_to_try(strategy));
+                       asked, name, limit_text, more_memory_hint);
     }
     const struct {
         int resource;
@@ -222,7 +228,7 @@ static int check_size(size_t bytes, hw_sharing_strategy strategy) {
         struct rlimit rl;
         if (getrlimit(limits[k].resource, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
             (uint64_t)bytes > (uint64_t)rl.rlim_cur) {
-            format_bytes((uint64_t)rl.rlim_cur, limit_text, sizeof limit_text);
+            format_size((uint64_t)rl.rlim_cur, 0, limit_text, sizeof limit_text);
             return hw_fail("cannot reserve %s of shared memory with the %s strategy: more than %s, %s; raise "
                            "the limit or use a smaller model or batch",
                            asked, name, limits[k].what, limit_text);
@@ -240,8 +246,8 @@ static int fail_reserve(int err, size_t bytes, hw_sharing_strategy strategy) {
         struct statvfs vfs;
         char free_text[64] = "?", size_text[64] = "?";
         if (statvfs(SHM_DIR, &vfs) == 0) {
-            format_bytes((uint64_t)vfs.f_bavail * vfs.f_frsize, free_text, sizeof free_text);
-            format_bytes((uint64_t)vfs.f_blocks * vfs.f_frsize, size_text, sizeof size_text);
+            format_size((uint64_t)vfs.f_bavail * vfs.f_frsize, 0, free_text, sizeof free_text);
+            format_size((uint64_t)vfs.f_blocks * vfs.f_frsize, 0, size_text, sizeof size_text);
         }
         return hw_fail("cannot reserve %s of shared memory with the file_system strategy: " SHM_DIR
                        " is too small (%s free of %s); %s",
