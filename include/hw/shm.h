@@ -30,15 +30,25 @@ const char *hw_sharing_strategy_get(void);
 // Sets the strategy by name; an unknown name fails listing the known ones.
 int hw_sharing_strategy_set(const char *name);
 
-// Creates and maps `bytes` of zeroed shared storage with the current strategy. On failure the
-// message names the strategy, the bytes asked for and what to try.
+// Creates and maps `bytes` of zeroed shared storage with the current strategy. Every page is
+// reserved at once (posix_fallocate), so a full or too small /dev/shm fails here rather than
+// with SIGBUS later; so do sizes over the machine's memory, the cgroup's memory.max, RLIMIT_FSIZE
+// or RLIMIT_AS. On failure the message names the strategy, the bytes asked for and what to try.
+//
+// The first file_system open also registers the exit paths that unlink: an atexit handler, and
+// for each of SIGINT, SIGTERM, SIGHUP whose action is still the default, a handler that unlinks
+// and then dies of the same signal (hw_spawn puts its own in front while workers run).
 int hw_shm_open(hw_shm *shm, size_t bytes);
-// Unmaps, closes and (file_system) unlinks. Safe to call twice.
+// Unmaps, closes and (file_system) unlinks. Safe to call twice, and on a struct whose open failed.
+// Called in a forked worker it unmaps and closes but never unlinks: the name is the parent's.
 void hw_shm_close(hw_shm *shm);
 // Unlinks every name this process created and has not closed yet. Async-signal-safe: the
-// signal handlers and atexit path of the parent call it.
+// signal handlers and atexit path of the parent call it. In a forked child it does nothing (the
+// names belong to the process that created them), so a worker cannot pull them from the parent.
 void hw_shm_unlink_all(void);
-// Removes /dev/shm/hogwild-<pid>-* entries whose pid is no longer alive; *removed gets the count.
+// Removes /dev/shm/hogwild-<pid>-<n> entries whose pid is no longer alive (kill(pid, 0) fails with
+// ESRCH); *removed gets the count. Never touches a name of a live process (any user's) or a name
+// that is not exactly of that pattern. Fails, after trying all, when one could not be removed.
 int hw_shm_clean_stale(int *removed);
 
 #endif

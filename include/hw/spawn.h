@@ -5,9 +5,19 @@
 // hw_join waits on all workers at once: the first failure (non-zero exit or a signal) stops the
 // others (SIGTERM, then SIGKILL after a grace period), reaps them all and reports which worker
 // failed, how, and with what message. Workers get PR_SET_PDEATHSIG, so none outlives the parent.
+//
+// Signals: while a context is alive the parent's SIGINT and SIGTERM only record the signal (and
+// unlink the shared memory names, hw_shm_unlink_all); hw_join then stops and reaps the workers
+// and answers HW_JOIN_INTERRUPTED, and the caller exits 128 + signal. Workers ignore SIGINT (a
+// terminal Ctrl-C reaches the whole process group; the parent stops them itself) and die of
+// SIGTERM. Workers always leave with _exit: the parent's atexit handlers never run in them.
+//
+// Call hw_spawn from the thread that outlives the run (the main thread): PR_SET_PDEATHSIG fires
+// when the forking *thread* ends. No thread may be running a pool (BLAS, CUDA) before the fork.
 #ifndef HW_SPAWN_H
 #define HW_SPAWN_H
 
+#include <poll.h>
 #include <sys/types.h>
 
 typedef int (*hw_worker_fn)(int rank, void *arg);
@@ -25,6 +35,10 @@ typedef struct {
     int *alive;              // 1 until reaped
     int *exit_status;        // wait status of each reaped worker
     int *message_fds;        // read ends of each worker's error pipe
+    int *pidfds;             // pidfd_open of each worker (-1 where unavailable): join polls them
+    struct pollfd *poll_set; // scratch for the poll over the live workers' pidfds
+    int use_pidfds;          // 1 when every worker has a pidfd; else join polls waitpid every 10 ms
+    int owns_handlers;       // this context installed (a reference to) the SIGINT/SIGTERM handlers
     int failed_rank;         // -1 when none
     int failed_exit_code;    // when it exited non-zero, else -1
     int failed_signal;       // when it died by a signal, else 0
@@ -34,19 +48,29 @@ typedef struct {
 
 // Grace period between SIGTERM and SIGKILL when stopping workers, in seconds.
 #define HW_SPAWN_GRACE_SECONDS 1.0
+// The most workers one hw_spawn starts (each holds two descriptors in the parent).
+#define HW_SPAWN_MAX_WORKERS 1024
 
 // Installs the parent's SIGINT/SIGTERM handlers (they record the signal and release shared memory)
-// and forks the workers. Fails (nothing left running) if a fork fails.
+// and forks the workers. Fails (nothing left running, ctx freed) if a fork fails or nprocs is out
+// of [1, HW_SPAWN_MAX_WORKERS]. A worker fn that fails returns non-zero after hw_fail(); its
+// hw_error() becomes failed_message. Its stdio buffers are flushed before it exits.
 int hw_spawn(hw_spawn_ctx *ctx, hw_worker_fn fn, void *arg, int nprocs);
-// Waits up to timeout_s seconds (< 0: forever).
+// Waits up to timeout_s seconds (< 0: forever) for all workers at once. HW_JOIN_FAILED comes as
+// soon as any worker fails, whatever its rank; HW_JOIN_INTERRUPTED as soon as the parent gets
+// SIGINT/SIGTERM. Both return with every worker stopped and reaped. Called again after that (or
+// after hw_spawn_stop), it answers at once from the recorded statuses.
 hw_join_status hw_join(hw_spawn_ctx *ctx, double timeout_s);
 // Stops every live worker (SIGTERM, grace period, SIGKILL) and reaps it.
 void hw_spawn_stop(hw_spawn_ctx *ctx);
 // One line describing the failure: "worker 3 failed (exit code 1): <its message>" or
 // "worker 2 was killed by signal SIGSEGV (Segmentation fault)".
 const char *hw_spawn_describe_failure(const hw_spawn_ctx *ctx, char *buf, size_t cap);
+// Stops any worker still alive, closes the descriptors, frees the arrays and restores the signal
+// handlers hw_spawn replaced. Keeps the failed_* fields. Safe to call twice.
 void hw_spawn_free(hw_spawn_ctx *ctx);
-// The signal the parent received (SIGINT, SIGTERM) since hw_spawn, or 0. Safe to poll.
+// The signal the parent received (SIGINT, SIGTERM) since the first live hw_spawn, or 0. Safe to
+// poll, also after hw_spawn_free (the CLI checks it between phases to exit 128 + signal).
 int hw_spawn_interrupted(void);
 
 #endif
