@@ -19,6 +19,8 @@
 typedef struct hw_layer hw_layer;
 typedef struct hw_layer_type hw_layer_type;
 
+enum { HW_LAYER_MAX_ARGS = 4, HW_LAYER_MAX_PARAMS = 2 };
+
 // One layer as parsed from a model file line. Layer types keep their own settings in `args`
 // and `config`; params (if any) are views into the model's flat buffer.
 struct hw_layer {
@@ -30,10 +32,62 @@ struct hw_layer {
     int n_params;             // number of hw_param entries it owns (weight, bias)
     int frozen;               // marked `frozen` in the model file
     int line;                 // line in the model file, for messages
-    double args[4];           // numbers from the model file line, as the layer type parsed them
-    int n_args;
+    double args[HW_LAYER_MAX_ARGS];  // positional numbers, then the type's key=value numbers; NAN when absent
+    int n_args;               // positional numbers given on the line
     int64_t config[8];        // derived integer settings (kernel, stride, padding, ...)
 };
+
+// What one call of a layer's forward or backward works on. Activations are [batch, shape]
+// row-major float32 (NCHW for images), one sample after another.
+typedef struct {
+    int batch;
+    int training;             // dropout on; in backward, the mode of the forward it follows
+    const float *in;          // [batch, in_shape]
+    float *out;               // [batch, out_shape]; forward writes it, backward may read it
+    const float *weight;      // the layer's parameters (NULL when it has none)
+    const float *bias;
+    float *scratch;           // type->scratch_floats(layer, batch) floats, free for this call only
+    uint8_t *saved;           // type->saved_bytes(layer, batch) bytes that forward keeps for backward
+    hw_rng *rng;              // the workspace RNG (dropout)
+    // backward only: every output is overwritten, never accumulated
+    const float *dout;        // d loss / d out
+    float *din;               // d loss / d in; NULL: not needed (first layer, frozen prefix)
+    float *dweight;           // NULL: frozen, not computed
+    float *dbias;             // NULL: frozen, not computed
+} hw_layer_io;
+
+// A kind of layer. Adding one = one source file in src/nn/ defining a `const hw_layer_type`,
+// plus one entry in hw_layer_types[] (src/nn/layers.c). Everything else (parser, summary,
+// workspace sizes, initialisation, the gradient-check test) finds it through the table.
+struct hw_layer_type {
+    const char *name;         // the word in the model file: "conv2d"
+    const char *usage;        // its arguments, for messages: "OUT_CHANNELS KERNEL [stride=S] [padding=P]"
+    const char *name_prefix;  // default layer names: prefix + count among layers with that prefix ("conv1")
+    int min_args, max_args;   // positional numbers on the line
+    int is_loss;              // the model's loss is taken on its output: it must be the last layer
+    const char *keys[HW_LAYER_MAX_ARGS];  // key=value numbers it takes, stored in args[max_args + i]
+    const char *param_names[HW_LAYER_MAX_PARAMS];  // "weight", "bias"; NULL-terminated, NULL: no params
+    // Checks args against layer->in_shape; sets config and out_shape and the parameter shapes.
+    // On failure hw_fail()s naming what was expected (the parser prefixes "file:line: ").
+    int (*configure)(hw_layer *layer, hw_shape *param_shapes);
+    void (*forward)(const hw_layer *layer, hw_layer_io *io);
+    void (*backward)(const hw_layer *layer, hw_layer_io *io);
+    size_t (*scratch_floats)(const hw_layer *layer, int batch);  // NULL: none
+    size_t (*saved_bytes)(const hw_layer *layer, int batch);     // NULL: none
+    double (*flops)(const hw_layer *layer);                      // forward, per sample; NULL: 0
+    // Writes a valid line for this type with random sizes and its input shape: the gradient-check
+    // test runs every registered type through it.
+    void (*example)(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap);
+};
+
+// The registered layer types, NULL-terminated (src/nn/layers.c).
+extern const hw_layer_type *const hw_layer_types[];
+// The type called `name`, or NULL.
+const hw_layer_type *hw_layer_type_find(const char *name);
+// Sets up one layer from a model-file line ("conv2d 10 5 stride=2 frozen name=c1") and its
+// input shape: type, args, frozen, name (left "" when not given), config, out_shape, and the
+// shapes of its parameters. Fails naming what was expected (no file:line; the parser adds it).
+int hw_layer_setup(hw_layer *layer, const char *line, hw_shape in_shape, hw_shape *param_shapes);
 
 enum { HW_MAX_LAYERS = 64, HW_MAX_PARAMS = 128 };
 
@@ -54,13 +108,19 @@ typedef struct {
 
 typedef struct {
     int max_batch;
-    float **acts;             // acts[i] = output of layer i-1 (acts[0] = the input copy)
-    float **grad_acts;        // gradient of the loss with respect to acts[i]
+    int n_layers;             // of the model it was allocated for
+    float **acts;             // acts[i] = input of layer i, acts[n_layers] = log-probabilities;
+                              // acts[0] points at the caller's x (not copied) from forward to backward
+    float **grad_acts;        // gradient of the loss with respect to acts[i]; grad_acts[0] is NULL:
+                              // the gradient of the network input is never computed
     float *grads;             // flat gradient buffer, same layout as model->weights
-    float *scratch;           // im2col and other per-layer temporaries
-    uint8_t **masks;          // dropout masks per layer (NULL where unused)
+    float *scratch;           // im2col and other per-layer temporaries, shared by all layers
+    uint8_t **masks;          // what forward keeps for backward, per layer: dropout masks, max-pool
+                              // argmax (NULL where the layer keeps nothing)
     hw_rng rng;               // dropout draws
+    int training;             // the mode of the last forward (backward follows it)
     int first_trainable;      // backward stops here: no gradient below the first layer that needs one
+                              // (set by hw_model_backward; n_layers when nothing is trainable)
 } hw_workspace;
 
 // ---- building ----
@@ -93,8 +153,9 @@ void hw_workspace_free(hw_workspace *ws);
 // may be NULL, then 0 is returned). The log-probabilities stay in the last activation.
 float hw_model_forward(const hw_model *model, hw_workspace *ws, const float *x, const uint8_t *labels,
                        int batch, int training);
-// Backward of the mean loss after a training forward: overwrites ws->grads (frozen parameters'
-// gradients are left at zero and not computed).
+// Backward of the mean loss of the last forward (training or not; dropout follows the forward's
+// mode): overwrites ws->grads. Frozen parameters' gradients are not computed nor written (they
+// stay zero), and nothing below the first trainable layer is computed.
 void hw_model_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labels, int batch);
 // How many of the last forward's predictions (argmax of the log-probabilities) equal the labels.
 int hw_model_count_correct(const hw_model *model, const hw_workspace *ws, const uint8_t *labels, int batch);

@@ -1,0 +1,145 @@
+// nn_step: times one training step's forward + backward (no optimizer) of a model on the CPU, one
+// thread, and prints samples/s. Build and run from the repository root after `make`:
+//
+//   cc -O3 -march=x86-64-v3 -Iinclude bench/nn_step.c build/libhogwild.a -o build/nn_step \
+//      -L/usr/lib/x86_64-linux-gnu/openblas-serial -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-serial \
+//      -lopenblas -lm
+//   build/nn_step                          # models/lenet.model and models/mlp.model, batch 64
+//   build/nn_step models/lenet.model 64 3  # one model, batch size, seconds per measurement
+//   build/nn_step --layers models/lenet.model 64   # time of each layer's forward and backward
+//
+// Times are this thread's CPU time. Each model is measured 5 times; the best and the median are printed (the machine is shared, so
+// the best is the figure of the code, the median that of the moment). Results: bench/nn_step.md.
+#include "hw/blas.h"
+#include "hw/err.h"
+#include "hw/nn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+// CPU time of this thread, not wall time: on a shared machine a step that waited for the core
+// does not count. (The two agree on an idle machine.)
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int compare(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int bench(const char *path, int batch, double seconds) {
+    hw_model model;
+    hw_workspace ws;
+    if (hw_model_load(&model, path) != HW_OK || hw_model_alloc_weights(&model) != HW_OK ||
+        hw_workspace_alloc(&ws, &model, batch, 1) != HW_OK) {
+        fprintf(stderr, "nn_step: %s\n", hw_error());
+        return 1;
+    }
+    hw_model_init_weights(&model, 1);
+    size_t in = (size_t)hw_shape_numel(model.input);
+    float *x = malloc(sizeof(float) * in * batch);
+    uint8_t *y = malloc((size_t)batch);
+    hw_rng rng;
+    hw_rng_seed(&rng, 7, 0);
+    for (size_t i = 0; i < in * batch; i++) x[i] = hw_rng_normal(&rng);
+    for (int b = 0; b < batch; b++) y[b] = (uint8_t)hw_rng_below(&rng, (uint32_t)model.n_classes);
+
+    double rates[5];
+    float loss = 0.0f;
+    for (int rep = -1; rep < 5; rep++) {  // rep -1 warms up
+        long steps = 0;
+        double t0 = now(), t;
+        do {
+            loss += hw_model_forward(&model, &ws, x, y, batch, 1);
+            hw_model_backward(&model, &ws, y, batch);
+            steps++;
+        } while ((t = now() - t0) < (rep < 0 ? 0.3 : seconds));
+        if (rep >= 0) rates[rep] = (double)steps * batch / t;
+    }
+    qsort(rates, 5, sizeof rates[0], compare);
+    // forward flops x 3: forward, and backward's two products (weights, inputs) per layer
+    double gflops = hw_model_forward_flops(&model) * 3.0 * rates[4] * 1e-9;
+    printf("%-22s batch %3d: %9.0f samples/s best, %9.0f median (%.1f GFLOP/s at best; loss %.3f)\n", path, batch,
+           rates[4], rates[2], gflops, loss / 1e9);
+    free(x);
+    free(y);
+    hw_workspace_free(&ws);
+    hw_model_free(&model);
+    return 0;
+}
+
+// Per-layer times: runs the model's layers one by one, as hw_model_forward/backward do.
+static void layer_times(const char *path, int batch) {
+    hw_model model;
+    hw_workspace ws;
+    if (hw_model_load(&model, path) != HW_OK || hw_model_alloc_weights(&model) != HW_OK ||
+        hw_workspace_alloc(&ws, &model, batch, 1) != HW_OK) {
+        fprintf(stderr, "nn_step: %s\n", hw_error());
+        return;
+    }
+    hw_model_init_weights(&model, 1);
+    size_t in = (size_t)hw_shape_numel(model.input);
+    float *x = malloc(sizeof(float) * in * batch);
+    uint8_t *y = calloc((size_t)batch, 1);
+    hw_rng rng;
+    hw_rng_seed(&rng, 7, 0);
+    for (size_t i = 0; i < in * batch; i++) x[i] = hw_rng_normal(&rng);
+    enum { STEPS = 200 };
+    double fwd[HW_MAX_LAYERS] = {0}, bwd[HW_MAX_LAYERS] = {0};
+    for (int step = 0; step < STEPS + 20; step++) {
+        hw_model_forward(&model, &ws, x, y, batch, 1);
+        hw_model_backward(&model, &ws, y, batch);  // sets first_trainable, fills the last gradient
+        for (int i = 0; i < model.n_layers; i++) {
+            const hw_layer *layer = &model.layers[i];
+            const hw_param *p = layer->n_params ? &model.params[layer->first_param] : NULL;
+            hw_layer_io io = {.batch = batch, .training = 1, .in = ws.acts[i], .out = ws.acts[i + 1],
+                              .weight = p ? model.weights + p[0].offset : NULL,
+                              .bias = p ? model.weights + p[1].offset : NULL,
+                              .scratch = ws.scratch, .saved = ws.masks[i], .rng = &ws.rng};
+            double t0 = now();
+            layer->type->forward(layer, &io);
+            if (step >= 20) fwd[i] += now() - t0;
+        }
+        for (int i = model.n_layers - 1; i >= ws.first_trainable; i--) {
+            const hw_layer *layer = &model.layers[i];
+            const hw_param *p = layer->n_params ? &model.params[layer->first_param] : NULL;
+            hw_layer_io io = {.batch = batch, .training = 1, .in = ws.acts[i], .out = ws.acts[i + 1],
+                              .weight = p ? model.weights + p[0].offset : NULL,
+                              .bias = p ? model.weights + p[1].offset : NULL,
+                              .scratch = ws.scratch, .saved = ws.masks[i], .rng = &ws.rng,
+                              .dout = ws.grad_acts[i + 1], .din = i > ws.first_trainable ? ws.grad_acts[i] : NULL,
+                              .dweight = p ? ws.grads + p[0].offset : NULL, .dbias = p ? ws.grads + p[1].offset : NULL};
+            double t0 = now();
+            layer->type->backward(layer, &io);
+            if (step >= 20) bwd[i] += now() - t0;
+        }
+    }
+    double total = 0.0;
+    for (int i = 0; i < model.n_layers; i++) total += fwd[i] + bwd[i];
+    printf("%s, batch %d, microseconds per batch:\n  %-14s %9s %9s\n", path, batch, "layer", "forward", "backward");
+    for (int i = 0; i < model.n_layers; i++) {
+        printf("  %-14s %9.1f %9.1f\n", model.layers[i].name, 1e6 * fwd[i] / STEPS, 1e6 * bwd[i] / STEPS);
+    }
+    printf("  %-14s %19.1f  (%.0f samples/s)\n", "total", 1e6 * total / STEPS, STEPS * batch / total);
+    free(x);
+    free(y);
+    hw_workspace_free(&ws);
+    hw_model_free(&model);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--layers") == 0) {
+        layer_times(argc > 2 ? argv[2] : "models/lenet.model", argc > 3 ? atoi(argv[3]) : 64);
+        return 0;
+    }
+    printf("BLAS: %s\n", hw_blas_info());
+    int batch = argc > 2 ? atoi(argv[2]) : 64;
+    double seconds = argc > 3 ? atof(argv[3]) : 1.0;
+    if (argc > 1) return bench(argv[1], batch, seconds);
+    return bench("models/lenet.model", batch, seconds) || bench("models/mlp.model", batch, seconds);
+}

@@ -1,0 +1,81 @@
+// dropout: in training, zeroes each element with probability p and scales the kept ones by
+// 1/(1-p) (torch.nn.Dropout); the identity in evaluation. args[0] = p (default 0.5). The mask
+// comes from the workspace RNG and is kept for backward.
+#include "layer_util.h"
+
+#include "hw/err.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+// Shared with dropout2d: p from args[0], in [0, 1].
+int hw_nn_dropout_p(const hw_layer *layer, float *p);
+
+int hw_nn_dropout_p(const hw_layer *layer, float *p) {
+    double v = isnan(layer->args[0]) ? 0.5 : layer->args[0];
+    if (!(v >= 0.0 && v <= 1.0)) return hw_fail("%s: P must be a probability in [0, 1], got %g", layer->type->name, v);
+    *p = (float)v;
+    return HW_OK;
+}
+
+static int dropout_configure(hw_layer *layer, hw_shape *params) {
+    (void)params;
+    float p;
+    if (hw_nn_dropout_p(layer, &p) != HW_OK) return HW_ERR;
+    layer->out_shape = layer->in_shape;
+    return HW_OK;
+}
+
+static size_t dropout_saved_bytes(const hw_layer *layer, int batch) {
+    return (size_t)batch * (size_t)hw_shape_numel(layer->in_shape);
+}
+
+// p = 1 drops everything; the kept values' scale is then irrelevant.
+static float keep_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
+
+static void dropout_forward(const hw_layer *layer, hw_layer_io *io) {
+    size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
+    float p = (float)(isnan(layer->args[0]) ? 0.5 : layer->args[0]);
+    if (!io->training) {
+        if (io->out != io->in) memcpy(io->out, io->in, sizeof(float) * n);
+        return;
+    }
+    float scale = keep_scale(p);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t keep = hw_rng_uniform(io->rng) >= p;
+        io->saved[i] = keep;
+        io->out[i] = keep ? io->in[i] * scale : 0.0f;
+    }
+}
+
+static void dropout_backward(const hw_layer *layer, hw_layer_io *io) {
+    if (!io->din) return;
+    size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
+    float p = (float)(isnan(layer->args[0]) ? 0.5 : layer->args[0]);
+    if (!io->training) {  // after an evaluation forward: the identity
+        if (io->din != io->dout) memcpy(io->din, io->dout, sizeof(float) * n);
+        return;
+    }
+    float scale = keep_scale(p);
+    for (size_t i = 0; i < n; i++) io->din[i] = io->saved[i] ? io->dout[i] * scale : 0.0f;
+}
+
+static void dropout_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {
+    int64_t dims[3] = {hw_nn_rand_int(rng, 1, 9), hw_nn_rand_int(rng, 1, 4), hw_nn_rand_int(rng, 1, 4)};
+    *in_shape = hw_shape_make(hw_nn_rand_int(rng, 1, 3), dims);
+    snprintf(line, cap, "dropout %.2f", 0.1 * hw_nn_rand_int(rng, 1, 8));
+}
+
+const hw_layer_type hw_layer_dropout = {
+    .name = "dropout",
+    .usage = "[P]",
+    .name_prefix = "dropout",
+    .min_args = 0,
+    .max_args = 1,
+    .configure = dropout_configure,
+    .forward = dropout_forward,
+    .backward = dropout_backward,
+    .saved_bytes = dropout_saved_bytes,
+    .example = dropout_example,
+};

@@ -1,0 +1,81 @@
+// dropout2d: in training, zeroes whole channels of each sample with probability p and scales the
+// kept ones by 1/(1-p) (torch.nn.Dropout2d on [N, C, H, W]); the identity in evaluation.
+// args[0] = p (default 0.5). One mask byte per (sample, channel), kept for backward.
+#include "layer_util.h"
+
+#include "hw/err.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+int hw_nn_dropout_p(const hw_layer *layer, float *p);  // dropout.c
+
+static int dropout2d_configure(hw_layer *layer, hw_shape *params) {
+    (void)params;
+    if (hw_nn_expect_ndim(layer, 3, "an input of shape [C, H, W]") != HW_OK) return HW_ERR;
+    float p;
+    if (hw_nn_dropout_p(layer, &p) != HW_OK) return HW_ERR;
+    layer->out_shape = layer->in_shape;
+    return HW_OK;
+}
+
+static size_t dropout2d_saved_bytes(const hw_layer *layer, int batch) {
+    return (size_t)batch * (size_t)layer->in_shape.dims[0];
+}
+
+static void dropout2d_forward(const hw_layer *layer, hw_layer_io *io) {
+    size_t planes = (size_t)io->batch * (size_t)layer->in_shape.dims[0];
+    size_t plane = (size_t)(layer->in_shape.dims[1] * layer->in_shape.dims[2]);
+    if (!io->training) {
+        if (io->out != io->in) memcpy(io->out, io->in, sizeof(float) * planes * plane);
+        return;
+    }
+    float p = (float)(isnan(layer->args[0]) ? 0.5 : layer->args[0]);
+    float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    for (size_t c = 0; c < planes; c++) {
+        uint8_t keep = hw_rng_uniform(io->rng) >= p;
+        io->saved[c] = keep;
+        const float *x = io->in + c * plane;
+        float *y = io->out + c * plane;
+        float s = keep ? scale : 0.0f;
+        for (size_t i = 0; i < plane; i++) y[i] = x[i] * s;
+    }
+}
+
+static void dropout2d_backward(const hw_layer *layer, hw_layer_io *io) {
+    if (!io->din) return;
+    size_t planes = (size_t)io->batch * (size_t)layer->in_shape.dims[0];
+    size_t plane = (size_t)(layer->in_shape.dims[1] * layer->in_shape.dims[2]);
+    if (!io->training) {
+        if (io->din != io->dout) memcpy(io->din, io->dout, sizeof(float) * planes * plane);
+        return;
+    }
+    float p = (float)(isnan(layer->args[0]) ? 0.5 : layer->args[0]);
+    float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    for (size_t c = 0; c < planes; c++) {
+        const float *dy = io->dout + c * plane;
+        float *dx = io->din + c * plane;
+        float s = io->saved[c] ? scale : 0.0f;
+        for (size_t i = 0; i < plane; i++) dx[i] = dy[i] * s;
+    }
+}
+
+static void dropout2d_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {
+    int64_t dims[3] = {hw_nn_rand_int(rng, 1, 9), hw_nn_rand_int(rng, 1, 4), hw_nn_rand_int(rng, 1, 5)};
+    *in_shape = hw_shape_make(3, dims);
+    snprintf(line, cap, "dropout2d %.2f", 0.1 * hw_nn_rand_int(rng, 1, 8));
+}
+
+const hw_layer_type hw_layer_dropout2d = {
+    .name = "dropout2d",
+    .usage = "[P]",
+    .name_prefix = "dropout2d",
+    .min_args = 0,
+    .max_args = 1,
+    .configure = dropout2d_configure,
+    .forward = dropout2d_forward,
+    .backward = dropout2d_backward,
+    .saved_bytes = dropout2d_saved_bytes,
+    .example = dropout2d_example,
+};

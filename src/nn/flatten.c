@@ -1,0 +1,39 @@
+// flatten: [C, H, W] -> [C*H*W] in NCHW order (torch's x.view(-1, C*H*W)); data unchanged.
+#include "layer_util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int flatten_configure(hw_layer *layer, hw_shape *params) {
+    (void)params;
+    int64_t n = hw_shape_numel(layer->in_shape);
+    layer->out_shape = hw_shape_make(1, &n);
+    return 0;
+}
+
+static void flatten_forward(const hw_layer *layer, hw_layer_io *io) {
+    size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
+    if (io->out != io->in) memcpy(io->out, io->in, sizeof(float) * n);
+}
+
+static void flatten_backward(const hw_layer *layer, hw_layer_io *io) {
+    if (!io->din) return;
+    size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
+    if (io->din != io->dout) memcpy(io->din, io->dout, sizeof(float) * n);
+}
+
+static void flatten_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {
+    int64_t dims[3] = {hw_nn_rand_int(rng, 1, 3), hw_nn_rand_int(rng, 1, 4), hw_nn_rand_int(rng, 1, 4)};
+    *in_shape = hw_shape_make(hw_nn_rand_int(rng, 1, 3), dims);
+    snprintf(line, cap, "flatten");
+}
+
+const hw_layer_type hw_layer_flatten = {
+    .name = "flatten",
+    .usage = "(no arguments)",
+    .name_prefix = "flatten",
+    .configure = flatten_configure,
+    .forward = flatten_forward,
+    .backward = flatten_backward,
+    .example = flatten_example,
+};

@@ -1,0 +1,75 @@
+// linear: y = x W^T + b, as torch.nn.Linear. config = {in_features, out_features};
+// weight [out, in], bias [out].
+#include "layer_util.h"
+
+#include "hw/blas.h"
+#include "hw/err.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int linear_configure(hw_layer *layer, hw_shape *params) {
+    if (layer->in_shape.ndim != 1) {
+        char shape[64];
+        hw_shape_format(layer->in_shape, shape, sizeof shape);
+        return hw_fail("linear needs a 1-D input (features), got shape %s: put `flatten` before it", shape);
+    }
+    int64_t out;
+    if (hw_nn_arg_int(layer, 0, "OUT_FEATURES", 1, -1, &out) != HW_OK) return HW_ERR;
+    int64_t in = layer->in_shape.dims[0];
+    layer->config[0] = in;
+    layer->config[1] = out;
+    layer->out_shape = hw_shape_make(1, &out);
+    params[0] = hw_shape_make(2, (int64_t[]){out, in});
+    params[1] = hw_shape_make(1, &out);
+    return HW_OK;
+}
+
+static void linear_forward(const hw_layer *layer, hw_layer_io *io) {
+    int in = (int)layer->config[0], out = (int)layer->config[1];
+    // [batch, in] x [out, in]^T: one GEMM for the whole batch, then the bias on each row.
+    hw_sgemm(HW_NO_TRANS, HW_TRANS, io->batch, out, in, 1.0f, io->in, in, io->weight, in, 0.0f, io->out, out);
+    for (int b = 0; b < io->batch; b++) {
+        float *row = io->out + (size_t)b * out;
+        for (int j = 0; j < out; j++) row[j] += io->bias[j];
+    }
+}
+
+static void linear_backward(const hw_layer *layer, hw_layer_io *io) {
+    int in = (int)layer->config[0], out = (int)layer->config[1];
+    if (io->dweight) {  // dW [out, in] = dY^T [out, batch] x X [batch, in]
+        hw_sgemm(HW_TRANS, HW_NO_TRANS, out, in, io->batch, 1.0f, io->dout, out, io->in, in, 0.0f, io->dweight, in);
+    }
+    if (io->dbias) {
+        memset(io->dbias, 0, sizeof(float) * (size_t)out);
+        for (int b = 0; b < io->batch; b++) {
+            const float *row = io->dout + (size_t)b * out;
+            for (int j = 0; j < out; j++) io->dbias[j] += row[j];
+        }
+    }
+    if (io->din) {  // dX [batch, in] = dY [batch, out] x W [out, in]
+        hw_sgemm(HW_NO_TRANS, HW_NO_TRANS, io->batch, in, out, 1.0f, io->dout, out, io->weight, in, 0.0f, io->din, in);
+    }
+}
+
+static double linear_flops(const hw_layer *layer) { return 2.0 * (double)layer->config[0] * (double)layer->config[1]; }
+
+static void linear_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {
+    int64_t in = hw_nn_rand_int(rng, 1, 9);
+    *in_shape = hw_shape_make(1, &in);
+    snprintf(line, cap, "linear %d", hw_nn_rand_int(rng, 1, 7));
+}
+
+const hw_layer_type hw_layer_linear = {
+    .name = "linear",
+    .usage = "OUT_FEATURES",
+    .name_prefix = "fc",
+    .min_args = 1,
+    .max_args = 1,
+    .param_names = {"weight", "bias"},
+    .configure = linear_configure,
+    .forward = linear_forward,
+    .backward = linear_backward,
+    .flops = linear_flops,
+    .example = linear_example,
+};

@@ -1,0 +1,178 @@
+// Running a model: the workspace, forward with the fused NLL loss, backward into the flat gradient.
+#include "hw/nn.h"
+
+#include "hw/err.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+// 64-byte aligned, zeroed (zeroing also faults the pages in now, not in the first step).
+static void *alloc_zeroed(size_t bytes) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    if (p) memset(p, 0, rounded ? rounded : 64);
+    return p;
+}
+
+void hw_workspace_free(hw_workspace *ws) {
+    // the workspace does not own acts[0] (the caller's input) nor grad_acts[0] (never allocated)
+    for (int i = 1; i <= ws->n_layers; i++) {
+        if (ws->acts) free(ws->acts[i]);
+        if (ws->grad_acts) free(ws->grad_acts[i]);
+        if (ws->masks) free(ws->masks[i - 1]);
+    }
+    free(ws->acts);
+    free(ws->grad_acts);
+    free(ws->masks);
+    free(ws->grads);
+    free(ws->scratch);
+    memset(ws, 0, sizeof *ws);
+}
+
+int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, uint64_t seed) {
+    memset(ws, 0, sizeof *ws);
+    if (max_batch < 1) return hw_fail("workspace: batch size must be at least 1, got %d", max_batch);
+    int n = model->n_layers;
+    ws->max_batch = max_batch;
+    ws->n_layers = n;
+    ws->acts = calloc((size_t)n + 1, sizeof *ws->acts);
+    ws->grad_acts = calloc((size_t)n + 1, sizeof *ws->grad_acts);
+    ws->masks = calloc((size_t)n + 1, sizeof *ws->masks);
+    ws->grads = alloc_zeroed(model->n_weights * sizeof(float));
+    int ok = ws->acts && ws->grad_acts && ws->masks && ws->grads;
+    size_t scratch = 0;
+    for (int i = 0; ok && i < n; i++) {
+        const hw_layer *layer = &model->layers[i];
+        size_t floats = (size_t)max_batch * (size_t)hw_shape_numel(layer->out_shape);
+        ws->acts[i + 1] = alloc_zeroed(floats * sizeof(float));
+        ws->grad_acts[i + 1] = alloc_zeroed(floats * sizeof(float));
+        ok = ws->acts[i + 1] && ws->grad_acts[i + 1];
+        if (ok && layer->type->saved_bytes) {
+            ws->masks[i] = alloc_zeroed(layer->type->saved_bytes(layer, max_batch));
+            ok = ws->masks[i] != NULL;
+        }
+        if (layer->type->scratch_floats) {
+            size_t s = layer->type->scratch_floats(layer, max_batch);
+            if (s > scratch) scratch = s;
+        }
+    }
+    if (ok && scratch) {
+        ws->scratch = alloc_zeroed(scratch * sizeof(float));
+        ok = ws->scratch != NULL;
+    }
+    if (!ok) {
+        hw_workspace_free(ws);
+        return hw_fail("workspace for %s: out of memory (batch %d)", model->path, max_batch);
+    }
+    hw_rng_seed(&ws->rng, seed, 0x64726f70 /* "drop" */);
+    ws->first_trainable = 0;
+    return HW_OK;
+}
+
+// The views of layer `layer`'s parameters in `base` (weights or gradients); NULL where it has none.
+static float *param_view(const hw_model *model, const hw_layer *layer, int i, float *base) {
+    if (i >= layer->n_params) return NULL;
+    return base + model->params[layer->first_param + i].offset;
+}
+
+float hw_model_forward(const hw_model *model, hw_workspace *ws, const float *x, const uint8_t *labels, int batch,
+                       int training) {
+    if (batch < 1 || batch > ws->max_batch) {
+        hw_fail("forward: batch of %d outside [1, %d] (the workspace's max_batch)", batch, ws->max_batch);
+        return NAN;
+    }
+    // The input is read where it is; it must stay valid until backward.
+    ws->acts[0] = (float *)x;
+    ws->training = training;
+    for (int i = 0; i < model->n_layers; i++) {
+        const hw_layer *layer = &model->layers[i];
+        hw_layer_io io = {
+            .batch = batch,
+            .training = training,
+            .in = ws->acts[i],
+            .out = ws->acts[i + 1],
+            .weight = param_view(model, layer, 0, model->weights),
+            .bias = param_view(model, layer, 1, model->weights),
+            .scratch = ws->scratch,
+            .saved = ws->masks[i],
+            .rng = &ws->rng,
+        };
+        layer->type->forward(layer, &io);
+    }
+    if (!labels) return 0.0f;
+    // mean negative log-likelihood (F.nll_loss, reduction 'mean')
+    const float *logp = ws->acts[model->n_layers];
+    double sum = 0.0;
+    for (int b = 0; b < batch; b++) {
+        if (labels[b] >= model->n_classes) return NAN;  // a label the model has no class for
+        sum -= logp[(size_t)b * model->n_classes + labels[b]];
+    }
+    return (float)(sum / batch);
+}
+
+// The first layer with a parameter that is not frozen (n_layers when none).
+static int first_trainable_layer(const hw_model *model) {
+    for (int i = 0; i < model->n_layers; i++) {
+        const hw_layer *layer = &model->layers[i];
+        for (int j = 0; j < layer->n_params; j++) {
+            if (!model->params[layer->first_param + j].frozen) return i;
+        }
+    }
+    return model->n_layers;
+}
+
+void hw_model_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labels, int batch) {
+    int first = first_trainable_layer(model);
+    ws->first_trainable = first;
+    if (first == model->n_layers || batch < 1 || batch > ws->max_batch) return;
+    // d(mean NLL)/d(log-probs): -1/batch at each sample's label, 0 elsewhere
+    int classes = model->n_classes;
+    float *g = ws->grad_acts[model->n_layers];
+    memset(g, 0, sizeof(float) * (size_t)batch * classes);
+    for (int b = 0; b < batch; b++) {
+        if (labels[b] < classes) g[(size_t)b * classes + labels[b]] = -1.0f / (float)batch;
+    }
+    for (int i = model->n_layers - 1; i >= first; i--) {
+        const hw_layer *layer = &model->layers[i];
+        float *dweight = NULL, *dbias = NULL;
+        if (layer->n_params > 0 && !model->params[layer->first_param].frozen) {
+            dweight = param_view(model, layer, 0, ws->grads);
+        }
+        if (layer->n_params > 1 && !model->params[layer->first_param + 1].frozen) {
+            dbias = param_view(model, layer, 1, ws->grads);
+        }
+        hw_layer_io io = {
+            .batch = batch,
+            .training = ws->training,
+            .in = ws->acts[i],
+            .out = ws->acts[i + 1],
+            .weight = param_view(model, layer, 0, model->weights),
+            .bias = param_view(model, layer, 1, model->weights),
+            .scratch = ws->scratch,
+            .saved = ws->masks[i],
+            .rng = &ws->rng,
+            .dout = ws->grad_acts[i + 1],
+            .din = i > first ? ws->grad_acts[i] : NULL,
+            .dweight = dweight,
+            .dbias = dbias,
+        };
+        layer->type->backward(layer, &io);
+    }
+}
+
+int hw_model_count_correct(const hw_model *model, const hw_workspace *ws, const uint8_t *labels, int batch) {
+    const float *logp = ws->acts[model->n_layers];
+    int correct = 0;
+    for (int b = 0; b < batch; b++) {
+        const float *row = logp + (size_t)b * model->n_classes;
+        int best = 0;
+        for (int c = 1; c < model->n_classes; c++) {
+            if (row[c] > row[best]) best = c;
+        }
+        correct += best == labels[b];
+    }
+    return correct;
+}
+
+const float *hw_model_output(const hw_model *model, const hw_workspace *ws) { return ws->acts[model->n_layers]; }

@@ -1,0 +1,575 @@
+// Tests of the nn layers: a numerical gradient check of every registered layer type, the
+// convolution and pooling against direct loops, log_softmax on extreme logits, and the LeNet
+// forward/backward against values PyTorch computed (tests/torch_reference.h).
+#include "hw/err.h"
+#include "hw/nn.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ---------------------------------------------------------------------------------------------
+// The gradient checker
+//
+// For one layer and batch, with L = sum(out * r) for a fixed random r, it compares the layer's
+// backward (dout = r) against central differences of L, accumulated in double, for every input,
+// weight and bias element. Inputs are distinct values on a grid (spacing 0.01, none near 0) and
+// the input step is a quarter of the spacing, so no max-pool winner or ReLU sign changes between
+// the two evaluations; dropout draws the same mask for each evaluation (the RNG is reseeded).
+
+enum { GRAD_IN = 0, GRAD_WEIGHT = 1, GRAD_BIAS = 2 };
+static const char *const grad_names[3] = {"input", "weight", "bias"};
+
+typedef struct {
+    double max_err[3];  // max |numeric - analytic| per tensor
+    double scale[3];    // max |analytic| per tensor
+    int checked[3];     // elements compared
+    int worst[3];       // index of the worst element
+} grad_report;
+
+typedef struct {
+    hw_layer layer;
+    hw_shape param_shapes[HW_LAYER_MAX_PARAMS];
+    int batch;
+    size_t n_in, n_out, n_w, n_b;
+    float *x, *y, *r, *w, *bias, *scratch, *din, *dw, *db;
+    uint8_t *saved;
+    uint64_t seed;
+} grad_case;
+
+static float *floats(size_t n) {
+    float *p = malloc(sizeof(float) * (n ? n : 1));
+    cr_assert(p);
+    return p;
+}
+
+static void fill_nan(float *p, size_t n) {
+    for (size_t i = 0; i < n; i++) p[i] = NAN;
+}
+
+// Sets up `line` on `in` for `batch` samples with random inputs, weights and projection r.
+static void case_open(grad_case *c, const hw_layer_type *type, const char *line, hw_shape in, int batch,
+                      uint64_t seed) {
+    memset(c, 0, sizeof *c);
+    cr_assert_eq(hw_layer_setup(&c->layer, line, in, c->param_shapes), HW_OK, "%s: %s", line, hw_error());
+    cr_assert_eq(c->layer.type, type);
+    c->batch = batch;
+    c->seed = seed;
+    c->n_in = (size_t)batch * (size_t)hw_shape_numel(in);
+    c->n_out = (size_t)batch * (size_t)hw_shape_numel(c->layer.out_shape);
+    c->n_w = c->layer.n_params > 0 ? (size_t)hw_shape_numel(c->param_shapes[0]) : 0;
+    c->n_b = c->layer.n_params > 1 ? (size_t)hw_shape_numel(c->param_shapes[1]) : 0;
+    c->x = floats(c->n_in);
+    c->y = floats(c->n_out);
+    c->r = floats(c->n_out);
+    c->w = floats(c->n_w);
+    c->bias = floats(c->n_b);
+    c->din = floats(c->n_in);
+    c->dw = floats(c->n_w);
+    c->db = floats(c->n_b);
+    size_t scratch = type->scratch_floats ? type->scratch_floats(&c->layer, batch) : 0;
+    c->scratch = floats(scratch);
+    fill_nan(c->scratch, scratch);  // a layer must not read scratch it did not write
+    size_t saved = type->saved_bytes ? type->saved_bytes(&c->layer, batch) : 0;
+    c->saved = malloc(saved ? saved : 1);
+    memset(c->saved, 0xA5, saved ? saved : 1);
+
+    hw_rng rng;
+    hw_rng_seed(&rng, seed, 1);
+    // distinct inputs (k + 0.5) * 0.01 for a random order of k in [-n/2, n/2)
+    int64_t *order = malloc(sizeof(int64_t) * c->n_in);
+    for (size_t i = 0; i < c->n_in; i++) order[i] = (int64_t)i - (int64_t)c->n_in / 2;
+    for (size_t i = c->n_in; i > 1; i--) {
+        size_t j = hw_rng_below(&rng, (uint32_t)i);
+        int64_t t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+    for (size_t i = 0; i < c->n_in; i++) c->x[i] = ((float)order[i] + 0.5f) * 0.01f;
+    free(order);
+    for (size_t i = 0; i < c->n_out; i++) c->r[i] = hw_rng_normal(&rng);
+    for (size_t i = 0; i < c->n_w; i++) c->w[i] = 0.5f * hw_rng_normal(&rng);
+    for (size_t i = 0; i < c->n_b; i++) c->bias[i] = 0.5f * hw_rng_normal(&rng);
+}
+
+static void case_close(grad_case *c) {
+    free(c->x), free(c->y), free(c->r), free(c->w), free(c->bias);
+    free(c->din), free(c->dw), free(c->db), free(c->scratch), free(c->saved);
+}
+
+static void case_forward(grad_case *c) {
+    hw_rng rng;
+    hw_rng_seed(&rng, c->seed, 2);  // the same dropout mask every time
+    hw_layer_io io = {
+        .batch = c->batch,
+        .training = 1,
+        .in = c->x,
+        .out = c->y,
+        .weight = c->n_w ? c->w : NULL,
+        .bias = c->n_b ? c->bias : NULL,
+        .scratch = c->scratch,
+        .saved = c->saved,
+        .rng = &rng,
+    };
+    c->layer.type->forward(&c->layer, &io);
+}
+
+static double projected_loss(grad_case *c) {
+    case_forward(c);
+    double sum = 0.0;
+    for (size_t i = 0; i < c->n_out; i++) sum += (double)c->y[i] * (double)c->r[i];
+    return sum;
+}
+
+// Runs forward then `backward` (the type's own unless given) with dout = r. Gradients asked
+// for (want_*) are poisoned with NaN first: a backward must overwrite them, never accumulate.
+typedef void (*backward_fn)(const hw_layer *layer, hw_layer_io *io);
+static void case_backward(grad_case *c, backward_fn backward, int want_in, int want_w, int want_b) {
+    case_forward(c);
+    fill_nan(c->din, c->n_in);
+    fill_nan(c->dw, c->n_w);
+    fill_nan(c->db, c->n_b);
+    hw_rng rng;
+    hw_rng_seed(&rng, c->seed, 3);
+    hw_layer_io io = {
+        .batch = c->batch,
+        .training = 1,
+        .in = c->x,
+        .out = c->y,
+        .weight = c->n_w ? c->w : NULL,
+        .bias = c->n_b ? c->bias : NULL,
+        .scratch = c->scratch,
+        .saved = c->saved,
+        .rng = &rng,
+        .dout = c->r,
+        .din = want_in ? c->din : NULL,
+        .dweight = want_w && c->n_w ? c->dw : NULL,
+        .dbias = want_b && c->n_b ? c->db : NULL,
+    };
+    (backward ? backward : c->layer.type->backward)(&c->layer, &io);
+}
+
+// Central differences of projected_loss with respect to values[0..n), against analytic[0..n).
+static void compare_numeric(grad_case *c, float *values, size_t n, float step, const float *analytic, int which,
+                            grad_report *rep) {
+    for (size_t i = 0; i < n; i++) {
+        float saved = values[i];
+        values[i] = saved + step;
+        float up = values[i];
+        double loss_up = projected_loss(c);
+        values[i] = saved - step;
+        float down = values[i];
+        double loss_down = projected_loss(c);
+        values[i] = saved;
+        double numeric = (loss_up - loss_down) / ((double)up - (double)down);
+        double err = fabs(numeric - (double)analytic[i]);
+        if (!(err <= rep->max_err[which])) {  // NaN counts as the worst
+            rep->max_err[which] = isnan(err) ? INFINITY : err;
+            rep->worst[which] = (int)i;
+        }
+        if (fabs(analytic[i]) > rep->scale[which]) rep->scale[which] = fabs(analytic[i]);
+        rep->checked[which]++;
+    }
+}
+
+// The whole check of one case with the given backward; fills rep.
+static void check_case(grad_case *c, backward_fn backward, grad_report *rep) {
+    memset(rep, 0, sizeof *rep);
+    case_backward(c, backward, 1, 1, 1);
+    float *din = floats(c->n_in), *dw = floats(c->n_w), *db = floats(c->n_b);
+    memcpy(din, c->din, sizeof(float) * c->n_in);
+    memcpy(dw, c->dw, sizeof(float) * c->n_w);
+    memcpy(db, c->db, sizeof(float) * c->n_b);
+    compare_numeric(c, c->x, c->n_in, 0.0025f, din, GRAD_IN, rep);
+    compare_numeric(c, c->w, c->n_w, 1e-2f, dw, GRAD_WEIGHT, rep);
+    compare_numeric(c, c->bias, c->n_b, 1e-2f, db, GRAD_BIAS, rep);
+    free(din), free(dw), free(db);
+}
+
+// Relative tolerance on the largest gradient element, plus a small absolute floor.
+static int report_ok(const grad_report *rep, int which) {
+    return rep->max_err[which] <= 2e-3 * rep->scale[which] + 1e-5;
+}
+
+static int report_all_ok(const grad_report *rep) {
+    return report_ok(rep, GRAD_IN) && report_ok(rep, GRAD_WEIGHT) && report_ok(rep, GRAD_BIAS);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every registered layer type, through its own example() generator: a new type is checked with
+// no new test code.
+
+static const int check_batches[] = {1, 2, 3, 1, 5, 2, 1, 4, 3, 2};
+enum { CASES_PER_TYPE = 10 };
+
+Test(nn_grad, every_layer_type_matches_finite_differences) {
+    int types = 0;
+    for (int t = 0; hw_layer_types[t]; t++) {
+        const hw_layer_type *type = hw_layer_types[t];
+        cr_assert(type->example, "layer type %s has no example() for the gradient check", type->name);
+        double max_scale[3] = {0};
+        hw_rng rng;
+        hw_rng_seed(&rng, 1000 + (uint64_t)t, 0);
+        for (int k = 0; k < CASES_PER_TYPE; k++) {
+            char line[256];
+            hw_shape in;
+            type->example(&rng, &in, line, sizeof line);
+            grad_case c;
+            case_open(&c, type, line, in, check_batches[k], 77 + (uint64_t)k);
+            grad_report rep;
+            check_case(&c, NULL, &rep);
+            char shape[64];
+            hw_shape_format(in, shape, sizeof shape);
+            for (int w = 0; w < 3; w++) {
+                cr_expect(report_ok(&rep, w),
+                          "%s on input %s, batch %d: d/d%s off by %.3g at element %d (largest gradient %.3g)", line,
+                          shape, c.batch, grad_names[w], rep.max_err[w], rep.worst[w], rep.scale[w]);
+                if (rep.scale[w] > max_scale[w]) max_scale[w] = rep.scale[w];
+            }
+            cr_expect_eq(rep.checked[GRAD_IN], (int)c.n_in);
+            cr_expect_eq(rep.checked[GRAD_WEIGHT] + rep.checked[GRAD_BIAS], (int)(c.n_w + c.n_b));
+            case_close(&c);
+        }
+        // The check means something only if the gradients were not all zero.
+        cr_expect_gt(max_scale[GRAD_IN], 0.0, "%s: every input gradient was 0", type->name);
+        if (type->param_names[0]) {
+            cr_expect_gt(max_scale[GRAD_WEIGHT], 0.0, "%s: every weight gradient was 0", type->name);
+        }
+        types++;
+    }
+    cr_expect_geq(types, 8, "linear, conv2d, maxpool2d, relu, dropout, dropout2d, flatten, log_softmax");
+}
+
+// Backward with some outputs not wanted (NULL) computes the others the same, and touches
+// nothing it was not asked for.
+Test(nn_grad, null_outputs_are_skipped) {
+    for (int t = 0; hw_layer_types[t]; t++) {
+        const hw_layer_type *type = hw_layer_types[t];
+        hw_rng rng;
+        hw_rng_seed(&rng, 2000 + (uint64_t)t, 0);
+        char line[256];
+        hw_shape in;
+        type->example(&rng, &in, line, sizeof line);
+        grad_case c;
+        case_open(&c, type, line, in, 2, 5);
+        case_backward(&c, NULL, 1, 1, 1);
+        float *din = floats(c.n_in), *dw = floats(c.n_w), *db = floats(c.n_b);
+        memcpy(din, c.din, sizeof(float) * c.n_in);
+        memcpy(dw, c.dw, sizeof(float) * c.n_w);
+        memcpy(db, c.db, sizeof(float) * c.n_b);
+        for (int mask = 0; mask < 8; mask++) {
+            int want_in = mask & 1, want_w = mask & 2, want_b = mask & 4;
+            case_backward(&c, NULL, want_in, want_w, want_b);
+            for (size_t i = 0; i < c.n_in; i++) {
+                if (want_in) cr_assert_float_eq(c.din[i], din[i], 1e-6f * (1 + fabsf(din[i])), "%s din", line);
+                else cr_assert(isnan(c.din[i]), "%s: din written though NULL", line);
+            }
+            for (size_t i = 0; i < c.n_w; i++) {
+                if (want_w) cr_assert_float_eq(c.dw[i], dw[i], 1e-6f * (1 + fabsf(dw[i])), "%s dw", line);
+                else cr_assert(isnan(c.dw[i]), "%s: dweight written though NULL", line);
+            }
+            for (size_t i = 0; i < c.n_b; i++) {
+                if (want_b) cr_assert_float_eq(c.db[i], db[i], 1e-6f * (1 + fabsf(db[i])), "%s db", line);
+                else cr_assert(isnan(c.db[i]), "%s: dbias written though NULL", line);
+            }
+        }
+        free(din), free(dw), free(db);
+        case_close(&c);
+    }
+}
+
+// ---- the checker must be able to fail ----
+
+static void linear_backward_wrong_weight(const hw_layer *layer, hw_layer_io *io) {
+    hw_layer_type_find("linear")->backward(layer, io);
+    if (io->dweight) io->dweight[1] *= 1.02f;  // 2% off in one element
+}
+
+static void linear_backward_wrong_bias(const hw_layer *layer, hw_layer_io *io) {
+    hw_layer_type_find("linear")->backward(layer, io);
+    if (io->dbias) io->dbias[0] = 0.0f;  // a forgotten bias gradient
+}
+
+static void relu_backward_ungated(const hw_layer *layer, hw_layer_io *io) {
+    // the classic slip: the gradient let through where the output is 0
+    size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
+    if (io->din) memcpy(io->din, io->dout, sizeof(float) * n);
+}
+
+static void conv2d_backward_transposed_kernel(const hw_layer *layer, hw_layer_io *io) {
+    // input gradient as if the kernel were not flipped: swap two weight taps for the duration
+    float *w = (float *)io->weight;
+    float t = w[0];
+    w[0] = w[1];
+    w[1] = t;
+    hw_layer_type_find("conv2d")->backward(layer, io);
+    w[1] = w[0];
+    w[0] = t;
+}
+
+Test(nn_grad, checker_fails_on_wrong_gradients) {
+    struct {
+        const char *type, *line;
+        int64_t in[3];
+        int ndim;
+        backward_fn wrong;
+        int tensor;
+    } cases[] = {
+        {"linear", "linear 3", {4}, 1, linear_backward_wrong_weight, GRAD_WEIGHT},
+        {"linear", "linear 3", {4}, 1, linear_backward_wrong_bias, GRAD_BIAS},
+        {"relu", "relu", {2, 3, 3}, 3, relu_backward_ungated, GRAD_IN},
+        {"conv2d", "conv2d 2 2", {1, 4, 4}, 3, conv2d_backward_transposed_kernel, GRAD_IN},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        grad_case c;
+        case_open(&c, hw_layer_type_find(cases[i].type), cases[i].line, hw_shape_make(cases[i].ndim, cases[i].in), 2,
+                  11);
+        grad_report rep;
+        check_case(&c, NULL, &rep);
+        cr_expect(report_all_ok(&rep), "%s: the right backward passes", cases[i].line);
+        check_case(&c, cases[i].wrong, &rep);
+        cr_expect(!report_ok(&rep, cases[i].tensor), "%s: the checker did not catch wrong case %zu (err %.3g)",
+                  cases[i].line, i, rep.max_err[cases[i].tensor]);
+        case_close(&c);
+    }
+}
+
+// Every type declares what the parser and the workspace need.
+Test(nn_layers, table_entries_are_complete) {
+    for (int t = 0; hw_layer_types[t]; t++) {
+        const hw_layer_type *type = hw_layer_types[t];
+        cr_expect(type->name && type->usage && type->name_prefix, "type %d", t);
+        cr_expect(type->configure && type->forward && type->backward && type->example, "%s", type->name);
+        int keys = 0;
+        while (keys < HW_LAYER_MAX_ARGS && type->keys[keys]) keys++;
+        cr_expect_leq(type->max_args + keys, HW_LAYER_MAX_ARGS, "%s: too many arguments", type->name);
+        cr_expect_leq(type->min_args, type->max_args, "%s", type->name);
+        cr_expect_eq(hw_layer_type_find(type->name), type);
+        for (int u = 0; u < t; u++) cr_expect_str_neq(hw_layer_types[u]->name, type->name);
+    }
+    cr_expect_null(hw_layer_type_find("conv3d"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forward against direct loops
+
+static void run_forward(const hw_layer *layer, int batch, const float *x, float *y, const float *w, const float *b,
+                        int training) {
+    size_t scratch = layer->type->scratch_floats ? layer->type->scratch_floats(layer, batch) : 0;
+    size_t saved = layer->type->saved_bytes ? layer->type->saved_bytes(layer, batch) : 0;
+    float *s = floats(scratch);
+    uint8_t *m = malloc(saved ? saved : 1);
+    hw_rng rng;
+    hw_rng_seed(&rng, 3, 3);
+    hw_layer_io io = {.batch = batch, .training = training, .in = x, .out = y, .weight = w, .bias = b,
+                      .scratch = s, .saved = m, .rng = &rng};
+    layer->type->forward(layer, &io);
+    free(s);
+    free(m);
+}
+
+Test(nn_layers, conv2d_matches_direct_convolution) {
+    hw_rng rng;
+    hw_rng_seed(&rng, 9, 0);
+    for (int trial = 0; trial < 40; trial++) {
+        int in_c = hw_rng_below(&rng, 3) + 1, out_c = hw_rng_below(&rng, 4) + 1, k = hw_rng_below(&rng, 5) + 1;
+        int stride = hw_rng_below(&rng, 3) + 1, pad = hw_rng_below(&rng, 3), batch = hw_rng_below(&rng, 3) + 1;
+        if (trial == 0) in_c = 1, out_c = 10, k = 5, stride = 1, pad = 0;  // LeNet's conv1 on a 28x28 input
+        int h = k + (int)hw_rng_below(&rng, 9), w = k + (int)hw_rng_below(&rng, 9);
+        if (trial == 0) h = w = 28;
+        char line[128];
+        snprintf(line, sizeof line, "conv2d %d %d stride=%d padding=%d", out_c, k, stride, pad);
+        hw_layer layer;
+        hw_shape ps[2];
+        cr_assert_eq(hw_layer_setup(&layer, line, hw_shape_make(3, (int64_t[]){in_c, h, w}), ps), HW_OK, "%s",
+                     hw_error());
+        int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+        cr_assert_eq(layer.out_shape.dims[1], oh);
+        cr_assert_eq(layer.out_shape.dims[2], ow);
+        size_t nx = (size_t)batch * in_c * h * w, ny = (size_t)batch * out_c * oh * ow, nw = (size_t)out_c * in_c * k * k;
+        float *x = floats(nx), *y = floats(ny), *wt = floats(nw), *b = floats(out_c);
+        for (size_t i = 0; i < nx; i++) x[i] = hw_rng_normal(&rng);
+        for (size_t i = 0; i < nw; i++) wt[i] = hw_rng_normal(&rng);
+        for (int i = 0; i < out_c; i++) b[i] = hw_rng_normal(&rng);
+        fill_nan(y, ny);
+        run_forward(&layer, batch, x, y, wt, b, 1);
+        for (int n = 0; n < batch; n++)
+            for (int o = 0; o < out_c; o++)
+                for (int i = 0; i < oh; i++)
+                    for (int j = 0; j < ow; j++) {
+                        double sum = b[o];
+                        for (int c = 0; c < in_c; c++)
+                            for (int ki = 0; ki < k; ki++)
+                                for (int kj = 0; kj < k; kj++) {
+                                    int ih = i * stride - pad + ki, iw = j * stride - pad + kj;
+                                    if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+                                    sum += (double)wt[((o * in_c + c) * k + ki) * k + kj] *
+                                           x[(((size_t)n * in_c + c) * h + ih) * w + iw];
+                                }
+                        float got = y[(((size_t)n * out_c + o) * oh + i) * ow + j];
+                        cr_assert(fabs(got - sum) <= 1e-4 * (1 + fabs(sum)), "%s on %dx%dx%d: y[%d][%d][%d][%d] = %g, want %g",
+                                  line, in_c, h, w, n, o, i, j, got, sum);
+                    }
+        free(x), free(y), free(wt), free(b);
+    }
+}
+
+Test(nn_layers, maxpool2d_matches_direct_pooling) {
+    hw_rng rng;
+    hw_rng_seed(&rng, 10, 0);
+    for (int trial = 0; trial < 40; trial++) {
+        int ch = hw_rng_below(&rng, 3) + 1, k = hw_rng_below(&rng, 4) + 1, stride = hw_rng_below(&rng, 3) + 1;
+        int batch = hw_rng_below(&rng, 3) + 1;
+        if (trial < 2) k = stride = 2;  // the vectorised 2x2 path, with even and odd sizes
+        int h = k + (int)hw_rng_below(&rng, 8), w = k + (int)hw_rng_below(&rng, 8);
+        char line[64];
+        snprintf(line, sizeof line, "maxpool2d %d stride=%d", k, stride);
+        hw_layer layer;
+        hw_shape ps[2];
+        cr_assert_eq(hw_layer_setup(&layer, line, hw_shape_make(3, (int64_t[]){ch, h, w}), ps), HW_OK, "%s", hw_error());
+        int oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
+        size_t nx = (size_t)batch * ch * h * w, ny = (size_t)batch * ch * oh * ow;
+        float *x = floats(nx), *y = floats(ny);
+        // small integers: ties happen, and any of the tied values is the same maximum
+        for (size_t i = 0; i < nx; i++) x[i] = (float)hw_rng_below(&rng, 7) - 3.0f;
+        run_forward(&layer, batch, x, y, NULL, NULL, 1);
+        for (int p = 0; p < batch * ch; p++)
+            for (int i = 0; i < oh; i++)
+                for (int j = 0; j < ow; j++) {
+                    float best = -INFINITY;
+                    for (int a = 0; a < k; a++)
+                        for (int b = 0; b < k; b++) best = fmaxf(best, x[((size_t)p * h + i * stride + a) * w + j * stride + b]);
+                    cr_assert_eq(y[((size_t)p * oh + i) * ow + j], best, "%s on %dx%d", line, h, w);
+                }
+        free(x), free(y);
+    }
+}
+
+// Ties go to the first maximum (PyTorch), so a plane of equal values sends the whole gradient
+// to each window's first element.
+Test(nn_layers, maxpool2d_ties_go_to_the_first) {
+    hw_layer layer;
+    hw_shape ps[2];
+    cr_assert_eq(hw_layer_setup(&layer, "maxpool2d 2", hw_shape_make(3, (int64_t[]){1, 4, 4}), ps), HW_OK);
+    float x[16], y[4], dy[4] = {1, 2, 3, 4}, dx[16];
+    for (int i = 0; i < 16; i++) x[i] = 1.0f;
+    int32_t saved[4];
+    hw_layer_io io = {.batch = 1, .training = 1, .in = x, .out = y, .saved = (uint8_t *)saved, .dout = dy, .din = dx};
+    layer.type->forward(&layer, &io);
+    layer.type->backward(&layer, &io);
+    float want[16] = {1, 0, 2, 0, 0, 0, 0, 0, 3, 0, 4, 0, 0, 0, 0, 0};
+    for (int i = 0; i < 16; i++) cr_expect_eq(dx[i], want[i], "dx[%d]", i);
+}
+
+Test(nn_layers, dropout_masks_and_scales) {
+    hw_layer layer;
+    hw_shape ps[2];
+    int64_t n = 20000;
+    cr_assert_eq(hw_layer_setup(&layer, "dropout 0.25", hw_shape_make(1, &n), ps), HW_OK);
+    float *x = floats((size_t)n), *y = floats((size_t)n);
+    for (int i = 0; i < n; i++) x[i] = 1.0f + (float)(i % 5);
+    run_forward(&layer, 1, x, y, NULL, NULL, 1);
+    int zeros = 0;
+    for (int i = 0; i < n; i++) {
+        if (y[i] == 0.0f) zeros++;
+        else cr_assert_float_eq(y[i], x[i] / 0.75f, 1e-5f);
+    }
+    cr_expect(zeros > 0.22 * n && zeros < 0.28 * n, "dropped %d of %lld at p = 0.25", zeros, (long long)n);
+    run_forward(&layer, 1, x, y, NULL, NULL, 0);  // evaluation: the identity
+    for (int i = 0; i < n; i++) cr_assert_eq(y[i], x[i]);
+    free(x), free(y);
+
+    // dropout2d: whole channels
+    cr_assert_eq(hw_layer_setup(&layer, "dropout2d 0.5", hw_shape_make(3, (int64_t[]){64, 3, 3}), ps), HW_OK);
+    x = floats(64 * 9 * 4);
+    y = floats(64 * 9 * 4);
+    for (int i = 0; i < 64 * 9 * 4; i++) x[i] = 1.0f;
+    run_forward(&layer, 4, x, y, NULL, NULL, 1);
+    int dropped = 0;
+    for (int c = 0; c < 64 * 4; c++) {
+        for (int i = 1; i < 9; i++) cr_assert_eq(y[c * 9 + i], y[c * 9], "channel %d not uniform", c);
+        cr_assert(y[c * 9] == 0.0f || y[c * 9] == 2.0f);
+        dropped += y[c * 9] == 0.0f;
+    }
+    cr_expect(dropped > 90 && dropped < 166, "dropped %d of 256 channels at p = 0.5", dropped);
+    free(x), free(y);
+}
+
+// ---------------------------------------------------------------------------------------------
+// log_softmax + NLL on extreme logits
+
+Test(nn_layers, log_softmax_is_stable_on_huge_logits) {
+    hw_model model;
+    cr_assert_eq(hw_model_parse(&model, "input 4\nlog_softmax\n", "t.model"), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_model_alloc_weights(&model), HW_OK);
+    hw_workspace ws;
+    cr_assert_eq(hw_workspace_alloc(&ws, &model, 3, 1), HW_OK);
+    float x[12] = {1e4f, -1e4f, 0.0f, 1e4f,  -1e4f, -1e4f, -1e4f, -1e4f + 1.0f, 3.0f, 1e4f, -1e4f, 2.0f};
+    uint8_t labels[3] = {0, 3, 2};
+    float loss = hw_model_forward(&model, &ws, x, labels, 3, 1);
+    cr_assert(isfinite(loss), "loss %g", loss);
+    const float *logp = hw_model_output(&model, &ws);
+    for (int b = 0; b < 3; b++) {
+        double max = -INFINITY, sum = 0;
+        for (int i = 0; i < 4; i++) max = fmax(max, x[b * 4 + i]);
+        for (int i = 0; i < 4; i++) sum += exp((double)x[b * 4 + i] - max);
+        for (int i = 0; i < 4; i++) {
+            double want = x[b * 4 + i] - max - log(sum);
+            cr_expect(isfinite(logp[b * 4 + i]));
+            cr_expect(fabs(logp[b * 4 + i] - want) <= 1e-3 + 1e-6 * fabs(want), "logp[%d][%d] = %g, want %g", b, i,
+                      logp[b * 4 + i], want);
+        }
+    }
+    // sample 0: two equal top logits -> -log(1/2); sample 1: the label leads the three others by 1;
+    // sample 2: the label is 2e4 below the top
+    double want_loss = (log(2.0) + (log(3.0 * exp(-1.0) + 1.0)) + 2e4) / 3.0;
+    cr_expect(fabs(loss - want_loss) <= 1e-3 * want_loss, "loss %g, want %g", loss, want_loss);
+    hw_workspace_free(&ws);
+    hw_model_free(&model);
+}
+
+// ---------------------------------------------------------------------------------------------
+// LeNet against PyTorch: tests/tools/make_torch_reference.py wrote tests/torch_reference.h with
+// mnist_hogwild's Net at weights 0.1*sin(i) (flat order), a deterministic input batch, its
+// log-probabilities, mean NLL and weight gradients in eval mode.
+#include "torch_reference.h"
+
+static double rel_err(const float *got, const float *want, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        num = fmax(num, fabs((double)got[i] - want[i]));
+        den = fmax(den, fabs((double)want[i]));
+    }
+    return num / (den > 0 ? den : 1);
+}
+
+Test(nn_torch, lenet_matches_pytorch) {
+    hw_model model;
+    cr_assert_eq(hw_model_load(&model, "models/lenet.model"), HW_OK, "%s", hw_error());
+    cr_assert_eq((int)model.n_weights, TORCH_REF_N_WEIGHTS);
+    cr_assert_eq(hw_model_alloc_weights(&model), HW_OK);
+    for (int i = 0; i < TORCH_REF_N_WEIGHTS; i++) model.weights[i] = (float)(0.1 * sin((double)i));
+    // the parameter names and offsets are those of PyTorch's state_dict
+    for (int p = 0; p < TORCH_REF_N_PARAMS; p++) {
+        int idx = hw_model_find_param(&model, torch_ref_param_names[p]);
+        cr_assert_geq(idx, 0, "no parameter %s", torch_ref_param_names[p]);
+        cr_expect_eq((int)model.params[idx].offset, torch_ref_param_offsets[p], "%s", torch_ref_param_names[p]);
+    }
+    hw_workspace ws;
+    cr_assert_eq(hw_workspace_alloc(&ws, &model, TORCH_REF_BATCH, 1), HW_OK);
+    float loss = hw_model_forward(&model, &ws, torch_ref_input, torch_ref_labels, TORCH_REF_BATCH, 0);
+    cr_expect(fabs(loss - TORCH_REF_LOSS) <= 1e-4 * fabs(TORCH_REF_LOSS), "loss %.7g, torch %.7g", loss,
+              TORCH_REF_LOSS);
+    double e = rel_err(hw_model_output(&model, &ws), torch_ref_logp, (size_t)TORCH_REF_BATCH * 10);
+    cr_expect_lt(e, 1e-4, "log-probabilities: relative error %g", e);
+    hw_model_backward(&model, &ws, torch_ref_labels, TORCH_REF_BATCH);
+    for (int p = 0; p < TORCH_REF_N_PARAMS; p++) {
+        size_t n = (size_t)(p + 1 < TORCH_REF_N_PARAMS ? torch_ref_param_offsets[p + 1] : TORCH_REF_N_WEIGHTS) -
+                   (size_t)torch_ref_param_offsets[p];
+        e = rel_err(ws.grads + torch_ref_param_offsets[p], torch_ref_grads + torch_ref_param_offsets[p], n);
+        cr_expect_lt(e, 1e-4, "gradient of %s: relative error %g", torch_ref_param_names[p], e);
+    }
+    hw_workspace_free(&ws);
+    hw_model_free(&model);
+}
