@@ -1,33 +1,406 @@
 // main: the command line of ./hogwild, nothing else.
+#include "hw/ckpt.h"
+#include "hw/compare.h"
+#include "hw/data.h"
 #include "hw/err.h"
+#include "hw/nn.h"
+#include "hw/shm.h"
+#include "hw/train.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static void print_usage(FILE *out) {
-    fprintf(out,
-            "usage: hogwild [options]\n"
-            "\n"
-            "Asynchronous lock-free (Hogwild) SGD across worker processes that share one set of weights.\n"
-            "\n"
-            "  -h, --help       this text\n"
-            "  --version        the version\n");
+static const char *usage_text =
+    "usage: hogwild [options]                      train (Hogwild by default)\n"
+    "       hogwild --model FILE --summary         print a model's layers and parameter counts\n"
+    "       hogwild download NAME [--dir DIR]      get mnist or fashion-mnist (md5-checked)\n"
+    "       hogwild synth [--dir DIR] [--train N] [--test N] [--seed S]\n"
+    "                                              write the synthetic digits as IDX files\n"
+    "       hogwild compare RUN.csv... [--target PCT] [--plot FILE.svg]\n"
+    "                                              compare runs from --metrics files\n";
+
+static const char *options_text =
+    "\n"
+    "Training:\n"
+    "  --workers N              Hogwild worker processes (default 2)\n"
+    "  --mode MODE              hogwild (default) or dataparallel\n"
+    "  --replicas K             DataParallel replicas on the CPU (default 2)\n"
+    "  --gpus LIST              DataParallel replicas on GPUs, e.g. 0,1 (0,0: two on one GPU)\n"
+    "  --device DEV             cpu (default), cuda or cuda:N\n"
+    "  --model FILE             model file (default models/lenet.model)\n"
+    "  --data DIR               dataset folder (default data/mnist): the four IDX files of\n"
+    "                           MNIST/Fashion-MNIST/KMNIST, or train/ and test/ image folders\n"
+    "  --epochs N               epochs (default 1)\n"
+    "  --batch-size N           training batch per worker; DataParallel: split over replicas (default 64)\n"
+    "  --test-batch-size N      evaluation batch (default 1000)\n"
+    "  --lr X                   learning rate (default 0.01)\n"
+    "  --momentum X             SGD momentum (default 0.5)\n"
+    "  --weight-decay X         L2 weight decay (default 0)\n"
+    "  --nesterov               Nesterov momentum\n"
+    "  --seed N                 seed of initialisation, shuffling and dropout (default 1)\n"
+    "  --normalize M,S|auto     input mean and std (default MNIST's 0.1307,0.3081; auto: from the data)\n"
+    "  --freeze NAMES           parameters not to train, e.g. conv1.weight,conv1.bias\n"
+    "  --no-prefetch            assemble batches in the training thread\n"
+    "\n"
+    "Evaluation, checkpoints, output:\n"
+    "  --eval-every N           also evaluate every N training samples (default: epoch ends only)\n"
+    "  --metrics FILE.csv       write one CSV row per evaluation (for hogwild compare)\n"
+    "  --save FILE              checkpoint (safetensors) at every epoch end, at the end and on Ctrl-C\n"
+    "  --resume FILE            continue from a checkpoint (weights, epoch, samples seen, seed)\n"
+    "  --eval-only              with --resume: evaluate the checkpoint on the test set\n"
+    "  --quiet                  no progress line (results are still printed)\n"
+    "\n"
+    "Process runtime:\n"
+    "  --sharing-strategy NAME  file_descriptor (default) or file_system\n"
+    "  --list-sharing-strategies  list them, the current one marked\n"
+    "  --clean-shm              remove shared memory left by hogwild runs killed with SIGKILL\n"
+    "  -h, --help               this text;  --version  the version\n"
+    "\n"
+    "Exit status: 0 done, 1 failed, 2 bad usage, 130/143 stopped by SIGINT/SIGTERM.\n";
+
+static void print_usage(FILE *out, int with_options) {
+    fputs(usage_text, out);
+    if (with_options) fputs(options_text, out);
 }
 
-int main(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            print_usage(stdout);
-            return 0;
-        }
-        if (strcmp(argv[i], "--version") == 0) {
-            printf("hogwild 0.1.0\n");
-            return 0;
-        }
-        fprintf(stderr, "hogwild: unknown option '%s'\n\n", argv[i]);
-        print_usage(stderr);
-        return 2;
+static int usage_error(const char *fmt, const char *value) {
+    fprintf(stderr, "hogwild: ");
+    fprintf(stderr, fmt, value);
+    fprintf(stderr, "\n\n");
+    print_usage(stderr, 0);
+    fprintf(stderr, "Run 'hogwild --help' for every option.\n");
+    return HW_EXIT_USAGE;
+}
+
+// ---- strict number parsing: the whole text must be the number ----
+
+static int parse_int(const char *flag, const char *text, long min, long max, long *out) {
+    char *end = NULL;
+    errno = 0;
+    long value = strtol(text, &end, 10);
+    if (errno || end == text || *end != '\0' || value < min || value > max) {
+        char message[256];
+        snprintf(message, sizeof message, "%s expects an integer from %ld to %ld, got '%%s'", flag, min, max);
+        return usage_error(message, text);
     }
-    print_usage(stdout);
-    return 0;
+    *out = value;
+    return HW_EXIT_OK;
+}
+
+static int parse_float(const char *flag, const char *text, double min, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double value = strtod(text, &end);
+    if (errno || end == text || *end != '\0' || !(value >= min) || value > 1e9) {
+        char message[256];
+        snprintf(message, sizeof message, "%s expects a number >= %g, got '%%s'", flag, min);
+        return usage_error(message, text);
+    }
+    *out = value;
+    return HW_EXIT_OK;
+}
+
+static int parse_gpus(const char *text, hw_train_config *config) {
+    config->n_gpus = 0;
+    const char *p = text;
+    while (*p) {
+        char *end = NULL;
+        long index = strtol(p, &end, 10);
+        if (end == p || index < 0 || index > 1023 || (*end != ',' && *end != '\0') || config->n_gpus >= 16) {
+            return usage_error("--gpus expects a comma-separated list of GPU indices like 0,1, got '%s'", text);
+        }
+        config->gpus[config->n_gpus++] = (int)index;
+        p = *end == ',' ? end + 1 : end;
+    }
+    if (config->n_gpus == 0) return usage_error("--gpus expects at least one GPU index, got '%s'", text);
+    return HW_EXIT_OK;
+}
+
+static int parse_normalize(const char *text, hw_normalize *norm) {
+    if (strcmp(text, "auto") == 0) {
+        *norm = (hw_normalize){0, 0};
+        return HW_EXIT_OK;
+    }
+    float mean, std;
+    char rest;
+    if (sscanf(text, "%f,%f%c", &mean, &std, &rest) != 2 || !(std > 0)) {
+        return usage_error("--normalize expects MEAN,STD with STD > 0 (e.g. 0.1307,0.3081) or auto, got '%s'", text);
+    }
+    *norm = (hw_normalize){mean, std};
+    return HW_EXIT_OK;
+}
+
+// ---- subcommands ----
+
+static int command_download(int argc, char **argv) {
+    const char *name = NULL, *dir = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
+            dir = argv[++i];
+        } else if (argv[i][0] == '-') {
+            return usage_error("download: unknown option '%s'", argv[i]);
+        } else if (!name) {
+            name = argv[i];
+        } else {
+            return usage_error("download: one dataset name at a time, got also '%s'", argv[i]);
+        }
+    }
+    if (!name) return usage_error("download: which dataset? %s", "mnist or fashion-mnist");
+    char default_dir[512];
+    if (!dir) {
+        snprintf(default_dir, sizeof default_dir, "data/%s", name);
+        dir = default_dir;
+    }
+    if (hw_download(name, dir) != HW_OK) {
+        fprintf(stderr, "hogwild download: %s\n", hw_error());
+        return HW_EXIT_FAILURE;
+    }
+    return HW_EXIT_OK;
+}
+
+static int command_synth(int argc, char **argv) {
+    const char *dir = "data/synthetic";
+    long n_train = 60000, n_test = 10000, seed = 1;
+    for (int i = 0; i < argc; i++) {
+        int status = HW_EXIT_OK;
+        if (i + 1 >= argc) return usage_error("synth: option '%s' needs a value", argv[i]);
+        if (strcmp(argv[i], "--dir") == 0) {
+            dir = argv[++i];
+        } else if (strcmp(argv[i], "--train") == 0) {
+            status = parse_int("--train", argv[++i], 1, 10000000, &n_train);
+        } else if (strcmp(argv[i], "--test") == 0) {
+            status = parse_int("--test", argv[++i], 1, 10000000, &n_test);
+        } else if (strcmp(argv[i], "--seed") == 0) {
+            status = parse_int("--seed", argv[++i], 0, LONG_MAX, &seed);
+        } else {
+            return usage_error("synth: unknown option '%s'", argv[i]);
+        }
+        if (status != HW_EXIT_OK) return status;
+    }
+    if (hw_synth_write(dir, n_train, n_test, (uint64_t)seed) != HW_OK) {
+        fprintf(stderr, "hogwild synth: %s\n", hw_error());
+        return HW_EXIT_FAILURE;
+    }
+    printf("wrote synthetic digits (%ld train, %ld test, seed %ld) to %s\n", n_train, n_test, seed, dir);
+    return HW_EXIT_OK;
+}
+
+static int command_summary(const hw_train_config *config) {
+    hw_model model;
+    if (hw_model_load(&model, config->model_path) != HW_OK ||
+        (config->freeze && hw_model_freeze(&model, config->freeze) != HW_OK)) {
+        fprintf(stderr, "hogwild: %s\n", hw_error());
+        return HW_EXIT_FAILURE;
+    }
+    hw_model_summary(&model, stdout);
+    hw_model_free(&model);
+    return HW_EXIT_OK;
+}
+
+static int command_list_strategies(void) {
+    int count;
+    const char *const *names = hw_sharing_strategies(&count);
+    const char *current = hw_sharing_strategy_get();
+    for (int i = 0; i < count; i++) printf("%s%s\n", names[i], strcmp(names[i], current) == 0 ? " (current)" : "");
+    return HW_EXIT_OK;
+}
+
+static int command_clean_shm(void) {
+    int removed = 0;
+    if (hw_shm_clean_stale(&removed) != HW_OK) {
+        fprintf(stderr, "hogwild --clean-shm: %s\n", hw_error());
+        return HW_EXIT_FAILURE;
+    }
+    printf("removed %d stale shared-memory segment(s)\n", removed);
+    return HW_EXIT_OK;
+}
+
+static int command_eval_only(const hw_train_config *config) {
+    hw_run_inputs in;
+    if (hw_run_inputs_load(&in, config) != HW_OK || hw_model_alloc_weights(&in.model) != HW_OK) {
+        fprintf(stderr, "hogwild: %s\n", hw_error());
+        return HW_EXIT_FAILURE;
+    }
+    hw_ckpt_meta meta;
+    hw_workspace ws;
+    if (hw_ckpt_load(config->resume_path, &in.model, in.model.weights, &meta) != HW_OK ||
+        hw_workspace_alloc(&ws, &in.model, config->test_batch_size, config->seed) != HW_OK) {
+        fprintf(stderr, "hogwild: %s\n", hw_error());
+        hw_run_inputs_free(&in);
+        return HW_EXIT_FAILURE;
+    }
+    hw_eval_result r = hw_evaluate(&in.model, &ws, &in.test, in.norm, config->test_batch_size);
+    printf("%s (epoch %d, %lld samples seen): test loss %.4f, accuracy %.2f%% on %lld samples of %s\n",
+           config->resume_path, meta.epoch, (long long)meta.samples_seen, r.loss, r.accuracy, (long long)in.test.n,
+           config->data_dir);
+    hw_workspace_free(&ws);
+    hw_run_inputs_free(&in);
+    return HW_EXIT_OK;
+}
+
+static int command_train(const hw_train_config *config) {
+    hw_run_inputs in;
+    if (hw_run_inputs_load(&in, config) != HW_OK) {
+        fprintf(stderr, "hogwild: %s\n", hw_error());
+        hw_run_inputs_free(&in);
+        return HW_EXIT_FAILURE;
+    }
+    char device[32];
+    hw_device_format(config->device, device, sizeof device);
+    if (!config->quiet) {
+        printf("hogwild: %s, %s %d, %s on %s (%lld train / %lld test samples), %d epoch(s), batch %d, lr %g, "
+               "momentum %g, %zu parameters, sharing %s\n",
+               config->mode == HW_MODE_HOGWILD ? "Hogwild" : "DataParallel",
+               config->mode == HW_MODE_HOGWILD ? "workers" : "replicas", config->workers, config->model_path,
+               config->data_dir, (long long)in.train.n, (long long)in.test.n, config->epochs, config->batch_size,
+               (double)config->lr, (double)config->momentum, in.model.n_weights, hw_sharing_strategy_get());
+        fflush(stdout);
+    }
+    hw_train_result result;
+    int status = config->mode == HW_MODE_HOGWILD ? hw_train_hogwild(config, &in, &result)
+                                                 : hw_train_dataparallel(config, &in, &result);
+    hw_run_inputs_free(&in);
+    if (status != HW_OK) {
+        fprintf(stderr, "hogwild: %s\n", hw_error());
+        return HW_EXIT_FAILURE;
+    }
+    if (result.interrupted_by) return 128 + result.interrupted_by;
+    return HW_EXIT_OK;
+}
+
+// ---- the main options ----
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "download") == 0) return command_download(argc - 2, argv + 2);
+    if (argc > 1 && strcmp(argv[1], "synth") == 0) return command_synth(argc - 2, argv + 2);
+    if (argc > 1 && strcmp(argv[1], "compare") == 0) return hw_compare_main(argc - 2, argv + 2);
+
+    hw_train_config config;
+    hw_train_config_default(&config);
+    int summary = 0, replicas_given = 0, workers_given = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *flag = argv[i];
+        long n = 0;
+        double x = 0;
+        int status = HW_EXIT_OK;
+        // Flags without a value.
+        if (strcmp(flag, "-h") == 0 || strcmp(flag, "--help") == 0) {
+            print_usage(stdout, 1);
+            return HW_EXIT_OK;
+        } else if (strcmp(flag, "--version") == 0) {
+            printf("hogwild 0.1.0\n");
+            return HW_EXIT_OK;
+        } else if (strcmp(flag, "--summary") == 0) {
+            summary = 1;
+            continue;
+        } else if (strcmp(flag, "--list-sharing-strategies") == 0) {
+            return command_list_strategies();
+        } else if (strcmp(flag, "--clean-shm") == 0) {
+            return command_clean_shm();
+        } else if (strcmp(flag, "--nesterov") == 0) {
+            config.nesterov = 1;
+            continue;
+        } else if (strcmp(flag, "--eval-only") == 0) {
+            config.eval_only = 1;
+            continue;
+        } else if (strcmp(flag, "--quiet") == 0) {
+            config.quiet = 1;
+            continue;
+        } else if (strcmp(flag, "--no-prefetch") == 0) {
+            config.prefetch = 0;
+            continue;
+        }
+        // Flags with a value.
+        if (strncmp(flag, "--", 2) != 0) return usage_error("unexpected argument '%s'", flag);
+        if (i + 1 >= argc) return usage_error("option '%s' needs a value", flag);
+        const char *value = argv[++i];
+        if (strcmp(flag, "--workers") == 0) {
+            status = parse_int(flag, value, 1, 1024, &n);
+            config.workers = (int)n;
+            workers_given = 1;
+        } else if (strcmp(flag, "--replicas") == 0) {
+            status = parse_int(flag, value, 1, 1024, &n);
+            config.workers = (int)n;
+            replicas_given = 1;
+        } else if (strcmp(flag, "--mode") == 0) {
+            if (strcmp(value, "hogwild") == 0) {
+                config.mode = HW_MODE_HOGWILD;
+            } else if (strcmp(value, "dataparallel") == 0) {
+                config.mode = HW_MODE_DATAPARALLEL;
+            } else {
+                return usage_error("--mode expects hogwild or dataparallel, got '%s'", value);
+            }
+        } else if (strcmp(flag, "--gpus") == 0) {
+            status = parse_gpus(value, &config);
+        } else if (strcmp(flag, "--device") == 0) {
+            if (hw_device_parse(value, &config.device) != HW_OK) return usage_error("--device: %s", hw_error());
+        } else if (strcmp(flag, "--model") == 0) {
+            config.model_path = value;
+        } else if (strcmp(flag, "--data") == 0) {
+            config.data_dir = value;
+        } else if (strcmp(flag, "--epochs") == 0) {
+            status = parse_int(flag, value, 1, 100000, &n);
+            config.epochs = (int)n;
+        } else if (strcmp(flag, "--batch-size") == 0) {
+            status = parse_int(flag, value, 1, 1 << 20, &n);
+            config.batch_size = (int)n;
+        } else if (strcmp(flag, "--test-batch-size") == 0) {
+            status = parse_int(flag, value, 1, 1 << 20, &n);
+            config.test_batch_size = (int)n;
+        } else if (strcmp(flag, "--lr") == 0) {
+            status = parse_float(flag, value, 0, &x);
+            config.lr = (float)x;
+        } else if (strcmp(flag, "--momentum") == 0) {
+            status = parse_float(flag, value, 0, &x);
+            config.momentum = (float)x;
+        } else if (strcmp(flag, "--weight-decay") == 0) {
+            status = parse_float(flag, value, 0, &x);
+            config.weight_decay = (float)x;
+        } else if (strcmp(flag, "--seed") == 0) {
+            status = parse_int(flag, value, 0, LONG_MAX, &n);
+            config.seed = (uint64_t)n;
+        } else if (strcmp(flag, "--normalize") == 0) {
+            status = parse_normalize(value, &config.norm);
+        } else if (strcmp(flag, "--freeze") == 0) {
+            config.freeze = value;
+        } else if (strcmp(flag, "--eval-every") == 0) {
+            status = parse_int(flag, value, 1, LONG_MAX, &n);
+            config.eval_every = n;
+        } else if (strcmp(flag, "--metrics") == 0) {
+            config.metrics_path = value;
+        } else if (strcmp(flag, "--save") == 0) {
+            config.save_path = value;
+        } else if (strcmp(flag, "--resume") == 0) {
+            config.resume_path = value;
+        } else if (strcmp(flag, "--sharing-strategy") == 0) {
+            if (hw_sharing_strategy_set(value) != HW_OK) return usage_error("--sharing-strategy: %s", hw_error());
+        } else {
+            return usage_error("unknown option '%s'", flag);
+        }
+        if (status != HW_EXIT_OK) return status;
+    }
+
+    if (summary) return command_summary(&config);
+    if (config.momentum == 0 && config.nesterov) return usage_error("--nesterov needs --momentum > 0%s", "");
+    if (config.mode == HW_MODE_HOGWILD && replicas_given) {
+        return usage_error("--replicas is for --mode dataparallel; Hogwild uses --workers%s", "");
+    }
+    if (config.mode == HW_MODE_DATAPARALLEL) {
+        if (workers_given) return usage_error("--workers is for Hogwild; DataParallel uses --replicas or --gpus%s", "");
+        if (config.n_gpus > 0) {
+            if (replicas_given) return usage_error("give --replicas or --gpus, not both%s", "");
+            config.device = (hw_device){HW_DEVICE_CUDA, config.gpus[0]};
+            config.workers = config.n_gpus;
+        }
+    } else if (config.n_gpus > 0) {
+        return usage_error("--gpus is for --mode dataparallel; Hogwild uses --device cuda:N%s", "");
+    }
+    if (config.eval_only) {
+        if (!config.resume_path) return usage_error("--eval-only needs --resume FILE%s", "");
+        return command_eval_only(&config);
+    }
+    return command_train(&config);
 }

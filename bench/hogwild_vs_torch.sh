@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Training speed and accuracy of hogwild against its peer, PyTorch's mnist_hogwild example run
+# the same way (bench/peer_torch_hogwild.py), on this machine, side by side.
+#
+#   bench/hogwild_vs_torch.sh [RUNS] [DATA_DIR]        (defaults: 5 runs, data/mnist)
+#
+# For each model (lenet, mlp) and worker count (1, 2, 4) it runs both RUNS times, one epoch,
+# default settings, and prints a markdown table of the medians: training samples/s (first fork to
+# last join, data already in memory), test accuracy, and the hogwild/peer speed ratio. The peer
+# needs Debian's python3-torch; without it the peer columns say "skipped".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS="${1:-5}"
+DATA="${2:-data/mnist}"
+PY=/usr/bin/python3
+WORKER_COUNTS="${WORKER_COUNTS:-1 2 4}"
+
+[ -x ./hogwild ] || { echo "build first: make" >&2; exit 1; }
+[ -d "$DATA" ] || { echo "no data in $DATA: ./hogwild download mnist" >&2; exit 1; }
+
+have_torch=1
+$PY -c "import torch" 2>/dev/null || have_torch=0
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+# hogwild's summary line: "done: N samples, training T s (R samples/s), wall W s; test loss L, accuracy A%"
+hogwild_run() {  # model workers -> "rate accuracy"
+    ./hogwild --quiet --model "models/$1.model" --workers "$2" --data "$DATA" |
+        sed -n 's/.*training [0-9.]* s (\([0-9]*\) samples\/s).*accuracy \([0-9.]*\)%.*/\1 \2/p'
+}
+
+peer_run() {  # model workers -> "rate accuracy"
+    $PY bench/peer_torch_hogwild.py --model "$1" --workers "$2" --data "$DATA" |
+        sed -n 's/.*samples_per_second=\([0-9]*\) test_accuracy=\([0-9.]*\).*/\1 \2/p'
+}
+
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p') x $(nproc) cores, $(uname -sr)"
+echo "command: bench/hogwild_vs_torch.sh $RUNS $DATA   ($RUNS runs each, medians)"
+echo
+echo "| model | workers | hogwild samples/s | hogwild acc % | peer samples/s | peer acc % | speed ratio |"
+echo "|---|---|---|---|---|---|---|"
+for model in lenet mlp; do
+    for w in $WORKER_COUNTS; do
+        h_rates=(); h_accs=(); p_rates=(); p_accs=()
+        for _ in $(seq "$RUNS"); do
+            read -r rate acc < <(hogwild_run "$model" "$w")
+            h_rates+=("$rate"); h_accs+=("$acc")
+            if [ $have_torch -eq 1 ]; then
+                read -r rate acc < <(peer_run "$model" "$w")
+                p_rates+=("$rate"); p_accs+=("$acc")
+            fi
+        done
+        hr=$(printf '%s\n' "${h_rates[@]}" | median); ha=$(printf '%s\n' "${h_accs[@]}" | median)
+        if [ $have_torch -eq 1 ]; then
+            pr=$(printf '%s\n' "${p_rates[@]}" | median); pa=$(printf '%s\n' "${p_accs[@]}" | median)
+            ratio=$(awk -v a="$hr" -v b="$pr" 'BEGIN {printf "%.2fx", a / b}')
+        else
+            pr="skipped (no torch)"; pa="-"; ratio="-"
+        fi
+        echo "| $model | $w | $hr | $ha | $pr | $pa | $ratio |"
+    done
+done

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""The peer: PyTorch's mnist_hogwild example, run the same way hogwild runs.
+
+Same network (models/lenet.model = the example's Net; models/mlp.model = 784-128-10), same
+defaults (batch 64, lr 0.01, momentum 0.5, seed 1), a process per worker with one thread each,
+its own shard of the training set each epoch (DistributedSampler semantics), the data already
+in memory as tensors, timed from the first fork (Process.start) to the last join.
+
+    /usr/bin/python3 bench/peer_torch_hogwild.py --model lenet --workers 2 --data data/mnist
+
+Prints one line of key=value pairs: train_seconds, samples_per_second, test_accuracy, test_loss.
+Exits 3 with a message when torch is not installed (the benchmark then skips the peer).
+"""
+import argparse
+import gzip
+import os
+import struct
+import sys
+import time
+
+try:
+    import torch
+    import torch.multiprocessing as mp
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError:
+    print("peer skipped: torch is not installed (Debian: apt-get install python3-torch)", file=sys.stderr)
+    sys.exit(3)
+
+
+class LeNet(nn.Module):
+    """The Net of pytorch/examples mnist_hogwild/main.py."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 10, kernel_size=5)
+        self.conv2 = nn.Conv2d(10, 20, kernel_size=5)
+        self.conv2_drop = nn.Dropout2d()
+        self.fc1 = nn.Linear(320, 50)
+        self.fc2 = nn.Linear(50, 10)
+
+    def forward(self, x):
+        x = F.relu(F.max_pool2d(self.conv1(x), 2))
+        x = F.relu(F.max_pool2d(self.conv2_drop(self.conv2(x)), 2))
+        x = x.view(-1, 320)
+        x = F.relu(self.fc1(x))
+        x = F.dropout(x, training=self.training)
+        x = self.fc2(x)
+        return F.log_softmax(x, dim=1)
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 128)
+        self.fc2 = nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = x.view(-1, 784)
+        return F.log_softmax(self.fc2(F.relu(self.fc1(x))), dim=1)
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb") as f:
+        data = f.read()
+    magic, count = struct.unpack(">II", data[:8])
+    if magic == 0x803:
+        rows, cols = struct.unpack(">II", data[8:16])
+        return torch.frombuffer(bytearray(data[16:]), dtype=torch.uint8).view(count, 1, rows, cols)
+    return torch.frombuffer(bytearray(data[8:]), dtype=torch.uint8).view(count)
+
+
+def load(folder, prefix):
+    def find(stem):
+        for name in (stem + ".gz", stem):
+            if os.path.exists(os.path.join(folder, name)):
+                return os.path.join(folder, name)
+        sys.exit(f"peer: {stem} not found in {folder}")
+
+    images = read_idx(find(f"{prefix}-images-idx3-ubyte"))
+    labels = read_idx(find(f"{prefix}-labels-idx1-ubyte")).long()
+    x = (images.float() / 255.0 - 0.1307) / 0.3081
+    return x, labels
+
+
+def train(rank, args, model, x, y):
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed + rank)
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    model.train()
+    n = x.shape[0]
+    for epoch in range(args.epochs):
+        # DistributedSampler without padding: one permutation per epoch, dealt out by rank.
+        g = torch.Generator()
+        g.manual_seed(args.seed + epoch)
+        shard = torch.randperm(n, generator=g)[rank :: args.workers]
+        for start in range(0, shard.numel(), args.batch_size):
+            idx = shard[start : start + args.batch_size]
+            optimizer.zero_grad()
+            loss = F.nll_loss(model(x[idx]), y[idx])
+            loss.backward()
+            optimizer.step()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", choices=["lenet", "mlp"], default="lenet")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--data", default="data/mnist")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--momentum", type=float, default=0.5)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--limit", type=int, default=0, help="train on the first N samples only")
+    args = parser.parse_args()
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    x, y = load(args.data, "train")
+    if args.limit:
+        x, y = x[: args.limit], y[: args.limit]
+    xt, yt = load(args.data, "t10k")
+    model = LeNet() if args.model == "lenet" else MLP()
+    model.share_memory()
+    x.share_memory_()
+    y.share_memory_()
+
+    mp.set_start_method("fork")
+    started = time.monotonic()
+    processes = [mp.Process(target=train, args=(rank, args, model, x, y)) for rank in range(args.workers)]
+    for p in processes:
+        p.start()
+    for p in processes:
+        p.join()
+    seconds = time.monotonic() - started
+    if any(p.exitcode != 0 for p in processes):
+        sys.exit("peer: a worker failed")
+
+    model.eval()
+    with torch.no_grad():
+        out = torch.cat([model(xt[i : i + 1000]) for i in range(0, xt.shape[0], 1000)])
+        test_loss = F.nll_loss(out, yt, reduction="sum").item() / xt.shape[0]
+        accuracy = 100.0 * (out.argmax(1) == yt).sum().item() / xt.shape[0]
+    samples = x.shape[0] * args.epochs
+    print(f"peer model={args.model} workers={args.workers} train_seconds={seconds:.3f} "
+          f"samples_per_second={samples / seconds:.0f} test_accuracy={accuracy:.2f} test_loss={test_loss:.4f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+// train: the Hogwild trainer, the DataParallel trainer, evaluation, progress and metrics.
+#ifndef HW_TRAIN_H
+#define HW_TRAIN_H
+
+#include "hw/data.h"
+#include "hw/nn.h"
+#include "hw/tensor.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum { HW_MODE_HOGWILD = 0, HW_MODE_DATAPARALLEL = 1 } hw_mode;
+
+typedef struct {
+    hw_mode mode;
+    const char *model_path;      // --model, default models/lenet.model
+    const char *data_dir;        // --data, default data/mnist
+    int workers;                 // --workers (Hogwild processes) or --replicas (DataParallel)
+    int epochs;                  // --epochs, default 1
+    int batch_size;              // --batch-size, default 64 (DataParallel: the whole batch, split)
+    int test_batch_size;         // --test-batch-size, default 1000
+    float lr;                    // --lr, default 0.01
+    float momentum;              // --momentum, default 0.5
+    float weight_decay;          // --weight-decay, default 0
+    int nesterov;                // --nesterov
+    uint64_t seed;               // --seed, default 1
+    const char *save_path;       // --save FILE: checkpoint at every epoch end and at the end
+    const char *resume_path;     // --resume FILE
+    const char *metrics_path;    // --metrics FILE.csv
+    const char *freeze;          // --freeze NAME,...
+    int eval_only;               // --eval-only (with --resume)
+    int64_t eval_every;          // --eval-every N training samples (0: only at epoch ends)
+    int quiet;                   // --quiet
+    int prefetch;                // --no-prefetch clears it
+    hw_device device;            // --device cpu|cuda|cuda:N
+    int gpus[16];                // --gpus 0,1,... (DataParallel on GPUs)
+    int n_gpus;
+    hw_normalize norm;           // --normalize mean,std or "auto"
+} hw_train_config;
+
+// The defaults of PyTorch's mnist_hogwild example: 2 workers, batch 64, test batch 1000,
+// lr 0.01, momentum 0.5, seed 1; one epoch; MNIST's mean and std; prefetch on; the CPU.
+void hw_train_config_default(hw_train_config *config);
+
+typedef struct {
+    double wall_seconds;         // the whole run, final evaluation included
+    double train_seconds;        // first fork to last join: training alone
+    int64_t samples_seen;        // training samples, all workers together, this run
+    double samples_per_second;   // samples_seen / train_seconds
+    double test_loss;            // after the last epoch
+    double test_accuracy;        // percent
+    int interrupted_by;          // SIGINT / SIGTERM that ended the run, else 0
+} hw_train_result;
+
+// Exit statuses of the command line: 0 ok, 1 failure, 2 bad usage, 128 + signal when interrupted.
+enum { HW_EXIT_OK = 0, HW_EXIT_FAILURE = 1, HW_EXIT_USAGE = 2 };
+
+// Everything a run needs before it forks: the model bound to its weights and both datasets.
+typedef struct {
+    hw_model model;
+    hw_dataset train;
+    hw_dataset test;
+    hw_normalize norm;
+} hw_run_inputs;
+
+// Loads the model file and the data, checks that they fit together (input shape, classes),
+// applies --freeze. The weights are not allocated yet.
+int hw_run_inputs_load(hw_run_inputs *in, const hw_train_config *config);
+void hw_run_inputs_free(hw_run_inputs *in);
+
+// Trains with N Hogwild worker processes on shared weights (src/train/hogwild.c).
+int hw_train_hogwild(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result);
+// Trains with K synchronous replicas (src/train/dataparallel.c).
+int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result);
+
+// Mean loss and accuracy (percent) of `weights` on a dataset (src/train/eval.c). `ws` is a
+// workspace of at least `batch_size`; `x`, `y` buffers of batch_size samples.
+typedef struct {
+    double loss;
+    double accuracy;
+} hw_eval_result;
+hw_eval_result hw_evaluate(const hw_model *model, hw_workspace *ws, const hw_dataset *ds, hw_normalize norm,
+                           int batch_size);
+
+// ---- metrics CSV (src/train/metrics.c) ----
+// Header: mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,test_accuracy
+typedef struct {
+    FILE *file;
+    const char *path;
+    char mode[16];
+    int workers;
+    char device[64];
+} hw_metrics;
+int hw_metrics_open(hw_metrics *m, const char *path, const hw_train_config *config);
+int hw_metrics_row(hw_metrics *m, double wall_seconds, int epoch, int64_t samples_seen, double train_loss,
+                   double test_loss, double test_accuracy);
+int hw_metrics_close(hw_metrics *m);
+
+// ---- progress (src/train/progress.c) ----
+// One live line on a terminal, plain periodic lines otherwise, nothing with --quiet.
+typedef struct {
+    int quiet;
+    int live;                    // stderr is a terminal
+    double started;              // monotonic seconds
+    double last_print;
+    int64_t total_samples;       // for the ETA
+    int line_open;               // a live line is on screen and not yet ended
+} hw_progress;
+void hw_progress_start(hw_progress *p, int quiet, int64_t total_samples);
+// Called often; prints at most a few times a second (live) or every few seconds (plain).
+void hw_progress_update(hw_progress *p, int epoch, int epochs, int64_t samples_done, double running_loss);
+// A result line on stdout (epoch results, the summary), printed even with --quiet; a live
+// progress line on the same terminal is cleared first.
+void hw_progress_message(hw_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+double hw_now(void);
+
+
+// ---- what both trainers do around training (src/train/run_log.c) ----
+// Evaluations of snapshots of the weights, the metrics rows, the checkpoints, the progress line.
+typedef struct {
+    const hw_train_config *config;
+    const hw_run_inputs *in;
+    hw_model eval_model;         // the model pointed at `snapshot`
+    hw_workspace eval_ws;        // for test batches
+    float *snapshot;             // a copy of the weights taken at an evaluation point
+    double snapshot_time;        // when it was taken (monotonic seconds)
+    hw_progress progress;
+    hw_metrics metrics;
+    double started;              // monotonic seconds at the start of training (the first fork)
+    double trained;              // when the last training step ended (the last join); 0 until then
+    int64_t samples_base;        // samples seen before this run (from --resume)
+    int64_t last_samples;        // at the previous metrics row, for the train-loss column
+    double last_loss_sum;
+    hw_eval_result last_eval;
+} hw_train_log;
+
+int hw_train_log_open(hw_train_log *log, const hw_train_config *config, const hw_run_inputs *in, int first_epoch,
+                    int64_t samples_base);
+// Copies `weights` into the snapshot (the caller decides whether workers may still write them).
+void hw_train_log_snapshot(hw_train_log *log, const float *weights);
+// Evaluates the snapshot, writes a metrics row and, at an epoch end, prints the epoch result and
+// saves the checkpoint (--save). samples and loss_sum count this run's training so far.
+int hw_train_log_evaluate(hw_train_log *log, int epochs_done, int64_t samples, double loss_sum, int epoch_end);
+// Saves `weights` as the checkpoint (--save), if one was asked for.
+int hw_train_log_save(hw_train_log *log, const float *weights, int epochs_done, int64_t samples);
+// Prints the summary and fills result.
+void hw_train_log_finish(hw_train_log *log, int64_t samples, hw_train_result *result);
+void hw_train_log_close(hw_train_log *log);
+
+#endif

@@ -1,0 +1,62 @@
+// inputs: the model and the data of a run, loaded in the parent before any fork, and checked
+// against each other (input shape, number of classes).
+#include "hw/train.h"
+
+#include "hw/err.h"
+
+#include <string.h>
+
+void hw_train_config_default(hw_train_config *config) {
+    memset(config, 0, sizeof *config);
+    config->mode = HW_MODE_HOGWILD;
+    config->model_path = "models/lenet.model";
+    config->data_dir = "data/mnist";
+    config->workers = 2;
+    config->epochs = 1;
+    config->batch_size = 64;
+    config->test_batch_size = 1000;
+    config->lr = 0.01f;
+    config->momentum = 0.5f;
+    config->weight_decay = 0.0f;
+    config->seed = 1;
+    config->prefetch = 1;
+    config->device = (hw_device){HW_DEVICE_CPU, 0};
+    config->norm = (hw_normalize){HW_MNIST_MEAN, HW_MNIST_STD};
+}
+
+int hw_run_inputs_load(hw_run_inputs *in, const hw_train_config *config) {
+    memset(in, 0, sizeof *in);
+    if (hw_model_load(&in->model, config->model_path) != HW_OK) return HW_ERR;
+    if (config->freeze && hw_model_freeze(&in->model, config->freeze) != HW_OK) {
+        return hw_error_prefix("--freeze");
+    }
+    if (hw_dataset_open(config->data_dir, &in->train, &in->test) != HW_OK) return HW_ERR;
+
+    // The model's input must be the data's sample shape: [channels, height, width].
+    const hw_shape input = in->model.input;
+    int64_t data_dims[3] = {in->train.channels, in->train.height, in->train.width};
+    hw_shape data_shape = hw_shape_make(3, data_dims);
+    int64_t model_numel = hw_shape_numel(input);
+    int fits = hw_shape_equal(input, data_shape) ||
+               (input.ndim == 1 && model_numel == hw_shape_numel(data_shape));
+    if (!fits) {
+        char model_text[64], data_text[64];
+        hw_shape_format(input, model_text, sizeof model_text);
+        hw_shape_format(data_shape, data_text, sizeof data_text);
+        return hw_fail("model %s expects input %s but the data in %s has samples of %s", config->model_path,
+                       model_text, config->data_dir, data_text);
+    }
+    if (in->model.n_classes < in->train.n_classes) {
+        return hw_fail("model %s has %d outputs but the data in %s has %d classes", config->model_path,
+                       in->model.n_classes, config->data_dir, in->train.n_classes);
+    }
+    in->norm = config->norm;
+    if (in->norm.std <= 0) in->norm = hw_dataset_stats(&in->train);  // --normalize auto
+    return HW_OK;
+}
+
+void hw_run_inputs_free(hw_run_inputs *in) {
+    hw_model_free(&in->model);
+    hw_dataset_free(&in->train);
+    hw_dataset_free(&in->test);
+}
