@@ -43,7 +43,8 @@ static const char *options_text =
     "  --seed N                 seed of initialisation, shuffling and dropout (default 1)\n"
     "  --normalize M,S|auto     input mean and std (default MNIST's 0.1307,0.3081; auto: from the data)\n"
     "  --freeze NAMES           parameters not to train, e.g. conv1.weight,conv1.bias\n"
-    "  --no-prefetch            assemble batches in the training thread\n"
+    "  --prefetch               assemble the next batch in a thread while the current one trains\n"
+    "                           (off by default: on the CPU it measured no gain, see bench/RESULTS.md)\n"
     "\n"
     "Evaluation, checkpoints, output:\n"
     "  --eval-every N           also evaluate every N training samples (default: epoch ends only)\n"
@@ -309,8 +310,8 @@ int main(int argc, char **argv) {
         } else if (strcmp(flag, "--quiet") == 0) {
             config.quiet = 1;
             continue;
-        } else if (strcmp(flag, "--no-prefetch") == 0) {
-            config.prefetch = 0;
+        } else if (strcmp(flag, "--prefetch") == 0) {
+            config.prefetch = 1;
             continue;
         }
         // Flags with a value.

@@ -31,7 +31,7 @@ typedef struct {
     int eval_only;               // --eval-only (with --resume)
     int64_t eval_every;          // --eval-every N training samples (0: only at epoch ends)
     int quiet;                   // --quiet
-    int prefetch;                // --no-prefetch clears it
+    int prefetch;                // --prefetch: a loader thread per worker (off by default)
     hw_device device;            // --device cpu|cuda|cuda:N
     int gpus[16];                // --gpus 0,1,... (DataParallel on GPUs)
     int n_gpus;
@@ -39,7 +39,7 @@ typedef struct {
 } hw_train_config;
 
 // The defaults of PyTorch's mnist_hogwild example: 2 workers, batch 64, test batch 1000,
-// lr 0.01, momentum 0.5, seed 1; one epoch; MNIST's mean and std; prefetch on; the CPU.
+// lr 0.01, momentum 0.5, seed 1; one epoch; MNIST's mean and std; no prefetch thread; the CPU.
 void hw_train_config_default(hw_train_config *config);
 
 typedef struct {
@@ -72,6 +72,16 @@ void hw_run_inputs_free(hw_run_inputs *in);
 int hw_train_hogwild(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result);
 // Trains with K synchronous replicas (src/train/dataparallel.c).
 int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result);
+
+// The DataParallel step on CPU replicas (threads), exposed for the equivalence tests: the batch
+// is split into `replicas` chunks (sizes differ by at most one; empty when replicas > batch),
+// each replica runs forward and backward on its chunk, and the chunk gradients, weighted by
+// chunk size, are summed onto the primary's buffer (*grads): the gradient of the whole batch's
+// mean loss, as one replica would compute it, up to float rounding. Returns the batch's mean loss.
+typedef struct hw_dp_team hw_dp_team;
+int hw_dp_team_open(hw_dp_team **team, const hw_model *model, int replicas, int max_batch, uint64_t seed);
+float hw_dp_team_step(hw_dp_team *team, const float *x, const uint8_t *y, int batch, const float **grads);
+void hw_dp_team_close(hw_dp_team *team);
 
 // Mean loss and accuracy (percent) of `weights` on a dataset (src/train/eval.c). `ws` is a
 // workspace of at least `batch_size`; `x`, `y` buffers of batch_size samples.

@@ -19,7 +19,7 @@
 
 typedef struct dp_replica dp_replica;
 
-typedef struct {
+struct hw_dp_team {
     const hw_model *model;
     int replicas;
     pthread_barrier_t start;    // the main thread has put a batch in place
@@ -29,7 +29,8 @@ typedef struct {
     int batch;
     int quit;                   // set before the last `start`: the threads leave
     dp_replica *replica;
-} dp_team;
+};
+typedef hw_dp_team dp_team;
 
 struct dp_replica {
     dp_team *team;
@@ -88,7 +89,7 @@ static void reduce_gradients(dp_team *team) {
 }
 
 // One synchronous step over a whole batch; replica 0 runs on the calling thread.
-static float team_step(dp_team *team, const float *x, const uint8_t *y, int batch) {
+float hw_dp_team_step(hw_dp_team *team, const float *x, const uint8_t *y, int batch, const float **grads) {
     team->x = x;
     team->y = y;
     team->batch = batch;
@@ -99,11 +100,14 @@ static float team_step(dp_team *team, const float *x, const uint8_t *y, int batc
     reduce_gradients(team);
     double loss = 0;
     for (int k = 0; k < team->replicas; k++) loss += (double)team->replica[k].loss * team->replica[k].count;
+    *grads = team->replica[0].ws.grads;
     return (float)(loss / batch);
 }
 
-static int team_open(dp_team *team, const hw_model *model, int replicas, int batch_size, uint64_t seed) {
-    memset(team, 0, sizeof *team);
+int hw_dp_team_open(hw_dp_team **out, const hw_model *model, int replicas, int batch_size, uint64_t seed) {
+    hw_dp_team *team = calloc(1, sizeof *team);
+    *out = team;
+    if (!team) return hw_fail("out of memory for %d replicas", replicas);
     team->model = model;
     team->replicas = replicas;
     team->replica = calloc((size_t)replicas, sizeof(dp_replica));
@@ -125,8 +129,12 @@ static int team_open(dp_team *team, const hw_model *model, int replicas, int bat
     return HW_OK;
 }
 
-static void team_close(dp_team *team) {
-    if (!team->replica) return;
+void hw_dp_team_close(hw_dp_team *team) {
+    if (!team) return;
+    if (!team->replica) {
+        free(team);
+        return;
+    }
     team->quit = 1;
     pthread_barrier_wait(&team->start);
     for (int k = 1; k < team->replicas; k++) pthread_join(team->replica[k].thread, NULL);
@@ -134,7 +142,7 @@ static void team_close(dp_team *team) {
     pthread_barrier_destroy(&team->finish);
     for (int k = 0; k < team->replicas; k++) hw_workspace_free(&team->replica[k].ws);
     free(team->replica);
-    team->replica = NULL;
+    free(team);
 }
 
 // ---- Ctrl-C: finish the step, save, leave ----
@@ -167,7 +175,7 @@ int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_t
     }
 
     hw_sgd opt = {0};
-    dp_team team = {0};
+    hw_dp_team *team = NULL;
     hw_train_log log = {0};
     int64_t *order = malloc(sizeof(int64_t) * (size_t)in->train.n);
     int status = order ? HW_OK : hw_fail("out of memory for the sample order");
@@ -176,7 +184,7 @@ int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_t
                              config->nesterov);
     }
     if (status == HW_OK) status = hw_train_log_open(&log, config, in, first_epoch, samples_before);
-    if (status == HW_OK) status = team_open(&team, model, config->workers, config->batch_size, config->seed);
+    if (status == HW_OK) status = hw_dp_team_open(&team, model, config->workers, config->batch_size, config->seed);
     if (status == HW_OK && config->metrics_path) {
         hw_train_log_snapshot(&log, model->weights);
         status = hw_train_log_evaluate(&log, first_epoch, 0, 0, 0);
@@ -203,8 +211,9 @@ int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_t
         const uint8_t *y;
         int batch;
         while (!interrupt_signal && (batch = hw_loader_next(loader, &x, &y)) > 0) {
-            float loss = team_step(&team, x, y, batch);
-            hw_sgd_step(&opt, model, model->weights, team.replica[0].ws.grads);
+            const float *grads;
+            float loss = hw_dp_team_step(team, x, y, batch, &grads);
+            hw_sgd_step(&opt, model, model->weights, grads);
             samples += batch;
             loss_sum += (double)loss * batch;
             hw_progress_update(&log.progress, epoch + 1, config->epochs, samples, loss);
@@ -236,7 +245,7 @@ int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_t
     } else if (status == HW_OK) {
         hw_train_log_finish(&log, samples, result);
     }
-    team_close(&team);
+    hw_dp_team_close(team);
     hw_train_log_close(&log);
     hw_sgd_free(&opt);
     free(order);

@@ -19,7 +19,7 @@ void hw_train_config_default(hw_train_config *config) {
     config->momentum = 0.5f;
     config->weight_decay = 0.0f;
     config->seed = 1;
-    config->prefetch = 1;
+    config->prefetch = 0;
     config->device = (hw_device){HW_DEVICE_CPU, 0};
     config->norm = (hw_normalize){HW_MNIST_MEAN, HW_MNIST_STD};
 }
