@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hogwild set-up and main job.
 #
-#   ./run.sh          install what is missing, build, get MNIST, train with 4 Hogwild workers
+#   ./run.sh          install what is missing, build, get MNIST, train with 4 Hogwild workers,
+#                     then DataParallel with 4 replicas on the same data, then compare the two
 #   ./run.sh test     install what is missing, build, get the data, run the whole test suite
 #
 # Environment:
@@ -80,8 +81,14 @@ case "$MODE" in
         ;;
     train)
         get_data
-        say "training: ./hogwild --workers 4 --data $DATA_DIR"
-        ./hogwild --workers 4 --data "$DATA_DIR"
+        mkdir -p runs
+        say "Hogwild: ./hogwild --workers 4 --data $DATA_DIR --metrics runs/hogwild-4.csv"
+        ./hogwild --workers 4 --data "$DATA_DIR" --eval-every 15000 --metrics runs/hogwild-4.csv
+        say "DataParallel: ./hogwild --mode dataparallel --replicas 4 --data $DATA_DIR --metrics runs/dataparallel-4.csv"
+        ./hogwild --mode dataparallel --replicas 4 --data "$DATA_DIR" --eval-every 15000 \
+            --metrics runs/dataparallel-4.csv
+        say "comparison (target accuracy 90%: one epoch)"
+        ./hogwild compare runs/hogwild-4.csv runs/dataparallel-4.csv --target 90 --plot runs/compare.svg
         ;;
     *)
         echo "usage: ./run.sh [test]" >&2

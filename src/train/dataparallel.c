@@ -217,7 +217,9 @@ int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_t
             samples += batch;
             loss_sum += (double)loss * batch;
             hw_progress_update(&log.progress, epoch + 1, config->epochs, samples, loss);
-            if (next_eval > 0 && samples >= next_eval) {
+            // A mid-epoch point of the curve; the epoch's last batch is evaluated as the epoch end.
+            int64_t epoch_end_samples = (int64_t)(epoch - first_epoch + 1) * in->train.n;
+            if (next_eval > 0 && samples >= next_eval && samples < epoch_end_samples) {
                 hw_train_log_snapshot(&log, model->weights);
                 status = hw_train_log_evaluate(&log, epoch, samples, loss_sum, 0);
                 while (next_eval <= samples) next_eval += config->eval_every;
