@@ -32,6 +32,22 @@ static int compare(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+// Flops of one sample's training step: the forward, and in backward one product like the
+// forward's for the weight gradient of each layer with parameters and one for its input
+// gradient, except below the first such layer (never computed).
+static double step_flops(const hw_model *model) {
+    double flops = hw_model_forward_flops(model);
+    int seen_params = 0;
+    for (int i = 0; i < model->n_layers; i++) {
+        const hw_layer *layer = &model->layers[i];
+        double f = layer->type->flops ? layer->type->flops(layer) : 0.0;
+        if (layer->n_params) flops += f;
+        if (seen_params) flops += f;
+        seen_params |= layer->n_params > 0;
+    }
+    return flops;
+}
+
 static int bench(const char *path, int batch, double seconds) {
     hw_model model;
     hw_workspace ws;
@@ -50,22 +66,21 @@ static int bench(const char *path, int batch, double seconds) {
     for (int b = 0; b < batch; b++) y[b] = (uint8_t)hw_rng_below(&rng, (uint32_t)model.n_classes);
 
     double rates[5];
-    float loss = 0.0f;
+    float loss = 0.0f;  // of the last step, printed so that the work cannot be optimised away
     for (int rep = -1; rep < 5; rep++) {  // rep -1 warms up
         long steps = 0;
         double t0 = now(), t;
         do {
-            loss += hw_model_forward(&model, &ws, x, y, batch, 1);
+            loss = hw_model_forward(&model, &ws, x, y, batch, 1);
             hw_model_backward(&model, &ws, y, batch);
             steps++;
         } while ((t = now() - t0) < (rep < 0 ? 0.3 : seconds));
         if (rep >= 0) rates[rep] = (double)steps * batch / t;
     }
     qsort(rates, 5, sizeof rates[0], compare);
-    // forward flops x 3: forward, and backward's two products (weights, inputs) per layer
-    double gflops = hw_model_forward_flops(&model) * 3.0 * rates[4] * 1e-9;
-    printf("%-22s batch %3d: %9.0f samples/s best, %9.0f median (%.1f GFLOP/s at best; loss %.3f)\n", path, batch,
-           rates[4], rates[2], gflops, loss / 1e9);
+    double gflops = step_flops(&model) * rates[4] * 1e-9;
+    printf("%-22s batch %3d: %9.0f samples/s best, %9.0f median (%.0f GFLOP/s at best; loss %.3f)\n", path, batch,
+           rates[4], rates[2], gflops, loss);
     free(x);
     free(y);
     hw_workspace_free(&ws);

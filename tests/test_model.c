@@ -40,7 +40,8 @@ Test(model_parse, errors_name_file_line_and_what_was_expected) {
     expect_parse_error("input 1 28 28\nconv2d 10 5 3\n", "t.model:2:", "at most 2 numbers");
     expect_parse_error("input 1 28 28\nrelu 3\n", "t.model:2:", "relu takes no numbers");
     expect_parse_error("input 1 28 28\nconv2d 10 5 strides=2\n", "t.model:2:", "unknown option 'strides=2'");
-    expect_parse_error("input 1 28 28\nconv2d 10 5 stride=0\n", "t.model:2:", "stride must be an integer >= 1");
+    expect_parse_error("input 1 28 28\nconv2d 10 5 stride=0\n", "t.model:2:", "stride must be an integer from 1");
+    expect_parse_error("input 1000 1000 1000\nflatten\nlog_softmax\n", "t.model:2:", "over 268435456 elements");
     expect_parse_error("input 1 28 28\nconv2d 2.5 5\n", "t.model:2:", "OUT_CHANNELS must be an integer");
     expect_parse_error("input 10\ndropout 1.5\nlog_softmax\n", "t.model:2:", "[0, 1]");
     expect_parse_error("input 10\ndropout2d 0.5\nlog_softmax\n", "t.model:2:", "[C, H, W]");

@@ -19,7 +19,8 @@
 typedef struct hw_layer hw_layer;
 typedef struct hw_layer_type hw_layer_type;
 
-enum { HW_LAYER_MAX_ARGS = 4, HW_LAYER_MAX_PARAMS = 2 };
+// HW_LAYER_MAX_NUMEL: the most elements one sample's output (or one parameter tensor) may have.
+enum { HW_LAYER_MAX_ARGS = 4, HW_LAYER_MAX_PARAMS = 2, HW_LAYER_MAX_NUMEL = 1 << 28 };
 
 // One layer as parsed from a model file line. Layer types keep their own settings in `args`
 // and `config`; params (if any) are views into the model's flat buffer.
@@ -128,13 +129,18 @@ typedef struct {
 int hw_model_load(hw_model *model, const char *path);
 // Parses model text; `name` stands for the file name in messages.
 int hw_model_parse(hw_model *model, const char *text, const char *name);
-// Allocates the model's own flat parameter buffer (zeroed).
+// Allocates the model's own flat parameter buffer (zeroed, 64-byte aligned).
 int hw_model_alloc_weights(hw_model *model);
-// Uses caller memory (e.g. shared storage) of model->n_weights floats as the parameters.
+// Uses caller memory (e.g. shared storage) of model->n_weights floats as the parameters; the
+// model never frees it.
 void hw_model_bind_weights(hw_model *model, float *weights);
-// PyTorch's default initialisation: kaiming-uniform (a = sqrt(5)) weights, U(+-1/sqrt(fan_in)) biases.
+// PyTorch's default initialisation: kaiming-uniform (a = sqrt(5)) weights, U(+-1/sqrt(fan_in)) biases,
+// i.e. every parameter of a layer from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn in flat order from
+// an RNG seeded with `seed`. Needs weights allocated or bound.
 void hw_model_init_weights(hw_model *model, uint64_t seed);
-// Marks parameters frozen by name, comma separated ("conv1.weight,conv1.bias"); unknown names fail.
+// Marks parameters frozen (requires_grad=False) by name, comma separated ("conv1.weight,conv1.bias");
+// a layer name ("conv1") freezes all of its parameters. An unknown name fails, naming it and the
+// known ones, and freezes nothing.
 int hw_model_freeze(hw_model *model, const char *names);
 // Index of the parameter called `name`, or -1.
 int hw_model_find_param(const hw_model *model, const char *name);
@@ -145,12 +151,17 @@ void hw_model_summary(const hw_model *model, FILE *out);
 double hw_model_forward_flops(const hw_model *model);
 
 // ---- running ----
+// Everything one worker needs to run `model` on batches of up to max_batch samples, zeroed;
+// `seed` seeds its dropout RNG. The workspace does not depend on the weights (bind at will).
 int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, uint64_t seed);
 void hw_workspace_free(hw_workspace *ws);
 
 // Forward pass over `batch` samples of x ([batch, input numel], normalised floats). With
 // training = 1 dropout is on. Returns the mean negative log-likelihood over the batch (labels
-// may be NULL, then 0 is returned). The log-probabilities stay in the last activation.
+// may be NULL, then 0 is returned). The log-probabilities stay in the last activation. x is
+// read in place, not copied: it must stay valid until hw_model_backward. Returns NAN (message
+// set) when batch is outside [1, max_batch] or the model has no weights, and NAN when a label is
+// >= n_classes.
 float hw_model_forward(const hw_model *model, hw_workspace *ws, const float *x, const uint8_t *labels,
                        int batch, int training);
 // Backward of the mean loss of the last forward (training or not; dropout follows the forward's

@@ -46,6 +46,10 @@ static int conv2d_configure(hw_layer *layer, hw_shape *params) {
                        (long long)k, shape, (long long)pad, (long long)((h < w ? h : w) + 2 * pad));
     }
     int64_t out_h = (h + 2 * pad - k) / stride + 1, out_w = (w + 2 * pad - k) / stride + 1;
+    if (in_c * k * k * out_h * out_w > HW_LAYER_MAX_NUMEL) {
+        return hw_fail("conv2d: the column matrix of one sample (%lld x %lld) is over %d elements",
+                       (long long)(in_c * k * k), (long long)(out_h * out_w), HW_LAYER_MAX_NUMEL);
+    }
     int64_t config[7] = {in_c, out_c, k, stride, pad, out_h, out_w};
     memcpy(layer->config, config, sizeof config);
     layer->out_shape = hw_shape_make(3, (int64_t[]){out_c, out_h, out_w});

@@ -1,5 +1,5 @@
 // dropout: in training, zeroes each element with probability p and scales the kept ones by
-// 1/(1-p) (torch.nn.Dropout); the identity in evaluation. args[0] = p (default 0.5). The mask
+// 1/(1-p) (torch.nn.Dropout); the identity in evaluation. args[0] = p (0.5 when not given). The mask
 // comes from the workspace RNG and is kept for backward.
 #include "layer_util.h"
 
@@ -9,22 +9,20 @@
 #include <stdio.h>
 #include <string.h>
 
-// Shared with dropout2d: p from args[0], in [0, 1].
-int hw_nn_dropout_p(const hw_layer *layer, float *p);
+// Shared with dropout2d: checks P and stores it in args[0] (0.5, torch's default, when absent).
+int hw_nn_dropout_configure(hw_layer *layer);
 
-int hw_nn_dropout_p(const hw_layer *layer, float *p) {
-    double v = isnan(layer->args[0]) ? 0.5 : layer->args[0];
-    if (!(v >= 0.0 && v <= 1.0)) return hw_fail("%s: P must be a probability in [0, 1], got %g", layer->type->name, v);
-    *p = (float)v;
+int hw_nn_dropout_configure(hw_layer *layer) {
+    double p = isnan(layer->args[0]) ? 0.5 : layer->args[0];
+    if (!(p >= 0.0 && p <= 1.0)) return hw_fail("%s: P must be a probability in [0, 1], got %g", layer->type->name, p);
+    layer->args[0] = p;
+    layer->out_shape = layer->in_shape;
     return HW_OK;
 }
 
 static int dropout_configure(hw_layer *layer, hw_shape *params) {
     (void)params;
-    float p;
-    if (hw_nn_dropout_p(layer, &p) != HW_OK) return HW_ERR;
-    layer->out_shape = layer->in_shape;
-    return HW_OK;
+    return hw_nn_dropout_configure(layer);
 }
 
 static size_t dropout_saved_bytes(const hw_layer *layer, int batch) {
@@ -36,7 +34,7 @@ static float keep_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
 
 static void dropout_forward(const hw_layer *layer, hw_layer_io *io) {
     size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
-    float p = (float)(isnan(layer->args[0]) ? 0.5 : layer->args[0]);
+    float p = (float)layer->args[0];
     if (!io->training) {
         if (io->out != io->in) memcpy(io->out, io->in, sizeof(float) * n);
         return;
@@ -52,7 +50,7 @@ static void dropout_forward(const hw_layer *layer, hw_layer_io *io) {
 static void dropout_backward(const hw_layer *layer, hw_layer_io *io) {
     if (!io->din) return;
     size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
-    float p = (float)(isnan(layer->args[0]) ? 0.5 : layer->args[0]);
+    float p = (float)layer->args[0];
     if (!io->training) {  // after an evaluation forward: the identity
         if (io->din != io->dout) memcpy(io->din, io->dout, sizeof(float) * n);
         return;

@@ -1,23 +1,19 @@
 // dropout2d: in training, zeroes whole channels of each sample with probability p and scales the
 // kept ones by 1/(1-p) (torch.nn.Dropout2d on [N, C, H, W]); the identity in evaluation.
-// args[0] = p (default 0.5). One mask byte per (sample, channel), kept for backward.
+// args[0] = p (0.5 when not given). One mask byte per (sample, channel), kept for backward.
 #include "layer_util.h"
 
 #include "hw/err.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-int hw_nn_dropout_p(const hw_layer *layer, float *p);  // dropout.c
+int hw_nn_dropout_configure(hw_layer *layer);  // dropout.c
 
 static int dropout2d_configure(hw_layer *layer, hw_shape *params) {
     (void)params;
     if (hw_nn_expect_ndim(layer, 3, "an input of shape [C, H, W]") != HW_OK) return HW_ERR;
-    float p;
-    if (hw_nn_dropout_p(layer, &p) != HW_OK) return HW_ERR;
-    layer->out_shape = layer->in_shape;
-    return HW_OK;
+    return hw_nn_dropout_configure(layer);
 }
 
 static size_t dropout2d_saved_bytes(const hw_layer *layer, int batch) {
@@ -31,7 +27,7 @@ static void dropout2d_forward(const hw_layer *layer, hw_layer_io *io) {
         if (io->out != io->in) memcpy(io->out, io->in, sizeof(float) * planes * plane);
         return;
     }
-    float p = (float)(isnan(layer->args[0]) ? 0.5 : layer->args[0]);
+    float p = (float)layer->args[0];
     float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
     for (size_t c = 0; c < planes; c++) {
         uint8_t keep = hw_rng_uniform(io->rng) >= p;
@@ -51,7 +47,7 @@ static void dropout2d_backward(const hw_layer *layer, hw_layer_io *io) {
         if (io->din != io->dout) memcpy(io->din, io->dout, sizeof(float) * planes * plane);
         return;
     }
-    float p = (float)(isnan(layer->args[0]) ? 0.5 : layer->args[0]);
+    float p = (float)layer->args[0];
     float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
     for (size_t c = 0; c < planes; c++) {
         const float *dy = io->dout + c * plane;

@@ -17,8 +17,9 @@ int hw_nn_arg_int(const hw_layer *layer, int index, const char *what, int64_t mi
         return hw_fail("%s: missing %s: expected %s %s", layer->type->name, what, layer->type->name,
                        layer->type->usage);
     }
-    if (v != floor(v) || v < (double)min || v > 1e9) {
-        return hw_fail("%s: %s must be an integer >= %lld, got %g", layer->type->name, what, (long long)min, v);
+    if (v != floor(v) || v < (double)min || v > 1e6) {
+        return hw_fail("%s: %s must be an integer from %lld to 1000000, got %g", layer->type->name, what,
+                       (long long)min, v);
     }
     *out = (int64_t)v;
     return HW_OK;

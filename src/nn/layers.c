@@ -138,10 +138,16 @@ int hw_layer_setup(hw_layer *layer, const char *line, hw_shape in_shape, hw_shap
     if (type->configure(layer, param_shapes) != HW_OK) return HW_ERR;
     layer->n_params = 0;
     while (layer->n_params < HW_LAYER_MAX_PARAMS && type->param_names[layer->n_params]) layer->n_params++;
-    if (hw_shape_numel(layer->out_shape) < 1) {
+    // Sizes are ints inside the layers (GEMM dimensions): keep every tensor of one sample in range.
+    int64_t numel = hw_shape_numel(layer->out_shape);
+    for (int i = 0; i < layer->n_params; i++) {
+        if (hw_shape_numel(param_shapes[i]) > numel) numel = hw_shape_numel(param_shapes[i]);
+    }
+    if (hw_shape_numel(layer->out_shape) < 1 || numel > HW_LAYER_MAX_NUMEL) {
         char shape[64];
         hw_shape_format(layer->out_shape, shape, sizeof shape);
-        return hw_fail("%s: empty output shape %s", type->name, shape);
+        return hw_fail("%s: output shape %s (or a parameter) is empty or over %d elements", type->name, shape,
+                       HW_LAYER_MAX_NUMEL);
     }
     return HW_OK;
 }

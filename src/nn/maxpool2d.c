@@ -108,25 +108,6 @@ static void maxpool2d_forward(const hw_layer *layer, hw_layer_io *io) {
     }
 }
 
-// 2x2, stride 2: every input position belongs to at most one window, so each gets its window's
-// gradient or 0, written in one pass (no zeroing first, no scatter).
-static void unpool_plane_2x2(float *restrict dx, const float *restrict dy, const int32_t *restrict arg, int in_w,
-                             int out_h, int out_w) {
-    for (int oh = 0; oh < out_h; oh++) {
-        float *r0 = dx + (size_t)2 * oh * in_w, *r1 = r0 + in_w;
-        const float *dyr = dy + (size_t)oh * out_w;
-        const int32_t *ar = arg + (size_t)oh * out_w;
-        for (int ow = 0; ow < out_w; ow++) {
-            float g = dyr[ow];
-            int32_t w = ar[ow] - (2 * oh * in_w + 2 * ow);
-            r0[2 * ow] = w == 0 ? g : 0.0f;
-            r0[2 * ow + 1] = w == 1 ? g : 0.0f;
-            r1[2 * ow] = w == in_w ? g : 0.0f;
-            r1[2 * ow + 1] = w == in_w + 1 ? g : 0.0f;
-        }
-    }
-}
-
 static void maxpool2d_backward(const hw_layer *layer, hw_layer_io *io) {
     if (!io->din) return;
     int k = (int)layer->config[0], stride = (int)layer->config[1];
@@ -135,16 +116,15 @@ static void maxpool2d_backward(const hw_layer *layer, hw_layer_io *io) {
     int planes = io->batch * (int)layer->in_shape.dims[0];
     size_t in_plane = (size_t)in_h * in_w, out_plane = (size_t)out_h * out_w;
     const int32_t *args = (const int32_t *)io->saved;
-    int tiled = k == 2 && stride == 2 && in_h == 2 * out_h && in_w == 2 * out_w;  // windows cover the input
-    if (!tiled) memset(io->din, 0, sizeof(float) * planes * in_plane);
+    memset(io->din, 0, sizeof(float) * planes * in_plane);
     for (int p = 0; p < planes; p++) {
         float *restrict dx = io->din + p * in_plane;
         const float *restrict dy = io->dout + p * out_plane;
         const int32_t *restrict arg = args + p * out_plane;
-        if (tiled) {
-            unpool_plane_2x2(dx, dy, arg, in_w, out_h, out_w);
+        if (stride >= k) {  // windows do not overlap: each input gets at most one gradient
+            for (size_t o = 0; o < out_plane; o++) dx[arg[o]] = dy[o];
         } else {
-            for (size_t o = 0; o < out_plane; o++) dx[arg[o]] += dy[o];  // += : windows overlap when stride < kernel
+            for (size_t o = 0; o < out_plane; o++) dx[arg[o]] += dy[o];
         }
     }
 }

@@ -82,6 +82,11 @@ float hw_model_forward(const hw_model *model, hw_workspace *ws, const float *x, 
         hw_fail("forward: batch of %d outside [1, %d] (the workspace's max_batch)", batch, ws->max_batch);
         return NAN;
     }
+    if (!model->weights || ws->n_layers != model->n_layers) {
+        hw_fail("forward: %s", !model->weights ? "the model has no weights (hw_model_alloc_weights or _bind_weights)"
+                                               : "the workspace was allocated for another model");
+        return NAN;
+    }
     // The input is read where it is; it must stay valid until backward.
     ws->acts[0] = (float *)x;
     ws->training = training;
@@ -125,7 +130,7 @@ static int first_trainable_layer(const hw_model *model) {
 void hw_model_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labels, int batch) {
     int first = first_trainable_layer(model);
     ws->first_trainable = first;
-    if (first == model->n_layers || batch < 1 || batch > ws->max_batch) return;
+    if (first == model->n_layers || !labels || batch < 1 || batch > ws->max_batch) return;
     // d(mean NLL)/d(log-probs): -1/batch at each sample's label, 0 elsewhere
     int classes = model->n_classes;
     float *g = ws->grad_acts[model->n_layers];
