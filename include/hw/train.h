@@ -106,6 +106,17 @@ int hw_metrics_row(hw_metrics *m, double wall_seconds, int epoch, int64_t sample
                    double test_loss, double test_accuracy);
 int hw_metrics_close(hw_metrics *m);
 
+// ---- memory (src/train/memory.c) ----
+// What a process holds: its peak resident set, and how much of its resident memory is private
+// to it. A Hogwild worker's private memory excludes the dataset, which it shares with the
+// parent copy-on-write: that is how a run shows the data is not copied per worker.
+typedef struct {
+    int64_t peak_rss_kb;      // getrusage ru_maxrss
+    int64_t rss_kb;           // now, from /proc/self/smaps_rollup
+    int64_t private_kb;       // Private_Clean + Private_Dirty, now
+} hw_memory;
+void hw_memory_read(hw_memory *m);
+
 // ---- progress (src/train/progress.c) ----
 // One live line on a terminal, plain periodic lines otherwise, nothing with --quiet.
 typedef struct {

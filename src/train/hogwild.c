@@ -26,6 +26,8 @@ typedef struct {
     alignas(64) atomic_llong samples;  // training samples this worker has processed in this run
     _Atomic double loss_sum;           // the sum of their training losses
     atomic_int epochs_done;            // epochs finished in this run
+    atomic_llong peak_rss_kb;          // its memory at the end (see hw_memory)
+    atomic_llong private_kb;
 } worker_slot;
 
 // The start of the shared region; the weights follow it.
@@ -110,10 +112,31 @@ static int hogwild_worker(int rank, void *arg) {
         if (atomic_load(&job->control->stop)) break;
         atomic_store(&slot->epochs_done, epoch - job->first_epoch + 1);
     }
+    hw_memory memory;
+    hw_memory_read(&memory);
+    atomic_store(&slot->peak_rss_kb, memory.peak_rss_kb);
+    atomic_store(&slot->private_kb, memory.private_kb);
     free(shard);
     hw_sgd_free(&opt);
     hw_workspace_free(&ws);
     return HW_OK;
+}
+
+// The memory line of the summary: the parent's peak, and the largest worker's peak and private part.
+static void report_memory(hw_train_log *log, const shared_control *control, int workers) {
+    hw_memory parent;
+    hw_memory_read(&parent);
+    int64_t worker_peak = 0, worker_private = 0;
+    for (int r = 0; r < workers; r++) {
+        int64_t peak = atomic_load(&control->slots[r].peak_rss_kb);
+        int64_t private_kb = atomic_load(&control->slots[r].private_kb);
+        if (peak > worker_peak) worker_peak = peak;
+        if (private_kb > worker_private) worker_private = private_kb;
+    }
+    hw_progress_message(&log->progress,
+                        "memory: parent peak RSS %.1f MiB; worker peak RSS %.1f MiB, of which %.1f MiB private "
+                        "(the rest, the dataset and code, is shared with the parent)\n",
+                        parent.peak_rss_kb / 1024.0, worker_peak / 1024.0, worker_private / 1024.0);
 }
 
 // ---- the parent ----
@@ -230,7 +253,10 @@ static int train_loop(const hw_train_config *config, hw_run_inputs *in, shared_c
             hw_progress_message(&log->progress, "saved the current weights to %s\n", config->save_path);
         }
     }
-    if (status == HW_OK && !result->interrupted_by) hw_train_log_finish(log, samples, result);
+    if (status == HW_OK && !result->interrupted_by) {
+        hw_train_log_finish(log, samples, result);
+        report_memory(log, control, workers);
+    }
     return status;
 }
 
