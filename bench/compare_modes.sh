@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Hogwild against DataParallel on the same model and data: 1, 2, 4 workers against 1, 2, 4
+# replicas, the same batch per SGD update (64: a Hogwild worker's own batch, a DataParallel
+# step's whole batch split over its replicas), the same epochs, on MNIST and Fashion-MNIST.
+#
+#   bench/compare_modes.sh [EPOCHS]          (default 5)
+#
+# Writes the metrics of every run to bench/out/compare/<dataset>-<mode>-<n>.csv, prints the
+# `hogwild compare` table per dataset, and writes a plot per dataset next to the CSVs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+EPOCHS="${1:-5}"
+OUT=bench/out/compare
+mkdir -p "$OUT"
+
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p') x $(nproc) cores"
+echo "command: bench/compare_modes.sh $EPOCHS   (LeNet, batch 64 per update, lr 0.01, momentum 0.5, seed 1)"
+for dataset in mnist:98 fashion-mnist:85; do
+    name=${dataset%%:*}
+    target=${dataset##*:}
+    [ -d "data/$name" ] || { echo "no data/$name: ./hogwild download $name" >&2; exit 1; }
+    files=()
+    for n in 1 2 4; do
+        ./hogwild --quiet --data "data/$name" --epochs "$EPOCHS" --workers "$n" --eval-every 20000 \
+            --metrics "$OUT/$name-hogwild-$n.csv" >/dev/null
+        ./hogwild --quiet --data "data/$name" --epochs "$EPOCHS" --mode dataparallel --replicas "$n" \
+            --eval-every 20000 --metrics "$OUT/$name-dataparallel-$n.csv" >/dev/null
+        files+=("$OUT/$name-hogwild-$n.csv" "$OUT/$name-dataparallel-$n.csv")
+    done
+    echo
+    echo "### $name, $EPOCHS epochs, target $target%"
+    echo
+    echo '```'
+    ./hogwild compare "${files[@]}" --target "$target" --plot "$OUT/$name.svg"
+    echo '```'
+done
