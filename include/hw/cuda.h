@@ -275,6 +275,35 @@ int hw_cuda_runner_output(hw_cuda_runner *r, float *host, int *batch);
 // Milliseconds spent so far in H2D input copies and in compute (forward to step), measured with
 // events when config.timing = 1; waits for the work in flight.
 int hw_cuda_runner_timing(hw_cuda_runner *r, double *copy_ms, double *compute_ms);
+// The device gradient buffer (flat, the weights' layout), written by backward and read by the
+// SGD step: DataParallel scales and all-reduces it in between.
+float *hw_cuda_runner_grads(hw_cuda_runner *r);
+// The stream the runner computes on (forward, backward, step): work queued on it is ordered
+// with the runner's own.
+hw_cuda_stream hw_cuda_runner_stream(hw_cuda_runner *r);
+// The mean loss of the last forward with labels (waits for the runner's stream).
+int hw_cuda_runner_loss(hw_cuda_runner *r, float *loss);
+
+// ---- reductions across the replicas of one process (DataParallel on GPUs) ----
+// x[i] *= alpha and y[i] += x[i] over n floats on the current device, asynchronous on `stream`.
+int hw_cuda_scale(hw_cuda_stream stream, float *x, int64_t n, float alpha);
+int hw_cuda_add(hw_cuda_stream stream, float *y, const float *x, int64_t n);
+
+// Sums K buffers of `count` floats in place, so that every one ends with the element-wise sum:
+// buffer k lives on cuda:devices[k] and is ordered on streams[k] (the call only queues work on
+// those streams; work queued later on any of them sees the sum, and replica 0's buffer may be
+// overwritten by later work on streams[0]). With NCCL compiled in (HW_HAVE_NCCL), allow_nccl and
+// every device distinct: ncclAllReduce(ncclSum), one per replica in one ncclGroupStart/End, over
+// communicators from ncclCommInitAll. Otherwise (replicas sharing a GPU, which one NCCL
+// communicator refuses; no NCCL; NCCL failing to start): replica 0 gathers each buffer (a peer
+// copy, or none on the same GPU), adds them in replica order with a sum kernel, and every
+// replica copies the sum back. Create fails on a device that does not exist.
+typedef struct hw_cuda_allreduce hw_cuda_allreduce;
+int hw_cuda_allreduce_create(hw_cuda_allreduce **ar, const int *devices, int n, size_t count, int allow_nccl);
+void hw_cuda_allreduce_free(hw_cuda_allreduce *ar);
+int hw_cuda_allreduce_sum(hw_cuda_allreduce *ar, float *const *buffers, const hw_cuda_stream *streams);
+// How it reduces: "nccl (...)", "copies to cuda:0 and a sum kernel (<why not NCCL>)" or "none (one replica)".
+const char *hw_cuda_allreduce_method(const hw_cuda_allreduce *ar);
 
 #ifdef __cplusplus
 }

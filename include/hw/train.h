@@ -72,6 +72,12 @@ void hw_run_inputs_free(hw_run_inputs *in);
 int hw_train_hogwild(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result);
 // Trains with K synchronous replicas (src/train/dataparallel.c).
 int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result);
+// The same on GPUs (config->device is cuda:N); hw_train_hogwild and hw_train_dataparallel hand
+// over to these. Hogwild: N worker processes on weights shared in one GPU's memory through CUDA IPC
+// (src/train/hogwild_cuda.c). DataParallel: a replica per entry of config->gpus, or
+// config->workers replicas on config->device when no --gpus (src/train/dataparallel_cuda.c).
+int hw_train_hogwild_cuda(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result);
+int hw_train_dataparallel_cuda(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result);
 
 // The DataParallel step on CPU replicas (threads), exposed for the equivalence tests: the batch
 // is split into `replicas` chunks (sizes differ by at most one; empty when replicas > batch),

@@ -353,3 +353,48 @@ int hw_cuda_runner_timing(hw_cuda_runner *r, double *copy_ms, double *compute_ms
     *copy_ms = *compute_ms = 0.0;
     return without_cuda("hw_cuda_runner_timing");
 }
+
+float *hw_cuda_runner_grads(hw_cuda_runner *r) {
+    (void)r;
+    return NULL;
+}
+
+hw_cuda_stream hw_cuda_runner_stream(hw_cuda_runner *r) {
+    (void)r;
+    return NULL;
+}
+
+int hw_cuda_runner_loss(hw_cuda_runner *r, float *loss) {
+    (void)r;
+    *loss = 0.0f;
+    return without_cuda("hw_cuda_runner_loss");
+}
+
+int hw_cuda_scale(hw_cuda_stream stream, float *x, int64_t n, float alpha) {
+    (void)stream, (void)x, (void)n, (void)alpha;
+    return without_cuda("hw_cuda_scale");
+}
+
+int hw_cuda_add(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
+    (void)stream, (void)y, (void)x, (void)n;
+    return without_cuda("hw_cuda_add");
+}
+
+// No all-reduce can exist in this build (create always fails).
+int hw_cuda_allreduce_create(hw_cuda_allreduce **ar, const int *devices, int n, size_t count, int allow_nccl) {
+    (void)devices, (void)n, (void)count, (void)allow_nccl;
+    *ar = NULL;
+    return without_cuda("DataParallel on GPUs");
+}
+
+void hw_cuda_allreduce_free(hw_cuda_allreduce *ar) { (void)ar; }
+
+int hw_cuda_allreduce_sum(hw_cuda_allreduce *ar, float *const *buffers, const hw_cuda_stream *streams) {
+    (void)ar, (void)buffers, (void)streams;
+    return without_cuda("hw_cuda_allreduce_sum");
+}
+
+const char *hw_cuda_allreduce_method(const hw_cuda_allreduce *ar) {
+    (void)ar;
+    return "none (built without CUDA)";
+}

@@ -681,6 +681,20 @@ extern "C" int hw_cuda_runner_sync(hw_cuda_runner *r) {
 
 extern "C" float *hw_cuda_runner_weights(hw_cuda_runner *r) { return r->weights; }
 
+extern "C" float *hw_cuda_runner_grads(hw_cuda_runner *r) { return r->grads; }
+
+extern "C" hw_cuda_stream hw_cuda_runner_stream(hw_cuda_runner *r) { return r->compute; }
+
+extern "C" int hw_cuda_runner_loss(hw_cuda_runner *r, float *loss) {
+    *loss = 0.0f;
+    if (!r->has_labels || r->batch == 0) return hw_fail("GPU runner: no forward with labels has run");
+    if (use_device(r) != HW_OK) return HW_ERR;
+    HW_CHECK(cudaMemcpyAsync(r->host_scalar, r->loss_dev, sizeof(float), cudaMemcpyDeviceToHost, r->compute));
+    HW_CHECK(cudaStreamSynchronize(r->compute));
+    *loss = r->host_scalar[0];
+    return HW_OK;
+}
+
 extern "C" int hw_cuda_runner_weights_upload(hw_cuda_runner *r, const float *host) {
     if (use_device(r) != HW_OK) return HW_ERR;
     HW_CHECK(cudaMemcpyAsync(r->weights, host, r->n_weights * sizeof(float), cudaMemcpyHostToDevice, r->compute));

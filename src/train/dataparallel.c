@@ -4,7 +4,7 @@
 //
 // CPU replicas are threads of this process. They all read the primary's weight buffer, which
 // no one writes while they compute, so the broadcast after the step costs nothing. (GPU
-// replicas, each with its own copy of the weights, are in src/cuda.)
+// replicas, each with its own copy of the weights, are in dataparallel_cuda.c.)
 #include "hw/train.h"
 
 #include "hw/ckpt.h"
@@ -152,11 +152,8 @@ static volatile sig_atomic_t interrupt_signal;
 static void on_interrupt(int sig) { interrupt_signal = sig; }
 
 int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result) {
+    if (config->device.type == HW_DEVICE_CUDA) return hw_train_dataparallel_cuda(config, in, result);
     memset(result, 0, sizeof *result);
-    if (config->device.type != HW_DEVICE_CPU) {
-        return hw_fail("DataParallel on GPUs (--gpus) needs the CUDA replicas, which this build does not have yet; "
-                       "use --device cpu --replicas K");
-    }
     hw_model *model = &in->model;
     if (hw_model_alloc_weights(model) != HW_OK) return HW_ERR;
     int first_epoch = 0;

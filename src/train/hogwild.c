@@ -261,6 +261,7 @@ static int train_loop(const hw_train_config *config, hw_run_inputs *in, shared_c
 }
 
 int hw_train_hogwild(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result) {
+    if (config->device.type == HW_DEVICE_CUDA) return hw_train_hogwild_cuda(config, in, result);
     memset(result, 0, sizeof *result);
     hw_model *model = &in->model;
 

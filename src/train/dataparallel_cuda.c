@@ -1,0 +1,300 @@
+// dataparallel_cuda: the synchronous trainer on GPUs (--mode dataparallel --gpus 0,1,...).
+//
+// One process, one thread; a replica per listed GPU, each a GPU model runner (hw_cuda_runner)
+// with its own stream, weights, gradients and momentum. `--gpus 0,0` puts two replicas on one
+// GPU, each with its own stream and its own copy of the weights, so the multi-replica path runs
+// on a one-GPU machine too; without --gpus, --replicas K --device cuda:N puts K on cuda:N.
+//
+// A step over a batch of B samples:
+//   1. chunk k of the batch (chunk_of, the CPU trainer's rule) goes to replica k, which runs
+//      forward and backward on it; an empty chunk (K > B, or a last batch smaller than K) gives a
+//      zero gradient;
+//   2. each replica scales its gradient by count_k / B, and the gradients are all-reduced
+//      (summed), so every replica holds the gradient of the whole batch's mean loss: NCCL across
+//      distinct GPUs, peer/device copies and a sum kernel where NCCL cannot be used (two replicas
+//      on one GPU; see hw_cuda_allreduce in cuda.h);
+//   3. every replica applies the same SGD step to its own weights and momentum, as torch's
+//      DistributedDataParallel does: the replicas start from the same weights and apply the same
+//      reduced gradient with the same kernel, so they stay equal without a weight broadcast.
+//      Evaluations and checkpoints read replica 0's weights.
+// The next batch is gathered and its chunks queued (copy streams) before the current step runs,
+// so the input copies overlap the compute. Each step ends with every stream drained (the loss).
+#include "hw/train.h"
+
+#include "hw/ckpt.h"
+#include "hw/cuda.h"
+#include "hw/err.h"
+#include "train_cuda.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int replicas;
+    hw_cuda_runner **runner;    // runner[k]: replica k
+    int *devices;               // devices[k]: its CUDA ordinal
+    float **grads;              // grads[k]: its device gradient buffer
+    hw_cuda_stream *streams;    // streams[k]: its compute stream
+    hw_cuda_allreduce *reduce;
+    size_t n_weights;
+    size_t sample_bytes;        // one uint8 sample
+    uint8_t *x, *y;             // a gathered batch, host memory
+} gpu_team;
+
+// Chunk k of a batch of B split K ways, the rule of dataparallel.c: sizes differ by at most one;
+// with K > B some are empty.
+static void chunk_of(int batch, int replicas, int k, int *offset, int *count) {
+    int base = batch / replicas, extra = batch % replicas;
+    *count = base + (k < extra ? 1 : 0);
+    *offset = k * base + (k < extra ? k : extra);
+}
+
+static void team_close(gpu_team *team) {
+    for (int k = 0; team->runner && k < team->replicas; k++) hw_cuda_runner_free(team->runner[k]);
+    hw_cuda_allreduce_free(team->reduce);
+    free(team->runner);
+    free(team->devices);
+    free(team->grads);
+    free(team->streams);
+    free(team->x);
+    free(team->y);
+    memset(team, 0, sizeof *team);
+}
+
+static int team_open(gpu_team *team, const hw_train_config *config, const hw_run_inputs *in) {
+    memset(team, 0, sizeof *team);
+    const int K = config->n_gpus > 0 ? config->n_gpus : config->workers;
+    team->replicas = K;
+    team->n_weights = in->model.n_weights;
+    team->sample_bytes = (size_t)in->train.channels * (size_t)in->train.height * (size_t)in->train.width;
+    team->runner = calloc((size_t)K, sizeof *team->runner);
+    team->devices = calloc((size_t)K, sizeof *team->devices);
+    team->grads = calloc((size_t)K, sizeof *team->grads);
+    team->streams = calloc((size_t)K, sizeof *team->streams);
+    team->x = malloc(team->sample_bytes * (size_t)config->batch_size);
+    team->y = malloc((size_t)config->batch_size);
+    if (!team->runner || !team->devices || !team->grads || !team->streams || !team->x || !team->y) {
+        return hw_fail("out of memory for %d GPU replicas", K);
+    }
+    for (int k = 0; k < K; k++) team->devices[k] = config->n_gpus > 0 ? config->gpus[k] : config->device.index;
+
+    // Every listed GPU exists before anything is allocated on any of them.
+    for (int k = 0; k < K; k++) {
+        if (hw_cuda_select((hw_device){HW_DEVICE_CUDA, team->devices[k]}) != HW_OK) {
+            return hw_error_prefix("DataParallel replica %d", k);
+        }
+    }
+    // The largest chunk; each runner starts from the host weights, so all replicas start equal.
+    int chunk = (config->batch_size + K - 1) / K;
+    for (int k = 0; k < K; k++) {
+        hw_cuda_runner_config rc = {
+            .device = {HW_DEVICE_CUDA, team->devices[k]},
+            .max_batch = chunk,
+            .weights_dev = NULL,
+            .mean = in->norm.mean,
+            .std = in->norm.std,
+            .seed = config->seed * 1000003u + (uint64_t)k,  // the CPU replicas' dropout seeds
+        };
+        if (hw_cuda_runner_create(&team->runner[k], &in->model, &rc) != HW_OK) {
+            return hw_error_prefix("DataParallel replica %d on cuda:%d", k, team->devices[k]);
+        }
+        team->grads[k] = hw_cuda_runner_grads(team->runner[k]);
+        team->streams[k] = hw_cuda_runner_stream(team->runner[k]);
+    }
+    int allow_nccl = getenv("HOGWILD_NO_NCCL") == NULL;
+    if (hw_cuda_allreduce_create(&team->reduce, team->devices, K, team->n_weights, allow_nccl) != HW_OK) {
+        return hw_error_prefix("DataParallel gradient all-reduce");
+    }
+    return HW_OK;
+}
+
+// Gathers the batch at order[*pos ...] and queues each replica's chunk on its copy stream.
+// Returns the batch size, 0 when the order is used up, -1 on error.
+static int team_queue(gpu_team *team, const hw_dataset *ds, const int64_t *order, int64_t n, int64_t *pos,
+                      int batch_size) {
+    if (*pos >= n) return 0;
+    int batch = (int)(n - *pos < batch_size ? n - *pos : batch_size);
+    hw_batch_gather_u8(ds, order + *pos, batch, team->x, team->y);
+    for (int k = 0; k < team->replicas; k++) {
+        int offset, count;
+        chunk_of(batch, team->replicas, k, &offset, &count);
+        if (count == 0) continue;  // forward skips this replica for this batch too
+        if (hw_cuda_runner_upload_u8(team->runner[k], team->x + (size_t)offset * team->sample_bytes,
+                                     team->y + offset, count) != HW_OK) {
+            hw_error_prefix("replica %d", k);
+            return -1;
+        }
+    }
+    *pos += batch;
+    return batch;
+}
+
+// Makes replica k's GPU current: the runner's calls select it themselves, the plain kernels and
+// stream calls here need it done (a stream belongs to one device).
+static int use_replica(const gpu_team *team, int k) {
+    return hw_cuda_select((hw_device){HW_DEVICE_CUDA, team->devices[k]});
+}
+
+// One synchronous step over the oldest queued batch of `batch` samples; *loss gets the mean
+// loss over the whole batch.
+static int team_step(gpu_team *team, const hw_train_config *config, int batch, float *loss) {
+    const int K = team->replicas;
+    const int64_t n = (int64_t)team->n_weights;
+    // Forward and backward on every replica first: they run in parallel on their streams.
+    for (int k = 0; k < K; k++) {
+        int offset, count;
+        chunk_of(batch, K, k, &offset, &count);
+        int status = count > 0 ? hw_cuda_runner_forward(team->runner[k], 1, NULL) : HW_OK;
+        if (status == HW_OK && count > 0) status = hw_cuda_runner_backward(team->runner[k]);
+        if (status == HW_OK) status = use_replica(team, k);
+        if (status == HW_OK && count == 0) {
+            status = hw_cuda_memset(team->grads[k], 0, sizeof(float) * (size_t)n, team->streams[k]);
+        }
+        // The gradient of the whole batch's mean loss is the chunks' gradients weighted by size.
+        if (status == HW_OK && count > 0 && count != batch) {
+            status = hw_cuda_scale(team->streams[k], team->grads[k], n, (float)count / (float)batch);
+        }
+        if (status != HW_OK) return hw_error_prefix("replica %d", k);
+    }
+    if (hw_cuda_allreduce_sum(team->reduce, team->grads, team->streams) != HW_OK) {
+        return hw_error_prefix("gradient all-reduce");
+    }
+    for (int k = 0; k < K; k++) {
+        if (hw_cuda_runner_sgd_step(team->runner[k], config->lr, config->momentum, config->weight_decay,
+                                    config->nesterov) != HW_OK) {
+            return hw_error_prefix("replica %d", k);
+        }
+    }
+    double sum = 0;
+    for (int k = 0; k < K; k++) {
+        int offset, count;
+        chunk_of(batch, K, k, &offset, &count);
+        float chunk_loss = 0;
+        int status = count > 0 ? hw_cuda_runner_loss(team->runner[k], &chunk_loss) : use_replica(team, k);
+        if (status == HW_OK && count == 0) status = hw_cuda_stream_sync(team->streams[k]);
+        if (status != HW_OK) return hw_error_prefix("replica %d", k);
+        sum += (double)chunk_loss * count;
+    }
+    *loss = (float)(sum / batch);
+    return HW_OK;
+}
+
+// Replica 0's weights into the host copy of the model (waits).
+static int team_download(gpu_team *team, float *host) {
+    if (hw_cuda_runner_weights_download(team->runner[0], host) != HW_OK) {
+        return hw_error_prefix("copying the weights of replica 0");
+    }
+    return HW_OK;
+}
+
+static int snapshot(gpu_team *team, hw_train_log *log, float *host) {
+    if (team_download(team, host) != HW_OK) return HW_ERR;
+    hw_train_log_snapshot(log, host);
+    return HW_OK;
+}
+
+// ---- Ctrl-C: finish the step, save, leave (as dataparallel.c) ----
+
+static volatile sig_atomic_t interrupt_signal;
+
+static void on_interrupt(int sig) { interrupt_signal = sig; }
+
+int hw_train_dataparallel_cuda(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result) {
+    memset(result, 0, sizeof *result);
+    if (hw_train_cuda_check_build("DataParallel on GPUs") != HW_OK) return HW_ERR;
+    const int K = config->n_gpus > 0 ? config->n_gpus : config->workers;
+    if (K < 1) return hw_fail("DataParallel on GPUs needs at least one replica, got %d", K);
+    hw_model *model = &in->model;
+    if (!model->weights && hw_model_alloc_weights(model) != HW_OK) return HW_ERR;
+    int first_epoch = 0;
+    int64_t samples_before = 0;
+    if (config->resume_path) {
+        hw_ckpt_meta meta;
+        if (hw_ckpt_load(config->resume_path, model, model->weights, &meta) != HW_OK) return HW_ERR;
+        first_epoch = meta.epoch;
+        samples_before = meta.samples_seen;
+        if (first_epoch >= config->epochs) {
+            return hw_fail("the checkpoint %s has already trained %d epoch(s); ask for more with --epochs",
+                           config->resume_path, first_epoch);
+        }
+    } else {
+        hw_model_init_weights(model, config->seed);
+    }
+
+    gpu_team team = {0};
+    hw_train_log log = {0};
+    int64_t *order = malloc(sizeof(int64_t) * (size_t)(in->train.n + 1));
+    int status = order ? HW_OK : hw_fail("out of memory for the sample order");
+    if (status == HW_OK) status = hw_train_log_open(&log, config, in, first_epoch, samples_before);
+    if (status == HW_OK) status = team_open(&team, config, in);
+    if (status == HW_OK && !config->quiet) {
+        hw_progress_message(&log.progress, "DataParallel on %d GPU replica(s), gradient all-reduce: %s\n", K,
+                            hw_cuda_allreduce_method(team.reduce));
+    }
+    if (status == HW_OK && config->metrics_path) {
+        hw_train_log_snapshot(&log, model->weights);
+        status = hw_train_log_evaluate(&log, first_epoch, 0, 0, 0);
+    }
+
+    struct sigaction action = {.sa_handler = on_interrupt}, old_int, old_term;
+    sigemptyset(&action.sa_mask);
+    interrupt_signal = 0;
+    sigaction(SIGINT, &action, &old_int);
+    sigaction(SIGTERM, &action, &old_term);
+
+    log.started = hw_now();
+    int64_t samples = 0, next_eval = config->eval_every;
+    double loss_sum = 0;
+    int epochs_done = first_epoch;
+    for (int epoch = first_epoch; status == HW_OK && epoch < config->epochs && !interrupt_signal; epoch++) {
+        // One sampler replica: DataParallel splits each batch, not the dataset.
+        status = hw_sampler_shard(order, in->train.n, 1, 0, epoch, config->seed);
+        if (status != HW_OK) break;
+        int64_t pos = 0;
+        int batch = team_queue(&team, &in->train, order, in->train.n, &pos, config->batch_size);
+        while (batch > 0 && !interrupt_signal) {
+            int next = team_queue(&team, &in->train, order, in->train.n, &pos, config->batch_size);
+            float loss = 0;
+            if (next < 0 || team_step(&team, config, batch, &loss) != HW_OK) {
+                status = HW_ERR;
+                break;
+            }
+            samples += batch;
+            loss_sum += (double)loss * batch;
+            hw_progress_update(&log.progress, epoch + 1, config->epochs, samples, loss);
+            if (next_eval > 0 && samples >= next_eval) {
+                status = snapshot(&team, &log, model->weights);
+                if (status == HW_OK) status = hw_train_log_evaluate(&log, epoch, samples, loss_sum, 0);
+                while (next_eval <= samples) next_eval += config->eval_every;
+                if (status != HW_OK) break;
+            }
+            batch = next;
+        }
+        if (batch < 0) status = HW_ERR;
+        if (status != HW_OK || interrupt_signal) break;
+        epochs_done = epoch + 1;
+        if (epochs_done == config->epochs) log.trained = hw_now();
+        status = snapshot(&team, &log, model->weights);
+        if (status == HW_OK) status = hw_train_log_evaluate(&log, epochs_done, samples, loss_sum, 1);
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+
+    if (status == HW_OK && interrupt_signal) {
+        result->interrupted_by = interrupt_signal;
+        hw_progress_message(&log.progress, "interrupted by %s after %lld samples\n",
+                            interrupt_signal == SIGINT ? "SIGINT" : "SIGTERM", (long long)samples);
+        if (config->save_path) {
+            status = team_download(&team, model->weights);
+            if (status == HW_OK) status = hw_train_log_save(&log, model->weights, epochs_done, samples);
+            if (status == HW_OK) hw_progress_message(&log.progress, "saved the current weights to %s\n", config->save_path);
+        }
+    } else if (status == HW_OK) {
+        hw_train_log_finish(&log, samples, result);
+    }
+    team_close(&team);
+    hw_train_log_close(&log);
+    free(order);
+    return status;
+}
