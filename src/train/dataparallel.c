@@ -216,8 +216,10 @@ int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_t
             }
         }
         hw_loader_close(loader);
-        if (status != HW_OK || interrupt_signal) break;
-        epochs_done = epoch + 1;
+        if (status != HW_OK) break;
+        // A signal after the epoch's last step: the epoch is done all the same.
+        if (samples == (int64_t)(epoch + 1 - first_epoch) * in->train.n) epochs_done = epoch + 1;
+        if (interrupt_signal) break;
         if (epochs_done == config->epochs) log.trained = hw_now();
         hw_train_log_snapshot(&log, model->weights);
         status = hw_train_log_evaluate(&log, epochs_done, samples, loss_sum, 1);
