@@ -305,7 +305,8 @@ static inline e2e_done_line e2e_parse_done(const char *out) {
     cr_assert(line == out || line[-1] == '\n', "\"done: \" is not at the start of a line:\n%s", out);
     e2e_done_line d;
     double train_s, rate, wall;
-    int got = sscanf(line, "done: %lld samples, training %lf s (%lf samples/s), wall %lf s; test loss %lf, accuracy %lf%%",
+    int got = sscanf(line,
+                     "done: %lld samples, training %lf s (%lf samples/s), wall %lf s; test loss %lf, accuracy %lf%%",
                      &d.samples, &train_s, &rate, &wall, &d.test_loss, &d.accuracy);
     cr_assert_eq(got, 6, "cannot parse the summary line (%d fields): %s", got, line);
     return d;
@@ -383,7 +384,9 @@ static inline int e2e_read_metrics(const char *path, e2e_metrics_row *rows, int 
             *p = '\0';
         }
         cr_assert_eq(count, 9, "metrics line %d has %d fields, not 9", line_no, count);
-        for (int i = 0; i < 9; i++) cr_assert(fields[i][0] != '\0', "metrics line %d: field %d is empty", line_no, i + 1);
+        for (int i = 0; i < 9; i++) {
+            cr_assert(fields[i][0] != '\0', "metrics line %d: field %d is empty", line_no, i + 1);
+        }
         cr_assert_lt(n, cap, "more than %d metrics rows", cap);
         e2e_metrics_row *row = &rows[n++];
         snprintf(row->mode, sizeof row->mode, "%s", fields[0]);
@@ -407,6 +410,16 @@ static inline int e2e_read_metrics(const char *path, e2e_metrics_row *rows, int 
 // ---- files ----
 
 static inline int e2e_file_exists(const char *path) { return access(path, F_OK) == 0; }
+
+// Complete lines in a file that may still be being written (0 when it does not exist yet).
+static inline int e2e_count_lines(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int n = 0, c;
+    while ((c = getc(f)) != EOF) n += c == '\n';
+    fclose(f);
+    return n;
+}
 
 // The tensor bytes of a safetensors file (after the 8-byte length and the JSON header).
 static inline const uint8_t *e2e_safetensors_data(const uint8_t *file, size_t n, size_t *data_bytes) {
