@@ -208,7 +208,8 @@ int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_t
             samples += batch;
             loss_sum += (double)loss * batch;
             hw_progress_update(&log.progress, epoch + 1, config->epochs, samples, loss);
-            if (next_eval > 0 && samples >= next_eval) {
+            // A point that falls on the epoch's end is the epoch-end row, written once below.
+            if (next_eval > 0 && samples >= next_eval && samples < (int64_t)(epoch + 1 - first_epoch) * in->train.n) {
                 hw_train_log_snapshot(&log, model->weights);
                 status = hw_train_log_evaluate(&log, epoch, samples, loss_sum, 0);
                 while (next_eval <= samples) next_eval += config->eval_every;
@@ -223,6 +224,7 @@ int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_t
         if (epochs_done == config->epochs) log.trained = hw_now();
         hw_train_log_snapshot(&log, model->weights);
         status = hw_train_log_evaluate(&log, epochs_done, samples, loss_sum, 1);
+        while (next_eval > 0 && next_eval <= samples) next_eval += config->eval_every;
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);

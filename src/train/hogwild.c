@@ -204,8 +204,9 @@ static int train_loop(const hw_train_config *config, hw_run_inputs *in, shared_c
             if (next_eval > 0) {
                 while (next_eval <= samples) next_eval += config->eval_every;
             }
-        } else if (next_eval > 0 && samples >= next_eval) {
+        } else if (next_eval > 0 && samples >= next_eval && samples < (int64_t)(epochs_handled + 1) * in->train.n) {
             // A mid-epoch point of the curve: a snapshot taken while the workers write (Hogwild).
+            // Not once the epoch's last samples are in: the epoch-end row comes next.
             hw_train_log_snapshot(log, weights);
             if (hw_train_log_evaluate(log, job->first_epoch + epochs_handled, samples, loss_sum, 0) != HW_OK) {
                 status = HW_ERR;
