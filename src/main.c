@@ -62,6 +62,14 @@ static const char *options_text =
     "\n"
     "Exit status: 0 done, 1 failed, 2 bad usage, 130/143 stopped by SIGINT/SIGTERM.\n";
 
+// Whether `flag` is an option with a value: options_text lists each one as "  FLAG VALUE".
+static int takes_value(const char *flag) {
+    char line_start[128];
+    snprintf(line_start, sizeof line_start, "\n  %s ", flag);
+    const char *at = strstr(options_text, line_start);
+    return at && at[strlen(line_start)] != ' ';
+}
+
 static void print_usage(FILE *out, int with_options) {
     fputs(usage_text, out);
     if (with_options) fputs(options_text, out);
@@ -316,7 +324,10 @@ int main(int argc, char **argv) {
         }
         // Flags with a value.
         if (strncmp(flag, "--", 2) != 0) return usage_error("unexpected argument '%s'", flag);
-        if (i + 1 >= argc) return usage_error("option '%s' needs a value", flag);
+        if (i + 1 >= argc) {
+            return takes_value(flag) ? usage_error("option '%s' needs a value", flag)
+                                     : usage_error("unknown option '%s'", flag);
+        }
         const char *value = argv[++i];
         if (strcmp(flag, "--workers") == 0) {
             status = parse_int(flag, value, 1, 1024, &n);

@@ -214,7 +214,8 @@ int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_t
             samples += batch;
             loss_sum += (double)loss * batch;
             hw_progress_update(&log.progress, epoch + 1, config->epochs, samples, loss);
-            // A mid-epoch point of the curve; the epoch's last batch is evaluated as the epoch end.
+            // A mid-epoch point of the curve; one that falls on the epoch's end is the epoch-end
+            // row, written once below.
             int64_t epoch_end_samples = (int64_t)(epoch - first_epoch + 1) * in->train.n;
             if (next_eval > 0 && samples >= next_eval && samples < epoch_end_samples) {
                 hw_train_log_snapshot(&log, model->weights);
@@ -224,11 +225,14 @@ int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_t
             }
         }
         hw_loader_close(loader);
-        if (status != HW_OK || interrupt_signal) break;
-        epochs_done = epoch + 1;
+        if (status != HW_OK) break;
+        // A signal after the epoch's last step: the epoch is done all the same.
+        if (samples == (int64_t)(epoch + 1 - first_epoch) * in->train.n) epochs_done = epoch + 1;
+        if (interrupt_signal) break;
         if (epochs_done == config->epochs) log.trained = hw_now();
         hw_train_log_snapshot(&log, model->weights);
         status = hw_train_log_evaluate(&log, epochs_done, samples, loss_sum, 1);
+        while (next_eval > 0 && next_eval <= samples) next_eval += config->eval_every;
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);

@@ -227,8 +227,9 @@ static int train_loop(const hw_train_config *config, hw_run_inputs *in, shared_c
             if (next_eval > 0) {
                 while (next_eval <= samples) next_eval += config->eval_every;
             }
-        } else if (next_eval > 0 && samples >= next_eval) {
+        } else if (next_eval > 0 && samples >= next_eval && samples < (int64_t)(epochs_handled + 1) * in->train.n) {
             // A mid-epoch point of the curve: a snapshot taken while the workers write (Hogwild).
+            // Not once the epoch's last samples are in: the epoch-end row comes next.
             hw_train_log_snapshot(log, weights);
             if (hw_train_log_evaluate(log, job->first_epoch + epochs_handled, samples, loss_sum, 0) != HW_OK) {
                 status = HW_ERR;
@@ -245,11 +246,16 @@ static int train_loop(const hw_train_config *config, hw_run_inputs *in, shared_c
     }
     hw_spawn_free(&spawn);
     if (result->interrupted_by && status == HW_OK) {
-        // Ctrl-C: the workers are stopped, so the shared weights are still; keep them.
+        // Ctrl-C: the workers are stopped, so the shared weights are still; keep them. Workers
+        // that had all finished an epoch were waiting at the barrier with its end weights, before
+        // this loop handled it: that epoch is done, and the checkpoint says so.
+        int min_done;
+        sum_slots(control, workers, &samples, &loss_sum, &min_done);
+        int epochs_done = min_done > epochs_handled ? min_done : epochs_handled;
         hw_progress_message(&log->progress, "interrupted by %s after %lld samples\n",
                             result->interrupted_by == SIGINT ? "SIGINT" : "SIGTERM", (long long)samples);
         if (config->save_path) {
-            if (hw_train_log_save(log, weights, job->first_epoch + epochs_handled, samples) != HW_OK) return HW_ERR;
+            if (hw_train_log_save(log, weights, job->first_epoch + epochs_done, samples) != HW_OK) return HW_ERR;
             hw_progress_message(&log->progress, "saved the current weights to %s\n", config->save_path);
         }
     }

@@ -1,0 +1,447 @@
+// Helpers of the end-to-end tests: run the ./hogwild binary ($HW_BIN, set by `make test`) as a
+// child process, the way a user does, and read what it leaves behind: exit status, stdout,
+// stderr, metrics CSV, checkpoints, shared memory names, processes.
+//
+// Every test runs in its own Criterion process with e2e_setup/e2e_teardown as fixtures: a fresh
+// temporary folder (e2e.dir) removed afterwards, and the test process made a child subreaper,
+// so that a worker which outlives its hogwild parent (alive or a zombie) is handed to the test
+// process, where e2e_assert_no_leftover_processes finds it.
+#ifndef HW_TESTS_E2E_UTIL_H
+#define HW_TESTS_E2E_UTIL_H
+
+#include "data_util.h"
+
+#include <criterion/criterion.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+// The synthetic dataset most tests train on (`hogwild synth`): small, so a run takes a fraction
+// of a second, yet large enough that the MLP learns it well in a couple of epochs.
+enum { E2E_TRAIN = 3000, E2E_TEST = 1000 };
+
+// Longest any single run may take before the test kills it and fails.
+#define E2E_RUN_TIMEOUT 60.0
+
+typedef struct {
+    char bin[1024];      // $HW_BIN
+    char root[1024];     // the checkout it was built in (models/ lives there)
+    char dir[1024];      // this test's temporary folder
+    char mlp[1100];      // models/mlp.model
+    char lenet[1100];    // models/lenet.model
+    pid_t running;       // a run started with e2e_start and not waited for yet (killed at teardown)
+    int runs;            // numbers the output files of the runs
+} e2e_state;
+
+static e2e_state e2e;
+
+static inline double e2e_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline void e2e_sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+// A path in this test's folder (a fresh string; the test process is short-lived).
+static inline char *e2e_path(const char *name) {
+    size_t cap = strlen(e2e.dir) + strlen(name) + 2;
+    char *path = malloc(cap);
+    cr_assert_not_null(path);
+    snprintf(path, cap, "%s/%s", e2e.dir, name);
+    return path;
+}
+
+// Every process whose parent is `parent`, from /proc/<pid>/stat; returns how many (at most cap
+// are stored).
+static inline int e2e_children_of(pid_t parent, pid_t *out, int cap) {
+    DIR *proc = opendir("/proc");
+    cr_assert_not_null(proc, "cannot read /proc");
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(proc)) != NULL) {
+        if (!isdigit((unsigned char)e->d_name[0])) continue;
+        char path[300], text[1024];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) continue;  // gone meanwhile
+        ssize_t got = read(fd, text, sizeof text - 1);
+        close(fd);
+        if (got <= 0) continue;
+        text[got] = '\0';
+        // "pid (comm) state ppid ...": comm may hold spaces and parentheses; it ends at the last ')'.
+        const char *close_paren = strrchr(text, ')');
+        char state;
+        int ppid;
+        if (!close_paren || sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2) continue;
+        if (ppid != parent) continue;
+        if (n < cap) out[n] = (pid_t)atoi(e->d_name);
+        n++;
+    }
+    closedir(proc);
+    return n;
+}
+
+// Kills (by pid) every process that is this test process's child, and reaps it.
+static inline void e2e_kill_children(void) {
+    pid_t kids[256];
+    int n = e2e_children_of(getpid(), kids, 256);
+    for (int i = 0; i < n && i < 256; i++) kill(kids[i], SIGKILL);
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+}
+
+// With the hogwild run reaped: no process it started is left. The test process is a child
+// subreaper, so any worker still alive or unreaped when hogwild exited became our child.
+static inline void e2e_assert_no_leftover_processes(void) {
+    pid_t kids[16];
+    int n = e2e_children_of(getpid(), kids, 16);
+    int status = 0;
+    pid_t reaped = waitpid(-1, &status, WNOHANG);
+    int err = errno;
+    if (n > 0 || reaped != -1) e2e_kill_children();
+    cr_assert(n == 0 && reaped == -1 && err == ECHILD,
+              "processes outlived the hogwild run: %d still alive (first pid %d), waitpid(-1) gave %d", n,
+              n > 0 ? (int)kids[0] : 0, (int)reaped);
+}
+
+static inline void e2e_setup(void) {
+    const char *bin = getenv("HW_BIN");
+    if (!bin || !bin[0]) {
+        cr_assert_fail("HW_BIN is not set: the end-to-end tests run the ./hogwild binary; run them with "
+                       "`make test`, or set HW_BIN to the absolute path of ./hogwild");
+    }
+    cr_assert(bin[0] == '/', "HW_BIN must be an absolute path, got '%s'", bin);
+    cr_assert(access(bin, X_OK) == 0, "HW_BIN=%s is not an executable file (build it with `make`)", bin);
+    snprintf(e2e.bin, sizeof e2e.bin, "%s", bin);
+    snprintf(e2e.root, sizeof e2e.root, "%s", bin);
+    *strrchr(e2e.root, '/') = '\0';
+    snprintf(e2e.mlp, sizeof e2e.mlp, "%s/models/mlp.model", e2e.root);
+    snprintf(e2e.lenet, sizeof e2e.lenet, "%s/models/lenet.model", e2e.root);
+    cr_assert(access(e2e.mlp, R_OK) == 0, "cannot read %s", e2e.mlp);
+    cr_assert(access(e2e.lenet, R_OK) == 0, "cannot read %s", e2e.lenet);
+
+    const char *base = getenv("TMPDIR");
+    snprintf(e2e.dir, sizeof e2e.dir, "%s/hw-e2e-XXXXXX", base && base[0] ? base : "/tmp");
+    cr_assert_not_null(mkdtemp(e2e.dir), "mkdtemp %s: %s", e2e.dir, strerror(errno));
+    cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0, "PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+    // The check of leftover processes needs a test process without children of its own.
+    cr_assert_eq(e2e_children_of(getpid(), (pid_t[1]){0}, 1), 0, "the test process has children already");
+}
+
+static inline void e2e_teardown(void) {
+    if (e2e.running > 0) {
+        kill(e2e.running, SIGKILL);
+        waitpid(e2e.running, NULL, 0);
+        e2e.running = 0;
+    }
+    e2e_kill_children();
+    if (e2e.dir[0]) rm_tree(e2e.dir);
+}
+
+// ---- running ./hogwild ----
+
+typedef struct {
+    pid_t pid;
+    int status;      // waitpid status
+    char *out;       // everything it wrote to stdout
+    char *err;       // and to stderr
+    char out_path[1100], err_path[1100];
+} e2e_run_result;
+
+static inline char *e2e_read_text(const char *path) {
+    size_t n;
+    uint8_t *bytes = read_bytes(path, &n);
+    bytes[n] = '\0';
+    return (char *)bytes;
+}
+
+// Starts HW_BIN with argv[1..] = args (NULL-terminated), stdout and stderr to files in e2e.dir,
+// stdin from /dev/null, `env` ("NAME=VALUE" or NULL) added to the environment. The child gets
+// the default action for every signal (as from an interactive shell: not the SIG_IGN a
+// non-interactive shell's background job has) and no core files.
+static inline pid_t e2e_start_argv(e2e_run_result *r, const char *env, const char *const *args) {
+    memset(r, 0, sizeof *r);
+    int id = ++e2e.runs;
+    snprintf(r->out_path, sizeof r->out_path, "%s/run%d.out", e2e.dir, id);
+    snprintf(r->err_path, sizeof r->err_path, "%s/run%d.err", e2e.dir, id);
+    const char *argv[80];
+    int argc = 0;
+    argv[argc++] = e2e.bin;
+    for (int i = 0; args[i]; i++) {
+        cr_assert_lt(argc, 79, "too many arguments");
+        argv[argc++] = args[i];
+    }
+    argv[argc] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        int in = open("/dev/null", O_RDONLY);
+        int out = open(r->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int err = open(r->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (in < 0 || out < 0 || err < 0) _exit(120);
+        dup2(in, 0);
+        dup2(out, 1);
+        dup2(err, 2);
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        sigemptyset(&dfl.sa_mask);
+        for (int sig = 1; sig < NSIG; sig++) sigaction(sig, &dfl, NULL);  // fails harmlessly on KILL/STOP
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        struct rlimit no_core = {0, 0};
+        setrlimit(RLIMIT_CORE, &no_core);
+        prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+        unsetenv("HOGWILD_FAIL_WORKER");
+        if (env) putenv((char *)env);
+        execv(e2e.bin, (char *const *)argv);
+        _exit(121);
+    }
+    r->pid = pid;
+    e2e.running = pid;
+    return pid;
+}
+
+// Waits for a run started with e2e_start_argv (killing it and failing the test after
+// E2E_RUN_TIMEOUT seconds) and reads its output.
+static inline void e2e_wait(e2e_run_result *r) {
+    double deadline = e2e_now() + E2E_RUN_TIMEOUT;
+    pid_t got;
+    while ((got = waitpid(r->pid, &r->status, WNOHANG)) == 0) {
+        if (e2e_now() > deadline) {
+            kill(r->pid, SIGKILL);
+            waitpid(r->pid, &r->status, 0);
+            e2e.running = 0;
+            cr_assert_fail("hogwild (pid %d) did not end within %.0f s", (int)r->pid, E2E_RUN_TIMEOUT);
+        }
+        e2e_sleep_ms(2);
+    }
+    cr_assert_eq(got, r->pid, "waitpid: %s", strerror(errno));
+    e2e.running = 0;
+    r->out = e2e_read_text(r->out_path);
+    r->err = e2e_read_text(r->err_path);
+    cr_assert(!(WIFEXITED(r->status) && WEXITSTATUS(r->status) >= 120 && WEXITSTATUS(r->status) <= 121),
+              "could not start %s", e2e.bin);
+}
+
+// Runs HW_BIN with the NULL-terminated arguments and waits for it.
+#define e2e_run(r, env, ...) e2e_run_argv((r), (env), (const char *const[]){__VA_ARGS__, NULL})
+
+static inline void e2e_run_argv(e2e_run_result *r, const char *env, const char *const *args) {
+    e2e_start_argv(r, env, args);
+    e2e_wait(r);
+}
+
+// "exit 2", "killed by SIGSEGV": for messages.
+static inline const char *e2e_describe_status(int status, char *buf, size_t cap) {
+    if (WIFEXITED(status)) {
+        snprintf(buf, cap, "exit %d", WEXITSTATUS(status));
+    } else if (WIFSIGNALED(status)) {
+        snprintf(buf, cap, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    } else {
+        snprintf(buf, cap, "wait status %#x", status);
+    }
+    return buf;
+}
+
+// The run exited (not killed) with `code`; on failure the message shows its stderr.
+static inline void e2e_assert_exit(const e2e_run_result *r, int code) {
+    char how[128];
+    cr_assert(WIFEXITED(r->status) && WEXITSTATUS(r->status) == code,
+              "expected exit %d, got %s\n--- stdout:\n%s\n--- stderr:\n%s", code,
+              e2e_describe_status(r->status, how, sizeof how), r->out, r->err);
+}
+
+// `text` contains `needle`; names what was searched for on failure.
+static inline void e2e_assert_contains(const char *text, const char *needle, const char *what) {
+    cr_assert_not_null(strstr(text, needle), "%s should contain \"%s\"; it is:\n%s", what, needle, text);
+}
+
+// Writes the synthetic digits (E2E_TRAIN / E2E_TEST samples) into e2e.dir/<name>; returns the folder.
+static inline char *e2e_synth_n(const char *name, uint64_t seed, int n_train, int n_test) {
+    char *dir = e2e_path(name);
+    char seed_text[32], train_text[32], test_text[32];
+    snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)seed);
+    snprintf(train_text, sizeof train_text, "%d", n_train);
+    snprintf(test_text, sizeof test_text, "%d", n_test);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "synth", "--dir", dir, "--train", train_text, "--test", test_text, "--seed", seed_text);
+    e2e_assert_exit(&r, 0);
+    return dir;
+}
+
+static inline char *e2e_synth(uint64_t seed) { return e2e_synth_n("data", seed, E2E_TRAIN, E2E_TEST); }
+
+// ---- what a run prints ----
+
+// The summary line "done: N samples, training T s (R samples/s), wall W s; test loss L, accuracy A%".
+typedef struct {
+    long long samples;
+    double test_loss;
+    double accuracy;
+} e2e_done_line;
+
+static inline e2e_done_line e2e_parse_done(const char *out) {
+    const char *line = strstr(out, "done: ");
+    cr_assert_not_null(line, "no \"done: \" summary line on stdout:\n%s", out);
+    cr_assert(line == out || line[-1] == '\n', "\"done: \" is not at the start of a line:\n%s", out);
+    e2e_done_line d;
+    double train_s, rate, wall;
+    int got = sscanf(line,
+                     "done: %lld samples, training %lf s (%lf samples/s), wall %lf s; test loss %lf, accuracy %lf%%",
+                     &d.samples, &train_s, &rate, &wall, &d.test_loss, &d.accuracy);
+    cr_assert_eq(got, 6, "cannot parse the summary line (%d fields): %s", got, line);
+    return d;
+}
+
+// What `--eval-only --resume FILE` prints: "FILE (epoch E, N samples seen): test loss L, accuracy A% ...".
+typedef struct {
+    int epoch;
+    long long samples;
+    double accuracy;
+} e2e_ckpt_info;
+
+static inline e2e_ckpt_info e2e_eval_checkpoint(const char *data, const char *model, const char *ckpt) {
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", model, "--data", data, "--eval-only", "--resume", ckpt);
+    e2e_assert_exit(&r, 0);
+    const char *at = strstr(r.out, "(epoch ");
+    cr_assert_not_null(at, "--eval-only printed no \"(epoch \": %s", r.out);
+    e2e_ckpt_info info;
+    double loss;
+    cr_assert_eq(sscanf(at, "(epoch %d, %lld samples seen): test loss %lf, accuracy %lf%%", &info.epoch,
+                        &info.samples, &loss, &info.accuracy),
+                 4, "cannot parse the --eval-only line: %s", r.out);
+    return info;
+}
+
+// ---- the metrics CSV ----
+
+#define E2E_METRICS_HEADER "mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,test_accuracy"
+
+typedef struct {
+    char mode[32];
+    int workers;
+    char device[64];
+    double wall_seconds;
+    int epoch;
+    long long samples;
+    double train_loss;   // nan where no training happened since the previous row
+    double test_loss;
+    double accuracy;
+} e2e_metrics_row;
+
+static inline double e2e_parse_number(const char *field, int line) {
+    char *end;
+    double x = strtod(field, &end);
+    cr_assert(end != field && *end == '\0', "metrics line %d: '%s' is not a number", line, field);
+    return x;
+}
+
+static inline long long e2e_parse_integer(const char *field, int line) {
+    char *end;
+    long long x = strtoll(field, &end, 10);
+    cr_assert(end != field && *end == '\0', "metrics line %d: '%s' is not an integer", line, field);
+    return x;
+}
+
+// Reads a metrics file: asserts the exact header and 9 well-formed fields on every row; returns
+// the number of rows (at most cap are stored).
+static inline int e2e_read_metrics(const char *path, e2e_metrics_row *rows, int cap) {
+    char *text = e2e_read_text(path);
+    char *save = NULL;
+    char *line = strtok_r(text, "\n", &save);
+    cr_assert_not_null(line, "%s is empty", path);
+    cr_assert_str_eq(line, E2E_METRICS_HEADER, "header of %s", path);
+    int n = 0, line_no = 1;
+    while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+        line_no++;
+        char *fields[16];
+        int count = 0;
+        for (char *p = line;; p++) {
+            if (count < 16) fields[count] = p;
+            count++;
+            p = strchr(p, ',');
+            if (!p) break;
+            *p = '\0';
+        }
+        cr_assert_eq(count, 9, "metrics line %d has %d fields, not 9", line_no, count);
+        for (int i = 0; i < 9; i++) {
+            cr_assert(fields[i][0] != '\0', "metrics line %d: field %d is empty", line_no, i + 1);
+        }
+        cr_assert_lt(n, cap, "more than %d metrics rows", cap);
+        e2e_metrics_row *row = &rows[n++];
+        snprintf(row->mode, sizeof row->mode, "%s", fields[0]);
+        row->workers = (int)e2e_parse_integer(fields[1], line_no);
+        snprintf(row->device, sizeof row->device, "%s", fields[2]);
+        row->wall_seconds = e2e_parse_number(fields[3], line_no);
+        row->epoch = (int)e2e_parse_integer(fields[4], line_no);
+        row->samples = e2e_parse_integer(fields[5], line_no);
+        row->train_loss = e2e_parse_number(fields[6], line_no);
+        row->test_loss = e2e_parse_number(fields[7], line_no);
+        row->accuracy = e2e_parse_number(fields[8], line_no);
+        cr_assert(isfinite(row->test_loss) && row->test_loss >= 0, "metrics line %d: test loss %g", line_no,
+                  row->test_loss);
+        cr_assert(row->accuracy >= 0 && row->accuracy <= 100, "metrics line %d: accuracy %g", line_no, row->accuracy);
+        cr_assert(row->wall_seconds >= 0, "metrics line %d: wall %g", line_no, row->wall_seconds);
+    }
+    free(text);
+    return n;
+}
+
+// ---- files ----
+
+static inline int e2e_file_exists(const char *path) { return access(path, F_OK) == 0; }
+
+// Complete lines in a file that may still be being written (0 when it does not exist yet).
+static inline int e2e_count_lines(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int n = 0, c;
+    while ((c = getc(f)) != EOF) n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+// The tensor bytes of a safetensors file (after the 8-byte length and the JSON header).
+static inline const uint8_t *e2e_safetensors_data(const uint8_t *file, size_t n, size_t *data_bytes) {
+    cr_assert_gt(n, 8, "checkpoint too short");
+    uint64_t header = 0;
+    for (int i = 7; i >= 0; i--) header = header << 8 | file[i];
+    cr_assert_leq(8 + header, n, "checkpoint header longer than the file");
+    *data_bytes = n - 8 - header;
+    return file + 8 + header;
+}
+
+// How many /dev/shm/hogwild-<pid>-* names exist.
+static inline int e2e_count_shm_names(pid_t pid) {
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "hogwild-%d-", (int)pid);
+    DIR *dir = opendir("/dev/shm");
+    cr_assert_not_null(dir, "cannot read /dev/shm");
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(dir);
+    return n;
+}
+
+#endif

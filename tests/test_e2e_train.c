@@ -1,0 +1,336 @@
+// End-to-end tests of training with the ./hogwild binary, run the way a user runs it: a Hogwild
+// run reaches a real accuracy, the metrics CSV, checkpoints with --save/--resume, bit-for-bit
+// reproducibility with one worker, a failing worker, SIGINT/SIGTERM in the middle of a run, and
+// DataParallel through the command line.
+//
+// Each test writes small synthetic digits (`hogwild synth`, 3000 train / 1000 test) into its own
+// temporary folder; runs are a fraction of a second each.
+#include "e2e_util.h"
+
+TestSuite(e2e_train, .init = e2e_setup, .fini = e2e_teardown, .timeout = 120);
+
+// ---- 1. Hogwild learns ----
+
+// Measured: 4 workers, MLP, 2 epochs, lr 0.05 reach 92-94% on these digits (chance: 10%).
+Test(e2e_train, hogwild_with_4_workers_reaches_the_accuracy_bar) {
+    char *data = e2e_synth(11);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "4", "--epochs", "2", "--lr", "0.05",
+            "--quiet");
+    e2e_assert_exit(&r, 0);
+    e2e_done_line done = e2e_parse_done(r.out);
+    cr_expect_eq(done.samples, 2 * E2E_TRAIN, "every sample of both epochs is trained once");
+    cr_expect_geq(done.accuracy, 80.0, "accuracy %.2f%% after 2 epochs", done.accuracy);
+    // --quiet: the epoch results and the summary on stdout, no progress on stderr.
+    e2e_assert_contains(r.out, "epoch 1/2", "stdout");
+    e2e_assert_contains(r.out, "epoch 2/2", "stdout");
+    cr_expect_str_empty(r.err, "stderr with --quiet");
+    e2e_assert_no_leftover_processes();
+}
+
+// ---- 2. the metrics CSV ----
+
+enum { MAX_ROWS = 256 };
+
+// Checks common to every run: mode, workers, device; wall_seconds non-decreasing, samples_seen
+// increasing; the first row is the untrained model; for each epoch e a row (epoch e, e * n_train
+// samples); the last row is the end of training.
+static void check_metrics(const e2e_metrics_row *rows, int n, const char *mode, int workers, int epochs) {
+    cr_assert_geq(n, epochs + 1, "%d rows for %d epochs", n, epochs);
+    cr_expect_eq(rows[0].samples, 0, "the first row is before training");
+    cr_expect_eq(rows[0].epoch, 0);
+    cr_expect(isnan(rows[0].train_loss), "no training loss before training, got %g", rows[0].train_loss);
+    int next_epoch = 1;
+    for (int i = 0; i < n; i++) {
+        cr_expect_str_eq(rows[i].mode, mode, "row %d", i);
+        cr_expect_eq(rows[i].workers, workers, "row %d", i);
+        cr_expect_str_eq(rows[i].device, "cpu", "row %d", i);
+        if (i > 0) {
+            cr_expect_geq(rows[i].wall_seconds, rows[i - 1].wall_seconds, "wall_seconds decreases at row %d", i);
+            // Strictly: two rows at one point (a mid-epoch one on an epoch's end) would be the
+            // same weights twice.
+            cr_expect_gt(rows[i].samples, rows[i - 1].samples, "samples_seen does not grow at row %d", i);
+            cr_expect_geq(rows[i].epoch, rows[i - 1].epoch, "epoch decreases at row %d", i);
+            if (rows[i].samples > rows[i - 1].samples) {
+                cr_expect(isfinite(rows[i].train_loss) && rows[i].train_loss > 0, "row %d: train loss %g", i,
+                          rows[i].train_loss);
+            }
+        }
+        if (next_epoch <= epochs && rows[i].epoch == next_epoch &&
+            rows[i].samples == (long long)next_epoch * E2E_TRAIN) {
+            next_epoch++;
+        }
+    }
+    cr_expect_eq(next_epoch, epochs + 1, "no row for the end of epoch %d", next_epoch);
+    cr_expect_eq(rows[n - 1].epoch, epochs);
+    cr_expect_eq(rows[n - 1].samples, (long long)epochs * E2E_TRAIN, "the last row is the end of training");
+}
+
+Test(e2e_train, metrics_csv_has_one_row_per_epoch_end) {
+    char *data = e2e_synth(12);
+    char *csv = e2e_path("run.csv");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "2", "--epochs", "3", "--quiet", "--metrics",
+            csv);
+    e2e_assert_exit(&r, 0);
+    e2e_metrics_row rows[MAX_ROWS];
+    int n = e2e_read_metrics(csv, rows, MAX_ROWS);
+    cr_assert_eq(n, 4, "the untrained model and 3 epoch ends, got %d rows", n);
+    check_metrics(rows, n, "hogwild", 2, 3);
+    for (int e = 0; e < 4; e++) {
+        cr_expect_eq(rows[e].epoch, e);
+        cr_expect_eq(rows[e].samples, (long long)e * E2E_TRAIN);
+    }
+    cr_expect_lt(rows[3].test_loss, rows[0].test_loss, "training lowered the test loss");
+    // The last row is the model the summary reports.
+    e2e_done_line done = e2e_parse_done(r.out);
+    cr_expect_leq(fabs(done.accuracy - rows[3].accuracy), 0.005, "summary %.2f%% vs last row %.2f%%", done.accuracy,
+                  rows[3].accuracy);
+}
+
+// LeNet (slower per sample than the MLP) so that the parent, which polls the workers' counters,
+// sees the mid-epoch evaluation points go by.
+Test(e2e_train, metrics_eval_every_adds_mid_epoch_rows) {
+    char *data = e2e_synth(13);
+    char *csv = e2e_path("run.csv");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", e2e.lenet, "--data", data, "--workers", "2", "--epochs", "2", "--quiet",
+            "--eval-every", "500", "--metrics", csv);
+    e2e_assert_exit(&r, 0);
+    e2e_metrics_row rows[MAX_ROWS];
+    int n = e2e_read_metrics(csv, rows, MAX_ROWS);
+    cr_expect_gt(n, 3, "--eval-every 500 over 2 x %d samples gave only %d rows", E2E_TRAIN, n);
+    check_metrics(rows, n, "hogwild", 2, 2);
+}
+
+// ---- 3. --save and --resume ----
+
+Test(e2e_train, save_then_resume_runs_the_remaining_epochs) {
+    char *data = e2e_synth(14);
+    char *first = e2e_path("first.safetensors");
+    char *second = e2e_path("second.safetensors");
+    char *csv = e2e_path("resumed.csv");
+    e2e_run_result r;
+
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--epochs", "1", "--quiet", "--save", first);
+    e2e_assert_exit(&r, 0);
+    e2e_ckpt_info info = e2e_eval_checkpoint(data, e2e.mlp, first);
+    cr_expect_eq(info.epoch, 1);
+    cr_expect_eq(info.samples, E2E_TRAIN);
+
+    // --epochs 2 from a 1-epoch checkpoint: exactly one more epoch.
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--epochs", "2", "--quiet", "--resume", first, "--save",
+            second, "--metrics", csv);
+    e2e_assert_exit(&r, 0);
+    e2e_done_line done = e2e_parse_done(r.out);
+    cr_expect_eq(done.samples, E2E_TRAIN, "the resumed run trains one epoch");
+    cr_expect_null(strstr(r.out, "epoch 1/2"), "epoch 1 is not trained again:\n%s", r.out);
+    e2e_assert_contains(r.out, "epoch 2/2", "stdout");
+    info = e2e_eval_checkpoint(data, e2e.mlp, second);
+    cr_expect_eq(info.epoch, 2);
+    cr_expect_eq(info.samples, 2 * E2E_TRAIN);
+    cr_expect_leq(fabs(info.accuracy - done.accuracy), 0.005,
+                  "the checkpoint holds the final weights: %.2f%% vs %.2f%%", info.accuracy, done.accuracy);
+    // The curve goes on from where the checkpoint left it.
+    e2e_metrics_row rows[MAX_ROWS];
+    int n = e2e_read_metrics(csv, rows, MAX_ROWS);
+    cr_assert_eq(n, 2, "the resumed model and one epoch end, got %d rows", n);
+    cr_expect_eq(rows[0].epoch, 1);
+    cr_expect_eq(rows[0].samples, E2E_TRAIN);
+    cr_expect_eq(rows[1].epoch, 2);
+    cr_expect_eq(rows[1].samples, 2 * E2E_TRAIN);
+
+    // Nothing left to do: a clear failure, not a silent no-op.
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--epochs", "2", "--quiet", "--resume", second);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, second, "stderr");
+    e2e_assert_contains(r.err, "already trained 2 epoch", "stderr");
+    e2e_assert_contains(r.err, "--epochs", "stderr");
+    cr_expect_null(strstr(r.out, "done:"), "no summary of a run that did not train:\n%s", r.out);
+}
+
+// ---- 4. reproducibility ----
+
+// One worker, a fixed seed: initialisation, shuffling and dropout (LeNet has both kinds) come
+// from the seed, and no other worker races, so the weights are the same bit for bit.
+Test(e2e_train, one_worker_with_a_fixed_seed_is_reproducible_bit_for_bit) {
+    char *data = e2e_synth(15);
+    const char *names[3] = {"a.safetensors", "b.safetensors", "c.safetensors"};
+    const char *seeds[3] = {"5", "5", "6"};
+    uint8_t *bytes[3];
+    size_t sizes[3];
+    for (int i = 0; i < 3; i++) {
+        char *ckpt = e2e_path(names[i]);
+        e2e_run_result r;
+        e2e_run(&r, NULL, "--model", e2e.lenet, "--data", data, "--workers", "1", "--epochs", "1", "--seed", seeds[i],
+                "--quiet", "--save", ckpt);
+        e2e_assert_exit(&r, 0);
+        bytes[i] = read_bytes(ckpt, &sizes[i]);
+    }
+    cr_assert_eq(sizes[0], sizes[1]);
+    cr_expect_eq(memcmp(bytes[0], bytes[1], sizes[0]), 0, "two runs with seed 5 saved different checkpoints");
+    // Another seed: other weights (not only another seed in the metadata).
+    size_t n0, n2;
+    const uint8_t *w0 = e2e_safetensors_data(bytes[0], sizes[0], &n0);
+    const uint8_t *w2 = e2e_safetensors_data(bytes[2], sizes[2], &n2);
+    cr_assert_eq(n0, n2);
+    cr_assert_eq(n0, 21840 * sizeof(float), "LeNet's weights as float32");
+    cr_expect_neq(memcmp(w0, w2, n0), 0, "seeds 5 and 6 trained the same weights");
+}
+
+// ---- 5. a failing worker ----
+
+// Worker 1 of 3 fails after 5 of its 16 batches of epoch 1: the run ends with its message,
+// the other workers are stopped and reaped, and the checkpoint of an earlier run at the same
+// --save path is left alone (no epoch ended, so nothing was saved over it).
+static void check_failing_worker(const char *injection, const char *expected) {
+    char *data = e2e_synth(16);
+    char *ckpt = e2e_path("model.safetensors");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "3", "--epochs", "1", "--quiet", "--save",
+            ckpt);
+    e2e_assert_exit(&r, 0);
+    size_t good_n;
+    uint8_t *good = read_bytes(ckpt, &good_n);
+
+    e2e_run(&r, injection, "--model", e2e.mlp, "--data", data, "--workers", "3", "--epochs", "3", "--quiet",
+            "--save", ckpt);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_no_leftover_processes();
+    e2e_assert_contains(r.err, "worker 1", "stderr");
+    e2e_assert_contains(r.err, expected, "stderr");
+    cr_expect_null(strstr(r.out, "done:"), "a failed run prints no summary:\n%s", r.out);
+    cr_expect_null(strstr(r.out, "epoch 1/3"), "worker 1 failed before epoch 1 ended:\n%s", r.out);
+
+    size_t after_n;
+    uint8_t *after = read_bytes(ckpt, &after_n);
+    cr_expect(after_n == good_n && memcmp(after, good, good_n) == 0, "the last good checkpoint was changed");
+    // No half-written temporary file beside it.
+    DIR *dir = opendir(e2e.dir);
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) cr_expect_null(strstr(e->d_name, ".tmp"), "left behind: %s", e->d_name);
+    closedir(dir);
+}
+
+Test(e2e_train, a_failing_worker_ends_the_run_with_its_message) {
+    check_failing_worker("HOGWILD_FAIL_WORKER=1:5", "injected failure after 5 batches");
+}
+
+Test(e2e_train, a_crashing_worker_ends_the_run_naming_the_signal) {
+    check_failing_worker("HOGWILD_FAIL_WORKER=1:5:abort", "SIGABRT");
+}
+
+// ---- 6. SIGINT / SIGTERM in the middle of a run ----
+
+// A long LeNet run; once it is training (Hogwild: both workers forked and the named region in
+// /dev/shm) and has passed two evaluation points, it gets `sig`. It must save the weights it
+// has, remove its shared memory, stop and reap its workers, and exit 128 + sig.
+static void check_interrupt(int sig, const char *sig_name, int dataparallel) {
+    char *data = e2e_synth(17);
+    char *ckpt = e2e_path("interrupted.safetensors");
+    char *csv = e2e_path("run.csv");
+    const char *mode_args[4] = {"--workers", "2", "--sharing-strategy", "file_system"};
+    if (dataparallel) {
+        mode_args[0] = "--mode";
+        mode_args[1] = "dataparallel";
+        mode_args[2] = "--replicas";
+        mode_args[3] = "2";
+    }
+    e2e_run_result r;
+    pid_t pid = e2e_start_argv(&r, NULL,
+                               (const char *const[]){"--model", e2e.lenet, "--data", data, mode_args[0],
+                                                     mode_args[1], mode_args[2], mode_args[3], "--epochs", "1000",
+                                                     "--eval-every", "300", "--metrics", csv, "--save", ckpt,
+                                                     "--quiet", NULL});
+    enum { WORKERS = 2 };
+    pid_t workers[8];
+    int n_workers = 0, shm_names = 0, rows = 0;
+    double deadline = e2e_now() + 30;
+    for (;;) {
+        cr_assert_eq(waitpid(pid, &r.status, WNOHANG), 0, "hogwild ended before it was interrupted");
+        n_workers = e2e_children_of(pid, workers, 8);
+        shm_names = e2e_count_shm_names(pid);
+        rows = e2e_count_lines(csv) - 1;  // the header is written first
+        if ((dataparallel || (n_workers == WORKERS && shm_names > 0)) && rows >= 3) break;
+        cr_assert_lt(e2e_now(), deadline, "not training after 30 s: %d workers, %d shm names, %d metrics rows",
+                     n_workers, shm_names, rows);
+        e2e_sleep_ms(5);
+    }
+    if (dataparallel) cr_assert_eq(n_workers, 0, "DataParallel replicas are threads, not processes");
+    cr_assert_eq(kill(pid, sig), 0);
+    e2e_wait(&r);
+    e2e_assert_exit(&r, 128 + sig);
+
+    cr_expect_eq(e2e_count_shm_names(pid), 0, "shared memory left in /dev/shm");
+    for (int i = 0; i < n_workers; i++) {
+        cr_expect(kill(workers[i], 0) == -1 && errno == ESRCH, "worker %d (pid %d) is still there", i,
+                  (int)workers[i]);
+    }
+    e2e_assert_no_leftover_processes();
+
+    // It says so, and the checkpoint holds what it trained.
+    char said[64];
+    snprintf(said, sizeof said, "interrupted by %s after ", sig_name);
+    const char *line = strstr(r.out, said);
+    cr_assert_not_null(line, "stdout should say \"%s\":\n%s", said, r.out);
+    long long samples = -1;
+    cr_assert_eq(sscanf(line + strlen(said), "%lld samples", &samples), 1, "%s", line);
+    cr_expect_geq(samples, 600, "it was interrupted after two evaluation points (300 samples apart)");
+    cr_expect_lt(samples, 1000LL * E2E_TRAIN);
+    e2e_assert_contains(r.out, "saved the current weights", "stdout");
+    e2e_metrics_row table[MAX_ROWS];
+    cr_expect_geq(e2e_read_metrics(csv, table, MAX_ROWS), 3, "the rows written before %s are kept", sig_name);
+    e2e_ckpt_info info = e2e_eval_checkpoint(data, e2e.lenet, ckpt);
+    cr_expect_eq(info.samples, samples, "the checkpoint counts the samples trained before %s", sig_name);
+    // Its epoch is the number of whole epochs trained (all workers past an epoch's end count it).
+    cr_expect_eq(info.epoch, (int)(samples / E2E_TRAIN), "checkpoint says epoch %d after %lld samples (%s)",
+                 info.epoch, samples, sig_name);
+}
+
+Test(e2e_train, sigint_saves_cleans_up_and_exits_130) { check_interrupt(SIGINT, "SIGINT", 0); }
+
+Test(e2e_train, sigterm_saves_cleans_up_and_exits_143) { check_interrupt(SIGTERM, "SIGTERM", 0); }
+
+Test(e2e_train, dataparallel_sigint_saves_and_exits_130) { check_interrupt(SIGINT, "SIGINT", 1); }
+
+// ---- 8. DataParallel through the command line ----
+
+Test(e2e_train, dataparallel_with_3_replicas_reaches_the_accuracy_bar) {
+    char *data = e2e_synth(18);
+    char *csv = e2e_path("dp.csv");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--mode", "dataparallel", "--replicas", "3", "--epochs", "2",
+            "--lr", "0.05", "--quiet", "--metrics", csv);
+    e2e_assert_exit(&r, 0);
+    e2e_done_line done = e2e_parse_done(r.out);
+    cr_expect_eq(done.samples, 2 * E2E_TRAIN);
+    cr_expect_geq(done.accuracy, 80.0, "accuracy %.2f%% after 2 epochs", done.accuracy);
+    e2e_metrics_row rows[MAX_ROWS];
+    int n = e2e_read_metrics(csv, rows, MAX_ROWS);
+    cr_assert_eq(n, 3, "got %d rows", n);
+    check_metrics(rows, n, "dataparallel", 3, 2);
+}
+
+// Batches of 4 over 5 replicas: one replica idles at every step; the gradient is still the whole
+// batch's. The synchronous loop checks --eval-every after every step, so the rows are exact.
+Test(e2e_train, dataparallel_with_more_replicas_than_the_batch) {
+    char *data = e2e_synth(19);
+    char *csv = e2e_path("dp.csv");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--mode", "dataparallel", "--replicas", "5", "--batch-size",
+            "4", "--epochs", "1", "--eval-every", "1000", "--quiet", "--metrics", csv);
+    e2e_assert_exit(&r, 0);
+    e2e_done_line done = e2e_parse_done(r.out);
+    cr_expect_eq(done.samples, E2E_TRAIN);
+    cr_expect_geq(done.accuracy, 80.0, "accuracy %.2f%% after an epoch of batches of 4", done.accuracy);
+    e2e_metrics_row rows[MAX_ROWS];
+    int n = e2e_read_metrics(csv, rows, MAX_ROWS);
+    check_metrics(rows, n, "dataparallel", 5, 1);
+    // 0, the points at 1000 and 2000 samples, the epoch end; the point at 3000 is the epoch end,
+    // one row, not two.
+    cr_assert_eq(n, 4, "got %d rows", n);
+    cr_expect_eq(rows[1].samples, 1000);
+    cr_expect_eq(rows[2].samples, 2000);
+    cr_expect_eq(rows[3].samples, 3000);
+    cr_expect_eq(rows[3].epoch, 1);
+}
