@@ -1,12 +1,10 @@
 // nn_step: times one training step's forward + backward (no optimizer) of a model on the CPU, one
 // thread, and prints samples/s. Build and run from the repository root after `make`:
 //
-//   cc -O3 -march=x86-64-v3 -Iinclude bench/nn_step.c build/libhogwild.a -o build/nn_step \
-//      -L/usr/lib/x86_64-linux-gnu/openblas-serial -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-serial \
-//      -lopenblas -lm
-//   build/nn_step                          # models/lenet.model and models/mlp.model, batch 64
-//   build/nn_step models/lenet.model 64 3  # one model, batch size, seconds per measurement
-//   build/nn_step --layers models/lenet.model 64   # time of each layer's forward and backward
+//   make build/bench_nn_step
+//   build/bench_nn_step                          # models/lenet.model and models/mlp.model, batch 64
+//   build/bench_nn_step models/lenet.model 64 3  # one model, batch size, seconds per measurement
+//   build/bench_nn_step --layers models/lenet.model 64   # time of each layer's forward and backward
 //
 // Times are this thread's CPU time. Each model is measured 5 times; the best and the median are printed (the machine is shared, so
 // the best is the figure of the code, the median that of the moment). Results: bench/nn_step.md.
