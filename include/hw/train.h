@@ -68,6 +68,12 @@ typedef struct {
 int hw_run_inputs_load(hw_run_inputs *in, const hw_train_config *config);
 void hw_run_inputs_free(hw_run_inputs *in);
 
+// The weights a run starts from, in model->weights: PyTorch's default initialisation from
+// --seed, or the --resume checkpoint. *first_epoch and *samples_before say where a resumed run
+// continues; a checkpoint that has already trained --epochs epochs is refused.
+int hw_train_start_weights(const hw_train_config *config, hw_model *model, int *first_epoch,
+                           int64_t *samples_before);
+
 // Trains with N Hogwild worker processes on shared weights (src/train/hogwild.c).
 int hw_train_hogwild(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result);
 // Trains with K synchronous replicas (src/train/dataparallel.c).
@@ -85,6 +91,9 @@ int hw_train_dataparallel_cuda(const hw_train_config *config, hw_run_inputs *in,
 // chunk size, are summed onto the primary's buffer (*grads): the gradient of the whole batch's
 // mean loss, as one replica would compute it, up to float rounding. Returns the batch's mean loss.
 typedef struct hw_dp_team hw_dp_team;
+// Chunk k of a batch of `batch` samples split over `replicas`: sizes differ by at most one; with
+// replicas > batch some are empty. The one rule of both the CPU and the GPU replicas.
+void hw_dp_chunk(int batch, int replicas, int k, int *offset, int *count);
 int hw_dp_team_open(hw_dp_team **team, const hw_model *model, int replicas, int max_batch, uint64_t seed);
 float hw_dp_team_step(hw_dp_team *team, const float *x, const uint8_t *y, int batch, const float **grads);
 void hw_dp_team_close(hw_dp_team *team);

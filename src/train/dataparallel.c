@@ -7,12 +7,11 @@
 // replicas, each with its own copy of the weights, are in dataparallel_cuda.c.)
 #include "hw/train.h"
 
-#include "hw/ckpt.h"
+#include "dp_loop.h"
 #include "hw/err.h"
 #include "hw/optim.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,17 +40,10 @@ struct dp_replica {
     pthread_t thread;
 };
 
-// Chunk k of a batch of B split K ways: sizes differ by at most one; with K > B some are empty.
-static void chunk_of(int batch, int replicas, int k, int *offset, int *count) {
-    int base = batch / replicas, extra = batch % replicas;
-    *count = base + (k < extra ? 1 : 0);
-    *offset = k * base + (k < extra ? k : extra);
-}
-
 // Forward and backward of one replica on its chunk.
 static void replica_step(dp_replica *r) {
     dp_team *team = r->team;
-    chunk_of(team->batch, team->replicas, r->rank, &r->offset, &r->count);
+    hw_dp_chunk(team->batch, team->replicas, r->rank, &r->offset, &r->count);
     r->loss = 0;
     if (r->count == 0) return;
     int64_t sample_floats = hw_shape_numel(team->model->input);
@@ -145,112 +137,72 @@ void hw_dp_team_close(hw_dp_team *team) {
     free(team);
 }
 
-// ---- Ctrl-C: finish the step, save, leave ----
+// ---- the trainer: hw_dp_team + SGD + a loader, driven by dp_loop.c ----
 
-static volatile sig_atomic_t interrupt_signal;
+typedef struct {
+    hw_dp_team *team;
+    hw_sgd opt;
+    hw_model *model;
+    const hw_train_config *config;
+    const hw_run_inputs *in;
+    hw_loader *loader;          // this epoch's batches
+} cpu_trainer;
 
-static void on_interrupt(int sig) { interrupt_signal = sig; }
+static int cpu_begin_epoch(void *arg, const int64_t *order, int64_t n) {
+    cpu_trainer *t = arg;
+    return hw_loader_open(&t->loader, &t->in->train, order, n, t->config->batch_size, t->in->norm,
+                          t->config->prefetch);
+}
+
+static int cpu_step(void *arg, float *loss) {
+    cpu_trainer *t = arg;
+    const float *x;
+    const uint8_t *y;
+    int batch = hw_loader_next(t->loader, &x, &y);
+    if (batch <= 0) return batch;
+    const float *grads;
+    *loss = hw_dp_team_step(t->team, x, y, batch, &grads);
+    // One step on the primary weights, which every replica reads: the broadcast.
+    hw_sgd_step(&t->opt, t->model, t->model->weights, grads);
+    return batch;
+}
+
+static void cpu_end_epoch(void *arg) {
+    cpu_trainer *t = arg;
+    hw_loader_close(t->loader);
+    t->loader = NULL;
+}
+
+static int cpu_snapshot(void *arg, hw_train_log *log) {
+    cpu_trainer *t = arg;
+    hw_train_log_snapshot(log, t->model->weights);
+    return HW_OK;
+}
 
 int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result) {
     if (config->device.type == HW_DEVICE_CUDA) return hw_train_dataparallel_cuda(config, in, result);
     memset(result, 0, sizeof *result);
     hw_model *model = &in->model;
     if (hw_model_alloc_weights(model) != HW_OK) return HW_ERR;
-    int first_epoch = 0;
-    int64_t samples_before = 0;
-    if (config->resume_path) {
-        hw_ckpt_meta meta;
-        if (hw_ckpt_load(config->resume_path, model, model->weights, &meta) != HW_OK) return HW_ERR;
-        first_epoch = meta.epoch;
-        samples_before = meta.samples_seen;
-        if (first_epoch >= config->epochs) {
-            return hw_fail("the checkpoint %s has already trained %d epoch(s); ask for more with --epochs",
-                           config->resume_path, first_epoch);
-        }
-    } else {
-        hw_model_init_weights(model, config->seed);
-    }
+    int first_epoch;
+    int64_t samples_before;
+    if (hw_train_start_weights(config, model, &first_epoch, &samples_before) != HW_OK) return HW_ERR;
 
-    hw_sgd opt = {0};
-    hw_dp_team *team = NULL;
+    cpu_trainer t = {.model = model, .config = config, .in = in};
     hw_train_log log = {0};
-    int64_t *order = malloc(sizeof(int64_t) * (size_t)in->train.n);
-    int status = order ? HW_OK : hw_fail("out of memory for the sample order");
-    if (status == HW_OK) {
-        status = hw_sgd_init(&opt, model->n_weights, config->lr, config->momentum, config->weight_decay,
+    int status = hw_sgd_init(&t.opt, model->n_weights, config->lr, config->momentum, config->weight_decay,
                              config->nesterov);
-    }
     if (status == HW_OK) status = hw_train_log_open(&log, config, in, first_epoch, samples_before);
-    if (status == HW_OK) status = hw_dp_team_open(&team, model, config->workers, config->batch_size, config->seed);
+    if (status == HW_OK) status = hw_dp_team_open(&t.team, model, config->workers, config->batch_size, config->seed);
     if (status == HW_OK && config->metrics_path) {
+        // The first point of the curve: the weights before this run's training.
         hw_train_log_snapshot(&log, model->weights);
         status = hw_train_log_evaluate(&log, first_epoch, 0, 0, 0);
     }
-
-    struct sigaction action = {.sa_handler = on_interrupt}, old_int, old_term;
-    sigemptyset(&action.sa_mask);
-    interrupt_signal = 0;
-    sigaction(SIGINT, &action, &old_int);
-    sigaction(SIGTERM, &action, &old_term);
-
-    log.started = hw_now();
-    int64_t samples = 0, next_eval = config->eval_every;
-    double loss_sum = 0;
-    int epochs_done = first_epoch;
-    for (int epoch = first_epoch; status == HW_OK && epoch < config->epochs && !interrupt_signal; epoch++) {
-        // One sampler replica: DataParallel splits each batch, not the dataset.
-        hw_sampler_shard(order, in->train.n, 1, 0, epoch, config->seed);
-        hw_loader *loader;
-        status = hw_loader_open(&loader, &in->train, order, in->train.n, config->batch_size, in->norm,
-                                config->prefetch);
-        if (status != HW_OK) break;
-        const float *x;
-        const uint8_t *y;
-        int batch;
-        while (!interrupt_signal && (batch = hw_loader_next(loader, &x, &y)) > 0) {
-            const float *grads;
-            float loss = hw_dp_team_step(team, x, y, batch, &grads);
-            hw_sgd_step(&opt, model, model->weights, grads);
-            samples += batch;
-            loss_sum += (double)loss * batch;
-            hw_progress_update(&log.progress, epoch + 1, config->epochs, samples, loss);
-            // A mid-epoch point of the curve; one that falls on the epoch's end is the epoch-end
-            // row, written once below.
-            int64_t epoch_end_samples = (int64_t)(epoch - first_epoch + 1) * in->train.n;
-            if (next_eval > 0 && samples >= next_eval && samples < epoch_end_samples) {
-                hw_train_log_snapshot(&log, model->weights);
-                status = hw_train_log_evaluate(&log, epoch, samples, loss_sum, 0);
-                while (next_eval <= samples) next_eval += config->eval_every;
-                if (status != HW_OK) break;
-            }
-        }
-        hw_loader_close(loader);
-        if (status != HW_OK) break;
-        // A signal after the epoch's last step: the epoch is done all the same.
-        if (samples == (int64_t)(epoch + 1 - first_epoch) * in->train.n) epochs_done = epoch + 1;
-        if (interrupt_signal) break;
-        if (epochs_done == config->epochs) log.trained = hw_now();
-        hw_train_log_snapshot(&log, model->weights);
-        status = hw_train_log_evaluate(&log, epochs_done, samples, loss_sum, 1);
-        while (next_eval > 0 && next_eval <= samples) next_eval += config->eval_every;
-    }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-
-    if (status == HW_OK && interrupt_signal) {
-        result->interrupted_by = interrupt_signal;
-        hw_progress_message(&log.progress, "interrupted by %s after %lld samples\n",
-                            interrupt_signal == SIGINT ? "SIGINT" : "SIGTERM", (long long)samples);
-        if (config->save_path) {
-            status = hw_train_log_save(&log, model->weights, epochs_done, samples);
-            if (status == HW_OK) hw_progress_message(&log.progress, "saved the current weights to %s\n", config->save_path);
-        }
-    } else if (status == HW_OK) {
-        hw_train_log_finish(&log, samples, result);
-    }
-    hw_dp_team_close(team);
+    static const hw_dp_ops cpu_ops = {cpu_begin_epoch, cpu_step, cpu_end_epoch, cpu_snapshot};
+    if (status == HW_OK) status = hw_dp_run(config, in, first_epoch, &log, &cpu_ops, &t, result);
+    hw_dp_team_close(t.team);
     hw_train_log_close(&log);
-    hw_sgd_free(&opt);
-    free(order);
+    hw_sgd_free(&t.opt);
     return status;
 }

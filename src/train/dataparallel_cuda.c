@@ -21,12 +21,11 @@
 // so the input copies overlap the compute. Each step ends with every stream drained (the loss).
 #include "hw/train.h"
 
-#include "hw/ckpt.h"
+#include "dp_loop.h"
 #include "hw/cuda.h"
 #include "hw/err.h"
 #include "train_cuda.h"
 
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,15 +39,15 @@ typedef struct {
     size_t n_weights;
     size_t sample_bytes;        // one uint8 sample
     uint8_t *x, *y;             // a gathered batch, host memory
+    // This epoch, for dp_loop.c:
+    const hw_train_config *config;
+    const hw_dataset *train;
+    const int64_t *order;       // the epoch's sample order
+    int64_t n;
+    int64_t pos;                // the next sample of `order` to queue
+    int queued;                 // samples of the batch queued on the copy streams, 0 when none
+    float *host_weights;        // the model's host buffer, for snapshots
 } gpu_team;
-
-// Chunk k of a batch of B split K ways, the rule of dataparallel.c: sizes differ by at most one;
-// with K > B some are empty.
-static void chunk_of(int batch, int replicas, int k, int *offset, int *count) {
-    int base = batch / replicas, extra = batch % replicas;
-    *count = base + (k < extra ? 1 : 0);
-    *offset = k * base + (k < extra ? k : extra);
-}
 
 static void team_close(gpu_team *team) {
     for (int k = 0; team->runner && k < team->replicas; k++) hw_cuda_runner_free(team->runner[k]);
@@ -64,6 +63,9 @@ static void team_close(gpu_team *team) {
 
 static int team_open(gpu_team *team, const hw_train_config *config, const hw_run_inputs *in) {
     memset(team, 0, sizeof *team);
+    team->config = config;
+    team->train = &in->train;
+    team->host_weights = in->model.weights;
     const int K = config->n_gpus > 0 ? config->n_gpus : config->workers;
     team->replicas = K;
     team->n_weights = in->model.n_weights;
@@ -118,7 +120,7 @@ static int team_queue(gpu_team *team, const hw_dataset *ds, const int64_t *order
     hw_batch_gather_u8(ds, order + *pos, batch, team->x, team->y);
     for (int k = 0; k < team->replicas; k++) {
         int offset, count;
-        chunk_of(batch, team->replicas, k, &offset, &count);
+        hw_dp_chunk(batch, team->replicas, k, &offset, &count);
         if (count == 0) continue;  // forward skips this replica for this batch too
         if (hw_cuda_runner_upload_u8(team->runner[k], team->x + (size_t)offset * team->sample_bytes,
                                      team->y + offset, count) != HW_OK) {
@@ -144,7 +146,7 @@ static int team_step(gpu_team *team, const hw_train_config *config, int batch, f
     // Forward and backward on every replica first: they run in parallel on their streams.
     for (int k = 0; k < K; k++) {
         int offset, count;
-        chunk_of(batch, K, k, &offset, &count);
+        hw_dp_chunk(batch, K, k, &offset, &count);
         int status = count > 0 ? hw_cuda_runner_forward(team->runner[k], 1, NULL) : HW_OK;
         if (status == HW_OK && count > 0) status = hw_cuda_runner_backward(team->runner[k]);
         if (status == HW_OK) status = use_replica(team, k);
@@ -169,7 +171,7 @@ static int team_step(gpu_team *team, const hw_train_config *config, int batch, f
     double sum = 0;
     for (int k = 0; k < K; k++) {
         int offset, count;
-        chunk_of(batch, K, k, &offset, &count);
+        hw_dp_chunk(batch, K, k, &offset, &count);
         float chunk_loss = 0;
         int status = count > 0 ? hw_cuda_runner_loss(team->runner[k], &chunk_loss) : use_replica(team, k);
         if (status == HW_OK && count == 0) status = hw_cuda_stream_sync(team->streams[k]);
@@ -188,17 +190,38 @@ static int team_download(gpu_team *team, float *host) {
     return HW_OK;
 }
 
-static int snapshot(gpu_team *team, hw_train_log *log, float *host) {
-    if (team_download(team, host) != HW_OK) return HW_ERR;
-    hw_train_log_snapshot(log, host);
-    return HW_OK;
+// ---- driven by dp_loop.c ----
+
+static int gpu_begin_epoch(void *arg, const int64_t *order, int64_t n) {
+    gpu_team *team = arg;
+    team->order = order;
+    team->n = n;
+    team->pos = 0;
+    team->queued = team_queue(team, team->train, order, n, &team->pos, team->config->batch_size);
+    return team->queued < 0 ? HW_ERR : HW_OK;
 }
 
-// ---- Ctrl-C: finish the step, save, leave (as dataparallel.c) ----
+// The queued batch's step; the next batch is queued first, so its copies overlap this compute.
+static int gpu_step(void *arg, float *loss) {
+    gpu_team *team = arg;
+    int batch = team->queued;
+    if (batch <= 0) return batch;
+    team->queued = team_queue(team, team->train, team->order, team->n, &team->pos, team->config->batch_size);
+    if (team->queued < 0 || team_step(team, team->config, batch, loss) != HW_OK) return -1;
+    return batch;
+}
 
-static volatile sig_atomic_t interrupt_signal;
+static void gpu_end_epoch(void *arg) {
+    gpu_team *team = arg;
+    team->queued = 0;
+}
 
-static void on_interrupt(int sig) { interrupt_signal = sig; }
+static int gpu_snapshot(void *arg, hw_train_log *log) {
+    gpu_team *team = arg;
+    if (team_download(team, team->host_weights) != HW_OK) return HW_ERR;
+    hw_train_log_snapshot(log, team->host_weights);
+    return HW_OK;
+}
 
 int hw_train_dataparallel_cuda(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result) {
     memset(result, 0, sizeof *result);
@@ -207,94 +230,26 @@ int hw_train_dataparallel_cuda(const hw_train_config *config, hw_run_inputs *in,
     if (K < 1) return hw_fail("DataParallel on GPUs needs at least one replica, got %d", K);
     hw_model *model = &in->model;
     if (!model->weights && hw_model_alloc_weights(model) != HW_OK) return HW_ERR;
-    int first_epoch = 0;
-    int64_t samples_before = 0;
-    if (config->resume_path) {
-        hw_ckpt_meta meta;
-        if (hw_ckpt_load(config->resume_path, model, model->weights, &meta) != HW_OK) return HW_ERR;
-        first_epoch = meta.epoch;
-        samples_before = meta.samples_seen;
-        if (first_epoch >= config->epochs) {
-            return hw_fail("the checkpoint %s has already trained %d epoch(s); ask for more with --epochs",
-                           config->resume_path, first_epoch);
-        }
-    } else {
-        hw_model_init_weights(model, config->seed);
-    }
+    int first_epoch;
+    int64_t samples_before;
+    if (hw_train_start_weights(config, model, &first_epoch, &samples_before) != HW_OK) return HW_ERR;
 
     gpu_team team = {0};
     hw_train_log log = {0};
-    int64_t *order = malloc(sizeof(int64_t) * (size_t)(in->train.n + 1));
-    int status = order ? HW_OK : hw_fail("out of memory for the sample order");
-    if (status == HW_OK) status = hw_train_log_open(&log, config, in, first_epoch, samples_before);
+    int status = hw_train_log_open(&log, config, in, first_epoch, samples_before);
     if (status == HW_OK) status = team_open(&team, config, in);
     if (status == HW_OK && !config->quiet) {
         hw_progress_message(&log.progress, "DataParallel on %d GPU replica(s), gradient all-reduce: %s\n", K,
                             hw_cuda_allreduce_method(team.reduce));
     }
     if (status == HW_OK && config->metrics_path) {
+        // The first point of the curve: the weights before this run's training.
         hw_train_log_snapshot(&log, model->weights);
         status = hw_train_log_evaluate(&log, first_epoch, 0, 0, 0);
     }
-
-    struct sigaction action = {.sa_handler = on_interrupt}, old_int, old_term;
-    sigemptyset(&action.sa_mask);
-    interrupt_signal = 0;
-    sigaction(SIGINT, &action, &old_int);
-    sigaction(SIGTERM, &action, &old_term);
-
-    log.started = hw_now();
-    int64_t samples = 0, next_eval = config->eval_every;
-    double loss_sum = 0;
-    int epochs_done = first_epoch;
-    for (int epoch = first_epoch; status == HW_OK && epoch < config->epochs && !interrupt_signal; epoch++) {
-        // One sampler replica: DataParallel splits each batch, not the dataset.
-        status = hw_sampler_shard(order, in->train.n, 1, 0, epoch, config->seed);
-        if (status != HW_OK) break;
-        int64_t pos = 0;
-        int batch = team_queue(&team, &in->train, order, in->train.n, &pos, config->batch_size);
-        while (batch > 0 && !interrupt_signal) {
-            int next = team_queue(&team, &in->train, order, in->train.n, &pos, config->batch_size);
-            float loss = 0;
-            if (next < 0 || team_step(&team, config, batch, &loss) != HW_OK) {
-                status = HW_ERR;
-                break;
-            }
-            samples += batch;
-            loss_sum += (double)loss * batch;
-            hw_progress_update(&log.progress, epoch + 1, config->epochs, samples, loss);
-            if (next_eval > 0 && samples >= next_eval) {
-                status = snapshot(&team, &log, model->weights);
-                if (status == HW_OK) status = hw_train_log_evaluate(&log, epoch, samples, loss_sum, 0);
-                while (next_eval <= samples) next_eval += config->eval_every;
-                if (status != HW_OK) break;
-            }
-            batch = next;
-        }
-        if (batch < 0) status = HW_ERR;
-        if (status != HW_OK || interrupt_signal) break;
-        epochs_done = epoch + 1;
-        if (epochs_done == config->epochs) log.trained = hw_now();
-        status = snapshot(&team, &log, model->weights);
-        if (status == HW_OK) status = hw_train_log_evaluate(&log, epochs_done, samples, loss_sum, 1);
-    }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-
-    if (status == HW_OK && interrupt_signal) {
-        result->interrupted_by = interrupt_signal;
-        hw_progress_message(&log.progress, "interrupted by %s after %lld samples\n",
-                            interrupt_signal == SIGINT ? "SIGINT" : "SIGTERM", (long long)samples);
-        if (config->save_path) {
-            status = team_download(&team, model->weights);
-            if (status == HW_OK) status = hw_train_log_save(&log, model->weights, epochs_done, samples);
-            if (status == HW_OK) hw_progress_message(&log.progress, "saved the current weights to %s\n", config->save_path);
-        }
-    } else if (status == HW_OK) {
-        hw_train_log_finish(&log, samples, result);
-    }
+    static const hw_dp_ops gpu_ops = {gpu_begin_epoch, gpu_step, gpu_end_epoch, gpu_snapshot};
+    if (status == HW_OK) status = hw_dp_run(config, in, first_epoch, &log, &gpu_ops, &team, result);
     team_close(&team);
     hw_train_log_close(&log);
-    free(order);
     return status;
 }

@@ -2,6 +2,7 @@
 // against each other (input shape, number of classes).
 #include "hw/train.h"
 
+#include "hw/ckpt.h"
 #include "hw/err.h"
 
 #include <string.h>
@@ -59,4 +60,23 @@ void hw_run_inputs_free(hw_run_inputs *in) {
     hw_model_free(&in->model);
     hw_dataset_free(&in->train);
     hw_dataset_free(&in->test);
+}
+
+int hw_train_start_weights(const hw_train_config *config, hw_model *model, int *first_epoch,
+                           int64_t *samples_before) {
+    *first_epoch = 0;
+    *samples_before = 0;
+    if (!config->resume_path) {
+        hw_model_init_weights(model, config->seed);
+        return HW_OK;
+    }
+    hw_ckpt_meta meta;
+    if (hw_ckpt_load(config->resume_path, model, model->weights, &meta) != HW_OK) return HW_ERR;
+    if (meta.epoch >= config->epochs) {
+        return hw_fail("the checkpoint %s has already trained %d epoch(s); ask for more with --epochs",
+                       config->resume_path, meta.epoch);
+    }
+    *first_epoch = meta.epoch;
+    *samples_before = meta.samples_seen;
+    return HW_OK;
 }

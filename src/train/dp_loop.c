@@ -1,0 +1,98 @@
+// dp_loop: the epoch loop of a DataParallel run, shared by the CPU and GPU trainers.
+#include "dp_loop.h"
+
+#include "hw/err.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+// Ctrl-C: the step under way finishes, then the loop saves and leaves.
+static volatile sig_atomic_t interrupt_signal;
+
+static void on_interrupt(int sig) { interrupt_signal = sig; }
+
+void hw_dp_chunk(int batch, int replicas, int k, int *offset, int *count) {
+    int base = batch / replicas, extra = batch % replicas;
+    *count = base + (k < extra ? 1 : 0);
+    *offset = k * base + (k < extra ? k : extra);
+}
+
+// The epochs; returns the status, with the samples trained and the epochs completed.
+static int train_epochs(const hw_train_config *config, const hw_run_inputs *in, int first_epoch, hw_train_log *log,
+                        const hw_dp_ops *ops, void *team, int64_t *samples_out, int *epochs_done_out) {
+    *samples_out = 0;
+    *epochs_done_out = first_epoch;
+    int64_t *order = malloc(sizeof(int64_t) * (size_t)in->train.n);
+    if (!order) return hw_fail("out of memory for the sample order");
+    int64_t samples = 0, next_eval = config->eval_every;
+    double loss_sum = 0;
+    int epochs_done = first_epoch;
+    int status = HW_OK;
+    for (int epoch = first_epoch; status == HW_OK && epoch < config->epochs && !interrupt_signal; epoch++) {
+        status = hw_sampler_shard(order, in->train.n, 1, 0, epoch, config->seed);
+        if (status == HW_OK) status = ops->begin_epoch(team, order, in->train.n);
+        if (status != HW_OK) break;
+        const int64_t epoch_end_samples = (int64_t)(epoch - first_epoch + 1) * in->train.n;
+        float loss = 0;
+        int batch = 0;
+        while (!interrupt_signal && (batch = ops->step(team, &loss)) > 0) {
+            samples += batch;
+            loss_sum += (double)loss * batch;
+            hw_progress_update(&log->progress, epoch + 1, config->epochs, samples, loss);
+            // A mid-epoch point of the curve; one that falls on the epoch's end is the epoch-end
+            // row, written once below.
+            if (next_eval > 0 && samples >= next_eval && samples < epoch_end_samples) {
+                status = ops->snapshot(team, log);
+                if (status == HW_OK) status = hw_train_log_evaluate(log, epoch, samples, loss_sum, 0);
+                while (next_eval <= samples) next_eval += config->eval_every;
+                if (status != HW_OK) break;
+            }
+        }
+        if (batch < 0) status = HW_ERR;
+        ops->end_epoch(team);
+        if (status != HW_OK) break;
+        // A signal after the epoch's last step: the epoch is done all the same.
+        if (samples == epoch_end_samples) epochs_done = epoch + 1;
+        if (interrupt_signal) break;
+        if (epochs_done == config->epochs) log->trained = hw_now();
+        status = ops->snapshot(team, log);
+        if (status == HW_OK) status = hw_train_log_evaluate(log, epochs_done, samples, loss_sum, 1);
+        while (next_eval > 0 && next_eval <= samples) next_eval += config->eval_every;
+    }
+    free(order);
+    *samples_out = samples;
+    *epochs_done_out = epochs_done;
+    return status;
+}
+
+int hw_dp_run(const hw_train_config *config, const hw_run_inputs *in, int first_epoch, hw_train_log *log,
+              const hw_dp_ops *ops, void *team, hw_train_result *result) {
+    struct sigaction action = {.sa_handler = on_interrupt}, old_int, old_term;
+    sigemptyset(&action.sa_mask);
+    interrupt_signal = 0;
+    sigaction(SIGINT, &action, &old_int);
+    sigaction(SIGTERM, &action, &old_term);
+
+    log->started = hw_now();
+    int64_t samples;
+    int epochs_done;
+    int status = train_epochs(config, in, first_epoch, log, ops, team, &samples, &epochs_done);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+
+    if (status == HW_OK && interrupt_signal) {
+        result->interrupted_by = interrupt_signal;
+        hw_progress_message(&log->progress, "interrupted by %s after %lld samples\n",
+                            interrupt_signal == SIGINT ? "SIGINT" : "SIGTERM", (long long)samples);
+        if (config->save_path) {
+            status = ops->snapshot(team, log);
+            if (status == HW_OK) status = hw_train_log_save(log, log->snapshot, epochs_done, samples);
+            if (status == HW_OK) {
+                hw_progress_message(&log->progress, "saved the current weights to %s\n", config->save_path);
+            }
+        }
+    } else if (status == HW_OK) {
+        hw_train_log_finish(log, samples, result);
+    }
+    return status;
+}

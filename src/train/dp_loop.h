@@ -1,0 +1,31 @@
+// dp_loop: the epoch loop of a DataParallel run on any device (private to src/train/). The CPU
+// trainer (dataparallel.c) and the GPU trainer (dataparallel_cuda.c) differ in how a step runs;
+// epochs, evaluations, metrics, checkpoints and Ctrl-C are this one loop.
+#ifndef HW_DP_LOOP_H
+#define HW_DP_LOOP_H
+
+#include "hw/train.h"
+
+#include <stdint.h>
+
+// How one kind of replicas trains. `team` is the trainer's own state.
+typedef struct {
+    // Prepares an epoch over `order` (n sample indices, the whole training set shuffled).
+    int (*begin_epoch)(void *team, const int64_t *order, int64_t n);
+    // One synchronous step over the epoch's next batch, SGD step included. Returns the batch
+    // size, 0 when the epoch is used up, -1 on error; *loss gets the batch's mean loss.
+    int (*step)(void *team, float *loss);
+    // Ends the epoch; called after an interruption or an error too.
+    void (*end_epoch)(void *team);
+    // Copies the current weights into log->snapshot.
+    int (*snapshot)(void *team, hw_train_log *log);
+} hw_dp_ops;
+
+// Trains epochs first_epoch .. config->epochs - 1: the sampler with one replica (DataParallel
+// splits each batch, not the dataset), --eval-every points, an evaluation and a checkpoint at
+// every epoch end; on SIGINT/SIGTERM it finishes the step, saves the current weights (--save) and
+// sets result->interrupted_by. Prints the summary of a finished run.
+int hw_dp_run(const hw_train_config *config, const hw_run_inputs *in, int first_epoch, hw_train_log *log,
+              const hw_dp_ops *ops, void *team, hw_train_result *result);
+
+#endif

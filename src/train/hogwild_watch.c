@@ -1,0 +1,180 @@
+// hogwild_watch: the workers' report slots, the epoch barrier and the parent's watch loop of a
+// Hogwild run, shared by the CPU (hogwild.c) and GPU (hogwild_cuda.c) trainers.
+#include "hogwild_watch.h"
+
+#include "hw/err.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+size_t hw_hogwild_control_bytes(int workers) {
+    size_t bytes = sizeof(hw_hogwild_control) + sizeof(hw_worker_slot) * (size_t)workers;
+    return (bytes + 63) & ~(size_t)63;
+}
+
+int hw_hogwild_wait_for_epoch(hw_hogwild_control *control, int epoch) {
+    while (atomic_load(&control->released_epoch) < epoch) {
+        if (atomic_load(&control->stop)) return 0;
+        struct timespec pause = {0, 100 * 1000L};
+        nanosleep(&pause, NULL);
+    }
+    return !atomic_load(&control->stop);
+}
+
+void hw_hogwild_report_memory(hw_worker_slot *slot) {
+    hw_memory memory;
+    hw_memory_read(&memory);
+    atomic_store(&slot->peak_rss_kb, memory.peak_rss_kb);
+    atomic_store(&slot->private_kb, memory.private_kb);
+}
+
+void hw_fault_read(hw_fault *fault) {
+    memset(fault, 0, sizeof *fault);
+    fault->rank = -1;
+    const char *text = getenv("HOGWILD_FAIL_WORKER");
+    if (!text) return;
+    char mode[16] = "";
+    if (sscanf(text, "%d:%d:%15s", &fault->rank, &fault->after_batches, mode) < 2) fault->rank = -1;
+    fault->by_abort = strcmp(mode, "abort") == 0;
+}
+
+int hw_fault_check(const hw_fault *fault, int rank, int batches) {
+    if (rank != fault->rank || batches != fault->after_batches) return HW_OK;
+    if (fault->by_abort) abort();
+    return hw_fail("injected failure after %d batches (HOGWILD_FAIL_WORKER)", batches);
+}
+
+// ---- the parent ----
+
+static void sum_slots(const hw_hogwild_control *control, int workers, int64_t *samples, double *loss_sum,
+                      int *min_epochs_done) {
+    *samples = 0;
+    *loss_sum = 0;
+    *min_epochs_done = 1 << 30;
+    for (int r = 0; r < workers; r++) {
+        *samples += atomic_load_explicit(&control->slots[r].samples, memory_order_relaxed);
+        *loss_sum += atomic_load_explicit(&control->slots[r].loss_sum, memory_order_relaxed);
+        int done = atomic_load(&control->slots[r].epochs_done);
+        if (done < *min_epochs_done) *min_epochs_done = done;
+    }
+}
+
+// The memory line of the summary: the parent's peak, and the largest worker's peak and private part.
+static void report_memory(hw_train_log *log, const hw_hogwild_control *control, int workers) {
+    hw_memory parent;
+    hw_memory_read(&parent);
+    int64_t worker_peak = 0, worker_private = 0;
+    for (int r = 0; r < workers; r++) {
+        int64_t peak = atomic_load(&control->slots[r].peak_rss_kb);
+        int64_t private_kb = atomic_load(&control->slots[r].private_kb);
+        if (peak > worker_peak) worker_peak = peak;
+        if (private_kb > worker_private) worker_private = private_kb;
+    }
+    hw_progress_message(&log->progress,
+                        "memory: parent peak RSS %.1f MiB; worker peak RSS %.1f MiB, of which %.1f MiB private "
+                        "(the rest, the dataset and code, is shared with the parent)\n",
+                        parent.peak_rss_kb / 1024.0, worker_peak / 1024.0, worker_private / 1024.0);
+}
+
+// Ctrl-C: every worker is stopped and reaped, so the weights are still; keep them. Workers that
+// had all finished an epoch were waiting at the barrier with its end weights before the loop
+// handled it: that epoch is done, and the checkpoint says so.
+static int save_interrupted(const hw_hogwild_watch *watch, hw_train_log *log, int signal_number,
+                            int epochs_handled) {
+    int64_t samples;
+    double loss_sum;
+    int min_done;
+    sum_slots(watch->control, watch->config->workers, &samples, &loss_sum, &min_done);
+    int epochs_done = min_done > epochs_handled ? min_done : epochs_handled;
+    hw_progress_message(&log->progress, "interrupted by %s after %lld samples\n",
+                        signal_number == SIGINT ? "SIGINT" : "SIGTERM", (long long)samples);
+    if (!watch->config->save_path) return HW_OK;
+    if (watch->snapshot(watch->snapshot_ctx, log) != HW_OK) return HW_ERR;
+    if (hw_train_log_save(log, log->snapshot, watch->first_epoch + epochs_done, samples) != HW_OK) return HW_ERR;
+    hw_progress_message(&log->progress, "saved the current weights to %s\n", watch->config->save_path);
+    return HW_OK;
+}
+
+int hw_hogwild_watch_run(const hw_hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_log *log,
+                         hw_train_result *result) {
+    const hw_train_config *config = watch->config;
+    hw_hogwild_control *control = watch->control;
+    const int workers = config->workers;
+    const int epochs_to_run = config->epochs - watch->first_epoch;
+    int epochs_handled = 0;  // epoch ends already evaluated, counted from first_epoch
+    int64_t next_eval = config->eval_every;
+    int64_t samples = 0;
+    double loss_sum = 0, running_loss = NAN;
+    int64_t loss_window_samples = 0;
+    double loss_window_sum = 0;
+    int status = HW_OK;
+
+    for (;;) {
+        hw_join_status joined = hw_join(spawn, 0.01);
+        int min_done;
+        sum_slots(control, workers, &samples, &loss_sum, &min_done);
+        if (samples - loss_window_samples >= 2000) {
+            running_loss = (loss_sum - loss_window_sum) / (double)(samples - loss_window_samples);
+            loss_window_samples = samples;
+            loss_window_sum = loss_sum;
+        }
+        int epoch_now = watch->first_epoch + epochs_handled + 1;
+        hw_progress_update(&log->progress, epoch_now > config->epochs ? config->epochs : epoch_now, config->epochs,
+                           samples, running_loss);
+
+        if (joined == HW_JOIN_FAILED) {
+            char text[1200];
+            hw_spawn_describe_failure(spawn, text, sizeof text);
+            status = hw_fail("%s", text);
+            break;
+        }
+        if (joined == HW_JOIN_INTERRUPTED) {
+            result->interrupted_by = spawn->interrupt_signal;
+            break;
+        }
+
+        if (min_done > epochs_handled) {
+            // Every worker has finished this epoch and waits at the barrier (or has exited after
+            // the last epoch): the weights are the end-of-epoch weights. Copy them, let the
+            // workers go on, and evaluate the copy while they train.
+            if (watch->snapshot(watch->snapshot_ctx, log) != HW_OK) {
+                status = HW_ERR;
+                break;
+            }
+            epochs_handled++;
+            if (epochs_handled == epochs_to_run) log->trained = hw_now();  // training is over
+            atomic_store(&control->released_epoch, watch->first_epoch + epochs_handled);
+            if (hw_train_log_evaluate(log, watch->first_epoch + epochs_handled, samples, loss_sum, 1) != HW_OK) {
+                status = HW_ERR;
+                break;
+            }
+            while (next_eval > 0 && next_eval <= samples) next_eval += config->eval_every;
+        } else if (next_eval > 0 && samples >= next_eval && samples < (int64_t)(epochs_handled + 1) * watch->n_train) {
+            // A mid-epoch point of the curve: a snapshot taken while the workers write (Hogwild).
+            // Not once the epoch's last samples are in: the epoch-end row comes next.
+            if (watch->snapshot(watch->snapshot_ctx, log) != HW_OK ||
+                hw_train_log_evaluate(log, watch->first_epoch + epochs_handled, samples, loss_sum, 0) != HW_OK) {
+                status = HW_ERR;
+                break;
+            }
+            while (next_eval <= samples) next_eval += config->eval_every;
+        }
+        if (joined == HW_JOIN_DONE && epochs_handled >= epochs_to_run) break;
+    }
+
+    if (status != HW_OK || result->interrupted_by) {
+        atomic_store(&control->stop, 1);
+        hw_spawn_stop(spawn);
+    }
+    if (status == HW_OK && result->interrupted_by) {
+        status = save_interrupted(watch, log, result->interrupted_by, epochs_handled);
+    } else if (status == HW_OK) {
+        hw_train_log_finish(log, samples, result);
+        report_memory(log, control, workers);
+    }
+    return status;
+}

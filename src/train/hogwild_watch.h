@@ -1,0 +1,76 @@
+// hogwild_watch: what a Hogwild run does on any device (private to src/train/): the slots in
+// which workers report to the parent, the epoch barrier, fault injection for the tests, and the
+// parent's watch loop. hogwild.c (CPU) and hogwild_cuda.c (GPU) differ only in where the weights
+// live and how the workers compute; the parent's side is this one loop.
+#ifndef HW_HOGWILD_WATCH_H
+#define HW_HOGWILD_WATCH_H
+
+#include "hw/spawn.h"
+#include "hw/train.h"
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// What one worker tells the parent; a cache line each, so that workers do not slow each other.
+typedef struct {
+    alignas(64) atomic_llong samples;  // training samples this worker has processed in this run
+    _Atomic double loss_sum;           // the sum of their training losses
+    atomic_int epochs_done;            // epochs finished in this run (their steps in the weights)
+    atomic_llong peak_rss_kb;          // its memory when it finished (see hw_memory)
+    atomic_llong private_kb;
+} hw_worker_slot;
+
+// In shared memory, mapped before fork.
+typedef struct {
+    atomic_int released_epoch;  // workers may start epoch e once released_epoch >= e
+    atomic_int stop;            // the parent asks the workers to finish now
+    hw_worker_slot slots[];     // one per worker
+} hw_hogwild_control;
+
+// Bytes of the control block for `workers`, rounded up to a cache line.
+size_t hw_hogwild_control_bytes(int workers);
+
+// ---- the worker's side ----
+// Waits at the epoch barrier until the parent has copied the end weights of epoch-1. Returns 1
+// when the worker may train `epoch`, 0 when the parent asked it to stop.
+int hw_hogwild_wait_for_epoch(hw_hogwild_control *control, int epoch);
+static inline void hw_hogwild_report(hw_worker_slot *slot, int64_t samples, double loss_sum) {
+    atomic_store_explicit(&slot->samples, samples, memory_order_relaxed);
+    atomic_store_explicit(&slot->loss_sum, loss_sum, memory_order_relaxed);
+}
+void hw_hogwild_report_memory(hw_worker_slot *slot);
+
+// HOGWILD_FAIL_WORKER=RANK:BATCHES[:abort] makes worker RANK fail (or abort) after BATCHES
+// batches: the tests use it to check that a failing worker ends the run with its message.
+typedef struct {
+    int rank;            // -1: off
+    int after_batches;
+    int by_abort;
+} hw_fault;
+void hw_fault_read(hw_fault *fault);
+// HW_ERR (or abort()) when worker `rank` has just done its injected batch.
+int hw_fault_check(const hw_fault *fault, int rank, int batches);
+
+// ---- the parent's side ----
+// Copies the current weights into log->snapshot (hw_train_log_snapshot).
+typedef int (*hw_snapshot_fn)(void *ctx, hw_train_log *log);
+
+typedef struct {
+    const hw_train_config *config;
+    hw_hogwild_control *control;
+    int64_t n_train;            // samples in one epoch
+    int first_epoch;            // from --resume
+    hw_snapshot_fn snapshot;
+    void *snapshot_ctx;
+} hw_hogwild_watch;
+
+// Watches the spawned workers until they are done, one fails, or the parent is interrupted:
+// progress, the epoch barrier (copy, release, evaluate the copy), --eval-every points. On a
+// failure or an interrupt it stops and reaps every worker; on an interrupt it saves the current
+// weights (--save). It prints the summary of a finished run. The caller frees `spawn`.
+int hw_hogwild_watch_run(const hw_hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_log *log,
+                         hw_train_result *result);
+
+#endif
