@@ -2,9 +2,9 @@
 //
 // Prints the single-core FLOP rate of the CPU BLAS (a 1024^3 sgemm, best of several), and for
 // each model its floating-point operations per training sample: forward (from the layer table)
-// times 3, the usual forward + backward estimate (an upper bound here: backward skips the
-// first layer's input gradient). The floor is flops / rate: the time one sample would take if
-// every operation ran at GEMM peak. Build and run from the repository root:
+// plus backward, which is twice the forward of every layer (weight and input gradients) except
+// the first, whose input gradient is never computed. The floor is flops / rate: the time one
+// sample would take if every operation ran at GEMM peak. Build and run from the repository root:
 //
 //   make build/bench_compute_floor && build/bench_compute_floor models/lenet.model models/mlp.model
 #include "hw/blas.h"
@@ -48,7 +48,14 @@ int main(int argc, char **argv) {
             return 1;
         }
         double forward = hw_model_forward_flops(&model);
-        double train = 3 * forward;
+        // Backward stops below the first layer with parameters: no input gradient there or before.
+        double first_flops = 0;
+        for (int l = 0; l < model.n_layers; l++) {
+            const hw_layer *layer = &model.layers[l];
+            if (layer->type->flops) first_flops += layer->type->flops(layer);
+            if (layer->n_params > 0) break;
+        }
+        double train = 3 * forward - first_flops;
         printf("%s: forward %.3f MFLOP/sample, training ~%.3f MFLOP/sample, floor %.0f samples/s per core\n", argv[i],
                forward / 1e6, train / 1e6, peak * 1e9 / train);
         hw_model_free(&model);

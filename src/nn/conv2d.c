@@ -2,9 +2,10 @@
 // config = {in_channels, out_channels, kernel, stride, padding, out_h, out_w};
 // weight [out, in, k, k], bias [out].
 //
-// im2col + GEMM, one sample at a time: a sample's column matrix (K = in*k*k rows of out_h*out_w)
-// stays in L1/L2 between the im2col and the GEMM, which measured much faster than one big GEMM
-// over the whole batch, whose column matrix (4 MB for LeNet's conv2) goes through memory.
+// im2col + GEMM, one sample at a time: OpenBLAS runs these small GEMMs (LeNet's conv2: 20 x 250
+// by 250 x 64) on its small-matrix kernels at ~110 GFLOP/s, twice the rate it reaches on one big
+// GEMM over the whole batch (bench/nn_step.md). A training forward keeps every sample's column
+// matrix (the layer's saved state), so that backward's weight gradient does not build it again.
 #include "layer_util.h"
 
 #include "hw/blas.h"
@@ -67,6 +68,14 @@ static size_t conv2d_scratch_floats(const hw_layer *layer, int batch) {
     // one sample's column matrix and its gradient, dy^T, and dW^T (see conv2d_backward)
     size_t kk = (size_t)d.in_c * d.k * d.k, out_hw = (size_t)d.out_h * d.out_w;
     return 2 * kk * out_hw + out_hw * d.out_c + kk * d.out_c;
+}
+
+// The column matrices of a whole training batch, kept from forward for backward. (calloc'ed and
+// only touched by a training forward: an evaluation workspace never makes these pages resident.)
+static size_t conv2d_saved_bytes(const hw_layer *layer, int batch) {
+    conv_dims d = dims_of(layer);
+    if (cols_are_input(&d)) return 0;
+    return sizeof(float) * (size_t)batch * (size_t)d.in_c * d.k * d.k * (size_t)d.out_h * d.out_w;
 }
 
 // The range [*lo, *hi) of output positions o whose input position o*stride - pad + offset lies in [0, n).
@@ -239,8 +248,9 @@ static void conv2d_forward(const hw_layer *layer, hw_layer_io *io) {
         float *y = io->out + b * out_size;
         const float *cols = x;
         if (!cols_are_input(&d)) {
-            im2col(&d, x, io->scratch);
-            cols = io->scratch;
+            float *dst = io->training ? (float *)io->saved + (size_t)b * kk * out_hw : io->scratch;
+            im2col(&d, x, dst);
+            cols = dst;
         }
         // y [out_c, out_hw] = W [out_c, kk] x cols [kk, out_hw]
         hw_sgemm(HW_NO_TRANS, HW_NO_TRANS, d.out_c, out_hw, kk, 1.0f, io->weight, kk, cols, out_hw, 0.0f, y, out_hw);
@@ -266,8 +276,12 @@ static void conv2d_backward(const hw_layer *layer, hw_layer_io *io) {
     for (int b = 0; b < io->batch; b++) {
         const float *x = io->in + b * in_size, *dy = io->dout + b * out_size;
         if (io->dweight) {
+            // A training forward kept this sample's column matrix; after an evaluation forward
+            // (only the tests do that) it is built again.
             const float *cols = x;
-            if (!cols_are_input(&d)) {
+            if (!cols_are_input(&d) && io->training) {
+                cols = (const float *)io->saved + (size_t)b * kk * out_hw;
+            } else if (!cols_are_input(&d)) {
                 im2col(&d, x, cols_buf);
                 cols = cols_buf;
             }
@@ -323,6 +337,7 @@ const hw_layer_type hw_layer_conv2d = {
     .forward = conv2d_forward,
     .backward = conv2d_backward,
     .scratch_floats = conv2d_scratch_floats,
+    .saved_bytes = conv2d_saved_bytes,
     .flops = conv2d_flops,
     .example = conv2d_example,
 };
