@@ -15,7 +15,7 @@ mkdir -p "$OUT"
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p') x $(nproc) cores"
 echo "command: bench/compare_modes.sh $EPOCHS   (LeNet, batch 64 per update, lr 0.01, momentum 0.5, seed 1)"
-for dataset in mnist:98 fashion-mnist:85; do
+for dataset in mnist:97 fashion-mnist:80; do
     name=${dataset%%:*}
     target=${dataset##*:}
     [ -d "data/$name" ] || { echo "no data/$name: ./hogwild download $name" >&2; exit 1; }

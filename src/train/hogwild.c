@@ -125,9 +125,9 @@ int hw_train_hogwild(const hw_train_config *config, hw_run_inputs *in, hw_train_
         status = hw_train_log_evaluate(&log, job.first_epoch, 0, 0, 0);
     }
     hw_spawn_ctx spawn;
+    log.started = hw_now();  // training is timed from the first fork to the last join
     if (status == HW_OK) status = hw_spawn(&spawn, hogwild_worker, &job, config->workers);
     if (status == HW_OK) {
-        log.started = hw_now();  // timed from the first fork
         hw_hogwild_watch watch = {.config = config,
                                   .control = control,
                                   .n_train = in->train.n,

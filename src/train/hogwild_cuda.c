@@ -250,8 +250,8 @@ static int fail_setup(hw_spawn_ctx *spawn) {
 static int run_workers(const hw_train_config *config, hw_run_inputs *in, gpu_job *job, hw_train_log *log,
                        hw_train_result *result) {
     hw_spawn_ctx spawn;
-    if (hw_spawn(&spawn, gpu_worker, job, config->workers) != HW_OK) return HW_ERR;
     log->started = hw_now();  // timed from the first fork, as on the CPU: the set-up below counts
+    if (hw_spawn(&spawn, gpu_worker, job, config->workers) != HW_OK) return HW_ERR;
 
     // From here on this process may use CUDA.
     gpu_parent dev = {0};

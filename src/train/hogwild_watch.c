@@ -99,6 +99,22 @@ static int save_interrupted(const hw_hogwild_watch *watch, hw_train_log *log, in
     return HW_OK;
 }
 
+// A join that says a worker failed or the parent was interrupted ends the run: 1, with *status
+// and result->interrupted_by set; 0 for DONE and RUNNING.
+static int run_ended(hw_join_status joined, const hw_spawn_ctx *spawn, hw_train_result *result, int *status) {
+    if (joined == HW_JOIN_FAILED) {
+        char text[1200];
+        hw_spawn_describe_failure(spawn, text, sizeof text);
+        *status = hw_fail("%s", text);
+        return 1;
+    }
+    if (joined == HW_JOIN_INTERRUPTED) {
+        result->interrupted_by = spawn->interrupt_signal;
+        return 1;
+    }
+    return 0;
+}
+
 int hw_hogwild_watch_run(const hw_hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_log *log,
                          hw_train_result *result) {
     const hw_train_config *config = watch->config;
@@ -126,16 +142,7 @@ int hw_hogwild_watch_run(const hw_hogwild_watch *watch, hw_spawn_ctx *spawn, hw_
         hw_progress_update(&log->progress, epoch_now > config->epochs ? config->epochs : epoch_now, config->epochs,
                            samples, running_loss);
 
-        if (joined == HW_JOIN_FAILED) {
-            char text[1200];
-            hw_spawn_describe_failure(spawn, text, sizeof text);
-            status = hw_fail("%s", text);
-            break;
-        }
-        if (joined == HW_JOIN_INTERRUPTED) {
-            result->interrupted_by = spawn->interrupt_signal;
-            break;
-        }
+        if (run_ended(joined, spawn, result, &status)) break;
 
         if (min_done > epochs_handled) {
             // Every worker has finished this epoch and waits at the barrier (or has exited after
@@ -146,7 +153,12 @@ int hw_hogwild_watch_run(const hw_hogwild_watch *watch, hw_spawn_ctx *spawn, hw_
                 break;
             }
             epochs_handled++;
-            if (epochs_handled == epochs_to_run) log->trained = hw_now();  // training is over
+            if (epochs_handled == epochs_to_run) {
+                // Training is over: its time ends at the last join, before the final evaluation.
+                joined = hw_join(spawn, -1);
+                if (run_ended(joined, spawn, result, &status)) break;
+                log->trained = hw_now();
+            }
             atomic_store(&control->released_epoch, watch->first_epoch + epochs_handled);
             if (hw_train_log_evaluate(log, watch->first_epoch + epochs_handled, samples, loss_sum, 1) != HW_OK) {
                 status = HW_ERR;
