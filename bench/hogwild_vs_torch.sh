@@ -5,9 +5,12 @@
 #   bench/hogwild_vs_torch.sh [RUNS] [DATA_DIR]        (defaults: 5 runs, data/mnist)
 #
 # For each model (lenet, mlp) and worker count (1, 2, 4) it runs both RUNS times, one epoch,
-# default settings, and prints a markdown table of the medians: training samples/s (first fork to
-# last join, data already in memory), test accuracy, and the hogwild/peer speed ratio. The peer
-# needs Debian's python3-torch; without it the peer columns say "skipped".
+# default settings, each hogwild run right before a peer run, and prints a markdown table of the
+# medians: training samples/s (first fork to last join, data already in memory), test accuracy,
+# and the speed ratio. The ratio is the median of the RUNS paired ratios (each hogwild run over
+# the peer run beside it), which keeps a slow spell of a shared machine from landing on one side
+# only; the range of the paired ratios follows it. The peer needs Debian's python3-torch; without
+# it the peer columns say "skipped".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-5}"
@@ -37,23 +40,26 @@ peer_run() {  # model workers -> "rate accuracy"
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p') x $(nproc) cores, $(uname -sr)"
 echo "command: bench/hogwild_vs_torch.sh $RUNS $DATA   ($RUNS runs each, medians)"
 echo
-echo "| model | workers | hogwild samples/s | hogwild acc % | peer samples/s | peer acc % | speed ratio |"
+echo "| model | workers | hogwild samples/s | hogwild acc % | peer samples/s | peer acc % | speed ratio: median (range) of pairs |"
 echo "|---|---|---|---|---|---|---|"
 for model in lenet mlp; do
     for w in $WORKER_COUNTS; do
-        h_rates=(); h_accs=(); p_rates=(); p_accs=()
+        h_rates=(); h_accs=(); p_rates=(); p_accs=(); ratios=()
         for _ in $(seq "$RUNS"); do
             read -r rate acc < <(hogwild_run "$model" "$w")
             h_rates+=("$rate"); h_accs+=("$acc")
             if [ $have_torch -eq 1 ]; then
+                h_rate=$rate
                 read -r rate acc < <(peer_run "$model" "$w")
                 p_rates+=("$rate"); p_accs+=("$acc")
+                ratios+=("$(awk -v a="$h_rate" -v b="$rate" 'BEGIN {printf "%.3f", a / b}')")
             fi
         done
         hr=$(printf '%s\n' "${h_rates[@]}" | median); ha=$(printf '%s\n' "${h_accs[@]}" | median)
         if [ $have_torch -eq 1 ]; then
             pr=$(printf '%s\n' "${p_rates[@]}" | median); pa=$(printf '%s\n' "${p_accs[@]}" | median)
-            ratio=$(awk -v a="$hr" -v b="$pr" 'BEGIN {printf "%.2fx", a / b}')
+            ratio=$(printf '%s\n' "${ratios[@]}" | sort -g |
+                awk '{a[NR]=$1} END {m = (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2; printf "%.2fx (%.2f-%.2f)", m, a[1], a[NR]}')
         else
             pr="skipped (no torch)"; pa="-"; ratio="-"
         fi

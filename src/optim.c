@@ -52,48 +52,59 @@ void hw_sgd_free(hw_sgd *opt) {
     opt->started = 0;
 }
 
-static void sgd_plain(float *restrict w, const float *restrict g, size_t n, float lr, float wd) {
+// The kernels write each new weight into `copy` too when it is not NULL (the worker's private
+// copy, see hw_sgd_step_and_copy). The test on `copy` is loop-invariant: the compiler makes two
+// loops of each kernel (-funswitch-loops at -O3), both vectorised.
+static void sgd_plain(float *restrict w, float *restrict copy, const float *restrict g, size_t n, float lr,
+                      float wd) {
     for (size_t i = 0; i < n; i++) {
         float wi = w[i];
         float d = g[i] + wd * wi;
-        w[i] = wi - lr * d;
+        float updated = wi - lr * d;
+        w[i] = updated;
+        if (copy) copy[i] = updated;
     }
 }
 
-static void sgd_momentum(float *restrict w, float *restrict v, const float *restrict g, size_t n, float lr, float wd,
-                         float momentum) {
-    for (size_t i = 0; i < n; i++) {
-        float wi = w[i];
-        float d = g[i] + wd * wi;
-        float b = momentum * v[i] + d;
-        v[i] = b;
-        w[i] = wi - lr * b;
-    }
-}
-
-static void sgd_nesterov(float *restrict w, float *restrict v, const float *restrict g, size_t n, float lr, float wd,
-                         float momentum) {
+static void sgd_momentum(float *restrict w, float *restrict copy, float *restrict v, const float *restrict g,
+                         size_t n, float lr, float wd, float momentum) {
     for (size_t i = 0; i < n; i++) {
         float wi = w[i];
         float d = g[i] + wd * wi;
         float b = momentum * v[i] + d;
         v[i] = b;
-        w[i] = wi - lr * (d + momentum * b);
+        float updated = wi - lr * b;
+        w[i] = updated;
+        if (copy) copy[i] = updated;
     }
 }
 
-static void sgd_range(hw_sgd *opt, float *w, const float *g, size_t begin, size_t count) {
+static void sgd_nesterov(float *restrict w, float *restrict copy, float *restrict v, const float *restrict g,
+                         size_t n, float lr, float wd, float momentum) {
+    for (size_t i = 0; i < n; i++) {
+        float wi = w[i];
+        float d = g[i] + wd * wi;
+        float b = momentum * v[i] + d;
+        v[i] = b;
+        float updated = wi - lr * (d + momentum * b);
+        w[i] = updated;
+        if (copy) copy[i] = updated;
+    }
+}
+
+static void sgd_range(hw_sgd *opt, float *w, float *copy, const float *g, size_t begin, size_t count) {
     float *v = opt->velocity ? opt->velocity + begin : NULL;
+    float *c = copy ? copy + begin : NULL;
     if (v == NULL) {
-        sgd_plain(w + begin, g + begin, count, opt->lr, opt->weight_decay);
+        sgd_plain(w + begin, c, g + begin, count, opt->lr, opt->weight_decay);
     } else if (opt->nesterov) {
-        sgd_nesterov(w + begin, v, g + begin, count, opt->lr, opt->weight_decay, opt->momentum);
+        sgd_nesterov(w + begin, c, v, g + begin, count, opt->lr, opt->weight_decay, opt->momentum);
     } else {
-        sgd_momentum(w + begin, v, g + begin, count, opt->lr, opt->weight_decay, opt->momentum);
+        sgd_momentum(w + begin, c, v, g + begin, count, opt->lr, opt->weight_decay, opt->momentum);
     }
 }
 
-void hw_sgd_step(hw_sgd *opt, const hw_model *model, float *weights, const float *grads) {
+void hw_sgd_step_and_copy(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy) {
     // Consecutive trainable parameters that sit next to each other in the flat buffer (the usual
     // case: all of them) are merged into one range, so a model without frozen parts is one loop.
     size_t run_begin = 0, run_end = 0;
@@ -107,11 +118,15 @@ void hw_sgd_step(hw_sgd *opt, const hw_model *model, float *weights, const float
             run_end = end;
             continue;
         }
-        if (have_run) sgd_range(opt, weights, grads, run_begin, run_end - run_begin);
+        if (have_run) sgd_range(opt, weights, copy, grads, run_begin, run_end - run_begin);
         run_begin = begin;
         run_end = end;
         have_run = 1;
     }
-    if (have_run) sgd_range(opt, weights, grads, run_begin, run_end - run_begin);
+    if (have_run) sgd_range(opt, weights, copy, grads, run_begin, run_end - run_begin);
     if (opt->velocity != NULL) opt->started = 1;
+}
+
+void hw_sgd_step(hw_sgd *opt, const hw_model *model, float *weights, const float *grads) {
+    hw_sgd_step_and_copy(opt, model, weights, grads, NULL);
 }

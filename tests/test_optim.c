@@ -225,3 +225,40 @@ Test(optim, init_refuses_bad_flags) {
     cr_expect_not_null(opt.velocity);
     hw_sgd_free(&opt);
 }
+
+// hw_sgd_step_and_copy: the same update, bit for bit, with every updated weight also in the copy;
+// frozen parameters are neither updated nor written into the copy.
+Test(optim, step_and_copy_is_the_step_plus_a_copy) {
+    hw_model *m = new_model();
+    add_param(m, "fc1.weight", 2, (int64_t[]){7, 5}, 0);
+    add_param(m, "fc1.bias", 1, (int64_t[]){7}, 1);
+    add_param(m, "fc2.weight", 2, (int64_t[]){3, 7}, 0);
+    const size_t n = m->n_weights;
+    for (int variant = 0; variant < 3; variant++) {  // plain, momentum, nesterov
+        hw_sgd a, b;
+        float momentum = variant == 0 ? 0.0f : 0.5f;
+        cr_assert_eq(hw_sgd_init(&a, n, 0.1f, momentum, 0.01f, variant == 2), HW_OK);
+        cr_assert_eq(hw_sgd_init(&b, n, 0.1f, momentum, 0.01f, variant == 2), HW_OK);
+        float w_plain[64], w_shared[64], copy[64], g[64];
+        hw_rng rng;
+        hw_rng_seed(&rng, 3, (uint64_t)variant);
+        for (size_t i = 0; i < n; i++) w_plain[i] = w_shared[i] = hw_rng_normal(&rng), copy[i] = -99.0f;
+        for (int t = 0; t < 3; t++) {
+            for (size_t i = 0; i < n; i++) g[i] = hw_rng_normal(&rng);
+            hw_sgd_step(&a, m, w_plain, g);
+            hw_sgd_step_and_copy(&b, m, w_shared, g, copy);
+            cr_assert_eq(memcmp(w_plain, w_shared, n * sizeof(float)), 0, "variant %d step %d", variant, t);
+            for (size_t i = 0; i < n; i++) {
+                int frozen = i >= 35 && i < 42;  // fc1.bias
+                if (frozen) {
+                    cr_expect_eq(copy[i], -99.0f, "frozen weight %zu written into the copy", i);
+                } else {
+                    cr_expect_eq(copy[i], w_shared[i], "copy of weight %zu (variant %d)", i, variant);
+                }
+            }
+        }
+        hw_sgd_free(&a);
+        hw_sgd_free(&b);
+    }
+    free(m);
+}

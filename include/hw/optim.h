@@ -27,6 +27,11 @@ int hw_sgd_init(hw_sgd *opt, size_t n, float lr, float momentum, float weight_de
 // weight is read once and written once. `weights` and `grads` have model->n_weights floats and
 // opt->n == model->n_weights (the parameter ranges come from the model, not checked here).
 void hw_sgd_step(hw_sgd *opt, const hw_model *model, float *weights, const float *grads);
+// The same step, which also writes every updated weight into `copy` (a private buffer of the
+// same layout): a Hogwild worker computes its next gradient on that copy, so that each step
+// passes over the shared weights once (read, update, write) instead of twice (a read for the
+// forward, then the update). Frozen parameters are not written: the copy keeps what it had.
+void hw_sgd_step_and_copy(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy);
 void hw_sgd_free(hw_sgd *opt);
 
 #endif
