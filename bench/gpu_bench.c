@@ -4,7 +4,7 @@
 // the time per step in input copies (H2D) and in compute.
 //
 //   gpu_bench --probe                       says whether there is a GPU (exit 0) or why not (exit 2)
-//   gpu_bench --model lenet|mlp --batch N --workers K [--steps S] [--header]
+//   gpu_bench --model lenet|mlp --batch N --workers K [--steps S] [--header]   (models/<name>.model)
 //
 // The order is the one the trainer must follow: fork every worker FIRST, then initialise CUDA in
 // the parent, allocate the weights, publish the IPC handle in shared memory; each worker waits for
@@ -15,9 +15,9 @@
 #include "hw/cuda.h"
 #include "hw/data.h"
 #include "hw/err.h"
+#include "hw/nn.h"
 #include "hw/rng.h"
 
-#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,123 +47,13 @@ typedef struct {
     worker_result results[MAX_WORKERS];
 } channel;
 
-// ---- the two models, described as nn.h describes them (the runner reads the type's name) ----
-
-typedef struct {
-    const char *name;
-} layer_type;
-
-static const layer_type LINEAR = {"linear"}, CONV = {"conv2d"}, POOL2 = {"maxpool2d"}, RELU = {"relu"},
-                        DROPOUT = {"dropout"}, DROPOUT2D = {"dropout2d"}, FLATTEN = {"flatten"},
-                        LOG_SOFTMAX = {"log_softmax"};
-
-static hw_shape last_shape(const hw_model *m) { return m->n_layers ? m->layers[m->n_layers - 1].out_shape : m->input; }
-
-static hw_layer *add(hw_model *m, const layer_type *type, hw_shape out) {
-    hw_layer *L = &m->layers[m->n_layers];
-    L->type = (const hw_layer_type *)(const void *)type;
-    snprintf(L->name, sizeof L->name, "l%d", m->n_layers);
-    L->in_shape = last_shape(m);
-    L->out_shape = out;
-    L->first_param = -1;
-    L->line = m->n_layers + 1;
-    m->n_layers++;
-    return L;
-}
-
-static void add_params(hw_model *m, hw_layer *L, hw_shape weight, int64_t bias) {
-    L->first_param = m->n_params;
-    L->n_params = 2;
-    hw_param *w = &m->params[m->n_params++], *b = &m->params[m->n_params++];
-    w->offset = m->n_weights;
-    w->shape = weight;
-    m->n_weights += (size_t)hw_shape_numel(weight);
-    b->offset = m->n_weights;
-    b->shape = (hw_shape){1, {bias}};
-    m->n_weights += (size_t)bias;
-}
-
-static void conv(hw_model *m, int oc, int k) {
-    hw_shape in = last_shape(m);
-    hw_layer *L = add(m, &CONV, (hw_shape){3, {oc, in.dims[1] - k + 1, in.dims[2] - k + 1}});
-    int64_t cfg[5] = {in.dims[0], oc, k, 1, 0};
-    memcpy(L->config, cfg, sizeof cfg);
-    add_params(m, L, (hw_shape){4, {oc, in.dims[0], k, k}}, oc);
-}
-
-static void linear(hw_model *m, int out) {
-    int64_t in = hw_shape_numel(last_shape(m));
-    hw_layer *L = add(m, &LINEAR, (hw_shape){1, {out}});
-    L->config[0] = in;
-    L->config[1] = out;
-    add_params(m, L, (hw_shape){2, {out, in}}, out);
-}
-
-static void pool(hw_model *m) {
-    hw_shape in = last_shape(m);
-    hw_layer *L = add(m, &POOL2, (hw_shape){3, {in.dims[0], in.dims[1] / 2, in.dims[2] / 2}});
-    L->config[0] = 2;
-    L->config[1] = 2;
-}
-
-static void same(hw_model *m, const layer_type *type, double p) {
-    hw_layer *L = add(m, type, last_shape(m));
-    L->args[0] = p;
-    L->n_args = p > 0 ? 1 : 0;
-}
-
-static void flatten(hw_model *m) { add(m, &FLATTEN, (hw_shape){1, {hw_shape_numel(last_shape(m))}}); }
-
-// PyTorch's mnist_hogwild Net: conv 10 k5, pool, relu, conv 20 k5, dropout2d, pool, relu, fc 320-50,
-// relu, dropout, fc 50-10, log_softmax.
-static int build_model(hw_model *m, const char *name) {
-    memset(m, 0, sizeof *m);
-    snprintf(m->path, sizeof m->path, "%s (built in)", name);
-    m->input = (hw_shape){3, {1, 28, 28}};
-    if (strcmp(name, "lenet") == 0) {
-        conv(m, 10, 5);
-        pool(m);
-        same(m, &RELU, 0);
-        conv(m, 20, 5);
-        same(m, &DROPOUT2D, 0.5);
-        pool(m);
-        same(m, &RELU, 0);
-        flatten(m);
-        linear(m, 50);
-        same(m, &RELU, 0);
-        same(m, &DROPOUT, 0.5);
-        linear(m, 10);
-    } else if (strcmp(name, "mlp") == 0) {  // 784-256-128-10
-        flatten(m);
-        linear(m, 256);
-        same(m, &RELU, 0);
-        linear(m, 128);
-        same(m, &RELU, 0);
-        linear(m, 10);
-    } else {
-        return hw_fail("unknown model '%s' (lenet or mlp)", name);
-    }
-    same(m, &LOG_SOFTMAX, 0);
-    m->n_classes = 10;
+// The model: models/<name>.model, initialised as the trainer does (PyTorch's defaults, seed 1).
+static int load_model(hw_model *m, const char *name) {
+    char path[256];
+    snprintf(path, sizeof path, "models/%s.model", name);
+    if (hw_model_load(m, path) != HW_OK || hw_model_alloc_weights(m) != HW_OK) return HW_ERR;
+    hw_model_init_weights(m, 1);
     return HW_OK;
-}
-
-// U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for every parameter: close enough to PyTorch's default for speed.
-static void init_weights(const hw_model *m, float *w) {
-    hw_rng rng;
-    hw_rng_seed(&rng, 1, 0);
-    for (int l = 0; l < m->n_layers; l++) {
-        const hw_layer *L = &m->layers[l];
-        if (L->first_param < 0) continue;
-        const hw_param *pw = &m->params[L->first_param];
-        int64_t fan_in = hw_shape_numel(pw->shape) / pw->shape.dims[0];
-        float bound = 1.0f / sqrtf((float)fan_in);
-        for (int p = L->first_param; p < L->first_param + L->n_params; p++) {
-            for (int64_t i = 0; i < hw_shape_numel(m->params[p].shape); i++) {
-                w[m->params[p].offset + (size_t)i] = bound * (2.0f * hw_rng_uniform(&rng) - 1.0f);
-            }
-        }
-    }
 }
 
 static double now_s(void) {
@@ -266,7 +156,7 @@ static int probe(void) {
 
 static int run(const char *model_name, int batch, int workers, int steps, int header) {
     static hw_model model;
-    if (build_model(&model, model_name) != HW_OK) {
+    if (load_model(&model, model_name) != HW_OK) {
         fprintf(stderr, "gpu_bench: %s\n", hw_error());
         return 2;
     }
@@ -299,10 +189,8 @@ static int run(const char *model_name, int batch, int workers, int steps, int he
         }
     }
     // 2. Now CUDA: the shared device weights, and their handle published in shared memory.
-    float *weights = NULL, *host = calloc(model.n_weights, sizeof(float));
-    int rc = host ? HW_OK : hw_fail("out of memory");
-    if (rc == HW_OK) init_weights(&model, host);
-    if (rc == HW_OK) rc = hw_cuda_select((hw_device){HW_DEVICE_CUDA, 0});
+    float *weights = NULL, *host = model.weights;
+    int rc = hw_cuda_select((hw_device){HW_DEVICE_CUDA, 0});
     if (rc == HW_OK) rc = hw_cuda_malloc((void **)&weights, model.n_weights * sizeof(float));
     if (rc == HW_OK) rc = hw_cuda_memcpy_h2d(weights, host, model.n_weights * sizeof(float), NULL);
     if (rc == HW_OK) rc = hw_cuda_stream_sync(NULL);
@@ -321,7 +209,7 @@ static int run(const char *model_name, int batch, int workers, int steps, int he
     }
     if (rc != HW_OK) fprintf(stderr, "gpu_bench: %s\n", ch->parent_error);
     hw_cuda_free(weights);
-    free(host);
+    hw_model_free(&model);
     if (failed) return 1;
 
     long samples = 0;
