@@ -21,43 +21,13 @@ import time
 try:
     import torch
     import torch.multiprocessing as mp
-    import torch.nn as nn
     import torch.nn.functional as F
 except ImportError:
     print("peer skipped: torch is not installed (Debian: apt-get install python3-torch)", file=sys.stderr)
     sys.exit(3)
 
-
-class LeNet(nn.Module):
-    """The Net of pytorch/examples mnist_hogwild/main.py."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 10, kernel_size=5)
-        self.conv2 = nn.Conv2d(10, 20, kernel_size=5)
-        self.conv2_drop = nn.Dropout2d()
-        self.fc1 = nn.Linear(320, 50)
-        self.fc2 = nn.Linear(50, 10)
-
-    def forward(self, x):
-        x = F.relu(F.max_pool2d(self.conv1(x), 2))
-        x = F.relu(F.max_pool2d(self.conv2_drop(self.conv2(x)), 2))
-        x = x.view(-1, 320)
-        x = F.relu(self.fc1(x))
-        x = F.dropout(x, training=self.training)
-        x = self.fc2(x)
-        return F.log_softmax(x, dim=1)
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(784, 128)
-        self.fc2 = nn.Linear(128, 10)
-
-    def forward(self, x):
-        x = x.view(-1, 784)
-        return F.log_softmax(self.fc2(F.relu(self.fc1(x))), dim=1)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+from torch_nets import MLP, Net  # noqa: E402  (the PyTorch twins of models/*.model)
 
 
 def read_idx(path):
@@ -121,7 +91,7 @@ def main():
     if args.limit:
         x, y = x[: args.limit], y[: args.limit]
     xt, yt = load(args.data, "t10k")
-    model = LeNet() if args.model == "lenet" else MLP()
+    model = Net() if args.model == "lenet" else MLP()
     model.share_memory()
     x.share_memory_()
     y.share_memory_()

@@ -4,39 +4,19 @@ one thread, training mode (dropout on), samples/s. Run with Debian's python3, wh
 
     /usr/bin/python3 bench/torch_step.py
 """
+import os
+import sys
 import time
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
-
-class Net(nn.Module):  # examples/mnist_hogwild's Net = models/lenet.model
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 10, kernel_size=5)
-        self.conv2 = nn.Conv2d(10, 20, kernel_size=5)
-        self.conv2_drop = nn.Dropout2d()
-        self.fc1 = nn.Linear(320, 50)
-        self.fc2 = nn.Linear(50, 10)
-
-    def forward(self, x):
-        x = F.relu(F.max_pool2d(self.conv1(x), 2))
-        x = F.relu(F.max_pool2d(self.conv2_drop(self.conv2(x)), 2))
-        x = x.view(-1, 320)
-        x = F.relu(self.fc1(x))
-        x = F.dropout(x, training=self.training)
-        return F.log_softmax(self.fc2(x), dim=1)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+from torch_nets import MLP, Net  # noqa: E402  (the PyTorch twins of models/*.model)
 
 
-class MLP(nn.Module):  # models/mlp.model
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(784, 128)
-        self.fc2 = nn.Linear(128, 10)
 
-    def forward(self, x):
-        return F.log_softmax(self.fc2(F.relu(self.fc1(x.view(-1, 784)))), dim=1)
+
 
 
 def bench(name, net, batch=64, seconds=1.0):

@@ -85,28 +85,6 @@ static void tb_printf(text_buffer *tb, const char *fmt, ...) {
     if (n > 0) tb_append(tb, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
-// Same check as the JSON reader: the length of the valid UTF-8 sequence at s, or 0.
-static size_t utf8_valid_length(const unsigned char *s, size_t avail) {
-    size_t n;
-    unsigned cp, min;
-    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-        n = 2, cp = s[0] & 0x1fu, min = 0x80;
-    } else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-        n = 3, cp = s[0] & 0x0fu, min = 0x800;
-    } else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-        n = 4, cp = s[0] & 0x07u, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (avail < n) return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3fu);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-    return n;
-}
-
 // A JSON string literal. Bytes that are not valid UTF-8 (JSON text must be UTF-8, and Python's
 // and Rust's readers refuse anything else) become U+FFFD.
 static void tb_json_string(text_buffer *tb, const char *s, size_t n) {
@@ -137,7 +115,7 @@ static void tb_json_string(text_buffer *tb, const char *s, size_t n) {
             tb_append(tb, s + i, run - i);
             i = run;
         } else {
-            size_t len = utf8_valid_length((const unsigned char *)s + i, n - i);
+            size_t len = hw_utf8_sequence_length((const unsigned char *)s + i, n - i);
             if (len == 0) {
                 tb_puts(tb, "\\ufffd");
                 i++;

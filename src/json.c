@@ -95,7 +95,7 @@ static size_t utf8_encode(unsigned cp, char *out) {
 
 // Length of the valid UTF-8 sequence starting at s[0] (a byte >= 0x80) within `avail` bytes, or
 // 0 when it is invalid (bad lead byte, missing continuation, overlong form, surrogate, > U+10FFFF).
-static size_t utf8_sequence_length(const unsigned char *s, size_t avail) {
+size_t hw_utf8_sequence_length(const unsigned char *s, size_t avail) {
     size_t n;
     unsigned cp, min;
     if (s[0] >= 0xc2 && s[0] <= 0xdf) {
@@ -134,7 +134,7 @@ static int parse_string(json_parser *p, char **out, size_t *out_length) {
             return fail_at(p, p->pos, "control byte 0x%02x inside a string (must be escaped)", c);
         }
         if (c >= 0x80) {
-            size_t len = utf8_sequence_length((const unsigned char *)p->text + p->pos, end - p->pos);
+            size_t len = hw_utf8_sequence_length((const unsigned char *)p->text + p->pos, end - p->pos);
             if (len == 0) {
                 free(buf);
                 return fail_at(p, p->pos, "invalid UTF-8 in a string");

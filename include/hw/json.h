@@ -46,4 +46,9 @@ const hw_json *hw_json_get(const hw_json *object, const char *key);
 // The name of a type, for messages: "null", "boolean", "number", "string", "array", "object".
 const char *hw_json_type_name(hw_json_type type);
 
+// Length of the valid UTF-8 sequence starting at s[0] (a byte >= 0x80) within `avail` bytes, or
+// 0 when it is invalid (bad lead byte, missing continuation, overlong form, surrogate, > U+10FFFF).
+// The JSON reader accepts only valid UTF-8; the checkpoint writer uses it to write only that.
+size_t hw_utf8_sequence_length(const unsigned char *s, size_t avail);
+
 #endif

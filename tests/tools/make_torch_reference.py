@@ -11,30 +11,16 @@ Run with Debian's python3 (it has torch), from the repository root:
     /usr/bin/python3 tests/tools/make_torch_reference.py > tests/torch_reference.h
 """
 import math
+import os
 import sys
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
+from torch_nets import Net  # noqa: E402  (the PyTorch twin of models/lenet.model)
 
-class Net(nn.Module):  # verbatim from pytorch/examples mnist_hogwild/main.py
-    def __init__(self):
-        super(Net, self).__init__()
-        self.conv1 = nn.Conv2d(1, 10, kernel_size=5)
-        self.conv2 = nn.Conv2d(10, 20, kernel_size=5)
-        self.conv2_drop = nn.Dropout2d()
-        self.fc1 = nn.Linear(320, 50)
-        self.fc2 = nn.Linear(50, 10)
 
-    def forward(self, x):
-        x = F.relu(F.max_pool2d(self.conv1(x), 2))
-        x = F.relu(F.max_pool2d(self.conv2_drop(self.conv2(x)), 2))
-        x = x.view(-1, 320)
-        x = F.relu(self.fc1(x))
-        x = F.dropout(x, training=self.training)
-        x = self.fc2(x)
-        return F.log_softmax(x, dim=1)
 
 
 BATCH = 4
