@@ -6,6 +6,7 @@
 // or in a build without CUDA ("built without CUDA"). The device-error test runs everywhere.
 #include "hw/cuda.h"
 #include "hw/err.h"
+#include "hw/nn.h"
 #include "hw/rng.h"
 
 #include <criterion/criterion.h>
@@ -1200,4 +1201,58 @@ Test(cuda, ipc_handle_shared_across_fork) {
     for (int i = 0; i < IPC_N; i++) cr_assert_eq(after[i], start[i] - 0.5f, "weight %d: %g", i, after[i]);
     hw_cuda_free(weights);
     munmap(ch, sizeof *ch);
+}
+
+// The GPU runner against the product's own CPU path (hw_model_forward / hw_model_backward in
+// src/nn), on the LeNet shape without dropout (the two draw different masks by design): the
+// loss, the log-probabilities and every parameter's gradient agree to float rounding.
+Test(cuda, runner_matches_the_cpu_model) {
+    need_gpu();
+    static const char *lenet_without_dropout =
+        "input 1 28 28\n"
+        "conv2d 10 5\nmaxpool2d 2\nrelu\n"
+        "conv2d 20 5\nmaxpool2d 2\nrelu\n"
+        "flatten\nlinear 50\nrelu\nlinear 10\nlog_softmax\n";
+    hw_model m;
+    OK(hw_model_parse(&m, lenet_without_dropout, "lenet-without-dropout"));
+    OK(hw_model_alloc_weights(&m));
+    hw_model_init_weights(&m, 5);
+    const int batch = 13;
+    float *x = malloc(sizeof(float) * batch * 784);
+    uint8_t y[13];
+    hw_rng rng;
+    hw_rng_seed(&rng, 21, 0);
+    for (int i = 0; i < batch * 784; i++) x[i] = hw_rng_normal(&rng);
+    for (int i = 0; i < batch; i++) y[i] = (uint8_t)hw_rng_below(&rng, 10);
+
+    hw_workspace ws;
+    OK(hw_workspace_alloc(&ws, &m, batch, 1));
+    float cpu_loss = hw_model_forward(&m, &ws, x, y, batch, 1);
+    hw_model_backward(&m, &ws, y, batch);
+    const float *cpu_logp = hw_model_output(&m, &ws);
+
+    hw_cuda_runner *r = NULL;
+    hw_cuda_runner_config c = {.device = CUDA0, .max_batch = batch, .weights_dev = NULL, .mean = 0, .std = 1};
+    OK(hw_cuda_runner_create(&r, &m, &c));  // uploads m.weights
+    OK(hw_cuda_runner_upload_f32(r, x, y, batch));
+    float gpu_loss = 0;
+    OK(hw_cuda_runner_forward(r, 1, &gpu_loss));
+    OK(hw_cuda_runner_backward(r));
+    float *gpu_logp = malloc(sizeof(float) * batch * 10), *gpu_grads = malloc(sizeof(float) * m.n_weights);
+    int out_batch = 0;
+    OK(hw_cuda_runner_output(r, gpu_logp, &out_batch));
+    OK(hw_cuda_runner_grads_download(r, gpu_grads));
+
+    cr_expect_eq(out_batch, batch);
+    cr_expect_float_eq(gpu_loss, cpu_loss, 1e-4f * fabsf(cpu_loss), "loss: gpu %g cpu %g", gpu_loss, cpu_loss);
+    EXPECT_CLOSE(gpu_logp, cpu_logp, (size_t)batch * 10, "log-probabilities");
+    for (int p = 0; p < m.n_params; p++) {
+        const hw_param *param = &m.params[p];
+        EXPECT_CLOSE(gpu_grads + param->offset, ws.grads + param->offset, (size_t)hw_shape_numel(param->shape),
+                     param->name);
+    }
+    hw_cuda_runner_free(r);
+    hw_workspace_free(&ws);
+    hw_model_free(&m);
+    free(x), free(gpu_logp), free(gpu_grads);
 }
