@@ -82,10 +82,11 @@ void hw_compare_print_table(FILE *out, const hw_run_log *runs, int n_runs, doubl
         const hw_run_log *run = &runs[r];
         const hw_run_point *last = &run->points[run->n_points - 1];
         char(*row)[CELL_CAP] = cells[r];
-        snprintf(row[0], CELL_CAP, "%s", unique ? base_name(run->path) : run->path);
-        snprintf(row[1], CELL_CAP, "%s", run->mode);
+        // A cell is cut at CELL_CAP - 1 characters (a very long path), on purpose.
+        snprintf(row[0], CELL_CAP, "%.*s", CELL_CAP - 1, unique ? base_name(run->path) : run->path);
+        snprintf(row[1], CELL_CAP, "%.*s", CELL_CAP - 1, run->mode);
         snprintf(row[2], CELL_CAP, "%d", run->workers);
-        snprintf(row[3], CELL_CAP, "%s", run->device);
+        snprintf(row[3], CELL_CAP, "%.*s", CELL_CAP - 1, run->device);
         snprintf(row[4], CELL_CAP, "%lld", (long long)last->epoch);
         snprintf(row[5], CELL_CAP, "%.1f", last->wall_seconds);
         if (last->wall_seconds > 0) {
