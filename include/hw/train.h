@@ -52,6 +52,10 @@ typedef struct {
     int interrupted_by;          // SIGINT / SIGTERM that ended the run, else 0
 } hw_train_result;
 
+// The seed of worker (or replica) `rank`'s own generator, which draws its dropout masks: every
+// worker its own masks, and worker 0 of Hogwild and replica 0 of DataParallel the same ones.
+static inline uint64_t hw_worker_seed(uint64_t seed, int rank) { return seed * 1000003u + (uint64_t)rank; }
+
 // Exit statuses of the command line: 0 ok, 1 failure, 2 bad usage, 128 + signal when interrupted.
 enum { HW_EXIT_OK = 0, HW_EXIT_FAILURE = 1, HW_EXIT_USAGE = 2 };
 

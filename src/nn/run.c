@@ -89,6 +89,22 @@ static float *param_view(const hw_model *model, const hw_layer *layer, int i, fl
     return base + model->params[layer->first_param + i].offset;
 }
 
+// What layer i's forward and backward work on, in the mode of the last forward (ws->training).
+static hw_layer_io layer_io(const hw_model *model, hw_workspace *ws, int i, int batch) {
+    const hw_layer *layer = &model->layers[i];
+    return (hw_layer_io){
+        .batch = batch,
+        .training = ws->training,
+        .in = ws->acts[i],
+        .out = ws->acts[i + 1],
+        .weight = param_view(model, layer, 0, model->weights),
+        .bias = param_view(model, layer, 1, model->weights),
+        .scratch = ws->scratch,
+        .saved = ws->masks[i],
+        .rng = &ws->rng,
+    };
+}
+
 float hw_model_forward(const hw_model *model, hw_workspace *ws, const float *x, const uint8_t *labels, int batch,
                        int training) {
     if (batch < 1 || batch > ws->max_batch) {
@@ -105,17 +121,7 @@ float hw_model_forward(const hw_model *model, hw_workspace *ws, const float *x, 
     ws->training = training;
     for (int i = 0; i < model->n_layers; i++) {
         const hw_layer *layer = &model->layers[i];
-        hw_layer_io io = {
-            .batch = batch,
-            .training = training,
-            .in = ws->acts[i],
-            .out = ws->acts[i + 1],
-            .weight = param_view(model, layer, 0, model->weights),
-            .bias = param_view(model, layer, 1, model->weights),
-            .scratch = ws->scratch,
-            .saved = ws->masks[i],
-            .rng = &ws->rng,
-        };
+        hw_layer_io io = layer_io(model, ws, i, batch);
         layer->type->forward(layer, &io);
     }
     if (!labels) return 0.0f;
@@ -160,21 +166,11 @@ void hw_model_backward(const hw_model *model, hw_workspace *ws, const uint8_t *l
         if (layer->n_params > 1 && !model->params[layer->first_param + 1].frozen) {
             dbias = param_view(model, layer, 1, ws->grads);
         }
-        hw_layer_io io = {
-            .batch = batch,
-            .training = ws->training,
-            .in = ws->acts[i],
-            .out = ws->acts[i + 1],
-            .weight = param_view(model, layer, 0, model->weights),
-            .bias = param_view(model, layer, 1, model->weights),
-            .scratch = ws->scratch,
-            .saved = ws->masks[i],
-            .rng = &ws->rng,
-            .dout = ws->grad_acts[i + 1],
-            .din = i > first ? ws->grad_acts[i] : NULL,
-            .dweight = dweight,
-            .dbias = dbias,
-        };
+        hw_layer_io io = layer_io(model, ws, i, batch);
+        io.dout = ws->grad_acts[i + 1];
+        io.din = i > first ? ws->grad_acts[i] : NULL;
+        io.dweight = dweight;
+        io.dbias = dbias;
         layer->type->backward(layer, &io);
     }
 }

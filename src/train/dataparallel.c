@@ -108,7 +108,7 @@ int hw_dp_team_open(hw_dp_team **out, const hw_model *model, int replicas, int b
     for (int k = 0; k < replicas; k++) {
         team->replica[k].team = team;
         team->replica[k].rank = k;
-        if (hw_workspace_alloc(&team->replica[k].ws, model, chunk, seed * 1000003u + (uint64_t)k) != HW_OK) {
+        if (hw_workspace_alloc(&team->replica[k].ws, model, chunk, hw_worker_seed(seed, k)) != HW_OK) {
             return hw_error_prefix("replica %d", k);
         }
     }

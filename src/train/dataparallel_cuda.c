@@ -96,7 +96,7 @@ static int team_open(gpu_team *team, const hw_train_config *config, const hw_run
             .weights_dev = NULL,
             .mean = in->norm.mean,
             .std = in->norm.std,
-            .seed = config->seed * 1000003u + (uint64_t)k,  // the CPU replicas' dropout seeds
+            .seed = hw_worker_seed(config->seed, k),
         };
         if (hw_cuda_runner_create(&team->runner[k], &in->model, &rc) != HW_OK) {
             return hw_error_prefix("DataParallel replica %d on cuda:%d", k, team->devices[k]);

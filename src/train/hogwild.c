@@ -85,8 +85,7 @@ static int hogwild_worker(int rank, void *arg) {
     hw_sgd opt = {0};
     int64_t *shard = malloc(sizeof(int64_t) * (size_t)hw_sampler_shard_size(job->in->train.n, config->workers, 0));
     int status = shard ? HW_OK : hw_fail("worker %d: out of memory for its shard", rank);
-    // Each worker its own dropout masks.
-    if (status == HW_OK) status = hw_workspace_alloc(&ws, model, config->batch_size, config->seed * 1000003u + (uint64_t)rank);
+    if (status == HW_OK) status = hw_workspace_alloc(&ws, model, config->batch_size, hw_worker_seed(config->seed, rank));
     if (status == HW_OK) {
         status = hw_sgd_init(&opt, model->n_weights, config->lr, config->momentum, config->weight_decay,
                              config->nesterov);

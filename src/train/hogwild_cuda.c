@@ -159,7 +159,7 @@ static int gpu_worker(int rank, void *arg) {
         .weights_dev = weights,
         .mean = job->in->norm.mean,
         .std = job->in->norm.std,
-        .seed = config->seed * 1000003u + (uint64_t)rank,  // each worker its own dropout masks
+        .seed = hw_worker_seed(config->seed, rank),
     };
     int status = shard && x && y ? HW_OK : hw_fail("out of memory for the shard and a batch");
     if (status == HW_OK) status = hw_cuda_runner_create(&runner, &job->in->model, &rc);
