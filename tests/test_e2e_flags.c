@@ -12,7 +12,7 @@ TestSuite(e2e_flags, .init = e2e_setup, .fini = e2e_teardown, .timeout = 60);
 // ---- 7. usage errors: exit 2, the flag named, the usage shown, nothing run ----
 
 typedef struct {
-    const char *args[6];     // after --data <missing folder>
+    const char *args[8];     // after --data <missing folder>, NULL-terminated
     const char *names[2];    // what the message must name
 } usage_case;
 
@@ -30,6 +30,13 @@ static const usage_case usage_cases[] = {
     {{"--replicas", "3"}, {"--replicas", "--mode dataparallel"}},
     {{"--eval-only"}, {"--eval-only", "--resume"}},
     {{"stray-argument"}, {"stray-argument", "unexpected"}},
+    {{"--normalize", "0.1"}, {"--normalize", "'0.1'"}},
+    {{"--normalize", "0.1,0"}, {"--normalize", "STD > 0"}},
+    {{"--gpus", "0,x"}, {"--gpus", "'0,x'"}},
+    {{"--gpus", "0"}, {"--gpus", "--mode dataparallel"}},
+    {{"--mode", "dataparallel", "--gpus", "0", "--replicas", "2"}, {"--replicas", "--gpus"}},
+    {{"--momentum", "0", "--nesterov"}, {"--nesterov", "--momentum"}},
+    {{"--eval-every", "0"}, {"--eval-every", "'0'"}},
 };
 
 // The data folder does not exist: a usage error must be found before anything is loaded (exit
@@ -38,7 +45,7 @@ Test(e2e_flags, every_bad_flag_is_a_usage_error_naming_it) {
     char *missing = e2e_path("no-data-here");
     for (size_t c = 0; c < sizeof usage_cases / sizeof usage_cases[0]; c++) {
         const usage_case *uc = &usage_cases[c];
-        const char *args[10] = {"--data", missing};
+        const char *args[12] = {"--data", missing};
         int n = 2;
         for (int i = 0; uc->args[i]; i++) args[n++] = uc->args[i];
         args[n] = NULL;
