@@ -45,6 +45,8 @@ typedef struct {
     char lenet[1100];    // models/lenet.model
     pid_t running;       // a run started with e2e_start and not waited for yet (killed at teardown)
     int runs;            // numbers the output files of the runs
+    void **owned;        // what the helpers handed out (paths, outputs): freed at teardown
+    int n_owned, owned_cap;
 } e2e_state;
 
 static e2e_state e2e;
@@ -60,11 +62,23 @@ static inline void e2e_sleep_ms(int ms) {
     nanosleep(&ts, NULL);
 }
 
-// A path in this test's folder (a fresh string; the test process is short-lived).
+// Keeps a malloc'ed block the helpers return until e2e_teardown frees it, so that tests use
+// paths and outputs without freeing each one.
+static inline void *e2e_own(void *block) {
+    cr_assert_not_null(block);
+    if (e2e.n_owned == e2e.owned_cap) {
+        e2e.owned_cap = e2e.owned_cap ? 2 * e2e.owned_cap : 32;
+        e2e.owned = realloc(e2e.owned, (size_t)e2e.owned_cap * sizeof *e2e.owned);
+        cr_assert_not_null(e2e.owned);
+    }
+    e2e.owned[e2e.n_owned++] = block;
+    return block;
+}
+
+// A path in this test's folder (owned until teardown).
 static inline char *e2e_path(const char *name) {
     size_t cap = strlen(e2e.dir) + strlen(name) + 2;
-    char *path = malloc(cap);
-    cr_assert_not_null(path);
+    char *path = e2e_own(malloc(cap));
     snprintf(path, cap, "%s/%s", e2e.dir, name);
     return path;
 }
@@ -131,8 +145,15 @@ static inline void e2e_setup(void) {
     cr_assert(bin[0] == '/', "HW_BIN must be an absolute path, got '%s'", bin);
     cr_assert(access(bin, X_OK) == 0, "HW_BIN=%s is not an executable file (build it with `make`)", bin);
     snprintf(e2e.bin, sizeof e2e.bin, "%s", bin);
+    // The checkout is the nearest folder above the binary that holds models/ (./hogwild sits in
+    // it; `make asan` builds build-asan/hogwild one level down).
     snprintf(e2e.root, sizeof e2e.root, "%s", bin);
-    *strrchr(e2e.root, '/') = '\0';
+    char *slash;
+    while ((slash = strrchr(e2e.root, '/')) != NULL && slash != e2e.root) {
+        *slash = '\0';
+        snprintf(e2e.mlp, sizeof e2e.mlp, "%s/models/mlp.model", e2e.root);
+        if (access(e2e.mlp, R_OK) == 0) break;
+    }
     snprintf(e2e.mlp, sizeof e2e.mlp, "%s/models/mlp.model", e2e.root);
     snprintf(e2e.lenet, sizeof e2e.lenet, "%s/models/lenet.model", e2e.root);
     cr_assert(access(e2e.mlp, R_OK) == 0, "cannot read %s", e2e.mlp);
@@ -154,6 +175,10 @@ static inline void e2e_teardown(void) {
     }
     e2e_kill_children();
     if (e2e.dir[0]) rm_tree(e2e.dir);
+    for (int i = 0; i < e2e.n_owned; i++) free(e2e.owned[i]);
+    free(e2e.owned);
+    e2e.owned = NULL;
+    e2e.n_owned = e2e.owned_cap = 0;
 }
 
 // ---- running ./hogwild ----
@@ -166,9 +191,10 @@ typedef struct {
     char out_path[1100], err_path[1100];
 } e2e_run_result;
 
+// A whole file as a string (owned until teardown).
 static inline char *e2e_read_text(const char *path) {
     size_t n;
-    uint8_t *bytes = read_bytes(path, &n);
+    uint8_t *bytes = e2e_own(read_bytes(path, &n));
     bytes[n] = '\0';
     return (char *)bytes;
 }
@@ -403,7 +429,6 @@ static inline int e2e_read_metrics(const char *path, e2e_metrics_row *rows, int 
         cr_assert(row->accuracy >= 0 && row->accuracy <= 100, "metrics line %d: accuracy %g", line_no, row->accuracy);
         cr_assert(row->wall_seconds >= 0, "metrics line %d: wall %g", line_no, row->wall_seconds);
     }
-    free(text);
     return n;
 }
 

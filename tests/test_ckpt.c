@@ -1,5 +1,6 @@
 // Tests of the ckpt module: safetensors round trip, layout, refusal of damaged or mismatched
 // files, atomic save under a full disk, and (when Debian's torch is installed) PyTorch interop.
+#include "data_util.h"
 #include "hw/ckpt.h"
 #include "hw/err.h"
 #include "hw/json.h"
@@ -114,27 +115,6 @@ static int is_pattern(const float *w, size_t n) {
         if (b[i] != 0xab) return 0;
     }
     return 1;
-}
-
-static unsigned char *read_bytes(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *size = (size_t)n;
-    return buf;
-}
-
-static void write_bytes(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f, "cannot create %s", path);
-    cr_assert_eq(fwrite(data, 1, n, f), n);
-    cr_assert_eq(fclose(f), 0);
 }
 
 static uint64_t header_length_of(const unsigned char *bytes) {

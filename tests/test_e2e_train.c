@@ -165,7 +165,7 @@ Test(e2e_train, one_worker_with_a_fixed_seed_is_reproducible_bit_for_bit) {
         e2e_run(&r, NULL, "--model", e2e.lenet, "--data", data, "--workers", "1", "--epochs", "1", "--seed", seeds[i],
                 "--quiet", "--save", ckpt);
         e2e_assert_exit(&r, 0);
-        bytes[i] = read_bytes(ckpt, &sizes[i]);
+        bytes[i] = e2e_own(read_bytes(ckpt, &sizes[i]));
     }
     cr_assert_eq(sizes[0], sizes[1]);
     cr_expect_eq(memcmp(bytes[0], bytes[1], sizes[0]), 0, "two runs with seed 5 saved different checkpoints");
@@ -191,7 +191,7 @@ static void check_failing_worker(const char *injection, const char *expected) {
             ckpt);
     e2e_assert_exit(&r, 0);
     size_t good_n;
-    uint8_t *good = read_bytes(ckpt, &good_n);
+    uint8_t *good = e2e_own(read_bytes(ckpt, &good_n));
 
     e2e_run(&r, injection, "--model", e2e.mlp, "--data", data, "--workers", "3", "--epochs", "3", "--quiet",
             "--save", ckpt);
@@ -203,7 +203,7 @@ static void check_failing_worker(const char *injection, const char *expected) {
     cr_expect_null(strstr(r.out, "epoch 1/3"), "worker 1 failed before epoch 1 ended:\n%s", r.out);
 
     size_t after_n;
-    uint8_t *after = read_bytes(ckpt, &after_n);
+    uint8_t *after = e2e_own(read_bytes(ckpt, &after_n));
     cr_expect(after_n == good_n && memcmp(after, good, good_n) == 0, "the last good checkpoint was changed");
     // No half-written temporary file beside it.
     DIR *dir = opendir(e2e.dir);
