@@ -4,27 +4,34 @@
 # step's whole batch split over its replicas), the same epochs, on MNIST and Fashion-MNIST.
 #
 #   bench/compare_modes.sh [EPOCHS]          (default 5)
+#   DEVICE=cuda:0 bench/compare_modes.sh     the same on a GPU: the Hogwild workers share cuda:0,
+#                                            the DataParallel replicas are streams on cuda:0
 #
 # Writes the metrics of every run to bench/out/compare/<dataset>-<mode>-<n>.csv, prints the
 # `hogwild compare` table per dataset, and writes a plot per dataset next to the CSVs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EPOCHS="${1:-5}"
+DEVICE="${DEVICE:-cpu}"
 OUT=bench/out/compare
+[ "$DEVICE" = cpu ] || OUT="bench/out/compare-${DEVICE//:/}"
 mkdir -p "$OUT"
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p') x $(nproc) cores"
-echo "command: bench/compare_modes.sh $EPOCHS   (LeNet, batch 64 per update, lr 0.01, momentum 0.5, seed 1)"
+if [ "$DEVICE" != cpu ]; then
+    echo "gpu: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not found')"
+fi
+echo "command: DEVICE=$DEVICE bench/compare_modes.sh $EPOCHS   (LeNet, batch 64 per update, lr 0.01, momentum 0.5, seed 1)"
 for dataset in mnist:97 fashion-mnist:80; do
     name=${dataset%%:*}
     target=${dataset##*:}
     [ -d "data/$name" ] || { echo "no data/$name: ./hogwild download $name" >&2; exit 1; }
     files=()
     for n in 1 2 4; do
-        ./hogwild --quiet --data "data/$name" --epochs "$EPOCHS" --workers "$n" --eval-every 20000 \
-            --metrics "$OUT/$name-hogwild-$n.csv" >/dev/null
-        ./hogwild --quiet --data "data/$name" --epochs "$EPOCHS" --mode dataparallel --replicas "$n" \
-            --eval-every 20000 --metrics "$OUT/$name-dataparallel-$n.csv" >/dev/null
+        ./hogwild --quiet --data "data/$name" --epochs "$EPOCHS" --device "$DEVICE" --workers "$n" \
+            --eval-every 20000 --metrics "$OUT/$name-hogwild-$n.csv" >/dev/null
+        ./hogwild --quiet --data "data/$name" --epochs "$EPOCHS" --device "$DEVICE" --mode dataparallel \
+            --replicas "$n" --eval-every 20000 --metrics "$OUT/$name-dataparallel-$n.csv" >/dev/null
         files+=("$OUT/$name-hogwild-$n.csv" "$OUT/$name-dataparallel-$n.csv")
     done
     echo
