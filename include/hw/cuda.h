@@ -86,7 +86,8 @@ int hw_cuda_memcpy_d2d(void *dst_dev, const void *src_dev, size_t bytes, hw_cuda
 int hw_cuda_memcpy_peer(void *dst, int dst_device, const void *src, int src_device, size_t bytes,
                         hw_cuda_stream stream);
 // Explicit copy between two tensors of equal shape on any devices (cpu <-> cuda:N, cuda:i <->
-// cuda:j); synchronous. This is how data changes device: no operation does it implicitly.
+// cuda:j); synchronous: it waits for all work queued on the devices involved (any stream), then
+// copies. This is how data changes device: no operation does it implicitly.
 int hw_cuda_tensor_copy(hw_tensor *dst, const hw_tensor *src);
 
 // ---- CUDA IPC: one device allocation shared by several processes ----
