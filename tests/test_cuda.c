@@ -69,6 +69,8 @@ static void *bytes_to_device(const void *host, size_t n) {
     return dev;
 }
 
+// Waits for the legacy stream only: work queued on a stream of hw_cuda_stream_create (which does
+// not synchronise with it) must be waited for by the caller first.
 static float *from_device(const float *dev, size_t n) {
     float *host = malloc(n * sizeof(float) + 4);
     cr_assert(host);
@@ -404,6 +406,8 @@ Test(cuda, sgemm_row_major_all_transpositions) {
         float *c = random_floats(&rng, (size_t)m * n, 1.0f);
         float *da = to_device(a, (size_t)m * k), *db = to_device(b, (size_t)k * n), *dc = to_device(c, (size_t)m * n);
         OK(hw_cuda_sgemm(ctx.blas, ta, tb, m, n, k, alpha, da, db, beta, dc));
+        // ctx.stream does not synchronise with the legacy stream that from_device() waits for.
+        OK(hw_cuda_stream_sync(ctx.stream));
         ref_gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
         float *got = from_device(dc, (size_t)m * n);
         char what[96];
@@ -413,6 +417,7 @@ Test(cuda, sgemm_row_major_all_transpositions) {
         if (!ta && !tb) {
             hw_tensor A = {da, {2, {m, k}}, CUDA0}, B = {db, {2, {k, n}}, CUDA0}, C = {dc, {2, {m, n}}, CUDA0};
             OK(hw_cuda_tensor_matmul(ctx.blas, &C, &A, &B));
+            OK(hw_cuda_stream_sync(ctx.stream));
             ref_gemm(0, 0, m, n, k, 1.0f, a, b, 0.0f, c);
             free(got);
             got = from_device(dc, (size_t)m * n);

@@ -86,7 +86,8 @@ int hw_cuda_memcpy_d2d(void *dst_dev, const void *src_dev, size_t bytes, hw_cuda
 int hw_cuda_memcpy_peer(void *dst, int dst_device, const void *src, int src_device, size_t bytes,
                         hw_cuda_stream stream);
 // Explicit copy between two tensors of equal shape on any devices (cpu <-> cuda:N, cuda:i <->
-// cuda:j); synchronous. This is how data changes device: no operation does it implicitly.
+// cuda:j); synchronous: it waits for all work queued on the devices involved (any stream), then
+// copies. This is how data changes device: no operation does it implicitly.
 int hw_cuda_tensor_copy(hw_tensor *dst, const hw_tensor *src);
 
 // ---- CUDA IPC: one device allocation shared by several processes ----
@@ -295,9 +296,10 @@ int hw_cuda_add(hw_cuda_stream stream, float *y, const float *x, int64_t n);
 // overwritten by later work on streams[0]). With NCCL compiled in (HW_HAVE_NCCL), allow_nccl and
 // every device distinct: ncclAllReduce(ncclSum), one per replica in one ncclGroupStart/End, over
 // communicators from ncclCommInitAll. Otherwise (replicas sharing a GPU, which one NCCL
-// communicator refuses; no NCCL; NCCL failing to start): replica 0 gathers each buffer (a peer
-// copy, or none on the same GPU), adds them in replica order with a sum kernel, and every
-// replica copies the sum back. Create fails on a device that does not exist.
+// communicator refuses; no NCCL; NCCL failing to start or to run the first all-reduce of `count`
+// floats that create tries on scratch buffers): replica 0 gathers each buffer (a peer copy, or
+// none on the same GPU), adds them in replica order with a sum kernel, and every replica copies
+// the sum back. Create fails on a device that does not exist.
 typedef struct hw_cuda_allreduce hw_cuda_allreduce;
 int hw_cuda_allreduce_create(hw_cuda_allreduce **ar, const int *devices, int n, size_t count, int allow_nccl);
 void hw_cuda_allreduce_free(hw_cuda_allreduce *ar);

@@ -52,7 +52,7 @@ struct hw_cuda_allreduce {
     cudaEvent_t *ready;         // ready[k], on devices[k]: replica k's buffer is complete
     cudaEvent_t *copied;        // copied[k], on devices[k]: replica k has its copy of the sum
     cudaEvent_t summed;         // on devices[0]: the sum is complete in replica 0's buffer
-    char method[256];
+    char method[400];
 };
 
 extern "C" void hw_cuda_allreduce_free(hw_cuda_allreduce *ar) {
@@ -128,6 +128,71 @@ static int init_copies(hw_cuda_allreduce *ar) {
     return HW_OK;
 }
 
+#ifdef HW_HAVE_NCCL
+static int sum_by_nccl(hw_cuda_allreduce *ar, float *const *buffers, const hw_cuda_stream *streams) {
+    // One thread drives every GPU: the calls must be one group, or the first would wait forever
+    // for its peers. The group is closed even when a call in it failed.
+    HW_CHECK(ncclGroupStart());
+    ncclResult_t failed = ncclSuccess;
+    int failed_at = -1;
+    for (int k = 0; k < ar->n && failed == ncclSuccess; k++) {
+        failed = ncclAllReduce(buffers[k], buffers[k], ar->count, ncclFloat, ncclSum, ar->comms[k], streams[k]);
+        if (failed != ncclSuccess) failed_at = k;
+    }
+    ncclResult_t ended = ncclGroupEnd();
+    if (failed != ncclSuccess) {
+        return hw_fail("ncclAllReduce of replica %d (cuda:%d) failed at %s:%d: %s", failed_at, ar->devices[failed_at],
+                       __FILE__, __LINE__, ncclGetErrorString(failed));
+    }
+    HW_CHECK(ended);
+    return HW_OK;
+}
+
+// One all-reduce of the real size on zeroed scratch buffers (legacy streams), waited for.
+static int nccl_try_sum(hw_cuda_allreduce *ar, float **scratch, hw_cuda_stream *streams) {
+    const size_t bytes = ar->count * sizeof(float);
+    for (int k = 0; k < ar->n; k++) {
+        HW_CHECK(cudaSetDevice(ar->devices[k]));
+        if (hw_cuda_malloc((void **)&scratch[k], bytes) != HW_OK) return HW_ERR;
+        HW_CHECK(cudaMemsetAsync(scratch[k], 0, bytes, streams[k]));
+    }
+    if (sum_by_nccl(ar, scratch, streams) != HW_OK) return HW_ERR;
+    for (int k = 0; k < ar->n; k++) {
+        HW_CHECK(cudaSetDevice(ar->devices[k]));
+        HW_CHECK(cudaStreamSynchronize(streams[k]));
+    }
+    return HW_OK;
+}
+
+// NCCL 2.22 and later connect their transports (peer-to-peer, shared memory, NVLS) at the first
+// collective that needs them, not in ncclCommInitAll. A transport that cannot start here (a small
+// /dev/shm in docker, peer access refused) would fail the first training step instead of sending
+// the run to the copies: this first all-reduce, before training, finds out. On failure the
+// communicators are aborted and freed, and hw_error() says why.
+static int nccl_warm_up(hw_cuda_allreduce *ar) {
+    if (ar->count == 0) return HW_OK;
+    float **scratch = (float **)calloc((size_t)ar->n, sizeof(float *));
+    hw_cuda_stream *streams = (hw_cuda_stream *)calloc((size_t)ar->n, sizeof(hw_cuda_stream));
+    int status = scratch && streams ? nccl_try_sum(ar, scratch, streams) : hw_fail("all-reduce: out of host memory");
+    if (status != HW_OK) {
+        // Abort first: it stops any NCCL kernel still waiting for its peers, which cudaFree would wait for.
+        for (int k = 0; k < ar->n; k++) {
+            if (ar->comms[k]) ncclCommAbort(ar->comms[k]);
+        }
+        free(ar->comms);
+        ar->comms = NULL;
+    }
+    for (int k = 0; scratch && k < ar->n; k++) {
+        cudaSetDevice(ar->devices[k]);
+        hw_cuda_free(scratch[k]);
+    }
+    cudaGetLastError();
+    free(scratch);
+    free(streams);
+    return status;
+}
+#endif
+
 extern "C" int hw_cuda_allreduce_create(hw_cuda_allreduce **out, const int *devices, int n, size_t count,
                                         int allow_nccl) {
     *out = NULL;
@@ -156,7 +221,7 @@ extern "C" int hw_cuda_allreduce_create(hw_cuda_allreduce **out, const int *devi
 
     const char *why_not = NULL;
 #ifdef HW_HAVE_NCCL
-    char nccl_error[160];
+    char nccl_error[320];
     if (!allow_nccl) {
         why_not = "NCCL turned off (HOGWILD_NO_NCCL)";
     } else if (!devices_distinct(devices, n)) {
@@ -168,7 +233,7 @@ extern "C" int hw_cuda_allreduce_create(hw_cuda_allreduce **out, const int *devi
             return hw_fail("all-reduce: out of host memory");
         }
         ncclResult_t status = ncclCommInitAll(ar->comms, n, devices);
-        if (status == ncclSuccess) {
+        if (status == ncclSuccess && nccl_warm_up(ar) == HW_OK) {
             ar->use_nccl = 1;
             int version = 0;
             ncclGetVersion(&version);
@@ -178,9 +243,13 @@ extern "C" int hw_cuda_allreduce_create(hw_cuda_allreduce **out, const int *devi
         }
         // NCCL could not start here (e.g. no shared memory for its transports): the copies work
         // everywhere, so use them and say why.
-        snprintf(nccl_error, sizeof nccl_error, "ncclCommInitAll failed: %s", ncclGetErrorString(status));
-        free(ar->comms);
-        ar->comms = NULL;
+        if (status == ncclSuccess) {
+            snprintf(nccl_error, sizeof nccl_error, "a first ncclAllReduce failed: %s", hw_error());
+        } else {
+            snprintf(nccl_error, sizeof nccl_error, "ncclCommInitAll failed: %s", ncclGetErrorString(status));
+            free(ar->comms);
+            ar->comms = NULL;
+        }
         cudaGetLastError();
         why_not = nccl_error;
     }
@@ -234,27 +303,6 @@ static int sum_by_copies(hw_cuda_allreduce *ar, float *const *buffers, const hw_
     for (int k = 1; k < n; k++) HW_CHECK(cudaStreamWaitEvent(streams[0], ar->copied[k], 0));
     return HW_OK;
 }
-
-#ifdef HW_HAVE_NCCL
-static int sum_by_nccl(hw_cuda_allreduce *ar, float *const *buffers, const hw_cuda_stream *streams) {
-    // One thread drives every GPU: the calls must be one group, or the first would wait forever
-    // for its peers. The group is closed even when a call in it failed.
-    HW_CHECK(ncclGroupStart());
-    ncclResult_t failed = ncclSuccess;
-    int failed_at = -1;
-    for (int k = 0; k < ar->n && failed == ncclSuccess; k++) {
-        failed = ncclAllReduce(buffers[k], buffers[k], ar->count, ncclFloat, ncclSum, ar->comms[k], streams[k]);
-        if (failed != ncclSuccess) failed_at = k;
-    }
-    ncclResult_t ended = ncclGroupEnd();
-    if (failed != ncclSuccess) {
-        return hw_fail("ncclAllReduce of replica %d (cuda:%d) failed at %s:%d: %s", failed_at, ar->devices[failed_at],
-                       __FILE__, __LINE__, ncclGetErrorString(failed));
-    }
-    HW_CHECK(ended);
-    return HW_OK;
-}
-#endif
 
 extern "C" int hw_cuda_allreduce_sum(hw_cuda_allreduce *ar, float *const *buffers, const hw_cuda_stream *streams) {
     if (ar->n == 1 || ar->count == 0) return HW_OK;

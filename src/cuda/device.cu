@@ -188,13 +188,18 @@ extern "C" int hw_cuda_tensor_copy(hw_tensor *dst, const hw_tensor *src) {
         memcpy(dst->data, src->data, bytes);
         return HW_OK;
     }
-    // The CUDA side selects the device (and so checks that it exists); the copy waits.
+    // The CUDA side selects the device (and so checks that it exists); the copy waits. cudaMemcpy
+    // runs on the legacy stream, which every stream of this module (cudaStreamNonBlocking) runs
+    // beside, not after: wait for the devices' queued work first, or the copy could read a tensor
+    // before the kernel writing it has run, or be overwritten by a kernel still to run.
     if (hw_cuda_select(src_cuda ? src->device : dst->device) != HW_OK) return HW_ERR;
+    HW_CHECK(cudaDeviceSynchronize());
     if (dst_cuda && src_cuda) {
         if (dst->device.index == src->device.index) {
             HW_CHECK(cudaMemcpy(dst->data, src->data, bytes, cudaMemcpyDeviceToDevice));
         } else {
             if (hw_cuda_select(dst->device) != HW_OK) return HW_ERR;
+            HW_CHECK(cudaDeviceSynchronize());
             HW_CHECK(cudaMemcpyPeer(dst->data, dst->device.index, src->data, src->device.index, bytes));
         }
     } else if (dst_cuda) {
