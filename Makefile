@@ -31,8 +31,10 @@ else
 endif
 
 CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-# sm_90 machine code (H100/H200) plus compute_90 PTX that newer GPUs JIT-compile.
-NVCCFLAGS   ?= -O3 -g -std=c++17 -gencode arch=compute_90,code=[sm_90,compute_90]
+# Machine code for sm_90 (H100/H200) and sm_80 (A100; its code also runs on sm_86/sm_89 cards),
+# plus compute_90 PTX that newer GPUs JIT-compile. hw_cuda_select refuses older GPUs by name.
+CUDA_ARCH   ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]
+NVCCFLAGS   ?= -O3 -g -std=c++17 $(CUDA_ARCH)
 NVCCFLAGS   += -Iinclude -Xcompiler -Wall,-Wextra,-Werror -DHW_HAVE_CUDA=1
 
 C_SRC   := $(filter-out src/main.c src/cuda/%, $(wildcard src/*.c src/*/*.c))

@@ -7,6 +7,9 @@ static const size_t MIB = 1024 * 1024;
 
 extern "C" int hw_cuda_compiled(void) { return 1; }
 
+// Never launched: hw_cuda_select asks whether the device has machine code or PTX for it.
+__global__ static void probe_kernel(void) {}
+
 extern "C" int hw_cuda_device_count(int *count) {
     *count = 0;
     int n = 0;
@@ -30,6 +33,17 @@ extern "C" int hw_cuda_select(hw_device device) {
         return hw_fail("%s does not exist: this machine has %d CUDA device(s)", name, count);
     }
     HW_CHECK(cudaSetDevice(device.index));
+    // A GPU older than the architectures this binary was built for (Makefile: CUDA_ARCH) would
+    // fail every kernel launch; asking for a kernel's attributes tells it here, by name.
+    cudaFuncAttributes attributes;
+    cudaError_t status = cudaFuncGetAttributes(&attributes, probe_kernel);
+    if (status != cudaSuccess) {
+        cudaGetLastError();
+        cudaDeviceProp prop;
+        if (cudaGetDeviceProperties(&prop, device.index) != cudaSuccess) prop.major = prop.minor = 0;
+        return hw_fail("%s (sm_%d%d) cannot run hogwild's kernels: %s (rebuild with CUDA_ARCH for this GPU, "
+                       "see the Makefile)", name, prop.major, prop.minor, cudaGetErrorString(status));
+    }
     return HW_OK;
 }
 
