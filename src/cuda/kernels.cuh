@@ -27,7 +27,7 @@ enum { HW_THREADS = 256, SUM_COLS_LANES = 8 };
 // Row-major X is column-major X^T, so the row-major C[m,n] = op(A) op(B) is the column-major
 // C^T[n,m] = op(B)^T op(A)^T: the column-major call takes B first with B's transposition flag,
 // then A with A's. The leading dimension of a row-major matrix is its number of columns as
-// stored.
+// stored, and BLAS wants at least 1 even for an empty matrix (k = 0).
 typedef struct {
     int m, n, k;                // of the column-major product
     const float *first;         // its first matrix (BLAS's A) ...
@@ -37,6 +37,8 @@ typedef struct {
     int ldc;
 } col_major_gemm;
 
+static inline int at_least_1(int n) { return n > 1 ? n : 1; }
+
 static inline col_major_gemm col_major_gemm_of(int trans_a, int trans_b, int m, int n, int k, const float *a,
                                                const float *b) {
     col_major_gemm g;
@@ -45,11 +47,11 @@ static inline col_major_gemm col_major_gemm_of(int trans_a, int trans_b, int m, 
     g.k = k;
     g.first = b;
     g.trans_first = trans_b != 0;
-    g.ld_first = trans_b ? k : n;
+    g.ld_first = at_least_1(trans_b ? k : n);
     g.second = a;
     g.trans_second = trans_a != 0;
-    g.ld_second = trans_a ? m : k;
-    g.ldc = n;
+    g.ld_second = at_least_1(trans_a ? m : k);
+    g.ldc = at_least_1(n);
     return g;
 }
 
@@ -136,6 +138,10 @@ static inline HW_HOST_DEVICE void nchw_to_cnhw_element(int64_t i, float *t, cons
 
 // ---- maxpool2d (no padding, floor mode) ----
 
+// PyTorch's rule, on the CPU and in CUDA, and the CPU layer's: v takes over from the best so far
+// when it is larger or NaN. The first maximum wins ties; a NaN always takes over.
+static inline HW_HOST_DEVICE int pool_takes_over(float v, float best) { return v > best || v != v; }
+
 // Output i = (plane, oy, ox): the window's maximum, and its flat index within the input plane.
 static inline HW_HOST_DEVICE void maxpool_forward_element(int64_t i, float *y, int32_t *argmax, const float *x,
                                                           int height, int width, int kernel, int stride, int oh,
@@ -147,7 +153,7 @@ static inline HW_HOST_DEVICE void maxpool_forward_element(int64_t i, float *y, i
     for (int ky = 0; ky < kernel; ky++) {
         for (int kx = 0; kx < kernel; kx++) {
             int index = (oy * stride + ky) * width + ox * stride + kx;
-            if (in[index] > best) {  // strict: the first maximum wins ties
+            if (pool_takes_over(in[index], best)) {
                 best = in[index];
                 best_index = index;
             }
@@ -179,8 +185,9 @@ static inline HW_HOST_DEVICE void maxpool_backward_element(int64_t i, float *dx,
 
 // ---- pointwise ----
 
+// A NaN passes, as in torch.relu, and -0 stays -0, as in the CPU layer.
 static inline HW_HOST_DEVICE void relu_forward_element(int64_t i, float *y, const float *x) {
-    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    y[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
 static inline HW_HOST_DEVICE void relu_backward_element(int64_t i, float *dx, const float *dy, const float *y) {
