@@ -81,7 +81,9 @@ $(LIB): $(OBJ)
 hogwild $(BUILD)/hogwild: $(BUILD)/main.o $(LIB)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/tests/%.o: tests/%.c $(wildcard include/hw/*.h) $(wildcard tests/*.h)
+# tests/test_cuda_replay.c includes the kernels' per-index code (src/cuda/kernels.cuh, plain C to the
+# host compiler) and replays the GPU layers on the CPU: it is built and run in every build, CUDA=0 too.
+$(BUILD)/tests/%.o: tests/%.c $(wildcard include/hw/*.h) $(wildcard tests/*.h) $(wildcard src/cuda/*.cuh)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -c $< -o $@
 

@@ -8,6 +8,7 @@
 #include "hw/err.h"
 #include "hw/nn.h"
 #include "hw/rng.h"
+#include "float_check.h"
 
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
@@ -80,30 +81,6 @@ static float *from_device(const float *dev, size_t n) {
     return host;
 }
 
-static float *random_floats(hw_rng *rng, size_t n, float scale) {
-    float *x = malloc(n * sizeof(float) + 4);
-    cr_assert(x);
-    for (size_t i = 0; i < n; i++) x[i] = scale * (2.0f * hw_rng_uniform(rng) - 1.0f);
-    return x;
-}
-
-// max |got - want| / max |want|: the error relative to the size of the values.
-static double rel_error(const float *got, const float *want, size_t n) {
-    double diff = 0.0, size = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - (double)want[i]);
-        if (d > diff || isnan(d)) diff = isnan(d) ? INFINITY : d;
-        if (fabs((double)want[i]) > size) size = fabs((double)want[i]);
-    }
-    return size > 0.0 ? diff / size : diff;
-}
-
-#define EXPECT_CLOSE(got, want, n, what)                                                                          \
-    do {                                                                                                          \
-        double err_ = rel_error((got), (want), (n));                                                              \
-        cr_expect_lt(err_, 1e-4, "%s: relative error %g", (what), err_);                                          \
-    } while (0)
-
 static hw_cuda_ctx make_ctx(void) {
     hw_cuda_ctx ctx;
     OK(hw_cuda_stream_create(&ctx.stream));
@@ -116,24 +93,7 @@ static void free_ctx(hw_cuda_ctx ctx) {
     hw_cuda_stream_destroy(ctx.stream);
 }
 
-static int rand_in(hw_rng *rng, int lo, int hi) { return lo + (int)hw_rng_below(rng, (uint32_t)(hi - lo + 1)); }
-
 // ---- the CPU reference ----
-
-static void ref_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, const float *b, float beta,
-                     float *c) {
-    for (int i = 0; i < m; i++) {
-        for (int j = 0; j < n; j++) {
-            double sum = 0.0;
-            for (int p = 0; p < k; p++) {
-                double av = ta ? a[p * m + i] : a[i * k + p];
-                double bv = tb ? b[j * k + p] : b[p * n + j];
-                sum += av * bv;
-            }
-            c[i * n + j] = (float)(alpha * sum + beta * c[i * n + j]);
-        }
-    }
-}
 
 static void ref_linear_forward(float *y, const float *x, const float *w, const float *bias, int B, int in, int out) {
     for (int b = 0; b < B; b++) {
@@ -412,7 +372,7 @@ Test(cuda, sgemm_row_major_all_transpositions) {
         float *got = from_device(dc, (size_t)m * n);
         char what[96];
         snprintf(what, sizeof what, "sgemm ta=%d tb=%d m=%d n=%d k=%d", ta, tb, m, n, k);
-        EXPECT_CLOSE(got, c, (size_t)m * n, what);
+        EXPECT_CLOSE(got, c, (size_t)m * n, "%s", what);
         // the tensor form, on cuda:0
         if (!ta && !tb) {
             hw_tensor A = {da, {2, {m, k}}, CUDA0}, B = {db, {2, {k, n}}, CUDA0}, C = {dc, {2, {m, n}}, CUDA0};
@@ -473,15 +433,8 @@ Test(cuda, conv2d_forward_backward) {
     hw_rng rng;
     hw_rng_seed(&rng, 4, 0);
     for (int round = 0; round < 8; round++) {
-        hw_conv_dims d;
-        d.batch = round == 0 ? 1 : rand_in(&rng, 1, 5);
-        d.in_channels = rand_in(&rng, 1, 4);
-        d.out_channels = rand_in(&rng, 1, 6);
-        d.kernel = rand_in(&rng, 1, 5);
-        d.stride = rand_in(&rng, 1, 3);
-        d.padding = rand_in(&rng, 0, d.kernel / 2 + 1);
-        d.height = rand_in(&rng, d.kernel, 14);
-        d.width = rand_in(&rng, d.kernel, 13);
+        hw_conv_dims d = random_conv_dims(&rng, 5);
+        if (round == 0) d.batch = 1;
         if (round == 1) d = (hw_conv_dims){3, 1, 28, 28, 10, 5, 1, 0};  // LeNet's first layer
         int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
         size_t nx = (size_t)d.batch * d.in_channels * d.height * d.width;
@@ -503,10 +456,10 @@ Test(cuda, conv2d_forward_backward) {
         char what[160];
         snprintf(what, sizeof what, "conv2d B=%d C=%d %dx%d OC=%d k=%d s=%d p=%d", d.batch, d.in_channels, d.height,
                  d.width, d.out_channels, d.kernel, d.stride, d.padding);
-        EXPECT_CLOSE(g_y, y, ny, what);
-        EXPECT_CLOSE(g_dx, dx, nx, what);
-        EXPECT_CLOSE(g_dw, dw, nw, what);
-        EXPECT_CLOSE(g_db, db, (size_t)d.out_channels, what);
+        EXPECT_CLOSE(g_y, y, ny, "%s", what);
+        EXPECT_CLOSE(g_dx, dx, nx, "%s", what);
+        EXPECT_CLOSE(g_dw, dw, nw, "%s", what);
+        EXPECT_CLOSE(g_db, db, (size_t)d.out_channels, "%s", what);
         float *ptrs[] = {x, w, bias, dy, y, dx, dw, db, g_y, g_dx, g_dw, g_db};
         for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) free(ptrs[i]);
         float *dptrs[] = {d_x, d_w, d_b, d_dy, d_y, d_dx, d_dw, d_db, scratch};
@@ -978,7 +931,7 @@ static void check_training_step(hw_model *m, hw_cuda_runner *r, float *weights, 
         size_t n = (size_t)hw_shape_numel(par->shape);
         char what[128];
         snprintf(what, sizeof what, "gradient of %s (B=%d)", par->name, B);
-        EXPECT_CLOSE(got_grads + par->offset, grads + par->offset, n, what);
+        EXPECT_CLOSE(got_grads + par->offset, grads + par->offset, n, "%s", what);
         if (par->frozen) {
             for (size_t j = 0; j < n; j++) cr_assert_eq(got_grads[par->offset + j], 0.0f, "frozen %s has a gradient", par->name);
         }
@@ -1254,7 +1207,7 @@ Test(cuda, runner_matches_the_cpu_model) {
     for (int p = 0; p < m.n_params; p++) {
         const hw_param *param = &m.params[p];
         EXPECT_CLOSE(gpu_grads + param->offset, ws.grads + param->offset, (size_t)hw_shape_numel(param->shape),
-                     param->name);
+                     "%s", param->name);
     }
     hw_cuda_runner_free(r);
     hw_workspace_free(&ws);

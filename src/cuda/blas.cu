@@ -1,5 +1,6 @@
 // blas: cuBLAS handles and the row-major SGEMM wrapper (the CPU BLAS is src/blas.c).
 #include "check.cuh"
+#include "kernels.cuh"
 
 extern "C" int hw_cublas_create(hw_cublas *handle, hw_cuda_stream stream) {
     cublasHandle_t h = NULL;
@@ -25,14 +26,11 @@ extern "C" int hw_cuda_sgemm(hw_cublas handle, int trans_a, int trans_b, int m, 
                              const float *a, const float *b, float beta, float *c) {
     if (m < 0 || n < 0 || k < 0) return hw_fail("hw_cuda_sgemm: negative size (m=%d, n=%d, k=%d)", m, n, k);
     if (m == 0 || n == 0) return HW_OK;
-    // Row-major X is column-major X^T. C^T[n,m] = op(B)^T[n,k] * op(A)^T[k,m], so cuBLAS gets B
-    // first with B's transposition flag, then A with A's. The leading dimension of a row-major
-    // matrix is its number of columns as stored.
-    int lda = trans_a ? m : k;
-    int ldb = trans_b ? k : n;
-    cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    HW_CHECK(cublasSgemm(handle, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, n));
+    col_major_gemm g = col_major_gemm_of(trans_a, trans_b, m, n, k, a, b);  // kernels.cuh
+    cublasOperation_t op_first = g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t op_second = g.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N;
+    HW_CHECK(cublasSgemm(handle, op_first, op_second, g.m, g.n, g.k, &alpha, g.first, g.ld_first, g.second, g.ld_second,
+                         &beta, c, g.ldc));
     return HW_OK;
 }
 

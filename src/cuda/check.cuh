@@ -1,5 +1,5 @@
 // check.cuh: the CUDA module's one checking macro (llm.c's cudaCheck, returning instead of
-// exiting) and the kernel launch sizes. Private to src/cuda/.
+// exiting), the grid-stride loop and the kernel launch sizes. Private to src/cuda/.
 #pragma once
 
 #include <cublas_v2.h>
@@ -9,6 +9,7 @@
 #endif
 
 #include "hw/cuda.h"
+#include "kernels.cuh"  // HW_THREADS
 
 // The three libraries report failure with their own status types; one overload each gives the
 // macro below whether a status is a failure and the library's own words for it.
@@ -32,8 +33,11 @@ static inline const char *hw_status_string(ncclResult_t status) { return ncclGet
         }                                                                                                  \
     } while (0)
 
-// Kernels use grid-stride loops; this caps the grid so that any n fits.
-enum { HW_THREADS = 256 };
+// Kernels use grid-stride loops: the loop below visits every index in [0, n) once, whatever the
+// grid, and hw_blocks caps the grid so that any n fits.
+#define GRID_STRIDE(i, n) \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
 static inline unsigned hw_blocks(int64_t n) {
     int64_t blocks = (n + HW_THREADS - 1) / HW_THREADS;
     return (unsigned)(blocks < 65536 ? blocks : 65536);

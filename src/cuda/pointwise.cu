@@ -1,44 +1,29 @@
 // pointwise: relu, dropout, dropout2d, the uint8 -> float input conversion and the SGD step.
 #include "check.cuh"
+#include "kernels.cuh"
 
-#define GRID_STRIDE(i, n) \
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+// One grid-stride loop per kernel; what each index computes is in kernels.cuh.
 
 __global__ static void relu_forward(float *y, const float *x, int64_t n) {
-    GRID_STRIDE(i, n) { y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
+    GRID_STRIDE(i, n) relu_forward_element(i, y, x);
 }
 
 __global__ static void relu_backward(float *dx, const float *dy, const float *y, int64_t n) {
-    GRID_STRIDE(i, n) { dx[i] = y[i] > 0.0f ? dy[i] : 0.0f; }
+    GRID_STRIDE(i, n) relu_backward_element(i, dx, dy, y);
 }
 
-// Element i keeps its value (scaled by 1/(1-p)) when the draw for index i / plane is >= p:
-// plane = 1 is dropout, plane = H*W is dropout2d (one draw per sample and channel).
 __global__ static void dropout_apply(float *out, const float *in, int64_t n, int64_t plane, float p, float scale,
                                      uint64_t seed, uint64_t step) {
-    GRID_STRIDE(i, n) {
-        float u = hw_dropout_uniform(seed, step, (uint64_t)(i / plane));
-        out[i] = u >= p ? in[i] * scale : 0.0f;
-    }
+    GRID_STRIDE(i, n) dropout_element(i, out, in, plane, p, scale, seed, step);
 }
 
 __global__ static void normalize_u8(float *x, const uint8_t *bytes, int64_t n, float mean, float std) {
-    GRID_STRIDE(i, n) { x[i] = ((float)bytes[i] / 255.0f - mean) / std; }
+    GRID_STRIDE(i, n) normalize_u8_element(i, x, bytes, mean, std);
 }
 
 __global__ static void sgd_step(float *w, const float *g, float *velocity, int64_t n, float lr, float momentum,
                                 float weight_decay, int nesterov, int started) {
-    GRID_STRIDE(i, n) {
-        float weight = w[i];  // Hogwild: other workers may write this weight between read and write
-        float d = g[i];
-        if (weight_decay != 0.0f) d += weight_decay * weight;
-        if (momentum != 0.0f) {
-            float v = started ? momentum * velocity[i] + d : d;
-            velocity[i] = v;
-            d = nesterov ? d + momentum * v : v;
-        }
-        w[i] = weight - lr * d;
-    }
+    GRID_STRIDE(i, n) sgd_step_element(i, w, g, velocity, lr, momentum, weight_decay, nesterov, started);
 }
 
 extern "C" int hw_cuda_relu_forward(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
@@ -61,9 +46,7 @@ static int dropout_launch(hw_cuda_stream stream, float *out, const float *in, in
     if (!(p >= 0.0f && p <= 1.0f)) return hw_fail("dropout: p = %g is not in [0, 1]", (double)p);
     if (n <= 0) return HW_OK;
     if (plane <= 0) return hw_fail("dropout2d: empty channel plane");
-    // p = 1 drops everything (torch returns zeros); the comparison u >= 1 is never true.
-    float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-    dropout_apply<<<hw_blocks(n), HW_THREADS, 0, stream>>>(out, in, n, plane, p, scale, seed, step);
+    dropout_apply<<<hw_blocks(n), HW_THREADS, 0, stream>>>(out, in, n, plane, p, dropout_scale(p), seed, step);
     HW_CHECK(cudaGetLastError());
     return HW_OK;
 }

@@ -1,0 +1,265 @@
+// kernels.cuh: what each CUDA kernel computes for one index, as functions the host can call too.
+//
+// Every element-wise and gather kernel of layers.cu, pointwise.cu and loss.cu is a grid-stride
+// loop that calls one of the *_element (or *_row) functions below: the math of a kernel is here
+// and only here. The block reductions keep their shared-memory combine in their kernel; the
+// partial sum each of their threads adds up first is strided_sum. hw_cuda_sgemm's mapping of a
+// row-major GEMM onto cuBLAS's column-major one is col_major_gemm_of.
+//
+// The file is written in the common subset of C11 and CUDA C++ (HW_HOST_DEVICE is empty outside
+// nvcc), so that tests/test_cuda_replay.c compiles it with the host C compiler and replays the
+// kernels on the CPU, in every build, against the CPU layers of src/nn. Private to src/cuda/ and
+// that test.
+#ifndef HW_CUDA_KERNELS_CUH
+#define HW_CUDA_KERNELS_CUH
+
+#include "hw/cuda.h"  // hw_conv_dims, HW_HOST_DEVICE, hw_dropout_uniform
+
+#include <math.h>
+#include <stdint.h>
+
+// Threads per block of every launch; the block reductions (sum_rows, mean_rows) combine this
+// many partial sums. sum_cols has blocks of 32 columns x SUM_COLS_LANES rows of threads.
+enum { HW_THREADS = 256, SUM_COLS_LANES = 8 };
+
+// ---- hw_cuda_sgemm: a row-major GEMM as cuBLAS's column-major one ----
+//
+// Row-major X is column-major X^T, so the row-major C[m,n] = op(A) op(B) is the column-major
+// C^T[n,m] = op(B)^T op(A)^T: the column-major call takes B first with B's transposition flag,
+// then A with A's. The leading dimension of a row-major matrix is its number of columns as
+// stored, and BLAS wants at least 1 even for an empty matrix (k = 0).
+typedef struct {
+    int m, n, k;                // of the column-major product
+    const float *first;         // its first matrix (BLAS's A) ...
+    int trans_first, ld_first;  // ... whether it is transposed (1) and its leading dimension
+    const float *second;        // its second matrix (BLAS's B)
+    int trans_second, ld_second;
+    int ldc;
+} col_major_gemm;
+
+static inline int at_least_1(int n) { return n > 1 ? n : 1; }
+
+static inline col_major_gemm col_major_gemm_of(int trans_a, int trans_b, int m, int n, int k, const float *a,
+                                               const float *b) {
+    col_major_gemm g;
+    g.m = n;
+    g.n = m;
+    g.k = k;
+    g.first = b;
+    g.trans_first = trans_b != 0;
+    g.ld_first = at_least_1(trans_b ? k : n);
+    g.second = a;
+    g.trans_second = trans_a != 0;
+    g.ld_second = at_least_1(trans_a ? m : k);
+    g.ldc = at_least_1(n);
+    return g;
+}
+
+// ---- bias and reductions ----
+
+// y[r, c] += bias[c], element i = r * cols + c.
+static inline HW_HOST_DEVICE void add_bias_cols_element(int64_t i, float *y, const float *bias, int64_t cols) {
+    y[i] += bias[i % cols];
+}
+
+// v[lane * stride] + v[(lane + lanes) * stride] + ... over the indices below count: the partial
+// sum one of `lanes` threads of a block reduction adds up before the block combines them.
+static inline HW_HOST_DEVICE float strided_sum(const float *v, int64_t count, int64_t stride, int64_t lane,
+                                               int64_t lanes) {
+    float sum = 0.0f;
+    for (int64_t j = lane; j < count; j += lanes) sum += v[j * stride];
+    return sum;
+}
+
+// ---- conv2d ----
+//
+// The im2col matrix of the whole batch is col[C*K*K, B*OH*OW]: row (c, ky, kx), column
+// (b, oy, ox). The GEMM output t[OC, B*OH*OW] is channel-major (CNHW); y and dy are NCHW.
+
+// col[i]: the input pixel that kernel tap (c, ky, kx) reads for output (b, oy, ox); 0 in the padding.
+static inline HW_HOST_DEVICE void im2col_element(int64_t i, float *col, const float *x, hw_conv_dims d, int oh,
+                                                 int ow) {
+    int64_t plane = (int64_t)oh * ow;
+    int64_t columns = d.batch * plane;
+    int64_t row = i / columns, j = i % columns;
+    int c = (int)(row / (d.kernel * d.kernel));
+    int kk = (int)(row % (d.kernel * d.kernel));
+    int ky = kk / d.kernel, kx = kk % d.kernel;
+    int64_t b = j / plane;
+    int p = (int)(j % plane);
+    int iy = (p / ow) * d.stride - d.padding + ky;
+    int ix = (p % ow) * d.stride - d.padding + kx;
+    float v = 0.0f;
+    if (iy >= 0 && iy < d.height && ix >= 0 && ix < d.width) {
+        v = x[((b * d.in_channels + c) * d.height + iy) * d.width + ix];
+    }
+    col[i] = v;
+}
+
+// dx[i] = dx[b, c, iy, ix]: the sum of dcol over the (ky, kx, oy, ox) that read that input
+// pixel. Each index gathers its own pixel: no atomics, a fixed order.
+static inline HW_HOST_DEVICE void col2im_element(int64_t i, float *dx, const float *dcol, hw_conv_dims d, int oh,
+                                                 int ow) {
+    int64_t plane = (int64_t)oh * ow;
+    int64_t columns = d.batch * plane;
+    int ix = (int)(i % d.width);
+    int iy = (int)((i / d.width) % d.height);
+    int c = (int)((i / ((int64_t)d.width * d.height)) % d.in_channels);
+    int64_t b = i / ((int64_t)d.width * d.height * d.in_channels);
+    float sum = 0.0f;
+    for (int ky = 0; ky < d.kernel; ky++) {
+        int ty = iy + d.padding - ky;
+        if (ty < 0 || ty % d.stride != 0 || ty / d.stride >= oh) continue;
+        int oy = ty / d.stride;
+        for (int kx = 0; kx < d.kernel; kx++) {
+            int tx = ix + d.padding - kx;
+            if (tx < 0 || tx % d.stride != 0 || tx / d.stride >= ow) continue;
+            int ox = tx / d.stride;
+            int64_t row = ((int64_t)c * d.kernel + ky) * d.kernel + kx;
+            sum += dcol[row * columns + b * plane + (int64_t)oy * ow + ox];
+        }
+    }
+    dx[i] = sum;
+}
+
+// y[i] = y[b, oc, p] = t[oc, b*plane + p] + bias[oc] (bias may be NULL).
+static inline HW_HOST_DEVICE void cnhw_to_nchw_element(int64_t i, float *y, const float *t, const float *bias,
+                                                       int64_t batch, int64_t channels, int64_t plane) {
+    int64_t p = i % plane, oc = (i / plane) % channels, b = i / (plane * channels);
+    y[i] = t[oc * batch * plane + b * plane + p] + (bias ? bias[oc] : 0.0f);
+}
+
+// t[oc, b*plane + p] = dy[i] = dy[b, oc, p]
+static inline HW_HOST_DEVICE void nchw_to_cnhw_element(int64_t i, float *t, const float *dy, int64_t batch,
+                                                       int64_t channels, int64_t plane) {
+    int64_t p = i % plane, oc = (i / plane) % channels, b = i / (plane * channels);
+    t[oc * batch * plane + b * plane + p] = dy[i];
+}
+
+// ---- maxpool2d (no padding, floor mode) ----
+
+// PyTorch's rule, on the CPU and in CUDA, and the CPU layer's: v takes over from the best so far
+// when it is larger or NaN. The first maximum wins ties; a NaN always takes over.
+static inline HW_HOST_DEVICE int pool_takes_over(float v, float best) { return v > best || v != v; }
+
+// Output i = (plane, oy, ox): the window's maximum, and its flat index within the input plane.
+static inline HW_HOST_DEVICE void maxpool_forward_element(int64_t i, float *y, int32_t *argmax, const float *x,
+                                                          int height, int width, int kernel, int stride, int oh,
+                                                          int ow) {
+    int ox = (int)(i % ow), oy = (int)((i / ow) % oh);
+    const float *in = x + (i / ((int64_t)oh * ow)) * height * width;
+    int best_index = oy * stride * width + ox * stride;
+    float best = in[best_index];
+    for (int ky = 0; ky < kernel; ky++) {
+        for (int kx = 0; kx < kernel; kx++) {
+            int index = (oy * stride + ky) * width + ox * stride + kx;
+            if (pool_takes_over(in[index], best)) {
+                best = in[index];
+                best_index = index;
+            }
+        }
+    }
+    y[i] = best;
+    argmax[i] = best_index;
+}
+
+// Input pixel i gathers the gradients of the windows whose maximum it was (no atomics).
+static inline HW_HOST_DEVICE void maxpool_backward_element(int64_t i, float *dx, const float *dy,
+                                                           const int32_t *argmax, int height, int width, int kernel,
+                                                           int stride, int oh, int ow) {
+    int index = (int)(i % ((int64_t)height * width));
+    int iy = index / width, ix = index % width;
+    int64_t out_base = (i / ((int64_t)height * width)) * oh * ow;
+    // the windows that contain (iy, ix): oy * stride <= iy < oy * stride + kernel, likewise ox
+    int oy_lo = iy < kernel ? 0 : (iy - kernel) / stride + 1, oy_hi = iy / stride < oh - 1 ? iy / stride : oh - 1;
+    int ox_lo = ix < kernel ? 0 : (ix - kernel) / stride + 1, ox_hi = ix / stride < ow - 1 ? ix / stride : ow - 1;
+    float sum = 0.0f;
+    for (int oy = oy_lo; oy <= oy_hi; oy++) {
+        for (int ox = ox_lo; ox <= ox_hi; ox++) {
+            int64_t o = out_base + (int64_t)oy * ow + ox;
+            if (argmax[o] == index) sum += dy[o];
+        }
+    }
+    dx[i] = sum;
+}
+
+// ---- pointwise ----
+
+// A NaN passes, as in torch.relu, and -0 stays -0, as in the CPU layer.
+static inline HW_HOST_DEVICE void relu_forward_element(int64_t i, float *y, const float *x) {
+    y[i] = x[i] < 0.0f ? 0.0f : x[i];
+}
+
+static inline HW_HOST_DEVICE void relu_backward_element(int64_t i, float *dx, const float *dy, const float *y) {
+    dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+// What the kept values are multiplied by. p = 1 drops everything (torch returns zeros): the test
+// u >= 1 is never true, and the scale does not matter.
+static inline float dropout_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
+
+// Element i keeps its value (times scale) when the draw for index i / plane is >= p: plane = 1
+// is dropout, plane = H*W is dropout2d (one draw per sample and channel).
+static inline HW_HOST_DEVICE void dropout_element(int64_t i, float *out, const float *in, int64_t plane, float p,
+                                                  float scale, uint64_t seed, uint64_t step) {
+    float u = hw_dropout_uniform(seed, step, (uint64_t)(i / plane));
+    out[i] = u >= p ? in[i] * scale : 0.0f;
+}
+
+static inline HW_HOST_DEVICE void normalize_u8_element(int64_t i, float *x, const uint8_t *bytes, float mean,
+                                                       float std) {
+    x[i] = ((float)bytes[i] / 255.0f - mean) / std;
+}
+
+// torch.optim.SGD for weight i (see hw_cuda_sgd_step).
+static inline HW_HOST_DEVICE void sgd_step_element(int64_t i, float *w, const float *g, float *velocity, float lr,
+                                                   float momentum, float weight_decay, int nesterov, int started) {
+    float weight = w[i];  // Hogwild: other workers may write this weight between read and write
+    float d = g[i];
+    if (weight_decay != 0.0f) d += weight_decay * weight;
+    if (momentum != 0.0f) {
+        float v = started ? momentum * velocity[i] + d : d;
+        velocity[i] = v;
+        d = nesterov ? d + momentum * v : v;
+    }
+    w[i] = weight - lr * d;
+}
+
+// ---- loss ----
+
+// Row b: the stable log_softmax x - max - log(sum exp(x - max)), and, with labels, the row's loss
+// -logp[label] (NaN for a label out of range, so that it cannot pass unseen).
+static inline HW_HOST_DEVICE void log_softmax_row(int64_t b, float *logp, float *row_loss, const float *x,
+                                                  const uint8_t *labels, int classes) {
+    const float *in = x + b * classes;
+    float *out = logp + b * classes;
+    float max = in[0];
+    for (int c = 1; c < classes; c++) max = fmaxf(max, in[c]);
+    float sum = 0.0f;
+    for (int c = 0; c < classes; c++) sum += expf(in[c] - max);
+    float log_sum = max + logf(sum);
+    for (int c = 0; c < classes; c++) out[c] = in[c] - log_sum;
+    if (labels) row_loss[b] = labels[b] < classes ? -out[labels[b]] : nanf("");
+}
+
+// dx[i] = dx[b, c] = (exp(logp[b, c]) - onehot(label[b])[c]) / batch: the gradient of the mean
+// NLL with respect to the logits.
+static inline HW_HOST_DEVICE void nll_backward_element(int64_t i, float *dx, const float *logp,
+                                                       const uint8_t *labels, int batch, int classes) {
+    int c = (int)(i % classes);
+    int64_t b = i / classes;
+    dx[i] = (expf(logp[i]) - (labels[b] == c ? 1.0f : 0.0f)) / (float)batch;
+}
+
+// 1 when row b's argmax (the first maximum, as torch.argmax) is its label.
+static inline HW_HOST_DEVICE int count_correct_row(int64_t b, const float *logp, const uint8_t *labels,
+                                                   int classes) {
+    const float *row = logp + b * classes;
+    int best = 0;
+    for (int c = 1; c < classes; c++) {
+        if (row[c] > row[best]) best = c;
+    }
+    return best == labels[b];
+}
+
+#endif
