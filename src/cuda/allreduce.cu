@@ -14,9 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GRID_STRIDE(i, n) \
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
-
 __global__ static void scale_kernel(float *x, int64_t n, float alpha) {
     GRID_STRIDE(i, n) { x[i] *= alpha; }
 }
