@@ -1091,6 +1091,43 @@ Test(cuda, runner_queue_and_input_errors) {
     free(weights), free(m);
 }
 
+// The training loss summed on the GPU (what a GPU Hogwild worker reports) equals the sum of the
+// losses read after each forward, times their batches; evaluation forwards do not count.
+Test(cuda, runner_sums_the_training_loss_on_the_gpu) {
+    need_gpu();
+    hw_model *m = mlp_net();
+    float *weights = random_weights(m, 16);
+    m->weights = weights;
+    hw_cuda_runner *r = NULL;
+    hw_cuda_runner_config c = runner_config(4, 1);
+    OK(hw_cuda_runner_create(&r, m, &c));
+    double sum = -1.0;
+    OK(hw_cuda_runner_train_loss_sum(r, &sum));
+    cr_expect_eq(sum, 0.0, "a new runner has summed nothing");
+    hw_rng rng;
+    hw_rng_seed(&rng, 17, 0);
+    uint8_t bytes[4 * 35], labels[4];
+    double expected = 0.0;
+    const int batches[5] = {4, 3, 4, 1, 2};
+    for (int i = 0; i < 5; i++) {
+        for (int j = 0; j < 4 * 35; j++) bytes[j] = (uint8_t)hw_rng_below(&rng, 256);
+        for (int j = 0; j < 4; j++) labels[j] = (uint8_t)hw_rng_below(&rng, 10);
+        OK(hw_cuda_runner_upload_u8(r, bytes, labels, batches[i]));
+        float loss = 0.0f;
+        int training = i != 3;  // batch 3 is an evaluation forward
+        OK(hw_cuda_runner_forward(r, training, &loss));
+        if (!training) continue;
+        expected += (double)loss * batches[i];
+        OK(hw_cuda_runner_backward(r));
+        OK(hw_cuda_runner_sgd_step(r, 0.1f, 0.5f, 0.0f, 0));
+    }
+    OK(hw_cuda_runner_train_loss_sum(r, &sum));
+    cr_expect(expected > 0.0, "the losses are positive");
+    cr_expect(fabs(sum - expected) <= 1e-6 * expected, "GPU sum %.9g, sum of the forwards' losses %.9g", sum, expected);
+    hw_cuda_runner_free(r);
+    free(weights), free(m);
+}
+
 // ---- CUDA IPC across fork ----
 
 enum { IPC_WAIT = 0, IPC_READY = 1, IPC_SKIP = 2, IPC_N = 4096 };

@@ -184,6 +184,9 @@ int hw_cuda_log_softmax_nll_forward(hw_cuda_stream stream, float *logp, float *l
 // dx = (exp(logp) - onehot(label)) / batch: the gradient of the mean loss wrt the logits.
 int hw_cuda_log_softmax_nll_backward(hw_cuda_stream stream, float *dx, const float *logp, const uint8_t *labels,
                                      int batch, int classes);
+// *total_dev += *loss_dev * batch (device double and float): sums the training loss on the GPU,
+// so that a trainer reads it once in a while instead of waiting for every step.
+int hw_cuda_accumulate_loss(hw_cuda_stream stream, double *total_dev, const float *loss_dev, int batch);
 // How many rows' argmax equals the label, added into *count_dev (device int32).
 int hw_cuda_count_correct(hw_cuda_stream stream, int32_t *count_dev, const float *logp, const uint8_t *labels,
                           int batch, int classes);
@@ -284,6 +287,9 @@ float *hw_cuda_runner_grads(hw_cuda_runner *r);
 hw_cuda_stream hw_cuda_runner_stream(hw_cuda_runner *r);
 // The mean loss of the last forward with labels (waits for the runner's stream).
 int hw_cuda_runner_loss(hw_cuda_runner *r, float *loss);
+// The sum of loss x batch over every training forward with labels since the runner was created,
+// summed on the GPU (waits for the runner's stream): read it now and then, not every step.
+int hw_cuda_runner_train_loss_sum(hw_cuda_runner *r, double *sum);
 
 // ---- reductions across the replicas of one process (DataParallel on GPUs) ----
 // x[i] *= alpha and y[i] += x[i] over n floats on the current device, asynchronous on `stream`.

@@ -24,6 +24,9 @@ __global__ static void nll_backward(float *dx, const float *logp, const uint8_t 
     GRID_STRIDE(i, (int64_t)batch * classes) nll_backward_element(i, dx, logp, labels, batch, classes);
 }
 
+// One thread: a running sum in double, as the CPU trainer keeps it.
+__global__ static void accumulate_loss(double *total, const float *loss, int batch) { *total += (double)*loss * batch; }
+
 __global__ static void count_correct(int32_t *count, const float *logp, const uint8_t *labels, int batch, int classes) {
     GRID_STRIDE(b, batch) {
         if (count_correct_row(b, logp, labels, classes)) atomicAdd(count, 1);
@@ -47,6 +50,13 @@ extern "C" int hw_cuda_log_softmax_nll_backward(hw_cuda_stream stream, float *dx
     int64_t n = (int64_t)batch * classes;
     if (n <= 0) return HW_OK;
     nll_backward<<<hw_blocks(n), HW_THREADS, 0, stream>>>(dx, logp, labels, batch, classes);
+    HW_CHECK(cudaGetLastError());
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_accumulate_loss(hw_cuda_stream stream, double *total_dev, const float *loss_dev, int batch) {
+    if (batch <= 0) return HW_OK;
+    accumulate_loss<<<1, 1, 0, stream>>>(total_dev, loss_dev, batch);
     HW_CHECK(cudaGetLastError());
     return HW_OK;
 }

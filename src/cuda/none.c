@@ -258,6 +258,11 @@ int hw_cuda_log_softmax_nll_backward(hw_cuda_stream stream, float *dx, const flo
     return without_cuda("hw_cuda_log_softmax_nll_backward");
 }
 
+int hw_cuda_accumulate_loss(hw_cuda_stream stream, double *total_dev, const float *loss_dev, int batch) {
+    (void)stream, (void)total_dev, (void)loss_dev, (void)batch;
+    return without_cuda("hw_cuda_accumulate_loss");
+}
+
 int hw_cuda_count_correct(hw_cuda_stream stream, int32_t *count_dev, const float *logp, const uint8_t *labels,
                           int batch, int classes) {
     (void)stream, (void)count_dev, (void)logp, (void)labels, (void)batch, (void)classes;
@@ -368,6 +373,12 @@ int hw_cuda_runner_loss(hw_cuda_runner *r, float *loss) {
     (void)r;
     *loss = 0.0f;
     return without_cuda("hw_cuda_runner_loss");
+}
+
+int hw_cuda_runner_train_loss_sum(hw_cuda_runner *r, double *sum) {
+    (void)r;
+    *sum = 0.0;
+    return without_cuda("hw_cuda_runner_train_loss_sum");
 }
 
 int hw_cuda_scale(hw_cuda_stream stream, float *x, int64_t n, float alpha) {

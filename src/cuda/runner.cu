@@ -59,6 +59,7 @@ struct hw_cuda_runner {
     float *grad_acts[HW_MAX_LAYERS + 1];
     float *scratch;                   // conv2d im2col and GEMM output
     float *row_loss, *loss_dev;
+    double *train_loss_sum_dev;       // loss x batch summed over the training forwards, on the GPU
     int32_t *argmax_arena, *correct_dev;
     uint8_t *labels_dev;              // the labels of the batch last run forward
 
@@ -275,6 +276,7 @@ extern "C" void hw_cuda_runner_free(hw_cuda_runner *r) {
     hw_cuda_free(r->argmax_arena);
     hw_cuda_free(r->labels_dev);
     hw_cuda_free(r->correct_dev);
+    hw_cuda_free(r->train_loss_sum_dev);
     hw_cuda_free(r->grads);
     hw_cuda_free(r->velocity);
     if (r->owns_weights) hw_cuda_free(r->weights);
@@ -365,6 +367,7 @@ static int runner_init(hw_cuda_runner *r, const hw_model *model, const hw_cuda_r
     if (argmax_ints && hw_cuda_malloc((void **)&r->argmax_arena, argmax_ints * sizeof(int32_t)) != HW_OK) return HW_ERR;
     if (hw_cuda_malloc((void **)&r->labels_dev, B) != HW_OK) return HW_ERR;
     if (hw_cuda_malloc((void **)&r->correct_dev, sizeof(int32_t)) != HW_OK) return HW_ERR;
+    if (hw_cuda_malloc((void **)&r->train_loss_sum_dev, sizeof(double)) != HW_OK) return HW_ERR;
     if (hw_cuda_host_alloc((void **)&r->host_scalar, 64) != HW_OK) return HW_ERR;
     for (int s = 0; s < 2; s++) {
         if (hw_cuda_host_alloc(&r->host_x[s], r->slot_bytes) != HW_OK) return HW_ERR;
@@ -414,6 +417,7 @@ static int runner_init(hw_cuda_runner *r, const hw_model *model, const hw_cuda_r
     // Frozen parameters keep a zero gradient; the trainable ones are overwritten by backward.
     if (hw_cuda_memset(r->grads, 0, r->n_weights * sizeof(float), r->compute) != HW_OK) return HW_ERR;
     if (hw_cuda_memset(r->velocity, 0, r->n_weights * sizeof(float), r->compute) != HW_OK) return HW_ERR;
+    if (hw_cuda_memset(r->train_loss_sum_dev, 0, sizeof(double), r->compute) != HW_OK) return HW_ERR;
     if (r->owns_weights) {
         if (model->weights) {
             if (hw_cuda_memcpy_h2d(r->weights, model->weights, r->n_weights * sizeof(float), r->compute) != HW_OK) {
@@ -575,6 +579,10 @@ extern "C" int hw_cuda_runner_forward(hw_cuda_runner *r, int training, float *lo
     for (int i = 0; i < r->n_layers; i++) {
         if (forward_layer(r, i) != HW_OK) return hw_error_prefix("forward, layer %d", i);
     }
+    if (training && r->has_labels &&
+        hw_cuda_accumulate_loss(r->compute, r->train_loss_sum_dev, r->loss_dev, r->batch) != HW_OK) {
+        return HW_ERR;
+    }
     if (mark_compute_end(r) != HW_OK) return HW_ERR;
     if (loss) {
         *loss = 0.0f;
@@ -692,6 +700,15 @@ extern "C" int hw_cuda_runner_loss(hw_cuda_runner *r, float *loss) {
     HW_CHECK(cudaMemcpyAsync(r->host_scalar, r->loss_dev, sizeof(float), cudaMemcpyDeviceToHost, r->compute));
     HW_CHECK(cudaStreamSynchronize(r->compute));
     *loss = r->host_scalar[0];
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_runner_train_loss_sum(hw_cuda_runner *r, double *sum) {
+    *sum = 0.0;
+    if (use_device(r) != HW_OK) return HW_ERR;
+    HW_CHECK(cudaMemcpyAsync(r->host_scalar, r->train_loss_sum_dev, sizeof(double), cudaMemcpyDeviceToHost, r->compute));
+    HW_CHECK(cudaStreamSynchronize(r->compute));
+    memcpy(sum, r->host_scalar, sizeof *sum);
     return HW_OK;
 }
 

@@ -43,6 +43,9 @@
 // after `handle` or `error` is written.
 enum { HANDLE_WAIT = 0, HANDLE_READY = 1, HANDLE_FAILED = 2 };
 
+// A GPU worker reads its running loss (a wait for its stream) once every this many batches.
+enum { GPU_REPORT_EVERY = 8 };
+
 typedef struct {
     atomic_int state;           // HANDLE_WAIT, then HANDLE_READY or HANDLE_FAILED
     hw_cuda_ipc_handle handle;  // the device weights, valid once READY
@@ -100,7 +103,6 @@ static int train_shard(int rank, gpu_job *job, hw_cuda_runner *runner, int64_t *
     hw_hogwild_control *control = job->control;
     hw_worker_slot *slot = &control->slots[rank];
     int64_t samples = 0;
-    double loss_sum = 0;
     int batches = 0;
     for (int epoch = job->first_epoch; epoch < config->epochs; epoch++) {
         if (!hw_hogwild_wait_for_epoch(control, epoch)) return HW_OK;
@@ -112,17 +114,22 @@ static int train_shard(int rank, gpu_job *job, hw_cuda_runner *runner, int64_t *
             // The next batch's copy to the GPU runs on the copy stream while this one computes.
             int next = queue_batch(runner, train, shard, count, &pos, config->batch_size, x, y);
             if (next < 0) return HW_ERR;
-            float loss = 0;
-            if (hw_cuda_runner_forward(runner, 1, &loss) != HW_OK || hw_cuda_runner_backward(runner) != HW_OK ||
+            if (hw_cuda_runner_forward(runner, 1, NULL) != HW_OK || hw_cuda_runner_backward(runner) != HW_OK ||
                 // THE Hogwild update: straight onto the shared device weights, no lock.
                 hw_cuda_runner_sgd_step(runner, config->lr, config->momentum, config->weight_decay,
                                         config->nesterov) != HW_OK) {
                 return HW_ERR;
             }
             samples += batch;
-            loss_sum += (double)loss * batch;
-            hw_hogwild_report(slot, samples, loss_sum);
-            if (hw_fault_check(&job->fault, rank, ++batches) != HW_OK) return HW_ERR;
+            batches++;
+            // Reading the loss waits for the GPU, so the progress is reported every few batches
+            // and at the epoch's end, while the GPU keeps the queued steps running in between.
+            if (batches % GPU_REPORT_EVERY == 0 || next == 0) {
+                double loss_sum = 0;
+                if (hw_cuda_runner_train_loss_sum(runner, &loss_sum) != HW_OK) return HW_ERR;
+                hw_hogwild_report(slot, samples, loss_sum);
+            }
+            if (hw_fault_check(&job->fault, rank, batches) != HW_OK) return HW_ERR;
             if (atomic_load_explicit(&control->stop, memory_order_relaxed)) return HW_OK;
             batch = next;
         }
