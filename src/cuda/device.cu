@@ -16,6 +16,19 @@ extern "C" int hw_cuda_device_count(int *count) {
     cudaError_t status = cudaGetDeviceCount(&n);
     if (status != cudaSuccess) {
         cudaGetLastError();  // clear it, so that it does not resurface in a later unrelated check
+        // The runtime says "driver insufficient" both with no driver at all and with one too old
+        // for it; the driver's own version tells the two apart.
+        int driver = 0, runtime = 0;
+        cudaDriverGetVersion(&driver);
+        cudaRuntimeGetVersion(&runtime);
+        if (status == cudaErrorInsufficientDriver && driver == 0) {
+            return hw_fail("no CUDA device found: no NVIDIA driver is installed (cudaGetDeviceCount)");
+        }
+        if (status == cudaErrorInsufficientDriver) {
+            return hw_fail("no CUDA device found: the NVIDIA driver supports CUDA %d.%d, this build needs CUDA %d.%d "
+                           "(update the driver, or build with an older CUDA toolkit)",
+                           driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+        }
         return hw_fail("no CUDA device found: %s (cudaGetDeviceCount)", cudaGetErrorString(status));
     }
     if (n == 0) return hw_fail("no CUDA device found: the driver reports 0 devices (is CUDA_VISIBLE_DEVICES empty?)");
