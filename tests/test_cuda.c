@@ -1091,6 +1091,61 @@ Test(cuda, runner_queue_and_input_errors) {
     free(weights), free(m);
 }
 
+// ---- the runner's checks of a model, before it touches a device (GPU or not) ----
+
+static void last_layer_relu(hw_model *m) { m->layers[m->n_layers - 1].type = (const hw_layer_type *)(const void *)&T_RELU; }
+static void log_softmax_in_the_middle(hw_model *m) { m->layers[2].type = (const hw_layer_type *)(const void *)&T_LOG_SOFTMAX; }
+static void linear_in_features_wrong(hw_model *m) { m->layers[1].config[0] = 34; }
+static void weight_shape_wrong(hw_model *m) { m->params[m->layers[1].first_param].shape = (hw_shape){2, {23, 34}}; }
+static void pool_window_too_large(hw_model *m) { m->layers[2].config[0] = 50; }
+static void dropout_p_out_of_range(hw_model *m) { m->layers[3].args[0] = 1.5; }
+
+// hw_cuda_runner_create checks the description (layer kinds, shapes, parameters) before it selects
+// the device, so a bad model is named as such on every CUDA build, with or without a GPU; a good
+// one gets as far as the device.
+Test(cuda, runner_checks_the_model_before_the_device) {
+    if (!hw_cuda_compiled()) cr_skip_test("built without CUDA (make CUDA=0 or no nvcc)");
+    struct {
+        hw_model *(*build)(void);
+        void (*spoil)(hw_model *);
+        const char *message;
+    } cases[] = {
+        {mlp_net, last_layer_relu, "test-mlp: the GPU runner needs log_softmax as the last layer"},
+        {mlp_net, log_softmax_in_the_middle, "test-mlp:3: log_softmax must be the last layer"},
+        {mlp_net, linear_in_features_wrong, "test-mlp:2: linear expects 34 input features but its input has 35"},
+        {mlp_net, weight_shape_wrong, "test-mlp:2: parameter 'linear1.weight' does not fit the layer"},
+        {conv_net, pool_window_too_large, "test-conv-net:3: maxpool2d kernel 50 stride 2 does not fit its input"},
+        {conv_net, dropout_p_out_of_range, "test-conv-net:4: dropout p = 1.5 is not in [0, 1]"},
+    };
+    hw_cuda_runner_config c = runner_config(4, 1);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hw_model *m = cases[i].build();
+        cases[i].spoil(m);
+        hw_cuda_runner *r = (hw_cuda_runner *)&c;  // create must set it to NULL on failure
+        cr_expect_eq(hw_cuda_runner_create(&r, m, &c), HW_ERR, "case %zu was accepted", i);
+        cr_expect_null(r);
+        cr_expect(strstr(hw_error(), cases[i].message) != NULL, "case %zu: '%s', expected '%s'", i, hw_error(),
+                  cases[i].message);
+        free(m);
+    }
+    hw_model *m = mlp_net();
+    hw_cuda_runner *r = NULL;
+    c.max_batch = 0;
+    cr_expect_eq(hw_cuda_runner_create(&r, m, &c), HW_ERR);
+    cr_expect(strstr(hw_error(), "max_batch 0 must be at least 1") != NULL, "message: %s", hw_error());
+    c.max_batch = 4;
+    int count = 0;
+    if (hw_cuda_device_count(&count) != HW_OK) {
+        cr_expect_eq(hw_cuda_runner_create(&r, m, &c), HW_ERR);
+        cr_expect(strstr(hw_error(), "no CUDA device found") == hw_error(), "the good model reaches the device: %s",
+                  hw_error());
+    } else {
+        OK(hw_cuda_runner_create(&r, m, &c));
+        hw_cuda_runner_free(r);
+    }
+    free(m);
+}
+
 // The training loss summed on the GPU (what a GPU Hogwild worker reports) equals the sum of the
 // losses read after each forward, times their batches; evaluation forwards do not count.
 Test(cuda, runner_sums_the_training_loss_on_the_gpu) {
