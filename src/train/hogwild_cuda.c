@@ -35,6 +35,8 @@
 #include "hw/spawn.h"
 #include "train_cuda.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -260,10 +262,20 @@ static int run_workers(const hw_train_config *config, hw_run_inputs *in, gpu_job
     log->started = hw_now();  // timed from the first fork, as on the CPU: the set-up below counts
     if (hw_spawn(&spawn, gpu_worker, job, config->workers) != HW_OK) return HW_ERR;
 
-    // From here on this process may use CUDA.
+    // From here on this process may use CUDA. Its first calls start the runtime's helper threads,
+    // which inherit this thread's signal mask: with SIGINT and SIGTERM blocked meanwhile, a Ctrl-C
+    // can only be delivered to this thread, whose waits (ppoll in hw_join) it must wake. One that
+    // comes meanwhile stays pending until the mask is restored.
     gpu_parent dev = {0};
+    sigset_t stop_signals, old_mask;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
+    int opened = parent_device_open(&dev, config, &in->model, job->channel);
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     int status;
-    if (parent_device_open(&dev, config, &in->model, job->channel) != HW_OK) {
+    if (opened != HW_OK) {
         status = fail_setup(&spawn);
     } else {
         hw_hogwild_watch watch = {.config = config,
