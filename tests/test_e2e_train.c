@@ -97,6 +97,13 @@ Test(e2e_train, metrics_eval_every_adds_mid_epoch_rows) {
     e2e_run(&r, NULL, "--model", e2e.lenet, "--data", data, "--workers", "2", "--epochs", "2", "--quiet",
             "--eval-every", "500", "--metrics", csv);
     e2e_assert_exit(&r, 0);
+    // The parent's evaluation workspace (about 54 MiB for LeNet at test batch 1000, written at every
+    // evaluation) is not inherited: a worker's private memory stays its own working set (~15 MiB).
+    const char *memory = strstr(r.out, "worker peak RSS");
+    double private_mib = -1;
+    cr_assert_not_null(memory, "no memory line in:\n%s", r.out);
+    cr_assert_eq(sscanf(memory, "worker peak RSS %*f MiB, of which %lf MiB private", &private_mib), 1, "%s", memory);
+    cr_expect_lt(private_mib, 40.0, "a worker holds %.1f MiB of private memory", private_mib);
     e2e_metrics_row rows[MAX_ROWS];
     int n = e2e_read_metrics(csv, rows, MAX_ROWS);
     cr_expect_gt(n, 3, "--eval-every 500 over 2 x %d samples gave only %d rows", E2E_TRAIN, n);

@@ -4,11 +4,15 @@
 #include "hw/nn.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 // ---- parsing ----
 
@@ -270,6 +274,41 @@ Test(model_run, dropout_only_in_training) {
     cr_expect_neq(t1, t2, "two training passes draw different masks");
     cr_expect_neq(t1, e1);
     hw_workspace_free(&ws);
+    hw_model_free(&m);
+}
+
+// A workspace kept from children (the parent's evaluation workspace) is not mapped in a process
+// forked afterwards, while one not kept is: msync on an unmapped page fails with ENOMEM.
+static int mapped(const void *block) {
+    uintptr_t page = (uintptr_t)block & ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1);
+    return msync((void *)page, 1, MS_ASYNC) == 0 ? 1 : errno == ENOMEM ? 0 : -1;
+}
+
+Test(model_run, a_workspace_kept_from_children_is_not_inherited) {
+    hw_model m = lenet_with_weights(3);
+    hw_workspace kept, inherited;
+    cr_assert_eq(hw_workspace_alloc(&kept, &m, 8, 1), HW_OK);
+    cr_assert_eq(hw_workspace_alloc(&inherited, &m, 8, 1), HW_OK);
+    cr_assert_eq(hw_workspace_keep_from_children(&kept), HW_OK, "%s", hw_error());
+    float x[8 * 784];
+    uint8_t y[8];
+    fill_batch(x, y, 8, 784, 9);
+    float before = hw_model_forward(&m, &kept, x, y, 8, 0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        int bad = 0;
+        for (int i = 1; i <= kept.n_layers; i++) bad += mapped(kept.acts[i]) != 0 || mapped(inherited.acts[i]) != 1;
+        bad += mapped(kept.grads) != 0 || mapped(kept.scratch) != 0 || mapped(inherited.grads) != 1;
+        _exit(bad ? 1 : 0);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child saw the kept workspace, or not the other");
+    // The parent keeps using it as before.
+    cr_expect_eq(hw_model_forward(&m, &kept, x, y, 8, 0), before);
+    hw_workspace_free(&kept);
+    hw_workspace_free(&inherited);
     hw_model_free(&m);
 }
 

@@ -155,6 +155,10 @@ double hw_model_forward_flops(const hw_model *model);
 // `seed` seeds its dropout RNG. The workspace does not depend on the weights (bind at will).
 int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, uint64_t seed);
 void hw_workspace_free(hw_workspace *ws);
+// Keeps the workspace's buffers out of every process this one forks later (MADV_DONTFORK): for
+// the parent's evaluation workspace, which workers never use. Inherited, it would be copied into
+// each worker page by page as the parent wrote it during the run.
+int hw_workspace_keep_from_children(hw_workspace *ws);
 
 // Forward pass over `batch` samples of x ([batch, input numel], normalised floats). With
 // training = 1 dropout is on. Returns the mean negative log-likelihood over the batch (labels

@@ -3,6 +3,7 @@
 
 #include "hw/err.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,23 @@ static void free_zeroed(void *block) {
     size_t length;
     memcpy(&length, base, sizeof length);
     munmap(base, length);
+}
+
+// The mapping of a block from alloc_zeroed is not inherited by processes forked later.
+static int dont_fork(void *block) {
+    if (!block) return 0;
+    char *base = (char *)block - 64;
+    size_t length;
+    memcpy(&length, base, sizeof length);
+    return madvise(base, length, MADV_DONTFORK);
+}
+
+int hw_workspace_keep_from_children(hw_workspace *ws) {
+    int failed = dont_fork(ws->grads) || dont_fork(ws->scratch);
+    for (int i = 1; i <= ws->n_layers; i++) {
+        failed = failed || dont_fork(ws->acts[i]) || dont_fork(ws->grad_acts[i]) || dont_fork(ws->masks[i - 1]);
+    }
+    return failed ? hw_fail("workspace: madvise(MADV_DONTFORK): %s", strerror(errno)) : HW_OK;
 }
 
 void hw_workspace_free(hw_workspace *ws) {

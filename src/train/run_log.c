@@ -20,7 +20,8 @@ int hw_train_log_open(hw_train_log *log, const hw_train_config *config, const hw
     log->snapshot = malloc(sizeof(float) * in->model.n_weights);
     if (!log->snapshot) return hw_fail("out of memory for a copy of %zu weights", in->model.n_weights);
     log->eval_model.weights = log->snapshot;
-    if (hw_workspace_alloc(&log->eval_ws, &log->eval_model, config->test_batch_size, config->seed) != HW_OK) {
+    if (hw_workspace_alloc(&log->eval_ws, &log->eval_model, config->test_batch_size, config->seed) != HW_OK ||
+        hw_workspace_keep_from_children(&log->eval_ws) != HW_OK) {
         return HW_ERR;
     }
     if (config->metrics_path && hw_metrics_open(&log->metrics, config->metrics_path, config) != HW_OK) {
