@@ -141,5 +141,16 @@ sim:
 	    echo "make sim: the simulated device refused misuse (above)"; exit 1; fi
 	@echo "== make sim: passed on the SIMULATED CUDA device; real GPU results come only from a GPU =="
 
+# The whole suite, leak checks included, with ./hogwild itself built with the sanitizers too.
+# Criterion counts a test as passed before its process exits and LeakSanitizer reports, so
+# the log is searched too: any sanitizer report fails the target.
+asan:
+	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \
+	        CUDA=0 build-asan/test_hogwild build-asan/hogwild
+	HW_BIN=$(CURDIR)/build-asan/hogwild LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	    build-asan/test_hogwild $(TEST_ARGS) > build-asan/test.log 2>&1; status=$$?; cat build-asan/test.log; \
+	    if grep -E 'Sanitizer|runtime error' build-asan/test.log; then echo "make asan: sanitizer reports, above"; exit 1; fi; \
+	    exit $$status
+
 clean:
 	rm -rf build build-asan build-sim hogwild
