@@ -210,7 +210,11 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
     return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) { return sim_enter("cudaDeviceSynchronize"); }
+cudaError_t cudaDeviceSynchronize(void) {
+    cudaError_t e = sim_enter("cudaDeviceSynchronize");
+    if (e == cudaSuccess) sim_order_learn_all();
+    return e;
+}
 
 cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer) {
     *can = 0;
@@ -375,6 +379,7 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes) {
 cudaError_t cudaFree(void *ptr) {
     cudaError_t e = sim_enter("cudaFree");
     if (e != cudaSuccess || !ptr) return e;
+    sim_order_learn_all();  // cudaFree waits for the device
     allocation a;
     if (!registry_take(ptr, 1u << SIM_DEVICE, &a)) {
         sim_region r;
@@ -405,6 +410,7 @@ cudaError_t cudaHostAlloc(void **ptr, size_t bytes, unsigned flags) {
 cudaError_t cudaFreeHost(void *ptr) {
     cudaError_t e = sim_enter("cudaFreeHost");
     if (e != cudaSuccess || !ptr) return e;
+    sim_order_learn_all();  // cudaFreeHost waits for the device
     allocation a;
     if (!registry_take(ptr, 1u << SIM_PINNED, &a)) {
         return sim_refuse(cudaErrorInvalidValue, "cudaFreeHost", "%p is not the start of a pinned host allocation",
@@ -446,7 +452,15 @@ static cudaError_t copy(const char *call, void *dst, const void *src, size_t byt
         return sim_refuse(cudaErrorInvalidValue, call, "a %s copy of %zu bytes from %s to %s", direction_name(kind),
                           bytes, kind_name(s.kind), kind_name(d.kind));
     }
-    memmove(dst, src, bytes);
+    if (!has_stream) {  // cudaMemcpy: done when it returns, after the legacy stream's earlier work
+        memmove(dst, src, bytes);
+        sim_order_learn_stream(sim_order_legacy(sim_current_device()));
+    } else if (d.kind == SIM_PINNED && on_device(s.kind)) {
+        sim_order_copy_to_host(sim_stream_id(stream), dst, src, bytes);
+    } else {
+        memmove(dst, src, bytes);
+        if (s.kind == SIM_PINNED && on_device(d.kind)) sim_order_copy_from_host(sim_stream_id(stream), src, bytes);
+    }
     return cudaSuccess;
 }
 

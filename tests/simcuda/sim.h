@@ -1,9 +1,12 @@
 // sim: what the simulated CUDA device's files share (runtime.c: devices, memory, copies, IPC;
-// streams.c: streams, events, cuBLAS). Private to tests/simcuda/.
+// streams.c: streams, events, cuBLAS; order.c: when the host may know work is done). Private to
+// tests/simcuda/.
 //
 // Everything runs synchronously on the calling host thread: a copy or a kernel is done when its
 // call returns, which is one valid order of CUDA's asynchronous work, so streams and events are
-// bookkeeping (which device they belong to, whether they are alive, when an event was recorded).
+// bookkeeping (which device they belong to, whether they are alive, when an event was recorded),
+// except for copies between the device and pinned host memory, which order.c holds until the host
+// has waited for them.
 #ifndef HW_SIMCUDA_SIM_H
 #define HW_SIMCUDA_SIM_H
 
@@ -12,7 +15,9 @@
 
 #include <stddef.h>
 
-enum { SIM_MAX_DEVICES = 8 };
+#include <stdint.h>
+
+enum { SIM_MAX_DEVICES = 8, SIM_MAX_STREAMS = 128 };
 
 // Every call starts with sim_enter: it starts the simulated CUDA in this process on first use and
 // refuses any call in a process forked after its parent had started it (real CUDA fails there).
@@ -44,6 +49,28 @@ int sim_reachable(int device, const sim_region *r);
 // A live stream's device (the current device for the legacy stream, NULL); a refusal when the
 // stream was never created or is destroyed.
 cudaError_t sim_stream_device(const char *call, cudaStream_t stream, int *device);
+
+// The order.c id of a live stream (the current device's legacy stream for NULL); -1 when it is not
+// tracked (more than SIM_MAX_STREAMS streams: its copies then land at once).
+int sim_stream_id(cudaStream_t stream);
+
+// ---- order.c ----
+// A vector clock: how much of each stream's work (by order.c id) comes before a point.
+typedef struct {
+    uint32_t at[SIM_MAX_STREAMS];
+} sim_clock;
+int sim_order_new_stream(void);  // an id for a new stream, -1 when out of ids
+int sim_order_legacy(int device);
+void sim_order_event_record(int id, sim_clock *event);
+void sim_order_stream_wait(int id, const sim_clock *event);
+// The host waited for a stream, for an event, or for everything (device synchronisation, frees).
+void sim_order_learn_stream(int id);
+void sim_order_learn(const sim_clock *event);
+void sim_order_learn_all(void);
+// An asynchronous copy on stream id from the device into pinned host memory (held), or from pinned
+// host memory to the device (done by the caller; its source is checked when the host knows it done).
+void sim_order_copy_to_host(int id, void *host, const void *device, size_t bytes);
+void sim_order_copy_from_host(int id, const void *host, size_t bytes);
 
 // The monotonic clock in milliseconds.
 double sim_now_ms(void);

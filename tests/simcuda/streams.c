@@ -49,7 +49,10 @@ static int set_find(handle_set *set, const void *item, int remove) {
 
 struct CUstream_st {
     int device;
+    int id;  // order.c
 };
+
+int sim_stream_id(cudaStream_t stream) { return stream ? stream->id : sim_order_legacy(sim_current_device()); }
 
 cudaError_t sim_stream_device(const char *call, cudaStream_t stream, int *device) {
     *device = sim_current_device();
@@ -70,6 +73,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags) {
     cudaStream_t s = malloc(sizeof *s);
     if (!s) abort();
     s->device = sim_current_device();
+    s->id = sim_order_new_stream();
     set_add(&streams, s);
     *stream = s;
     return cudaSuccess;
@@ -89,7 +93,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
     cudaError_t e = sim_enter("cudaStreamSynchronize");
     int device;
-    return e == cudaSuccess ? sim_stream_device("cudaStreamSynchronize", stream, &device) : e;
+    if (e == cudaSuccess) e = sim_stream_device("cudaStreamSynchronize", stream, &device);
+    if (e == cudaSuccess) sim_order_learn_stream(sim_stream_id(stream));
+    return e;
 }
 
 // ---- events ----
@@ -98,7 +104,8 @@ struct CUevent_st {
     int device;
     int timing;
     int recorded;
-    double ms;  // when it was recorded: all work before it on its stream is done by then
+    double ms;        // when it was recorded: all work before it on its stream is done by then
+    sim_clock after;  // the work it comes after (order.c)
 };
 
 static cudaError_t check_event(const char *call, cudaEvent_t event) {
@@ -143,6 +150,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     }
     event->recorded = 1;
     event->ms = sim_now_ms();
+    sim_order_event_record(sim_stream_id(stream), &event->after);
     return cudaSuccess;
 }
 
@@ -152,12 +160,15 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     if (e == cudaSuccess) e = sim_stream_device("cudaStreamWaitEvent", stream, &device);
     if (e == cudaSuccess) e = check_event("cudaStreamWaitEvent", event);
     if (e == cudaSuccess && flags != 0) e = sim_refuse(cudaErrorInvalidValue, "cudaStreamWaitEvent", "flags != 0");
-    return e;  // the event's work is done already
+    if (e == cudaSuccess && event->recorded) sim_order_stream_wait(sim_stream_id(stream), &event->after);
+    return e;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
     cudaError_t e = sim_enter("cudaEventSynchronize");
-    return e == cudaSuccess ? check_event("cudaEventSynchronize", event) : e;
+    if (e == cudaSuccess) e = check_event("cudaEventSynchronize", event);
+    if (e == cudaSuccess && event->recorded) sim_order_learn(&event->after);
+    return e;
 }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
