@@ -7,16 +7,21 @@
 // work comes before its next work); an event takes its stream's clock when recorded; the host's
 // clock grows with each wait. Two kinds of copies are held until the host's clock covers them:
 //   device to pinned host: the data is taken at once (the device's state at that point of the
-//     stream) but lands in host memory only then; until then the host buffer holds NaN bytes, so
-//     a read before the wait shows;
+//     stream) but lands in host memory only then; until then the destination's pages are
+//     inaccessible (pinned allocations have pages of their own), so a host read or write before
+//     the wait crashes with a refusal that says so;
 //   pinned host to device: the data is copied at once, and the source is compared then with what
 //     was copied: a host write into it meanwhile, which a GPU could have copied instead, is refused.
 // Pageable host memory needs none of this: CUDA copies it before the call returns.
 #include "sim.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static sim_clock clocks[SIM_MAX_STREAMS];  // clocks[id]: what stream id's next work comes after
 static int n_ids = SIM_MAX_DEVICES;        // ids below SIM_MAX_DEVICES: the devices' legacy streams
@@ -53,8 +58,77 @@ void sim_order_stream_wait(int id, const sim_clock *event) {
     if (id >= 0) merge(&clocks[id], event);
 }
 
+// ---- the pages of held device-to-host destinations: no access until the host waited ----
+
+static uintptr_t page_floor(const void *p) { return (uintptr_t)p & ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1); }
+
+static uintptr_t page_ceil(const void *p, size_t bytes) {
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    return ((uintptr_t)p + bytes + page - 1) & ~(page - 1);
+}
+
+static void set_access(const held_copy *c, int prot) {
+    uintptr_t begin = page_floor(c->host), end = page_ceil(c->host, c->bytes);
+    mprotect((void *)begin, end - begin, prot);
+}
+
+void sim_order_unprotect(void) {
+    for (int i = 0; i < n_held; i++) {
+        if (!held[i].from_host) set_access(&held[i], PROT_READ | PROT_WRITE);
+    }
+}
+
+void sim_order_protect(void) {
+    for (int i = 0; i < n_held; i++) {
+        if (!held[i].from_host) set_access(&held[i], PROT_NONE);
+    }
+}
+
+static char refusals_path[512];  // $HW_SIM_REFUSALS, read before any fault
+
+static void say(int fd, const char *text) {
+    ssize_t written = write(fd, text, strlen(text));
+    (void)written;
+}
+
+// A fault on a held destination: say why (async-signal-safe calls only), then crash as it would.
+static void on_fault(int sig, siginfo_t *info, void *context) {
+    (void)context;
+    uintptr_t at = (uintptr_t)info->si_addr;
+    int ours = 0;
+    for (int i = 0; i < n_held && !ours; i++) {
+        ours = !held[i].from_host && at >= page_floor(held[i].host) && at < page_ceil(held[i].host, held[i].bytes);
+    }
+    if (ours) {
+        const char *text = "hogwild simulated CUDA: refused a host access: the host touched pinned memory that a "
+                           "device-to-host copy it has not waited for yet is still to write\n";
+        say(STDERR_FILENO, text);
+        int fd = refusals_path[0] ? open(refusals_path, O_WRONLY | O_CREAT | O_APPEND, 0644) : -1;
+        if (fd >= 0) {
+            say(fd, text);
+            close(fd);
+        }
+    }
+    signal(sig, SIG_DFL);  // the access runs again and crashes the process, as any bad access does
+}
+
+static void install_fault_handler(void) {
+    static int installed;
+    if (installed) return;
+    installed = 1;
+    const char *path = getenv("HW_SIM_REFUSALS");
+    if (path) strncpy(refusals_path, path, sizeof refusals_path - 1);
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = on_fault;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGSEGV, &action, NULL);
+}
+
 // Lands or checks, in the order they were queued, every held copy the host now knows is done.
 static void complete_known(void) {
+    sim_order_unprotect();
     int kept = 0;
     for (int i = 0; i < n_held; i++) {
         held_copy *c = &held[i];
@@ -73,6 +147,7 @@ static void complete_known(void) {
         free(c->data);
     }
     n_held = kept;
+    sim_order_protect();
 }
 
 void sim_order_learn_stream(int id) {
@@ -109,8 +184,11 @@ void sim_order_copy_to_host(int id, void *host_ptr, const void *device, size_t b
         memmove(host_ptr, device, bytes);
         return;
     }
-    hold(id, 0, host_ptr, device, bytes);
+    install_fault_handler();
+    sim_order_unprotect();
     memset(host_ptr, 0xff, bytes);
+    hold(id, 0, host_ptr, device, bytes);
+    sim_order_protect();
 }
 
 void sim_order_copy_from_host(int id, const void *host_ptr, size_t bytes) {

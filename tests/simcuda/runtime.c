@@ -397,9 +397,9 @@ cudaError_t cudaHostAlloc(void **ptr, size_t bytes, unsigned flags) {
     *ptr = NULL;
     cudaError_t e = sim_enter("cudaHostAlloc");
     if (e != cudaSuccess) return e;
-    size_t size = bytes ? bytes : 1;
-    void *p = malloc(size);
-    if (!p) return sim_error(cudaErrorMemoryAllocation, "%zu bytes of pinned host memory", size);
+    size_t size = bytes ? bytes : 1;  // pages of its own: order.c may close them while a copy is held
+    void *p = mmap(NULL, page_round(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return sim_error(cudaErrorMemoryAllocation, "%zu bytes of pinned host memory", size);
     memset(p, 0xff, size);
     allocation a = {{SIM_PINNED, -1, p, size}, -1};
     registry_add(a);
@@ -416,7 +416,7 @@ cudaError_t cudaFreeHost(void *ptr) {
         return sim_refuse(cudaErrorInvalidValue, "cudaFreeHost", "%p is not the start of a pinned host allocation",
                           ptr);
     }
-    free(a.region.base);
+    munmap(a.region.base, page_round(a.region.size));
     return cudaSuccess;
 }
 
@@ -453,12 +453,16 @@ static cudaError_t copy(const char *call, void *dst, const void *src, size_t byt
                           bytes, kind_name(s.kind), kind_name(d.kind));
     }
     if (!has_stream) {  // cudaMemcpy: done when it returns, after the legacy stream's earlier work
+        sim_order_unprotect();
         memmove(dst, src, bytes);
+        sim_order_protect();
         sim_order_learn_stream(sim_order_legacy(sim_current_device()));
     } else if (d.kind == SIM_PINNED && on_device(s.kind)) {
         sim_order_copy_to_host(sim_stream_id(stream), dst, src, bytes);
     } else {
+        sim_order_unprotect();
         memmove(dst, src, bytes);
+        sim_order_protect();
         if (s.kind == SIM_PINNED && on_device(d.kind)) sim_order_copy_from_host(sim_stream_id(stream), src, bytes);
     }
     return cudaSuccess;

@@ -71,6 +71,9 @@ void sim_order_learn_all(void);
 // host memory to the device (done by the caller; its source is checked when the host knows it done).
 void sim_order_copy_to_host(int id, void *host, const void *device, size_t bytes);
 void sim_order_copy_from_host(int id, const void *host, size_t bytes);
+// Around the simulator's own access to pinned memory: the held destinations' pages open, and closed.
+void sim_order_unprotect(void);
+void sim_order_protect(void);
 
 // The monotonic clock in milliseconds.
 double sim_now_ms(void);
