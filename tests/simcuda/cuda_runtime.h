@@ -112,15 +112,17 @@ cudaError_t cudaIpcCloseMemHandle(void *ptr);
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attributes, const void *kernel);
 
 // ---- for the simulated kernels (tests/simcuda/kernels.c), not part of CUDA ----
-// The bytes a kernel reads or writes at ptr (NULL with 0 bytes: not used by this launch).
+// The bytes a kernel reads (writes = 0) or writes at ptr (NULL with 0 bytes: not used by this launch).
 typedef struct {
     const void *ptr;
     size_t bytes;
+    int writes;
 } hw_sim_span;
 // Checks that a kernel may run on `stream` (a live stream of the current device, or the legacy
 // one) touching `spans` (each inside device memory the current device can reach: its own, a peer's
-// with peer access enabled, memory opened by IPC, or pinned host memory). cudaSuccess, or the
-// error a real launch would give (also left for cudaGetLastError), with the misuse on stderr.
+// with peer access enabled, memory opened by IPC, or pinned host memory, and ordered after every
+// other stream's conflicting access to it). cudaSuccess, or the error a real launch would give
+// (also left for cudaGetLastError), with the misuse on stderr.
 cudaError_t hw_sim_launch_check(cudaStream_t stream, const hw_sim_span *spans, int n_spans);
 
 #ifdef __cplusplus

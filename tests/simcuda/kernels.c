@@ -11,8 +11,11 @@
 #include "hw/cuda.h"
 #include "hw/err.h"
 
-static hw_sim_span floats_at(const void *p, int64_t n) { return (hw_sim_span){p, p ? (size_t)n * sizeof(float) : 0}; }
-static hw_sim_span bytes_at(const void *p, int64_t n) { return (hw_sim_span){p, p ? (size_t)n : 0}; }
+// n floats (or bytes) a launch reads or writes at p.
+static hw_sim_span reads(const void *p, int64_t n) { return (hw_sim_span){p, p ? (size_t)n * sizeof(float) : 0, 0}; }
+static hw_sim_span writes(const void *p, int64_t n) { return (hw_sim_span){p, p ? (size_t)n * sizeof(float) : 0, 1}; }
+static hw_sim_span reads_bytes(const void *p, int64_t n) { return (hw_sim_span){p, p ? (size_t)n : 0, 0}; }
+static hw_sim_span writes_bytes(const void *p, int64_t n) { return (hw_sim_span){p, p ? (size_t)n : 0, 1}; }
 
 // The launches' check, reported as the .cu files report a failed launch (HW_CHECK of cudaGetLastError).
 static int launch_check(const char *function, hw_cuda_stream stream, const hw_sim_span *spans, int n) {
@@ -43,14 +46,14 @@ static replay_blas blas_of(hw_cuda_ctx ctx) { return (replay_blas){device_sgemm,
 int hw_cuda_linear_forward(hw_cuda_ctx ctx, float *y, const float *x, const float *w, const float *bias, int batch,
                            int in_features, int out_features) {
     if (batch <= 0) return HW_OK;
-    if (bias) CHECK_LAUNCH(ctx.stream, floats_at(y, (int64_t)batch * out_features), floats_at(bias, out_features));
+    if (bias) CHECK_LAUNCH(ctx.stream, writes(y, (int64_t)batch * out_features), reads(bias, out_features));
     return replay_linear_forward(blas_of(ctx), y, x, w, bias, batch, in_features, out_features);
 }
 
 int hw_cuda_linear_backward(hw_cuda_ctx ctx, float *dx, float *dw, float *dbias, const float *dy, const float *x,
                             const float *w, int batch, int in_features, int out_features) {
     if (batch <= 0) return HW_OK;
-    if (dbias) CHECK_LAUNCH(ctx.stream, floats_at(dbias, out_features), floats_at(dy, (int64_t)batch * out_features));
+    if (dbias) CHECK_LAUNCH(ctx.stream, writes(dbias, out_features), reads(dy, (int64_t)batch * out_features));
     return replay_linear_backward(blas_of(ctx), dx, dw, dbias, dy, x, w, batch, in_features, out_features);
 }
 
@@ -64,9 +67,9 @@ int hw_cuda_conv2d_forward(hw_cuda_ctx ctx, float *y, const float *x, const floa
         return hw_fail("conv2d: batch %d is too large for one GEMM (%lld columns)", d.batch, (long long)columns);
     }
     int64_t in = (int64_t)d.batch * d.in_channels * d.height * d.width, out = d.out_channels * columns;
-    CHECK_LAUNCH(ctx.stream, floats_at(scratch, rows * columns), floats_at(x, in));  // im2col
-    CHECK_LAUNCH(ctx.stream, floats_at(y, out), floats_at(scratch + rows * columns, out),
-                 floats_at(bias, d.out_channels));  // cnhw_to_nchw
+    CHECK_LAUNCH(ctx.stream, writes(scratch, rows * columns), reads(x, in));  // im2col
+    CHECK_LAUNCH(ctx.stream, writes(y, out), reads(scratch + rows * columns, out),
+                 reads(bias, d.out_channels));  // cnhw_to_nchw
     return replay_conv2d_forward(blas_of(ctx), y, x, w, bias, d, scratch);
 }
 
@@ -79,10 +82,10 @@ int hw_cuda_conv2d_backward(hw_cuda_ctx ctx, float *dx, float *dw, float *dbias,
     if (columns > INT32_MAX) return hw_fail("conv2d: batch %d is too large for one GEMM", d.batch);
     int64_t in = (int64_t)d.batch * d.in_channels * d.height * d.width, out = d.out_channels * columns;
     const float *t = scratch + rows * columns;
-    CHECK_LAUNCH(ctx.stream, floats_at(t, out), floats_at(dy, out));  // nchw_to_cnhw
-    if (dbias) CHECK_LAUNCH(ctx.stream, floats_at(dbias, d.out_channels), floats_at(t, out));  // sum_rows
-    if (dw) CHECK_LAUNCH(ctx.stream, floats_at(scratch, rows * columns), floats_at(x, in));    // im2col
-    if (dx) CHECK_LAUNCH(ctx.stream, floats_at(dx, in), floats_at(scratch, rows * columns));   // col2im
+    CHECK_LAUNCH(ctx.stream, writes(t, out), reads(dy, out));  // nchw_to_cnhw
+    if (dbias) CHECK_LAUNCH(ctx.stream, writes(dbias, d.out_channels), reads(t, out));  // sum_rows
+    if (dw) CHECK_LAUNCH(ctx.stream, writes(scratch, rows * columns), reads(x, in));    // im2col
+    if (dx) CHECK_LAUNCH(ctx.stream, writes(dx, in), reads(scratch, rows * columns));   // col2im
     return replay_conv2d_backward(blas_of(ctx), dx, dw, dbias, dy, x, w, d, scratch);
 }
 
@@ -91,7 +94,7 @@ int hw_cuda_maxpool2d_forward(hw_cuda_stream stream, float *y, int32_t *argmax, 
     int oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
     int64_t planes = (int64_t)batch * channels, total = planes * oh * ow;
     if (total <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, floats_at(y, total), bytes_at(argmax, total * 4), floats_at(x, planes * height * width));
+    CHECK_LAUNCH(stream, writes(y, total), writes_bytes(argmax, total * 4), reads(x, planes * height * width));
     replay_maxpool2d_forward(y, argmax, x, (int)planes, height, width, kernel, stride);
     return HW_OK;
 }
@@ -101,7 +104,7 @@ int hw_cuda_maxpool2d_backward(hw_cuda_stream stream, float *dx, const float *dy
     int oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
     int64_t planes = (int64_t)batch * channels, total = planes * height * width;
     if (total <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, floats_at(dx, total), floats_at(dy, planes * oh * ow), bytes_at(argmax, planes * oh * ow * 4));
+    CHECK_LAUNCH(stream, writes(dx, total), reads(dy, planes * oh * ow), reads_bytes(argmax, planes * oh * ow * 4));
     replay_maxpool2d_backward(dx, dy, argmax, (int)planes, height, width, kernel, stride);
     return HW_OK;
 }
@@ -110,14 +113,14 @@ int hw_cuda_maxpool2d_backward(hw_cuda_stream stream, float *dx, const float *dy
 
 int hw_cuda_relu_forward(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
     if (n <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, floats_at(y, n), floats_at(x, n));
+    CHECK_LAUNCH(stream, writes(y, n), reads(x, n));
     replay_relu_forward(y, x, n);
     return HW_OK;
 }
 
 int hw_cuda_relu_backward(hw_cuda_stream stream, float *dx, const float *dy, const float *y, int64_t n) {
     if (n <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, floats_at(dx, n), floats_at(dy, n), floats_at(y, n));
+    CHECK_LAUNCH(stream, writes(dx, n), reads(dy, n), reads(y, n));
     replay_relu_backward(dx, dy, y, n);
     return HW_OK;
 }
@@ -127,7 +130,7 @@ static int dropout_launch(hw_cuda_stream stream, float *out, const float *in, in
     if (!(p >= 0.0f && p <= 1.0f)) return hw_fail("dropout: p = %g is not in [0, 1]", (double)p);
     if (n <= 0) return HW_OK;
     if (plane <= 0) return hw_fail("dropout2d: empty channel plane");
-    CHECK_LAUNCH(stream, floats_at(out, n), floats_at(in, n));
+    CHECK_LAUNCH(stream, writes(out, n), reads(in, n));
     replay_dropout(out, in, n, plane, p, seed, step);
     return HW_OK;
 }
@@ -155,7 +158,7 @@ int hw_cuda_dropout2d_backward(hw_cuda_stream stream, float *dx, const float *dy
 int hw_cuda_normalize_u8(hw_cuda_stream stream, float *x, const uint8_t *bytes, int64_t n, float mean, float std) {
     if (!(std > 0.0f)) return hw_fail("normalize: std = %g must be > 0", (double)std);
     if (n <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, floats_at(x, n), bytes_at(bytes, n));
+    CHECK_LAUNCH(stream, writes(x, n), reads_bytes(bytes, n));
     replay_normalize_u8(x, bytes, n, mean, std);
     return HW_OK;
 }
@@ -164,21 +167,21 @@ int hw_cuda_sgd_step(hw_cuda_stream stream, float *w, const float *g, float *vel
                      float momentum, float weight_decay, int nesterov, int started) {
     if (momentum != 0.0f && !velocity) return hw_fail("sgd: momentum %g needs a velocity buffer", (double)momentum);
     if (n <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, floats_at(w, n), floats_at(g, n), floats_at(momentum != 0.0f ? velocity : NULL, n));
+    CHECK_LAUNCH(stream, writes(w, n), reads(g, n), writes(momentum != 0.0f ? velocity : NULL, n));
     replay_sgd_step(w, g, velocity, n, lr, momentum, weight_decay, nesterov, started);
     return HW_OK;
 }
 
 int hw_cuda_scale(hw_cuda_stream stream, float *x, int64_t n, float alpha) {
     if (n <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, floats_at(x, n));
+    CHECK_LAUNCH(stream, writes(x, n));
     replay_scale(x, n, alpha);
     return HW_OK;
 }
 
 int hw_cuda_add(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
     if (n <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, floats_at(y, n), floats_at(x, n));
+    CHECK_LAUNCH(stream, writes(y, n), reads(x, n));
     replay_add(y, x, n);
     return HW_OK;
 }
@@ -195,9 +198,9 @@ int hw_cuda_log_softmax_nll_forward(hw_cuda_stream stream, float *logp, float *l
                                     const uint8_t *labels, int batch, int classes, float *row_scratch) {
     if (batch <= 0 || classes <= 0) return HW_OK;
     int64_t n = (int64_t)batch * classes;
-    CHECK_LAUNCH(stream, floats_at(logp, n), floats_at(x, n), bytes_at(labels, batch),
-                 floats_at(labels ? row_scratch : NULL, batch));  // log_softmax_rows
-    if (labels) CHECK_LAUNCH(stream, floats_at(loss_dev, 1), floats_at(row_scratch, batch));  // mean_rows
+    CHECK_LAUNCH(stream, writes(logp, n), reads(x, n), reads_bytes(labels, batch),
+                 writes(labels ? row_scratch : NULL, batch));  // log_softmax_rows
+    if (labels) CHECK_LAUNCH(stream, writes(loss_dev, 1), reads(row_scratch, batch));  // mean_rows
     replay_log_softmax_nll_forward(logp, loss_dev, x, labels, batch, classes, row_scratch);
     return HW_OK;
 }
@@ -206,14 +209,14 @@ int hw_cuda_log_softmax_nll_backward(hw_cuda_stream stream, float *dx, const flo
                                      int batch, int classes) {
     int64_t n = (int64_t)batch * classes;
     if (n <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, floats_at(dx, n), floats_at(logp, n), bytes_at(labels, batch));
+    CHECK_LAUNCH(stream, writes(dx, n), reads(logp, n), reads_bytes(labels, batch));
     replay_nll_backward(dx, logp, labels, batch, classes);
     return HW_OK;
 }
 
 int hw_cuda_accumulate_loss(hw_cuda_stream stream, double *total_dev, const float *loss_dev, int batch) {
     if (batch <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, bytes_at(total_dev, sizeof(double)), floats_at(loss_dev, 1));
+    CHECK_LAUNCH(stream, writes_bytes(total_dev, sizeof(double)), reads(loss_dev, 1));
     replay_accumulate_loss(total_dev, loss_dev, batch);
     return HW_OK;
 }
@@ -221,7 +224,7 @@ int hw_cuda_accumulate_loss(hw_cuda_stream stream, double *total_dev, const floa
 int hw_cuda_count_correct(hw_cuda_stream stream, int32_t *count_dev, const float *logp, const uint8_t *labels,
                           int batch, int classes) {
     if (batch <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, bytes_at(count_dev, 4), floats_at(logp, (int64_t)batch * classes), bytes_at(labels, batch));
+    CHECK_LAUNCH(stream, writes_bytes(count_dev, 4), reads(logp, (int64_t)batch * classes), reads_bytes(labels, batch));
     replay_count_correct(count_dev, logp, labels, batch, classes);
     return HW_OK;
 }

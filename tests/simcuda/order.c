@@ -13,6 +13,13 @@
 //   pinned host to device: the data is copied at once, and the source is compared then with what
 //     was copied: a host write into it meanwhile, which a GPU could have copied instead, is refused.
 // Pageable host memory needs none of this: CUDA copies it before the call returns.
+//
+// The same clocks order the device's own work: every copy, memset, kernel and GEMM is an
+// operation on its stream, and each device allocation keeps the last write and the last read of
+// every stream. An operation that writes what another stream read or wrote, or reads what another
+// stream wrote, must come after that access (an event wait, or a host wait before it was queued):
+// otherwise a GPU could run the two in either order, and the simulator refuses it. Allocations
+// are the unit: two streams touching disjoint parts of one allocation count as a conflict.
 #include "sim.h"
 
 #include <fcntl.h>
@@ -166,7 +173,33 @@ void sim_order_learn_all(void) {
     complete_known();
 }
 
-static void hold(int id, int from_host, void *host_ptr, const void *data, size_t bytes) {
+uint32_t sim_order_op(int id) {
+    if (id < 0) return 0;
+    merge(&clocks[id], &host);  // queued after the host's waits: after what they waited for
+    return ++clocks[id].at[id];
+}
+
+cudaError_t sim_order_access(const char *call, int id, uint32_t seq, const sim_region *r, int writes) {
+    if (id < 0 || !r->accesses) return cudaSuccess;
+    const uint32_t *last_write = r->accesses, *last_read = r->accesses + SIM_MAX_STREAMS;
+    for (int other = 0; other < n_ids; other++) {
+        if (other == id) continue;
+        int after_write = last_write[other] <= clocks[id].at[other];
+        int after_read = !writes || last_read[other] <= clocks[id].at[other];
+        if (!after_write || !after_read) {
+            return sim_refuse(cudaErrorInvalidValue, call,
+                              "it %s a %zu-byte allocation of cuda:%d that stream #%d %s, and nothing orders the two "
+                              "(stream #%d did not wait for an event recorded after that, nor the host for it): a GPU "
+                              "may run them in either order",
+                              writes ? "writes" : "reads", r->size, r->device, other, !after_write ? "wrote" : "read",
+                              id);
+        }
+    }
+    r->accesses[writes ? id : SIM_MAX_STREAMS + id] = seq;
+    return cudaSuccess;
+}
+
+static void hold(int id, uint32_t seq, int from_host, void *host_ptr, const void *data, size_t bytes) {
     if (n_held == held_cap) {
         held_cap = held_cap ? 2 * held_cap : 16;
         held_copy *grown = realloc(held, sizeof *held * (size_t)held_cap);
@@ -176,10 +209,10 @@ static void hold(int id, int from_host, void *host_ptr, const void *data, size_t
     char *copy = malloc(bytes);
     if (!copy) abort();
     memcpy(copy, data, bytes);
-    held[n_held++] = (held_copy){id, ++clocks[id].at[id], from_host, host_ptr, copy, bytes};
+    held[n_held++] = (held_copy){id, seq, from_host, host_ptr, copy, bytes};
 }
 
-void sim_order_copy_to_host(int id, void *host_ptr, const void *device, size_t bytes) {
+void sim_order_copy_to_host(int id, uint32_t seq, void *host_ptr, const void *device, size_t bytes) {
     if (id < 0) {
         memmove(host_ptr, device, bytes);
         return;
@@ -187,10 +220,10 @@ void sim_order_copy_to_host(int id, void *host_ptr, const void *device, size_t b
     install_fault_handler();
     sim_order_unprotect();
     memset(host_ptr, 0xff, bytes);
-    hold(id, 0, host_ptr, device, bytes);
+    hold(id, seq, 0, host_ptr, device, bytes);
     sim_order_protect();
 }
 
-void sim_order_copy_from_host(int id, const void *host_ptr, size_t bytes) {
-    if (id >= 0) hold(id, 1, (void *)host_ptr, host_ptr, bytes);
+void sim_order_copy_from_host(int id, uint32_t seq, const void *host_ptr, size_t bytes) {
+    if (id >= 0) hold(id, seq, 1, (void *)host_ptr, host_ptr, bytes);
 }

@@ -344,6 +344,13 @@ int sim_reachable(int device, const sim_region *r) {
 
 // ---- device and pinned memory ----
 
+// The last access of every stream to a device allocation (order.c).
+static uint32_t *new_accesses(void) {
+    uint32_t *accesses = calloc(2 * SIM_MAX_STREAMS, sizeof *accesses);
+    if (!accesses) abort();
+    return accesses;
+}
+
 static size_t page_round(size_t bytes) {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     return (bytes + page - 1) / page * page;
@@ -370,7 +377,7 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes) {
         return sim_error(cudaErrorMemoryAllocation, "mmap of %zu bytes: %s", size, strerror(errno));
     }
     memset(p, 0xff, size);  // not zero: what nothing wrote reads as NaN
-    allocation a = {{SIM_DEVICE, current_device, p, size}, fd};
+    allocation a = {{SIM_DEVICE, current_device, p, size, new_accesses()}, fd};
     registry_add(a);
     *ptr = p;
     return cudaSuccess;
@@ -389,6 +396,7 @@ cudaError_t cudaFree(void *ptr) {
     }
     munmap(a.region.base, page_round(a.region.size));
     close(a.fd);
+    free(a.region.accesses);
     return cudaSuccess;
 }
 
@@ -401,7 +409,7 @@ cudaError_t cudaHostAlloc(void **ptr, size_t bytes, unsigned flags) {
     void *p = mmap(NULL, page_round(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return sim_error(cudaErrorMemoryAllocation, "%zu bytes of pinned host memory", size);
     memset(p, 0xff, size);
-    allocation a = {{SIM_PINNED, -1, p, size}, -1};
+    allocation a = {{SIM_PINNED, -1, p, size, NULL}, -1};
     registry_add(a);
     *ptr = p;
     return cudaSuccess;
@@ -452,18 +460,24 @@ static cudaError_t copy(const char *call, void *dst, const void *src, size_t byt
         return sim_refuse(cudaErrorInvalidValue, call, "a %s copy of %zu bytes from %s to %s", direction_name(kind),
                           bytes, kind_name(s.kind), kind_name(d.kind));
     }
+    int id = has_stream ? sim_stream_id(stream) : sim_order_legacy(sim_current_device());
+    uint32_t seq = sim_order_op(id);
+    if ((on_device(s.kind) && (e = sim_order_access(call, id, seq, &s, 0)) != cudaSuccess) ||
+        (on_device(d.kind) && (e = sim_order_access(call, id, seq, &d, 1)) != cudaSuccess)) {
+        return e;
+    }
     if (!has_stream) {  // cudaMemcpy: done when it returns, after the legacy stream's earlier work
         sim_order_unprotect();
         memmove(dst, src, bytes);
         sim_order_protect();
-        sim_order_learn_stream(sim_order_legacy(sim_current_device()));
+        sim_order_learn_stream(id);
     } else if (d.kind == SIM_PINNED && on_device(s.kind)) {
-        sim_order_copy_to_host(sim_stream_id(stream), dst, src, bytes);
+        sim_order_copy_to_host(id, seq, dst, src, bytes);
     } else {
         sim_order_unprotect();
         memmove(dst, src, bytes);
         sim_order_protect();
-        if (s.kind == SIM_PINNED && on_device(d.kind)) sim_order_copy_from_host(sim_stream_id(stream), src, bytes);
+        if (s.kind == SIM_PINNED && on_device(d.kind)) sim_order_copy_from_host(id, seq, src, bytes);
     }
     return cudaSuccess;
 }
@@ -514,6 +528,8 @@ cudaError_t cudaMemsetAsync(void *ptr, int value, size_t bytes, cudaStream_t str
     if (!on_device(r.kind)) {
         return sim_refuse(cudaErrorInvalidValue, "cudaMemsetAsync", "%zu bytes of %s", bytes, kind_name(r.kind));
     }
+    int id = sim_stream_id(stream);
+    if ((e = sim_order_access("cudaMemsetAsync", id, sim_order_op(id), &r, 1)) != cudaSuccess) return e;
     memset(ptr, value, bytes);
     return cudaSuccess;
 }
@@ -568,7 +584,7 @@ cudaError_t cudaIpcOpenMemHandle(void **ptr, cudaIpcMemHandle_t handle, unsigned
     void *p = mmap(NULL, page_round(h.size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (p == MAP_FAILED) return sim_error(cudaErrorMapBufferObjectFailed, "mmap of %s: %s", path, strerror(errno));
-    allocation a = {{SIM_OPENED, h.device, p, h.size}, -1};
+    allocation a = {{SIM_OPENED, h.device, p, h.size, new_accesses()}, -1};
     registry_add(a);
     *ptr = p;
     return cudaSuccess;
@@ -583,5 +599,6 @@ cudaError_t cudaIpcCloseMemHandle(void *ptr) {
                           ptr);
     }
     munmap(a.region.base, page_round(a.region.size));
+    free(a.region.accesses);
     return cudaSuccess;
 }

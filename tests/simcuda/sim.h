@@ -39,6 +39,7 @@ typedef struct {
     int device;       // SIM_DEVICE, SIM_OPENED
     char *base;
     size_t size;
+    uint32_t *accesses;  // device memory: [id] the last write, [SIM_MAX_STREAMS + id] the last read by stream id (order.c)
 } sim_region;
 // The region holding [ptr, ptr + bytes); cudaSuccess, or a refusal when the range starts inside a
 // region and runs past its end.
@@ -69,8 +70,13 @@ void sim_order_learn(const sim_clock *event);
 void sim_order_learn_all(void);
 // An asynchronous copy on stream id from the device into pinned host memory (held), or from pinned
 // host memory to the device (done by the caller; its source is checked when the host knows it done).
-void sim_order_copy_to_host(int id, void *host, const void *device, size_t bytes);
-void sim_order_copy_from_host(int id, const void *host, size_t bytes);
+void sim_order_copy_to_host(int id, uint32_t seq, void *host, const void *device, size_t bytes);
+void sim_order_copy_from_host(int id, uint32_t seq, const void *host, size_t bytes);
+// A new operation on stream id (after everything the host knows is done): its place on the stream.
+uint32_t sim_order_op(int id);
+// Operation seq on stream id reads (writes = 0) or writes device memory r: refused when another
+// stream's conflicting access to it is not ordered before (no event wait, no host wait between).
+cudaError_t sim_order_access(const char *call, int id, uint32_t seq, const sim_region *r, int writes);
 // Around the simulator's own access to pinned memory: the held destinations' pages open, and closed.
 void sim_order_unprotect(void);
 void sim_order_protect(void);

@@ -199,6 +199,8 @@ cudaError_t hw_sim_launch_check(cudaStream_t stream, const hw_sim_span *spans, i
         return sim_refuse(cudaErrorInvalidResourceHandle, call, "on a stream of cuda:%d while cuda:%d is current",
                           device, sim_current_device());
     }
+    int id = sim_stream_id(stream);
+    uint32_t seq = sim_order_op(id);
     for (int i = 0; i < n_spans; i++) {
         if (spans[i].bytes == 0) continue;
         sim_region r;
@@ -208,6 +210,7 @@ cudaError_t hw_sim_launch_check(cudaStream_t stream, const hw_sim_span *spans, i
             return sim_refuse(cudaErrorIllegalAddress, call, "on cuda:%d touching %zu bytes at %p: %s (cuda:%d)",
                               device, spans[i].bytes, spans[i].ptr, what, r.device);
         }
+        if ((e = sim_order_access(call, id, seq, &r, spans[i].writes)) != cudaSuccess) return e;
     }
     return cudaSuccess;
 }
@@ -300,9 +303,9 @@ cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t trans_a, cub
         return CUBLAS_STATUS_EXECUTION_FAILED;
     }
     if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
-    hw_sim_span spans[3] = {{a, matrix_bytes(a_rows, a_cols, lda)},
-                            {b, matrix_bytes(b_rows, b_cols, ldb)},
-                            {c, matrix_bytes(m, n, ldc)}};
+    hw_sim_span spans[3] = {{a, matrix_bytes(a_rows, a_cols, lda), 0},
+                            {b, matrix_bytes(b_rows, b_cols, ldb), 0},
+                            {c, matrix_bytes(m, n, ldc), 1}};
     if (hw_sim_launch_check(handle->stream, spans, 3) != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
     cblas_sgemm(CblasColMajor, trans_a == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
                 trans_b == CUBLAS_OP_N ? CblasNoTrans : CblasTrans, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
