@@ -10,7 +10,7 @@
 // (device, pinned host, opened by IPC): copies whose kind does not match where the pointers lie,
 // ranges past an allocation's end, frees of pointers the simulator did not hand out, and kernels
 // touching memory their device cannot reach are refused, as a GPU would punish them, and said on
-// stderr and in the file $HW_SIM_REFUSALS names. An IPC
+// stderr and in the file $HW_SIM_REFUSALS names; order.c checks the order of the work. An IPC
 // handle holds (owner pid, memfd, size, device); another process opens it by mapping
 // /proc/<pid>/fd/<fd>, so the processes truly share the memory, as with CUDA IPC.
 #include "sim.h"
