@@ -11,6 +11,8 @@
 #include "hw/cuda.h"
 #include "hw/err.h"
 
+#include "../../src/cuda/kernels.cuh"  // conv_gemm_size
+
 // n floats (or bytes) a launch reads or writes at p.
 static hw_sim_span reads(const void *p, int64_t n) { return (hw_sim_span){p, p ? (size_t)n * sizeof(float) : 0, 0}; }
 static hw_sim_span writes(const void *p, int64_t n) { return (hw_sim_span){p, p ? (size_t)n * sizeof(float) : 0, 1}; }
@@ -60,10 +62,8 @@ int hw_cuda_linear_backward(hw_cuda_ctx ctx, float *dx, float *dw, float *dbias,
 int hw_cuda_conv2d_forward(hw_cuda_ctx ctx, float *y, const float *x, const float *w, const float *bias,
                            hw_conv_dims d, float *scratch) {
     if (d.batch <= 0) return HW_OK;
-    int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
-    int64_t columns = (int64_t)d.batch * oh * ow;
-    int64_t rows = (int64_t)d.in_channels * d.kernel * d.kernel;
-    if (columns > INT32_MAX || rows * columns > ((int64_t)1 << 40)) {
+    int64_t rows, columns;
+    if (!conv_gemm_size(d, &rows, &columns)) {
         return hw_fail("conv2d: batch %d is too large for one GEMM (%lld columns)", d.batch, (long long)columns);
     }
     int64_t in = (int64_t)d.batch * d.in_channels * d.height * d.width, out = d.out_channels * columns;
@@ -76,10 +76,10 @@ int hw_cuda_conv2d_forward(hw_cuda_ctx ctx, float *y, const float *x, const floa
 int hw_cuda_conv2d_backward(hw_cuda_ctx ctx, float *dx, float *dw, float *dbias, const float *dy, const float *x,
                             const float *w, hw_conv_dims d, float *scratch) {
     if (d.batch <= 0) return HW_OK;
-    int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
-    int64_t columns = (int64_t)d.batch * oh * ow;
-    int64_t rows = (int64_t)d.in_channels * d.kernel * d.kernel;
-    if (columns > INT32_MAX) return hw_fail("conv2d: batch %d is too large for one GEMM", d.batch);
+    int64_t rows, columns;
+    if (!conv_gemm_size(d, &rows, &columns)) {
+        return hw_fail("conv2d: batch %d is too large for one GEMM (%lld columns)", d.batch, (long long)columns);
+    }
     int64_t in = (int64_t)d.batch * d.in_channels * d.height * d.width, out = d.out_channels * columns;
     const float *t = scratch + rows * columns;
     CHECK_LAUNCH(ctx.stream, writes(t, out), reads(dy, out));  // nchw_to_cnhw
