@@ -124,12 +124,12 @@ test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx
 
 # ---- the simulated CUDA device (tests only) ----
 # The library built with SIM=1 in build-sim/ (see the CUDA section), then the GPU suites (cuda,
-# gpu_train) and the kernel replay on it. It runs the runner, copies, streams, events, the
-# all-reduce's copies, GPU Hogwild across processes sharing memory as CUDA IPC shares it, and GPU
-# DataParallel, and checks the ordering of streams and host waits; NOT real kernels, cuBLAS, NCCL,
-# device rounding or speed (docs/ARCHITECTURE.md). Any misuse the simulator refused, in any
-# process, fails the target.
-SIM_SUITES ?= @(cuda|gpu_train|cuda_replay)/*
+# gpu_train), the kernel replay and the simulator's own tests (simcuda) on it. It runs the runner,
+# copies, streams, events, the all-reduce's copies, GPU Hogwild across processes sharing memory as
+# CUDA IPC shares it, and GPU DataParallel, and checks the ordering of streams and host waits; NOT
+# real kernels, cuBLAS, NCCL, device rounding or speed (docs/ARCHITECTURE.md). Any misuse the
+# simulator refused, in any process, fails the target.
+SIM_SUITES ?= @(cuda|gpu_train|cuda_replay|simcuda)/*
 SIM_ENV    = HW_BIN=$(CURDIR)/build-sim/hogwild HW_SIM_REFUSALS=$(CURDIR)/build-sim/refusals.log
 sim:
 	$(MAKE) --no-print-directory BUILD=build-sim SIM=1 build-sim/test_hogwild build-sim/hogwild
