@@ -77,7 +77,7 @@ LIB      := $(BUILD)/libhogwild.a
 all: info hogwild $(BUILD)/test_hogwild
 
 info:
-	@echo "hogwild build: CC=$(CC) CUDA=$(if $(filter 1,$(HAVE_CUDA)),yes ($(NVCC)),no) NCCL=$(if $(NCCL_FOUND),yes,no)"
+	@echo "hogwild build: CC=$(CC) CUDA=$(if $(filter 1,$(HAVE_CUDA)),yes ($(NVCC)),$(if $(filter sim,$(HAVE_CUDA)),SIMULATED (tests/simcuda),no)) NCCL=$(if $(NCCL_FOUND),yes,no)"
 
 $(BUILD)/%.o: src/%.c $(wildcard include/hw/*.h)
 	@mkdir -p $(dir $@)
