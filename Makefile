@@ -5,6 +5,7 @@
 #   make test         build and run the Criterion suite
 #   make asan         the test suite under AddressSanitizer + UBSan (build-asan/)
 #   make CC=clang     any C11 compiler; the build is -Wall -Wextra -Werror clean with gcc and clang
+#   make sim          the GPU suites on a SIMULATED CUDA device, no GPU needed (build-sim/; see below)
 #
 # Sources are found by wildcard: a new src/**/*.c file is built without touching this file.
 
@@ -21,8 +22,10 @@ CFLAGS  += $(shell pkg-config --cflags stb 2>/dev/null)
 BLAS_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-serial
 LDLIBS   = -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lstb -lz -lm -pthread
 
-# ---- CUDA: on when nvcc is found, off with CUDA=0 ----
-ifeq ($(CUDA),0)
+# ---- CUDA: on when nvcc is found, off with CUDA=0, simulated with SIM=1 ----
+ifeq ($(SIM),1)
+  HAVE_CUDA := sim
+else ifeq ($(CUDA),0)
   HAVE_CUDA := 0
 else ifneq ($(NVCC),)
   HAVE_CUDA := 1
@@ -50,28 +53,39 @@ ifeq ($(HAVE_CUDA),1)
     NVCCFLAGS += -DHW_HAVE_NCCL=1
     LDLIBS    += -lnccl
   endif
+else ifeq ($(HAVE_CUDA),sim)
+  # The simulated device (make sim): the CUDA host code compiled by the host C++ compiler against
+  # tests/simcuda/'s cuda_runtime.h and cublas_v2.h, linked with tests/simcuda/*.c, which run every
+  # CUDA call, cuBLAS call and kernel (layers.cu, pointwise.cu, loss.cu) at once on the host. No NCCL.
+  CU_SRC  := $(patsubst %,src/cuda/%.cu,runner device blas allreduce)
+  SIM_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(wildcard tests/simcuda/*.c))
+  CU_CC    = $(CXX) -x c++ -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-exceptions -fno-rtti -D_GNU_SOURCE \
+             -Iinclude -Itests/simcuda
 else
   C_SRC   += $(wildcard src/cuda/none.c)
 endif
+CU_CC ?= $(NVCC) $(NVCCFLAGS)
 
-OBJ      := $(patsubst src/%.c,$(BUILD)/%.o,$(C_SRC)) $(patsubst src/%.cu,$(BUILD)/%.cu.o,$(CU_SRC))
-TEST_SRC := $(wildcard tests/*.c)
+# tests/simcuda/replay.c (the kernels replayed on the host) is tested in every build; in the
+# simulated one it is part of the library, as the device's kernels.
+OBJ      := $(patsubst src/%.c,$(BUILD)/%.o,$(C_SRC)) $(patsubst src/%.cu,$(BUILD)/%.cu.o,$(CU_SRC)) $(SIM_OBJ)
+TEST_SRC := $(wildcard tests/*.c) $(if $(SIM_OBJ),,tests/simcuda/replay.c)
 TEST_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRC))
 LIB      := $(BUILD)/libhogwild.a
 
-.PHONY: all test asan clean info
+.PHONY: all test asan sim clean info
 all: info hogwild $(BUILD)/test_hogwild
 
 info:
-	@echo "hogwild build: CC=$(CC) CUDA=$(if $(filter 1,$(HAVE_CUDA)),yes ($(NVCC)),no) NCCL=$(if $(NCCL_FOUND),yes,no)"
+	@echo "hogwild build: CC=$(CC) CUDA=$(if $(filter 1,$(HAVE_CUDA)),yes ($(NVCC)),$(if $(filter sim,$(HAVE_CUDA)),SIMULATED (tests/simcuda),no)) NCCL=$(if $(NCCL_FOUND),yes,no)"
 
 $(BUILD)/%.o: src/%.c $(wildcard include/hw/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.cu.o: src/%.cu $(wildcard include/hw/*.h) $(wildcard src/cuda/*.cuh)
+$(BUILD)/%.cu.o: src/%.cu $(wildcard include/hw/*.h) $(wildcard src/cuda/*.cuh) $(wildcard tests/simcuda/*.h)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(CU_CC) -c $< -o $@
 
 $(LIB): $(OBJ)
 	@mkdir -p $(dir $@)
@@ -83,7 +97,7 @@ hogwild $(BUILD)/hogwild: $(BUILD)/main.o $(LIB)
 
 # tests/test_cuda_replay.c includes the kernels' per-index code (src/cuda/kernels.cuh, plain C to the
 # host compiler) and replays the GPU layers on the CPU: it is built and run in every build, CUDA=0 too.
-$(BUILD)/tests/%.o: tests/%.c $(wildcard include/hw/*.h) $(wildcard tests/*.h) $(wildcard src/cuda/*.cuh)
+$(BUILD)/tests/%.o: tests/%.c $(wildcard include/hw/*.h) $(wildcard tests/*.h tests/simcuda/*.h) $(wildcard src/cuda/*.cuh)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -c $< -o $@
 
@@ -106,6 +120,27 @@ $(BUILD)/fuzz_idx: $(FUZZ_SRC) $(BUILD)/err.o $(BUILD)/rng.o $(wildcard include/
 test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx
 	HW_BIN=$(CURDIR)/hogwild $(BUILD)/test_hogwild $(TEST_ARGS)
 	$(BUILD)/fuzz_idx
+	$(MAKE) --no-print-directory sim
+
+# ---- the simulated CUDA device (tests only) ----
+# The library built with SIM=1 in build-sim/ (see the CUDA section), then the GPU suites (cuda,
+# gpu_train), the kernel replay and the simulator's own tests (simcuda) on it. It runs the runner,
+# copies, streams, events, the all-reduce's copies, GPU Hogwild across processes sharing memory as
+# CUDA IPC shares it, and GPU DataParallel, and checks the ordering of streams and host waits; NOT
+# real kernels, cuBLAS, NCCL, device rounding or speed (docs/ARCHITECTURE.md). Any misuse the
+# simulator refused, in any process, fails the target.
+SIM_SUITES ?= @(cuda|gpu_train|cuda_replay|simcuda)/*
+SIM_ENV    = HW_BIN=$(CURDIR)/build-sim/hogwild HW_SIM_REFUSALS=$(CURDIR)/build-sim/refusals.log
+sim:
+	$(MAKE) --no-print-directory BUILD=build-sim SIM=1 build-sim/test_hogwild build-sim/hogwild
+	@rm -f build-sim/refusals.log
+	@echo "== make sim: the GPU suites on the SIMULATED CUDA device (host code, not a GPU), 2 devices =="
+	HW_SIM_DEVICES=2 $(SIM_ENV) build-sim/test_hogwild --filter '$(SIM_SUITES)' $(SIM_ARGS)
+	@echo "== make sim: the same without a device (HW_SIM_DEVICES=0): the no-GPU error paths =="
+	HW_SIM_DEVICES=0 $(SIM_ENV) build-sim/test_hogwild --filter '@(cuda|gpu_train)/*' $(SIM_ARGS)
+	@if [ -s build-sim/refusals.log ]; then cat build-sim/refusals.log; \
+	    echo "make sim: the simulated device refused misuse (above)"; exit 1; fi
+	@echo "== make sim: passed on the SIMULATED CUDA device; real GPU results come only from a GPU =="
 
 # The whole suite, leak checks included, with ./hogwild itself built with the sanitizers too.
 # Criterion counts a test as passed before its process exits and LeakSanitizer reports, so
@@ -119,4 +154,4 @@ asan:
 	    exit $$status
 
 clean:
-	rm -rf build build-asan hogwild
+	rm -rf build build-asan build-sim hogwild

@@ -17,8 +17,9 @@ MODE="${1:-train}"
 JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
 # Debian packages the build and the tests need. pkg-config finds stb; the serial OpenBLAS is the
-# flavour we link (a worker is one thread); criterion runs the tests.
-PACKAGES="gcc make pkg-config zlib1g-dev libopenblas-dev libopenblas-serial-dev libstb-dev libcriterion-dev"
+# flavour we link (a worker is one thread); criterion runs the tests; g++ builds the CUDA host code
+# against the simulated CUDA device of the tests (make sim).
+PACKAGES="gcc g++ make pkg-config zlib1g-dev libopenblas-dev libopenblas-serial-dev libstb-dev libcriterion-dev"
 
 say() { printf '[run.sh] %s\n' "$*"; }
 

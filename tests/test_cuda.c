@@ -31,6 +31,20 @@ static void need_gpu(void) {
     cr_assert_eq(hw_cuda_select(CUDA0), HW_OK, "%s", hw_error());
 }
 
+// Says which device the tests that ran used, so that a run on the simulated CUDA device of `make
+// sim` (tests/simcuda/) cannot pass for one on a GPU. Runs after every test, so starting CUDA in
+// this process here forks nothing after it.
+void hw_cuda_say_where_tests_ran(const char *suite, size_t ran) {
+    char name[256];
+    if (hw_cuda_describe(CUDA0, name, sizeof name) != HW_OK) return;
+    if (strstr(name, "simulated")) {
+        fprintf(stderr, "[NOTE] %s: %zu tests ran on the simulated CUDA device (host), not a GPU: %s\n", suite, ran,
+                name);
+    } else {
+        fprintf(stderr, "[NOTE] %s: %zu tests ran on %s\n", suite, ran, name);
+    }
+}
+
 // Criterion's summary line does not count skipped tests; this says how many GPU tests did not run
 // and why, so that a machine without a GPU cannot pass for one where the kernels were checked.
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
@@ -48,6 +62,7 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
         }
     }
     if (skipped) fprintf(stderr, "[SKIP] cuda: %zu of %zu tests skipped: %s\n", skipped, ran, why ? why : "");
+    if (ran > skipped) hw_cuda_say_where_tests_ran("cuda", ran - skipped);
 }
 
 #define OK(call) cr_assert_eq((call), HW_OK, "%s: %s", #call, hw_error())

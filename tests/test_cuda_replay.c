@@ -5,13 +5,14 @@
 //
 // How: src/cuda/kernels.cuh holds what every element-wise and gather kernel computes for one
 // index (im2col_element, maxpool_forward_element, log_softmax_row, ...) in C that the host
-// compiler takes as well as nvcc. Each replay_* function below is one hw_cuda_* function of
-// layers.cu, pointwise.cu or loss.cu with each kernel launch replaced by a loop over every index
-// calling that kernel's element function, in the same order, on the same scratch layout; each
-// cuBLAS call is replaced by OpenBLAS's column-major cblas_sgemm given exactly the arguments
-// hw_cuda_sgemm gives cuBLAS (col_major_gemm_of). The element functions are the kernels' own
-// code; the sequence of launches in each replay_* function (and the combine step of the block
-// reductions) is a copy of the hw_cuda_* function it names, kept in step by hand.
+// compiler takes as well as nvcc. tests/simcuda/replay.c builds each hw_cuda_* function of
+// layers.cu, pointwise.cu and loss.cu from them (replay_*: each kernel launch a loop over every
+// index calling that kernel's element function, in the same order, on the same scratch layout;
+// each cuBLAS call OpenBLAS's column-major cblas_sgemm given exactly the arguments hw_cuda_sgemm
+// gives cuBLAS, col_major_gemm_of). The element functions are the kernels' own code; the sequence
+// of launches in each replay_* function (and the combine step of the block reductions) is a copy
+// of the hw_cuda_* function it names, kept in step by hand. The same replay_* functions are the
+// kernels of the simulated CUDA device (`make sim`, tests/simcuda/kernels.c).
 //
 // What it proves: the kernels' index arithmetic (which element reads and writes which, padding,
 // strides, window bounds, the permutes between NCHW and the GEMM's channel-major layout), their
@@ -24,10 +25,11 @@
 // and shared-memory sizes; the grid-stride loop is trusted to visit every index once), the block
 // reductions' shared memory and barriers (their arithmetic is replayed: each thread's strided_sum,
 // added in the kernel's order), the atomicAdd of count_correct, what nvcc makes of the code for
-// the device and the device's rounding (FMA contraction, expf and logf), memory copies, streams
-// and events, cuBLAS itself (OpenBLAS stands in for it), the GPU runner, the all-reduce and IPC.
-// Those need a GPU: tests/test_cuda.c and tests/test_gpu_train.c run them where there is one.
-#include "../src/cuda/kernels.cuh"  // the kernels' per-index code (private to src/cuda/ and this test)
+// the device and the device's rounding (FMA contraction, expf and logf), and cuBLAS itself
+// (OpenBLAS stands in for it). The GPU runner, copies, streams, the all-reduce and IPC are run by
+// tests/test_cuda.c and tests/test_gpu_train.c on a GPU, and on the simulated device (`make sim`).
+#include "../src/cuda/kernels.cuh"  // the kernels' per-index code (private to src/cuda/ and the tests)
+#include "simcuda/replay.h"         // the GPU layer functions replayed on the host
 
 #include "hw/data.h"
 #include "hw/err.h"
@@ -132,116 +134,6 @@ static void cpu_layer_close(cpu_layer *c) {
     free(c->saved);
 }
 
-// ---- the GPU layer functions, replayed: each loop over i is one kernel launch ----
-
-// hw_cuda_sgemm: C = alpha op(A) op(B) + beta C, row-major, through the column-major call it makes.
-static void replay_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, const float *b,
-                         float beta, float *c) {
-    if (m == 0 || n == 0) return;
-    col_major_gemm g = col_major_gemm_of(trans_a, trans_b, m, n, k, a, b);
-    cblas_sgemm(CblasColMajor, g.trans_first ? CblasTrans : CblasNoTrans, g.trans_second ? CblasTrans : CblasNoTrans,
-                g.m, g.n, g.k, alpha, g.first, g.ld_first, g.second, g.ld_second, beta, c, g.ldc);
-}
-
-// sum_cols (layers.cu): column c is the sum of its SUM_COLS_LANES partial sums, in lane order.
-static void replay_sum_cols(float *out, const float *m, int64_t rows, int64_t cols) {
-    for (int64_t c = 0; c < cols; c++) {
-        float total = 0.0f;
-        for (int lane = 0; lane < SUM_COLS_LANES; lane++) total += strided_sum(m + c, rows, cols, lane, SUM_COLS_LANES);
-        out[c] = total;
-    }
-}
-
-// sum_rows (layers.cu) and mean_rows (loss.cu): HW_THREADS partial sums added as the kernels'
-// shared-memory tree adds them.
-static float replay_block_sum(const float *v, int64_t count) {
-    float partial[HW_THREADS];
-    for (int t = 0; t < HW_THREADS; t++) partial[t] = strided_sum(v, count, 1, t, HW_THREADS);
-    for (int half = HW_THREADS / 2; half > 0; half /= 2) {
-        for (int t = 0; t < half; t++) partial[t] += partial[t + half];
-    }
-    return partial[0];
-}
-
-// hw_cuda_linear_forward (layers.cu)
-static void replay_linear_forward(float *y, const float *x, const float *w, const float *bias, int batch, int in,
-                                  int out) {
-    replay_sgemm(0, 1, batch, out, in, 1.0f, x, w, 0.0f, y);
-    for (int64_t i = 0; i < (int64_t)batch * out; i++) add_bias_cols_element(i, y, bias, out);
-}
-
-// hw_cuda_linear_backward
-static void replay_linear_backward(float *dx, float *dw, float *dbias, const float *dy, const float *x, const float *w,
-                                   int batch, int in, int out) {
-    replay_sgemm(1, 0, out, in, batch, 1.0f, dy, x, 0.0f, dw);
-    replay_sum_cols(dbias, dy, batch, out);
-    replay_sgemm(0, 0, batch, in, out, 1.0f, dy, w, 0.0f, dx);
-}
-
-// hw_cuda_conv2d_forward: col and t share the scratch as there.
-static void replay_conv2d_forward(float *y, const float *x, const float *w, const float *bias, hw_conv_dims d,
-                                  float *scratch) {
-    int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
-    int64_t columns = (int64_t)d.batch * oh * ow, rows = (int64_t)d.in_channels * d.kernel * d.kernel;
-    float *col = scratch, *t = scratch + rows * columns;
-    for (int64_t i = 0; i < rows * columns; i++) im2col_element(i, col, x, d, oh, ow);
-    replay_sgemm(0, 0, d.out_channels, (int)columns, (int)rows, 1.0f, w, col, 0.0f, t);
-    for (int64_t i = 0; i < d.out_channels * columns; i++) {
-        cnhw_to_nchw_element(i, y, t, bias, d.batch, d.out_channels, (int64_t)oh * ow);
-    }
-}
-
-// hw_cuda_conv2d_backward: dcol overwrites col once dw has used it.
-static void replay_conv2d_backward(float *dx, float *dw, float *dbias, const float *dy, const float *x, const float *w,
-                                   hw_conv_dims d, float *scratch) {
-    int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
-    int64_t columns = (int64_t)d.batch * oh * ow, rows = (int64_t)d.in_channels * d.kernel * d.kernel;
-    float *col = scratch, *t = scratch + rows * columns;
-    for (int64_t i = 0; i < d.out_channels * columns; i++) {
-        nchw_to_cnhw_element(i, t, dy, d.batch, d.out_channels, (int64_t)oh * ow);
-    }
-    for (int oc = 0; oc < d.out_channels; oc++) dbias[oc] = replay_block_sum(t + oc * columns, columns);
-    for (int64_t i = 0; i < rows * columns; i++) im2col_element(i, col, x, d, oh, ow);
-    replay_sgemm(0, 1, d.out_channels, (int)rows, (int)columns, 1.0f, t, col, 0.0f, dw);
-    replay_sgemm(1, 0, (int)rows, (int)columns, d.out_channels, 1.0f, w, t, 0.0f, col);
-    int64_t total = (int64_t)d.batch * d.in_channels * d.height * d.width;
-    for (int64_t i = 0; i < total; i++) col2im_element(i, dx, col, d, oh, ow);
-}
-
-// hw_cuda_maxpool2d_forward
-static void replay_maxpool2d_forward(float *y, int32_t *argmax, const float *x, int planes, int height, int width,
-                                     int kernel, int stride) {
-    int oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
-    for (int64_t i = 0; i < (int64_t)planes * oh * ow; i++) {
-        maxpool_forward_element(i, y, argmax, x, height, width, kernel, stride, oh, ow);
-    }
-}
-
-// hw_cuda_maxpool2d_backward
-static void replay_maxpool2d_backward(float *dx, const float *dy, const int32_t *argmax, int planes, int height,
-                                      int width, int kernel, int stride) {
-    int oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
-    for (int64_t i = 0; i < (int64_t)planes * height * width; i++) {
-        maxpool_backward_element(i, dx, dy, argmax, height, width, kernel, stride, oh, ow);
-    }
-}
-
-// dropout_launch (pointwise.cu), behind hw_cuda_dropout{,2d}_{forward,backward}: plane = 1 for dropout.
-static void replay_dropout(float *out, const float *in, int64_t n, int64_t plane, float p, uint64_t seed,
-                           uint64_t step) {
-    for (int64_t i = 0; i < n; i++) dropout_element(i, out, in, plane, p, dropout_scale(p), seed, step);
-}
-
-// hw_cuda_log_softmax_nll_forward (loss.cu), which leaves the mean loss on the device: returned here.
-static float replay_log_softmax_nll_forward(float *logp, const float *x, const uint8_t *labels, int batch,
-                                            int classes) {
-    float *row_loss = floats((size_t)batch);
-    for (int64_t b = 0; b < batch; b++) log_softmax_row(b, logp, row_loss, x, labels, classes);
-    float loss = replay_block_sum(row_loss, batch) / (float)batch;
-    free(row_loss);
-    return loss;
-}
-
 // ---- GEMM ----
 
 static int max_1(int n) { return n > 1 ? n : 1; }
@@ -267,7 +159,7 @@ Test(cuda_replay, sgemm_mapping_matches_row_major_products) {
                 float *a = random_floats(&rng, (size_t)m * k, 1.0f), *b = random_floats(&rng, (size_t)k * n, 1.0f);
                 float *c = random_floats(&rng, (size_t)m * n, 1.0f), *want = floats((size_t)m * n);
                 memcpy(want, c, sizeof(float) * m * n);
-                replay_sgemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+                replay_sgemm(NULL, ta, tb, m, n, k, alpha, a, b, beta, c);
                 ref_gemm(ta, tb, m, n, k, alpha, a, b, beta, want);
                 char what[96];
                 snprintf(what, sizeof what, "sgemm ta=%d tb=%d m=%d n=%d k=%d beta=%g", ta, tb, m, n, k, (double)beta);
@@ -294,8 +186,8 @@ Test(cuda_replay, linear_matches_the_cpu_layer) {
         cpu_layer_forward(&c);
         cpu_layer_backward(&c);
         float *y = floats(c.n_out), *dx = floats(c.n_in), *dw = floats(c.n_w), *db = floats(c.n_b);
-        replay_linear_forward(y, c.x, c.w, c.bias, batch, in, out);
-        replay_linear_backward(dx, dw, db, c.dy, c.x, c.w, batch, in, out);
+        OK(replay_linear_forward(REPLAY_OPENBLAS, y, c.x, c.w, c.bias, batch, in, out));
+        OK(replay_linear_backward(REPLAY_OPENBLAS, dx, dw, db, c.dy, c.x, c.w, batch, in, out));
         EXPECT_CLOSE(y, c.y, c.n_out, "linear forward B=%d in=%d out=%d", batch, in, out);
         EXPECT_CLOSE(dx, c.dx, c.n_in, "linear dx B=%d in=%d out=%d", batch, in, out);
         EXPECT_CLOSE(dw, c.dw, c.n_w, "linear dw B=%d in=%d out=%d", batch, in, out);
@@ -317,8 +209,8 @@ static void check_conv2d(hw_conv_dims d, hw_rng *rng) {
     float *scratch = floats(scratch_n);
     for (size_t i = 0; i < scratch_n; i++) scratch[i] = NAN;  // the kernels must write before they read
     float *y = floats(c.n_out), *dx = floats(c.n_in), *dw = floats(c.n_w), *db = floats(c.n_b);
-    replay_conv2d_forward(y, c.x, c.w, c.bias, d, scratch);
-    replay_conv2d_backward(dx, dw, db, c.dy, c.x, c.w, d, scratch);
+    OK(replay_conv2d_forward(REPLAY_OPENBLAS, y, c.x, c.w, c.bias, d, scratch));
+    OK(replay_conv2d_backward(REPLAY_OPENBLAS, dx, dw, db, c.dy, c.x, c.w, d, scratch));
     EXPECT_CLOSE(y, c.y, c.n_out, "forward of %s", what);
     EXPECT_CLOSE(dx, c.dx, c.n_in, "dx of %s", what);
     EXPECT_CLOSE(dw, c.dw, c.n_w, "dw of %s", what);
@@ -409,8 +301,8 @@ Test(cuda_replay, relu_matches_the_cpu_layer) {
     cpu_layer_forward(&c);
     cpu_layer_backward(&c);
     float *y = floats(c.n_out), *dx = floats(c.n_in);
-    for (int64_t i = 0; i < (int64_t)c.n_out; i++) relu_forward_element(i, y, c.x);
-    for (int64_t i = 0; i < (int64_t)c.n_in; i++) relu_backward_element(i, dx, c.dy, y);
+    replay_relu_forward(y, c.x, (int64_t)c.n_out);
+    replay_relu_backward(dx, c.dy, y, (int64_t)c.n_in);
     expect_same_floats(y, c.y, c.n_out, "relu forward");
     expect_same_floats(dx, c.dx, c.n_in, "relu backward");
     free(y), free(dx);
@@ -508,17 +400,18 @@ static void check_log_softmax_nll(int batch, int classes, float scale, int ties,
     const float *logits = ws.acts[1], *cpu_logp = ws.acts[2], *cpu_dlogits = ws.grad_acts[1];
 
     float *logp = floats(n), *dlogits = floats(n);
-    float loss = replay_log_softmax_nll_forward(logp, logits, labels, batch, classes);
-    for (int64_t i = 0; i < (int64_t)n; i++) nll_backward_element(i, dlogits, logp, labels, batch, classes);
-    int correct = 0;
-    for (int64_t b = 0; b < batch; b++) correct += count_correct_row(b, logp, labels, classes);
+    float loss = NAN, *row_loss = floats((size_t)batch);
+    replay_log_softmax_nll_forward(logp, &loss, logits, labels, batch, classes, row_loss);
+    replay_nll_backward(dlogits, logp, labels, batch, classes);
+    int32_t correct = 0;
+    replay_count_correct(&correct, logp, labels, batch, classes);
 
     cr_expect(fabs(loss - cpu_loss) <= 1e-4 * fmax(1.0, fabs(cpu_loss)), "%s: loss %g, the CPU %g", what,
               (double)loss, (double)cpu_loss);
     EXPECT_CLOSE(logp, cpu_logp, n, "log_softmax %s", what);
     EXPECT_CLOSE(dlogits, cpu_dlogits, n, "nll backward %s", what);
     cr_expect_eq(correct, hw_model_count_correct(&m, &ws, labels, batch), "count_correct %s", what);
-    free(x), free(labels), free(logp), free(dlogits);
+    free(x), free(labels), free(logp), free(dlogits), free(row_loss);
     hw_workspace_free(&ws);
     hw_model_free(&m);
 }
@@ -561,11 +454,9 @@ Test(cuda_replay, sgd_step_matches_hw_sgd_step) {
             for (int p = 0; p < m.n_params; p++) {
                 const hw_param *param = &m.params[p];
                 if (param->frozen) continue;
-                int64_t end = (int64_t)param->offset + hw_shape_numel(param->shape);
-                for (int64_t i = (int64_t)param->offset; i < end; i++) {
-                    sgd_step_element(i, w, g, v, cases[k].lr, cases[k].momentum, cases[k].weight_decay,
-                                     cases[k].nesterov, step > 0);
-                }
+                size_t off = param->offset;
+                replay_sgd_step(w + off, g + off, v + off, hw_shape_numel(param->shape), cases[k].lr,
+                                cases[k].momentum, cases[k].weight_decay, cases[k].nesterov, step > 0);
             }
             free(g);
         }
@@ -589,6 +480,6 @@ Test(cuda_replay, normalize_u8_matches_the_cpu_batches) {
     hw_normalize norm = {HW_MNIST_MEAN, HW_MNIST_STD};
     float cpu[N * C * H * W], x[N * C * H * W];
     hw_batch_fill(&ds, indices, N, norm, cpu, got_labels);
-    for (int64_t i = 0; i < N * C * H * W; i++) normalize_u8_element(i, x, images, norm.mean, norm.std);
+    replay_normalize_u8(x, images, N * C * H * W, norm.mean, norm.std);
     EXPECT_CLOSE(x, cpu, (size_t)(N * C * H * W), "normalize_u8");
 }

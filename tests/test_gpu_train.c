@@ -43,6 +43,9 @@ static int need_gpu(void) {
     return count;
 }
 
+// In test_cuda.c: which device the tests that ran used (the simulated one of make sim, or a GPU).
+void hw_cuda_say_where_tests_ran(const char *suite, size_t ran);
+
 // Criterion's summary does not count skipped tests: say how many of these did not run, and why.
 // (Criterion names a hook after its line: keep this off the line of test_cuda.c's hook.)
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
@@ -60,6 +63,7 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
         }
     }
     if (skipped) fprintf(stderr, "[SKIP] gpu_train: %zu of %zu tests skipped: %s\n", skipped, ran, why ? why : "");
+    if (ran > skipped) hw_cuda_say_where_tests_ran("gpu_train", ran - skipped);  // test_cuda.c
 }
 
 static double now_seconds(void) {

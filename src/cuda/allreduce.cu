@@ -14,28 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-__global__ static void scale_kernel(float *x, int64_t n, float alpha) {
-    GRID_STRIDE(i, n) { x[i] *= alpha; }
-}
-
-__global__ static void add_kernel(float *y, const float *x, int64_t n) {
-    GRID_STRIDE(i, n) { y[i] += x[i]; }
-}
-
-extern "C" int hw_cuda_scale(hw_cuda_stream stream, float *x, int64_t n, float alpha) {
-    if (n <= 0) return HW_OK;
-    scale_kernel<<<hw_blocks(n), HW_THREADS, 0, stream>>>(x, n, alpha);
-    HW_CHECK(cudaGetLastError());
-    return HW_OK;
-}
-
-extern "C" int hw_cuda_add(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
-    if (n <= 0) return HW_OK;
-    add_kernel<<<hw_blocks(n), HW_THREADS, 0, stream>>>(y, x, n);
-    HW_CHECK(cudaGetLastError());
-    return HW_OK;
-}
-
 struct hw_cuda_allreduce {
     int n;                      // replicas
     int *devices;               // devices[k]: replica k's CUDA ordinal

@@ -7,9 +7,6 @@ static const size_t MIB = 1024 * 1024;
 
 extern "C" int hw_cuda_compiled(void) { return 1; }
 
-// Never launched: hw_cuda_select asks whether the device has machine code or PTX for it.
-__global__ static void probe_kernel(void) {}
-
 extern "C" int hw_cuda_device_count(int *count) {
     *count = 0;
     int n = 0;
@@ -48,8 +45,7 @@ extern "C" int hw_cuda_select(hw_device device) {
     HW_CHECK(cudaSetDevice(device.index));
     // A GPU older than the architectures this binary was built for (Makefile: CUDA_ARCH) would
     // fail every kernel launch; asking for a kernel's attributes tells it here, by name.
-    cudaFuncAttributes attributes;
-    cudaError_t status = cudaFuncGetAttributes(&attributes, probe_kernel);
+    cudaError_t status = hw_cuda_kernels_runnable();  // pointwise.cu
     if (status != cudaSuccess) {
         cudaGetLastError();
         cudaDeviceProp prop;

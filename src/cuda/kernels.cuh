@@ -76,6 +76,14 @@ static inline HW_HOST_DEVICE float strided_sum(const float *v, int64_t count, in
 // The im2col matrix of the whole batch is col[C*K*K, B*OH*OW]: row (c, ky, kx), column
 // (b, oy, ox). The GEMM output t[OC, B*OH*OW] is channel-major (CNHW); y and dy are NCHW.
 
+// The sizes of the im2col GEMM over the whole batch: rows = C*K*K, columns = B*OH*OW; 0 when
+// they do not fit one cuBLAS call (int sizes) or a sane scratch (2^40 floats).
+static inline int conv_gemm_size(hw_conv_dims d, int64_t *rows, int64_t *columns) {
+    *columns = (int64_t)d.batch * hw_conv_out_h(d) * hw_conv_out_w(d);
+    *rows = (int64_t)d.in_channels * d.kernel * d.kernel;
+    return *columns <= INT32_MAX && *rows * *columns <= ((int64_t)1 << 40);
+}
+
 // col[i]: the input pixel that kernel tap (c, ky, kx) reads for output (b, oy, ox); 0 in the padding.
 static inline HW_HOST_DEVICE void im2col_element(int64_t i, float *col, const float *x, hw_conv_dims d, int oh,
                                                  int ow) {

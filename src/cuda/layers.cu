@@ -102,9 +102,8 @@ extern "C" int hw_cuda_conv2d_forward(hw_cuda_ctx ctx, float *y, const float *x,
                                       hw_conv_dims d, float *scratch) {
     if (d.batch <= 0) return HW_OK;
     int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
-    int64_t columns = (int64_t)d.batch * oh * ow;
-    int64_t rows = (int64_t)d.in_channels * d.kernel * d.kernel;
-    if (columns > INT32_MAX || rows * columns > ((int64_t)1 << 40)) {
+    int64_t rows, columns;
+    if (!conv_gemm_size(d, &rows, &columns)) {
         return hw_fail("conv2d: batch %d is too large for one GEMM (%lld columns)", d.batch, (long long)columns);
     }
     float *col = scratch, *t = scratch + rows * columns;
@@ -123,9 +122,10 @@ extern "C" int hw_cuda_conv2d_backward(hw_cuda_ctx ctx, float *dx, float *dw, fl
                                        const float *x, const float *w, hw_conv_dims d, float *scratch) {
     if (d.batch <= 0) return HW_OK;
     int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
-    int64_t columns = (int64_t)d.batch * oh * ow;
-    int64_t rows = (int64_t)d.in_channels * d.kernel * d.kernel;
-    if (columns > INT32_MAX) return hw_fail("conv2d: batch %d is too large for one GEMM", d.batch);
+    int64_t rows, columns;
+    if (!conv_gemm_size(d, &rows, &columns)) {
+        return hw_fail("conv2d: batch %d is too large for one GEMM (%lld columns)", d.batch, (long long)columns);
+    }
     float *col = scratch, *t = scratch + rows * columns;
     int64_t n = (int64_t)d.out_channels * columns;
     nchw_to_cnhw<<<hw_blocks(n), HW_THREADS, 0, ctx.stream>>>(t, dy, d.batch, d.out_channels, (int64_t)oh * ow);

@@ -1,4 +1,9 @@
-// pointwise: relu, dropout, dropout2d, the uint8 -> float input conversion and the SGD step.
+// pointwise: relu, dropout, dropout2d, the uint8 -> float input conversion, the SGD step, the
+// all-reduce's scale and add, and the probe that tells whether the device can run these kernels.
+//
+// Every kernel launch of the CUDA module is in this file, layers.cu and loss.cu: the rest
+// (runner.cu, device.cu, blas.cu, allreduce.cu) is host code, which the simulated device of the
+// tests (tests/simcuda/) compiles with the host compiler.
 #include "check.cuh"
 #include "kernels.cuh"
 
@@ -87,4 +92,39 @@ extern "C" int hw_cuda_sgd_step(hw_cuda_stream stream, float *w, const float *g,
     sgd_step<<<hw_blocks(n), HW_THREADS, 0, stream>>>(w, g, velocity, n, lr, momentum, weight_decay, nesterov, started);
     HW_CHECK(cudaGetLastError());
     return HW_OK;
+}
+
+// ---- the all-reduce's scale and sum (allreduce.cu) ----
+
+__global__ static void scale_kernel(float *x, int64_t n, float alpha) {
+    GRID_STRIDE(i, n) { x[i] *= alpha; }
+}
+
+__global__ static void add_kernel(float *y, const float *x, int64_t n) {
+    GRID_STRIDE(i, n) { y[i] += x[i]; }
+}
+
+extern "C" int hw_cuda_scale(hw_cuda_stream stream, float *x, int64_t n, float alpha) {
+    if (n <= 0) return HW_OK;
+    scale_kernel<<<hw_blocks(n), HW_THREADS, 0, stream>>>(x, n, alpha);
+    HW_CHECK(cudaGetLastError());
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_add(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
+    if (n <= 0) return HW_OK;
+    add_kernel<<<hw_blocks(n), HW_THREADS, 0, stream>>>(y, x, n);
+    HW_CHECK(cudaGetLastError());
+    return HW_OK;
+}
+
+// ---- can the current device run these kernels? ----
+
+// Never launched: hw_cuda_select asks for its attributes, which the runtime gives only when the
+// device has machine code or PTX for it in this binary.
+__global__ static void probe_kernel(void) {}
+
+extern "C" cudaError_t hw_cuda_kernels_runnable(void) {
+    cudaFuncAttributes attributes;
+    return cudaFuncGetAttributes(&attributes, probe_kernel);
 }
