@@ -130,28 +130,33 @@ test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx
 # real kernels, cuBLAS, NCCL, device rounding or speed (docs/ARCHITECTURE.md). Any misuse the
 # simulator refused, in any process, fails the target.
 SIM_SUITES ?= @(cuda|gpu_train|cuda_replay|simcuda)/*
-SIM_ENV    = HW_BIN=$(CURDIR)/build-sim/hogwild HW_SIM_REFUSALS=$(CURDIR)/build-sim/refusals.log
+SIM_DIR    ?= build-sim
+SIM_ENV    = HW_BIN=$(CURDIR)/$(SIM_DIR)/hogwild HW_SIM_REFUSALS=$(CURDIR)/$(SIM_DIR)/refusals.log
 sim:
-	$(MAKE) --no-print-directory BUILD=build-sim SIM=1 build-sim/test_hogwild build-sim/hogwild
-	@rm -f build-sim/refusals.log
+	$(MAKE) --no-print-directory BUILD=$(SIM_DIR) SIM=1 $(SIM_DIR)/test_hogwild $(SIM_DIR)/hogwild
+	@rm -f $(SIM_DIR)/refusals.log
 	@echo "== make sim: the GPU suites on the SIMULATED CUDA device (host code, not a GPU), 2 devices =="
-	HW_SIM_DEVICES=2 $(SIM_ENV) build-sim/test_hogwild --filter '$(SIM_SUITES)' $(SIM_ARGS)
+	HW_SIM_DEVICES=2 $(SIM_ENV) $(SIM_DIR)/test_hogwild --filter '$(SIM_SUITES)' $(SIM_ARGS)
 	@echo "== make sim: the same without a device (HW_SIM_DEVICES=0): the no-GPU error paths =="
-	HW_SIM_DEVICES=0 $(SIM_ENV) build-sim/test_hogwild --filter '@(cuda|gpu_train)/*' $(SIM_ARGS)
-	@if [ -s build-sim/refusals.log ]; then cat build-sim/refusals.log; \
+	HW_SIM_DEVICES=0 $(SIM_ENV) $(SIM_DIR)/test_hogwild --filter '@(cuda|gpu_train)/*' $(SIM_ARGS)
+	@if [ -s $(SIM_DIR)/refusals.log ]; then cat $(SIM_DIR)/refusals.log; \
 	    echo "make sim: the simulated device refused misuse (above)"; exit 1; fi
 	@echo "== make sim: passed on the SIMULATED CUDA device; real GPU results come only from a GPU =="
 
-# The whole suite, leak checks included, with ./hogwild itself built with the sanitizers too.
-# Criterion counts a test as passed before its process exits and LeakSanitizer reports, so
-# the log is searched too: any sanitizer report fails the target.
+# The whole suite, leak checks included, with ./hogwild itself built with the sanitizers too; then
+# make sim built the same way (the GPU host code on the simulated device). Criterion counts a test
+# as passed before its process exits and LeakSanitizer reports, so the logs are searched too: any
+# sanitizer report fails the target.
+ASAN_OPT = -O1 -fsanitize=address,undefined -fno-omit-frame-pointer
+ASAN_ENV = LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp
 asan:
-	$(MAKE) BUILD=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" \
-	        CUDA=0 build-asan/test_hogwild build-asan/hogwild
-	HW_BIN=$(CURDIR)/build-asan/hogwild LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
-	    build-asan/test_hogwild $(TEST_ARGS) > build-asan/test.log 2>&1; status=$$?; cat build-asan/test.log; \
-	    if grep -E 'Sanitizer|runtime error' build-asan/test.log; then echo "make asan: sanitizer reports, above"; exit 1; fi; \
-	    exit $$status
+	$(MAKE) BUILD=build-asan OPT="$(ASAN_OPT)" CUDA=0 build-asan/test_hogwild build-asan/hogwild
+	HW_BIN=$(CURDIR)/build-asan/hogwild $(ASAN_ENV) build-asan/test_hogwild $(TEST_ARGS) > build-asan/test.log 2>&1; \
+	    status=$$?; cat build-asan/test.log; exit $$status
+	$(ASAN_ENV) $(MAKE) --no-print-directory sim SIM_DIR=build-asan-sim OPT="$(ASAN_OPT)" > build-asan/sim.log 2>&1; \
+	    status=$$?; cat build-asan/sim.log; exit $$status
+	@if grep -E 'Sanitizer|runtime error' build-asan/test.log build-asan/sim.log; then \
+	    echo "make asan: sanitizer reports, above"; exit 1; fi
 
 clean:
-	rm -rf build build-asan build-sim hogwild
+	rm -rf build build-asan build-sim build-asan-sim hogwild
