@@ -20,16 +20,36 @@ static inline const char *hw_status_string(cublasStatus_t status) { return cubla
 #ifdef HW_HAVE_NCCL
 static inline bool hw_status_failed(ncclResult_t status) { return status != ncclSuccess; }
 static inline const char *hw_status_string(ncclResult_t status) { return ncclGetErrorString(status); }
+static inline const char *hw_status_hint(ncclResult_t) { return ""; }
 #endif
+static inline const char *hw_status_hint(cublasStatus_t) { return ""; }
+
+// Kernels run asynchronously, so a kernel's fault is reported by whichever later call looks
+// first, not by its launch: for those errors the message says how to find the kernel.
+static inline const char *hw_status_hint(cudaError_t status) {
+    switch (status) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorAssert:
+    case cudaErrorLaunchFailure:
+        return " (an earlier kernel failed and this call reported it; rerun with CUDA_LAUNCH_BLOCKING=1 to name "
+               "the kernel)";
+    default:
+        return "";
+    }
+}
 
 // Runs a CUDA, cuBLAS or NCCL call; on failure returns HW_ERR from the calling function with
-// "<the call> failed at <file>:<line>: <the library's error string>".
+// "<the call> failed at <file>:<line>: <the library's error string>" and, for an asynchronous
+// kernel fault, the hint above.
 #define HW_CHECK(call)                                                                                     \
     do {                                                                                                   \
         auto hw_status_ = (call);                                                                          \
         if (hw_status_failed(hw_status_)) {                                                                \
             cudaGetLastError(); /* clear it, or the next launch check would report it again */         \
-            return hw_fail("%s failed at %s:%d: %s", #call, __FILE__, __LINE__, hw_status_string(hw_status_)); \
+            return hw_fail("%s failed at %s:%d: %s%s", #call, __FILE__, __LINE__, hw_status_string(hw_status_), \
+                           hw_status_hint(hw_status_));                                                    \
         }                                                                                                  \
     } while (0)
 

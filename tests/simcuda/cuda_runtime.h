@@ -27,6 +27,10 @@ typedef enum {
     cudaErrorPeerAccessNotEnabled = 705,
     cudaErrorMapBufferObjectFailed = 205,
     cudaErrorIllegalAddress = 700,
+    cudaErrorAssert = 710,
+    cudaErrorIllegalInstruction = 715,
+    cudaErrorMisalignedAddress = 716,
+    cudaErrorLaunchFailure = 719,
     cudaErrorNoKernelImageForDevice = 209,
     cudaErrorNotSupported = 801,
 } cudaError_t;
