@@ -264,6 +264,27 @@ Test(gpu_train, hogwild_cuda_missing_device_fails_cleanly) {
     rm_tree(f.dir);
 }
 
+// A GPU whose compute mode lets one process use it (nvidia-smi -c EXCLUSIVE_PROCESS) cannot hold
+// GPU Hogwild's parent and workers: refused up front, by name, not with a worker's context error.
+// Only the simulated device can play one (HW_SIM_COMPUTE_MODE); a real GPU's mode is the admin's.
+Test(gpu_train, hogwild_cuda_refuses_an_exclusive_process_gpu) {
+    need_gpu();
+    char name[256];
+    if (hw_cuda_describe((hw_device){HW_DEVICE_CUDA, 0}, name, sizeof name) != HW_OK || !strstr(name, "simulated")) {
+        cr_skip_test("only the simulated device (make sim) can play a GPU in EXCLUSIVE_PROCESS mode");
+    }
+    become_subreaper();
+    fixture f;
+    fixture_open(&f, 1000, 200);
+    run_result r;
+    RUN(&r, &f, "HW_SIM_COMPUTE_MODE=3", 60, "--data", f.data, "--device", "cuda", "--workers", "2", "--quiet");
+    cr_expect_eq(r.exit_code, 1, "exit %d (signal %d); stderr: %s", r.exit_code, r.signal, r.err);
+    cr_expect(strstr(r.err, "cuda:0 is in EXCLUSIVE_PROCESS compute mode") != NULL, "stderr: %s", r.err);
+    cr_expect(strstr(r.err, "--mode dataparallel") != NULL, "stderr: %s", r.err);
+    EXPECT_CLEAN(&r);
+    rm_tree(f.dir);
+}
+
 Test(gpu_train, dataparallel_cuda_missing_device_fails_cleanly) {
     become_subreaper();
     int count = 0;

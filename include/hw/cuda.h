@@ -50,6 +50,10 @@ int hw_cuda_select(hw_device device);
 int hw_cuda_mem_info(size_t *free_bytes, size_t *total_bytes);
 // Fails when the current device has less than `bytes` free ("cuda:0 has 120 MiB free, 300 MiB needed").
 int hw_cuda_check_free(size_t bytes);
+// Fails, naming the mode, when `device`'s compute mode (nvidia-smi -c) lets fewer than two
+// processes use it at once (EXCLUSIVE_PROCESS, PROHIBITED): GPU Hogwild needs the parent and
+// every worker on it.
+int hw_cuda_check_shared_use(hw_device device);
 // "NVIDIA H200 (cuda:0, 139.8 GiB, sm_90)" into buf.
 int hw_cuda_describe(hw_device device, char *buf, size_t cap);
 

@@ -72,6 +72,18 @@ extern "C" int hw_cuda_check_free(size_t bytes) {
     return HW_OK;
 }
 
+extern "C" int hw_cuda_check_shared_use(hw_device device) {
+    int mode = cudaComputeModeDefault;
+    HW_CHECK(cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, device.index));
+    if (mode == cudaComputeModeDefault) return HW_OK;
+    const char *name = mode == cudaComputeModeExclusiveProcess ? "EXCLUSIVE_PROCESS"
+                       : mode == cudaComputeModeProhibited     ? "PROHIBITED"
+                                                               : "EXCLUSIVE_THREAD";
+    return hw_fail("cuda:%d is in %s compute mode, which lets only one process (or none) use it, but GPU Hogwild "
+                   "runs the parent and every worker on it: use --mode dataparallel there, or set the default mode "
+                   "(nvidia-smi -i %d -c DEFAULT)", device.index, name, device.index);
+}
+
 extern "C" int hw_cuda_describe(hw_device device, char *buf, size_t cap) {
     if (hw_cuda_select(device) != HW_OK) return HW_ERR;
     cudaDeviceProp prop;

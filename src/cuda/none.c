@@ -29,6 +29,11 @@ int hw_cuda_mem_info(size_t *free_bytes, size_t *total_bytes) {
     return without_cuda("hw_cuda_mem_info");
 }
 
+int hw_cuda_check_shared_use(hw_device device) {
+    (void)device;
+    return without_cuda("hw_cuda_check_shared_use");
+}
+
 int hw_cuda_check_free(size_t bytes) {
     (void)bytes;
     return without_cuda("hw_cuda_check_free");

@@ -203,6 +203,7 @@ static int parent_device_open(gpu_parent *dev, const hw_train_config *config, co
     hw_device_format(config->device, name, sizeof name);
     dev->bytes = sizeof(float) * model->n_weights;
     int status = hw_cuda_select(config->device);
+    if (status == HW_OK) status = hw_cuda_check_shared_use(config->device);
     if (status == HW_OK && hw_cuda_check_free(dev->bytes) != HW_OK) status = hw_error_prefix("the shared weights");
     if (status == HW_OK) status = hw_cuda_malloc((void **)&dev->weights, dev->bytes);
     if (status == HW_OK) status = hw_cuda_stream_create(&dev->stream);

@@ -57,6 +57,17 @@ typedef struct {
     int multiProcessorCount;
 } cudaDeviceProp;
 
+enum cudaComputeMode {
+    cudaComputeModeDefault = 0,
+    cudaComputeModeExclusive = 1,
+    cudaComputeModeProhibited = 2,
+    cudaComputeModeExclusiveProcess = 3,
+};
+
+enum cudaDeviceAttr {
+    cudaDevAttrComputeMode = 20,
+};
+
 typedef struct {
     int maxThreadsPerBlock;
     int numRegs;
@@ -81,6 +92,7 @@ cudaError_t cudaGetDeviceCount(int *count);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDevice(int *device);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device);
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device);
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
 cudaError_t cudaDeviceSynchronize(void);
 cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer);

@@ -1,7 +1,8 @@
 // runtime: the simulated CUDA device's devices, memory, copies and IPC (tests only, `make sim`).
 //
 // Devices: HW_SIM_DEVICES of them (default 1; 0 behaves as a machine without a GPU), each with
-// HW_SIM_MEM_MIB MiB (default 16384), named "simulated CUDA device (host)". Free memory is what
+// HW_SIM_MEM_MIB MiB (default 16384), named "simulated CUDA device (host)"; HW_SIM_COMPUTE_MODE
+// gives the compute mode cudaDeviceGetAttribute reports. Free memory is what
 // this process has not allocated on the device. HW_SIM_NO_KERNEL_IMAGE=1 makes the device refuse
 // the kernels, as a GPU older than the build's architectures does.
 //
@@ -201,6 +202,17 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
     prop->major = 9;
     prop->minor = 0;
     prop->multiProcessorCount = 1;
+    return cudaSuccess;
+}
+
+// Only the compute mode: HW_SIM_COMPUTE_MODE (default 0, cudaComputeModeDefault) plays a GPU that
+// nvidia-smi -c set otherwise. The simulator does not enforce the mode itself.
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) {
+    cudaError_t e = sim_enter("cudaDeviceGetAttribute");
+    if (e == cudaSuccess) e = check_device("cudaDeviceGetAttribute", device);
+    if (e != cudaSuccess) return e;
+    if (attr != cudaDevAttrComputeMode) return sim_error(cudaErrorInvalidValue, "attribute %d is not simulated", (int)attr);
+    *value = env_int("HW_SIM_COMPUTE_MODE", cudaComputeModeDefault);
     return cudaSuccess;
 }
 
