@@ -10,6 +10,7 @@
 #define HW_TESTS_E2E_UTIL_H
 
 #include "data_util.h"
+#include "hw/train.h"  // hw_now
 
 #include <criterion/criterion.h>
 #include <ctype.h>
@@ -50,12 +51,6 @@ typedef struct {
 } e2e_state;
 
 static e2e_state e2e;
-
-static inline double e2e_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static inline void e2e_sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -249,10 +244,10 @@ static inline pid_t e2e_start_argv(e2e_run_result *r, const char *env, const cha
 // Waits for a run started with e2e_start_argv (killing it and failing the test after
 // E2E_RUN_TIMEOUT seconds) and reads its output.
 static inline void e2e_wait(e2e_run_result *r) {
-    double deadline = e2e_now() + E2E_RUN_TIMEOUT;
+    double deadline = hw_now() + E2E_RUN_TIMEOUT;
     pid_t got;
     while ((got = waitpid(r->pid, &r->status, WNOHANG)) == 0) {
-        if (e2e_now() > deadline) {
+        if (hw_now() > deadline) {
             kill(r->pid, SIGKILL);
             waitpid(r->pid, &r->status, 0);
             e2e.running = 0;

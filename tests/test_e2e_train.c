@@ -252,14 +252,14 @@ static void check_interrupt(int sig, const char *sig_name, int dataparallel) {
     enum { WORKERS = 2 };
     pid_t workers[8];
     int n_workers = 0, shm_names = 0, rows = 0;
-    double deadline = e2e_now() + 30;
+    double deadline = hw_now() + 30;
     for (;;) {
         cr_assert_eq(waitpid(pid, &r.status, WNOHANG), 0, "hogwild ended before it was interrupted");
         n_workers = e2e_children_of(pid, workers, 8);
         shm_names = e2e_count_shm_names(pid);
         rows = e2e_count_lines(csv) - 1;  // the header is written first
         if ((dataparallel || (n_workers == WORKERS && shm_names > 0)) && rows >= 3) break;
-        cr_assert_lt(e2e_now(), deadline, "not training after 30 s: %d workers, %d shm names, %d metrics rows",
+        cr_assert_lt(hw_now(), deadline, "not training after 30 s: %d workers, %d shm names, %d metrics rows",
                      n_workers, shm_names, rows);
         e2e_sleep_ms(5);
     }

@@ -11,6 +11,7 @@
 #include "hw/data.h"
 #include "hw/err.h"
 #include "hw/nn.h"
+#include "hw/train.h"
 
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
@@ -64,12 +65,6 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
     }
     if (skipped) fprintf(stderr, "[SKIP] gpu_train: %zu of %zu tests skipped: %s\n", skipped, ran, why ? why : "");
     if (ran > skipped) hw_cuda_say_where_tests_ran("gpu_train", ran - skipped);  // test_cuda.c
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 // ---- a folder with synthetic digits ----
@@ -166,10 +161,10 @@ static void read_text(const fixture *f, const char *name, char *buf, size_t cap)
 static void run_wait(run_result *r, const fixture *f, pid_t pid, double seconds) {
     memset(r, 0, sizeof *r);
     r->pid = pid;
-    double deadline = now_seconds() + seconds;
+    double deadline = hw_now() + seconds;
     int status = 0;
     while (waitpid(pid, &status, WNOHANG) == 0) {
-        if (now_seconds() > deadline) {
+        if (hw_now() > deadline) {
             kill(-pid, SIGKILL);
             waitpid(pid, &status, 0);
             cr_assert_fail("hogwild did not end within %.0f s", seconds);
@@ -574,8 +569,8 @@ Test(gpu_train, hogwild_cuda_sigint_saves_and_cleans_up) {
                                 "--quiet", "--sharing-strategy", "file_system", NULL};
     pid_t pid = run_start(&f, NULL, args);
     // Training is under way once a mid-epoch row follows the header and the starting point.
-    double deadline = now_seconds() + 120;
-    while (count_lines(metrics) < 3 && now_seconds() < deadline) usleep(20000);
+    double deadline = hw_now() + 120;
+    while (count_lines(metrics) < 3 && hw_now() < deadline) usleep(20000);
     int lines = count_lines(metrics);
     kill(pid, SIGINT);
     run_result r;

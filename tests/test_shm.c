@@ -3,6 +3,7 @@
 #include "hw/err.h"
 #include "hw/shm.h"
 #include "hw/spawn.h"
+#include "wait_util.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -29,28 +30,6 @@ static int shm_name_exists(const char *name) {
     char path[600];
     snprintf(path, sizeof path, "/dev/shm%s", name);
     return access(path, F_OK) == 0;
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-// Reads exactly n bytes within `seconds`; 1 on success.
-static int read_within(int fd, void *buf, size_t n, double seconds) {
-    double deadline = now_seconds() + seconds;
-    size_t got = 0;
-    while (got < n) {
-        int left_ms = (int)((deadline - now_seconds()) * 1000);
-        if (left_ms <= 0) return 0;
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, left_ms) <= 0) continue;
-        ssize_t r = read(fd, (char *)buf + got, n - got);
-        if (r <= 0) return 0;
-        got += (size_t)r;
-    }
-    return 1;
 }
 
 Test(shm, strategies_list_get_set) {
@@ -191,9 +170,9 @@ typedef struct {
 // Waits for the parent's go, writes its slot, then waits until it sees every other worker's.
 static int worker_fill_and_watch(int rank, void *arg) {
     board *b = arg;
-    double deadline = now_seconds() + 20;
+    double deadline = hw_now() + 20;
     while (!atomic_load(&b->go)) {
-        if (now_seconds() > deadline) return hw_fail("worker %d never saw the parent's go", rank);
+        if (hw_now() > deadline) return hw_fail("worker %d never saw the parent's go", rank);
         usleep(1000);
     }
     atomic_store(&b->slot[rank], 100 + rank);
@@ -201,7 +180,7 @@ static int worker_fill_and_watch(int rank, void *arg) {
         int filled = 0;
         for (int r = 0; r < BOARD_WORKERS; r++) filled += atomic_load(&b->slot[r]) == 100 + r;
         if (filled == BOARD_WORKERS) break;
-        if (now_seconds() > deadline) return hw_fail("worker %d saw %d of %d slots", rank, filled, BOARD_WORKERS);
+        if (hw_now() > deadline) return hw_fail("worker %d saw %d of %d slots", rank, filled, BOARD_WORKERS);
         usleep(1000);
     }
     atomic_store(&b->seen_all[rank], 1);

@@ -6,6 +6,7 @@
 #include "hw/err.h"
 #include "hw/shm.h"
 #include "hw/spawn.h"
+#include "wait_util.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -35,12 +36,6 @@ typedef struct {
     int failing_rank;
 } board;
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static board *board_open(hw_shm *shm, int nprocs, int failing_rank) {
     cr_assert_eq(hw_shm_open(shm, sizeof(board)), HW_OK, "%s", hw_error());
     board *b = shm->data;
@@ -69,8 +64,8 @@ static int worker_hang(int rank, void *arg) {
 
 // The failing rank waits until every other worker is hanging, then fails in the way `how` says.
 static void wait_for_the_others(board *b) {
-    double deadline = now_seconds() + 20;
-    while (atomic_load(&b->ready) < b->nprocs - 1 && now_seconds() < deadline) usleep(1000);
+    double deadline = hw_now() + 20;
+    while (atomic_load(&b->ready) < b->nprocs - 1 && hw_now() < deadline) usleep(1000);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     atomic_store(&b->failed_at_ns, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
@@ -118,15 +113,15 @@ static int worker_stubborn_or_failing(int rank, void *arg) {
 }
 
 static void wait_until_ready(board *b, int n) {
-    double deadline = now_seconds() + 20;
-    while (atomic_load(&b->ready) < n && now_seconds() < deadline) usleep(1000);
+    double deadline = hw_now() + 20;
+    while (atomic_load(&b->ready) < n && hw_now() < deadline) usleep(1000);
     cr_assert_geq(atomic_load(&b->ready), n, "workers did not start");
 }
 
 static double seconds_since_failure(const board *b) {
     long long at = atomic_load(&b->failed_at_ns);
     cr_assert_gt(at, 0, "the failing worker recorded when it failed");
-    return now_seconds() - (double)at * 1e-9;
+    return hw_now() - (double)at * 1e-9;
 }
 
 static void expect_all_reaped(const hw_spawn_ctx *ctx) {
@@ -259,9 +254,9 @@ Test(spawn, join_timeout_answers_running_and_stop_ends_the_workers, .timeout = 6
     hw_spawn_ctx ctx;
     cr_assert_eq(hw_spawn(&ctx, worker_hang, b, 2), HW_OK, "%s", hw_error());
     wait_until_ready(b, 2);
-    double t0 = now_seconds();
+    double t0 = hw_now();
     cr_expect_eq(hw_join(&ctx, 0.3), HW_JOIN_RUNNING);
-    double waited = now_seconds() - t0;
+    double waited = hw_now() - t0;
     cr_expect_geq(waited, 0.25, "join waited its timeout (%.3f s)", waited);
     cr_expect_lt(waited, 5.0, "and returned after it (%.3f s)", waited);
     cr_expect_eq(hw_join(&ctx, 0), HW_JOIN_RUNNING, "a zero timeout answers at once");
@@ -308,9 +303,9 @@ Test(spawn, parent_sigint_interrupts_join, .timeout = 60) {
     wait_until_ready(b, 3);
     cr_expect_eq(hw_spawn_interrupted(), 0);
     cr_assert_eq(kill(getpid(), SIGINT), 0);  // hw_spawn's handler records it: this process lives
-    double t0 = now_seconds();
+    double t0 = hw_now();
     cr_expect_eq(hw_join(&ctx, 30), HW_JOIN_INTERRUPTED);
-    cr_expect_lt(now_seconds() - t0, 2.0, "join answered at once and stopped the workers");
+    cr_expect_lt(hw_now() - t0, 2.0, "join answered at once and stopped the workers");
     cr_expect_eq(hw_spawn_interrupted(), SIGINT);
     cr_expect_eq(ctx.interrupt_signal, SIGINT);
     cr_expect_eq(ctx.failed_rank, -1, "an interruption is not a worker failure");
@@ -375,28 +370,12 @@ static run_proc start_run(run_body body) {
     return run;
 }
 
-// Reads exactly n bytes within `seconds`; 1 on success.
-static int read_within(int fd, void *buf, size_t n, double seconds) {
-    double deadline = now_seconds() + seconds;
-    size_t got = 0;
-    while (got < n) {
-        int left_ms = (int)((deadline - now_seconds()) * 1000);
-        if (left_ms <= 0) return 0;
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, left_ms) <= 0) continue;
-        ssize_t r = read(fd, (char *)buf + got, n - got);
-        if (r <= 0) return 0;
-        got += (size_t)r;
-    }
-    return 1;
-}
-
 // Waits for the run to end within `seconds`; SIGKILLs it and fails the test when it does not.
 static int wait_run(run_proc *run, double seconds) {
-    double deadline = now_seconds() + seconds;
+    double deadline = hw_now() + seconds;
     int status = 0;
     while (waitpid(run->pid, &status, WNOHANG) == 0) {
-        if (now_seconds() > deadline) {
+        if (hw_now() > deadline) {
             kill(run->pid, SIGKILL);
             waitpid(run->pid, &status, 0);
             cr_assert_fail("the run did not end within %.0f s", seconds);
@@ -473,8 +452,8 @@ static void run_until_signalled(int report_fd, int go_fd) {
     hw_spawn_ctx ctx;
     if (hw_spawn(&ctx, worker_hang, b, RUN_WORKERS) != HW_OK) _exit(93);
     // Report once every worker is past its start-up (PR_SET_PDEATHSIG set, SIGINT ignored).
-    double deadline = now_seconds() + 20;
-    while (atomic_load(&b->ready) < RUN_WORKERS && now_seconds() < deadline) usleep(1000);
+    double deadline = hw_now() + 20;
+    while (atomic_load(&b->ready) < RUN_WORKERS && hw_now() < deadline) usleep(1000);
     if (write(report_fd, ctx.pids, sizeof(pid_t) * RUN_WORKERS) != (ssize_t)(sizeof(pid_t) * RUN_WORKERS)) _exit(91);
     hw_join_status st = hw_join(&ctx, -1);
     if (st != HW_JOIN_INTERRUPTED) _exit(95);
@@ -556,9 +535,9 @@ Test(spawn, parent_sigkill_takes_the_workers_along, .timeout = 60) {
     int status = wait_run(&run, 10);
     cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 
-    double deadline = now_seconds() + 5;
+    double deadline = hw_now() + 5;
     int status_of[RUN_WORKERS], gone[RUN_WORKERS] = {0}, n_gone = 0;
-    while (n_gone < RUN_WORKERS && now_seconds() < deadline) {
+    while (n_gone < RUN_WORKERS && hw_now() < deadline) {
         for (int r = 0; r < RUN_WORKERS; r++) {
             if (gone[r]) continue;
             pid_t w = waitpid(workers[r], &status_of[r], WNOHANG);
