@@ -81,7 +81,7 @@ static int open_pidfd(pid_t pid) {
 #endif
 }
 
-static void signal_set_stop(sigset_t *set) {
+void hw_spawn_stop_signals(sigset_t *set) {
     sigemptyset(set);
     sigaddset(set, SIGINT);
     sigaddset(set, SIGTERM);
@@ -253,7 +253,7 @@ int hw_spawn(hw_spawn_ctx *ctx, hw_worker_fn fn, void *arg, int nprocs) {
     // Hold SIGINT/SIGTERM back while forking: a child must not run the parent's handler before it
     // has set its own dispositions. Pending signals are not inherited; the parent gets them after.
     sigset_t stop_signals, old_mask, worker_mask;
-    signal_set_stop(&stop_signals);
+    hw_spawn_stop_signals(&stop_signals);
     pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
     worker_mask = old_mask;
     sigdelset(&worker_mask, SIGTERM);
@@ -310,7 +310,7 @@ hw_join_status hw_join(hw_spawn_ctx *ctx, double timeout_s) {
     // SIGINT/SIGTERM stay blocked except inside ppoll, so a signal cannot slip in between the
     // check of received_signal and the wait (it would then sleep through it).
     sigset_t stop_signals, old_mask, wait_mask;
-    signal_set_stop(&stop_signals);
+    hw_spawn_stop_signals(&stop_signals);
     pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
     wait_mask = old_mask;
     sigdelset(&wait_mask, SIGINT);

@@ -18,6 +18,7 @@
 #define HW_SPAWN_H
 
 #include <poll.h>
+#include <signal.h>
 #include <sys/types.h>
 
 typedef int (*hw_worker_fn)(int rank, void *arg);
@@ -72,5 +73,8 @@ void hw_spawn_free(hw_spawn_ctx *ctx);
 // The signal the parent received (SIGINT, SIGTERM) since the first live hw_spawn, or 0. Safe to
 // poll, also after hw_spawn_free (the CLI checks it between phases to exit 128 + signal).
 int hw_spawn_interrupted(void);
+// The signals hw_spawn's parent handles as a request to stop (SIGINT, SIGTERM), as a set: to keep
+// them from threads a library starts (they inherit the mask of the thread that starts them).
+void hw_spawn_stop_signals(sigset_t *set);
 
 #endif

@@ -269,9 +269,7 @@ static int run_workers(const hw_train_config *config, hw_run_inputs *in, gpu_job
     // comes meanwhile stays pending until the mask is restored.
     gpu_parent dev = {0};
     sigset_t stop_signals, old_mask;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
+    hw_spawn_stop_signals(&stop_signals);
     pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
     int opened = parent_device_open(&dev, config, &in->model, job->channel);
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
