@@ -4,7 +4,8 @@
 // loop that calls one of the *_element (or *_row) functions below: the math of a kernel is here
 // and only here. The block reductions keep their shared-memory combine in their kernel; the
 // partial sum each of their threads adds up first is strided_sum. hw_cuda_sgemm's mapping of a
-// row-major GEMM onto cuBLAS's column-major one is col_major_gemm_of.
+// row-major GEMM onto cuBLAS's column-major one is col_major_gemm_of. The launchers' argument
+// checks (*_args_check, conv_gemm_size) are here too, shared with the simulated device.
 //
 // The file is written in the common subset of C11 and CUDA C++ (HW_HOST_DEVICE is empty outside
 // nvcc), so that tests/test_cuda_replay.c compiles it with the host C compiler and replays the
@@ -192,6 +193,23 @@ static inline HW_HOST_DEVICE void maxpool_backward_element(int64_t i, float *dx,
 }
 
 // ---- pointwise ----
+
+// The launchers' argument checks (pointwise.cu, and the simulated device's kernels.c): HW_OK, or
+// HW_ERR with the message. An empty launch (n <= 0) needs no channel plane.
+static inline int dropout_args_check(float p, int64_t n, int64_t plane) {
+    if (!(p >= 0.0f && p <= 1.0f)) return hw_fail("dropout: p = %g is not in [0, 1]", (double)p);
+    if (n > 0 && plane <= 0) return hw_fail("dropout2d: empty channel plane");
+    return HW_OK;
+}
+
+static inline int normalize_args_check(float std) {
+    return std > 0.0f ? HW_OK : hw_fail("normalize: std = %g must be > 0", (double)std);
+}
+
+static inline int sgd_args_check(float momentum, const float *velocity) {
+    if (momentum != 0.0f && !velocity) return hw_fail("sgd: momentum %g needs a velocity buffer", (double)momentum);
+    return HW_OK;
+}
 
 // A NaN passes, as in torch.relu, and -0 stays -0, as in the CPU layer.
 static inline HW_HOST_DEVICE void relu_forward_element(int64_t i, float *y, const float *x) {

@@ -48,9 +48,8 @@ extern "C" int hw_cuda_relu_backward(hw_cuda_stream stream, float *dx, const flo
 // The forward and the backward are the same masking: y = mask * x / (1-p), dx = mask * dy / (1-p).
 static int dropout_launch(hw_cuda_stream stream, float *out, const float *in, int64_t n, int64_t plane, float p,
                           uint64_t seed, uint64_t step) {
-    if (!(p >= 0.0f && p <= 1.0f)) return hw_fail("dropout: p = %g is not in [0, 1]", (double)p);
+    if (dropout_args_check(p, n, plane) != HW_OK) return HW_ERR;
     if (n <= 0) return HW_OK;
-    if (plane <= 0) return hw_fail("dropout2d: empty channel plane");
     dropout_apply<<<hw_blocks(n), HW_THREADS, 0, stream>>>(out, in, n, plane, p, dropout_scale(p), seed, step);
     HW_CHECK(cudaGetLastError());
     return HW_OK;
@@ -78,7 +77,7 @@ extern "C" int hw_cuda_dropout2d_backward(hw_cuda_stream stream, float *dx, cons
 
 extern "C" int hw_cuda_normalize_u8(hw_cuda_stream stream, float *x, const uint8_t *bytes, int64_t n, float mean,
                                     float std) {
-    if (!(std > 0.0f)) return hw_fail("normalize: std = %g must be > 0", (double)std);
+    if (normalize_args_check(std) != HW_OK) return HW_ERR;
     if (n <= 0) return HW_OK;
     normalize_u8<<<hw_blocks(n), HW_THREADS, 0, stream>>>(x, bytes, n, mean, std);
     HW_CHECK(cudaGetLastError());
@@ -87,7 +86,7 @@ extern "C" int hw_cuda_normalize_u8(hw_cuda_stream stream, float *x, const uint8
 
 extern "C" int hw_cuda_sgd_step(hw_cuda_stream stream, float *w, const float *g, float *velocity, int64_t n, float lr,
                                 float momentum, float weight_decay, int nesterov, int started) {
-    if (momentum != 0.0f && !velocity) return hw_fail("sgd: momentum %g needs a velocity buffer", (double)momentum);
+    if (sgd_args_check(momentum, velocity) != HW_OK) return HW_ERR;
     if (n <= 0) return HW_OK;
     sgd_step<<<hw_blocks(n), HW_THREADS, 0, stream>>>(w, g, velocity, n, lr, momentum, weight_decay, nesterov, started);
     HW_CHECK(cudaGetLastError());

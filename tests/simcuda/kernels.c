@@ -127,9 +127,8 @@ int hw_cuda_relu_backward(hw_cuda_stream stream, float *dx, const float *dy, con
 
 static int dropout_launch(hw_cuda_stream stream, float *out, const float *in, int64_t n, int64_t plane, float p,
                           uint64_t seed, uint64_t step) {
-    if (!(p >= 0.0f && p <= 1.0f)) return hw_fail("dropout: p = %g is not in [0, 1]", (double)p);
+    if (dropout_args_check(p, n, plane) != HW_OK) return HW_ERR;
     if (n <= 0) return HW_OK;
-    if (plane <= 0) return hw_fail("dropout2d: empty channel plane");
     CHECK_LAUNCH(stream, writes(out, n), reads(in, n));
     replay_dropout(out, in, n, plane, p, seed, step);
     return HW_OK;
@@ -156,7 +155,7 @@ int hw_cuda_dropout2d_backward(hw_cuda_stream stream, float *dx, const float *dy
 }
 
 int hw_cuda_normalize_u8(hw_cuda_stream stream, float *x, const uint8_t *bytes, int64_t n, float mean, float std) {
-    if (!(std > 0.0f)) return hw_fail("normalize: std = %g must be > 0", (double)std);
+    if (normalize_args_check(std) != HW_OK) return HW_ERR;
     if (n <= 0) return HW_OK;
     CHECK_LAUNCH(stream, writes(x, n), reads_bytes(bytes, n));
     replay_normalize_u8(x, bytes, n, mean, std);
@@ -165,7 +164,7 @@ int hw_cuda_normalize_u8(hw_cuda_stream stream, float *x, const uint8_t *bytes, 
 
 int hw_cuda_sgd_step(hw_cuda_stream stream, float *w, const float *g, float *velocity, int64_t n, float lr,
                      float momentum, float weight_decay, int nesterov, int started) {
-    if (momentum != 0.0f && !velocity) return hw_fail("sgd: momentum %g needs a velocity buffer", (double)momentum);
+    if (sgd_args_check(momentum, velocity) != HW_OK) return HW_ERR;
     if (n <= 0) return HW_OK;
     CHECK_LAUNCH(stream, writes(w, n), reads(g, n), writes(momentum != 0.0f ? velocity : NULL, n));
     replay_sgd_step(w, g, velocity, n, lr, momentum, weight_decay, nesterov, started);
