@@ -44,8 +44,12 @@ extern "C" int hw_cuda_select(hw_device device) {
     }
     HW_CHECK(cudaSetDevice(device.index));
     // A GPU older than the architectures this binary was built for (Makefile: CUDA_ARCH) would
-    // fail every kernel launch; asking for a kernel's attributes tells it here, by name.
+    // fail every kernel launch; asking for a kernel's attributes tells it here, by name. Asked once
+    // per device and process: DataParallel selects its replicas' devices at every step.
+    static unsigned char runnable[256];
+    if (device.index < (int)sizeof runnable && runnable[device.index]) return HW_OK;
     cudaError_t status = hw_cuda_kernels_runnable();  // pointwise.cu
+    if (status == cudaSuccess && device.index < (int)sizeof runnable) runnable[device.index] = 1;
     if (status != cudaSuccess) {
         cudaGetLastError();
         cudaDeviceProp prop;
