@@ -2,7 +2,7 @@
 #
 #   make              build everything it can find the tools for (CUDA when nvcc is found)
 #   make CUDA=0       build without CUDA even where nvcc is installed
-#   make test         build and run the Criterion suite
+#   make test         build and run the Criterion suite, the IDX fuzzer and make sim
 #   make asan         the test suite and make sim under AddressSanitizer + UBSan (build-asan*/)
 #   make CC=clang     any C11 compiler; the build is -Wall -Wextra -Werror clean with gcc and clang
 #   make sim          the GPU suites on a SIMULATED CUDA device, no GPU needed (build-sim/; see below)
