@@ -26,7 +26,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 // ---- the process's state, errors, the fork rule ----
@@ -44,12 +43,6 @@ static _Thread_local cudaError_t last_error;
 static _Thread_local cudaError_t detail_error;  // the error the detail below explains
 static _Thread_local char detail[400];
 static _Thread_local char error_text[600];
-
-double sim_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static void set_error(cudaError_t error, const char *fmt, va_list args) {
     last_error = error;

@@ -81,7 +81,4 @@ cudaError_t sim_order_access(const char *call, int id, uint32_t seq, const sim_r
 void sim_order_unprotect(void);
 void sim_order_protect(void);
 
-// The monotonic clock in milliseconds.
-double sim_now_ms(void);
-
 #endif

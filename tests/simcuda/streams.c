@@ -5,6 +5,7 @@
 // of events that were not recorded or do not time, kernels on another device's stream or touching
 // memory their device cannot reach, a cuBLAS handle used on another device than its own.
 #include "sim.h"
+#include "hw/train.h"  // hw_now
 
 #include <cblas.h>
 #include <pthread.h>
@@ -149,7 +150,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
                           "an event of cuda:%d recorded on a stream of cuda:%d", event->device, device);
     }
     event->recorded = 1;
-    event->ms = sim_now_ms();
+    event->ms = hw_now() * 1e3;
     sim_order_event_record(sim_stream_id(stream), &event->after);
     return cudaSuccess;
 }
