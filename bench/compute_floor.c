@@ -10,16 +10,10 @@
 #include "hw/blas.h"
 #include "hw/err.h"
 #include "hw/nn.h"
+#include "hw/train.h"  // hw_now
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static double sgemm_gflops(int n) {
     float *a = malloc(sizeof(float) * (size_t)n * n), *b = malloc(sizeof(float) * (size_t)n * n),
@@ -27,9 +21,9 @@ static double sgemm_gflops(int n) {
     for (long i = 0; i < (long)n * n; i++) a[i] = b[i] = (float)(i % 7) * 0.1f;
     double best = 0;
     for (int rep = 0; rep < 7; rep++) {
-        double t0 = now();
+        double t0 = hw_now();
         hw_sgemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-        double rate = 2.0 * n * n * n / (now() - t0) / 1e9;
+        double rate = 2.0 * n * n * n / (hw_now() - t0) / 1e9;
         if (rate > best) best = rate;
     }
     free(a);

@@ -17,6 +17,7 @@
 #include "hw/err.h"
 #include "hw/nn.h"
 #include "hw/rng.h"
+#include "hw/train.h"  // hw_now
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,7 +25,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 enum { MAX_WORKERS = 64, POOL = 4096 };
@@ -54,12 +54,6 @@ static int load_model(hw_model *m, const char *name) {
     if (hw_model_load(m, path) != HW_OK || hw_model_alloc_weights(m) != HW_OK) return HW_ERR;
     hw_model_init_weights(m, 1);
     return HW_OK;
-}
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 typedef struct {
@@ -114,9 +108,9 @@ static int worker(int rank, const bench_args *a) {
     if (rc == HW_OK) rc = train_steps(r, images, labels, a->batch, 20, rank * 97, &loss);  // warm-up
     atomic_fetch_add(&ch->warmed_up, 1);
     while (rc == HW_OK && atomic_load(&ch->warmed_up) < a->workers) usleep(100);
-    double t0 = now_s();
+    double t0 = hw_now();
     if (rc == HW_OK) rc = train_steps(r, images, labels, a->batch, a->steps, rank * 131, &loss);
-    res->seconds = now_s() - t0;
+    res->seconds = hw_now() - t0;
     res->samples = (long)a->steps * a->batch;
     res->last_loss = loss;
     hw_cuda_runner_free(r);

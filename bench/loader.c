@@ -12,20 +12,14 @@
 //   make build/bench_loader && build/bench_loader [mnist folder]   (synthetic digits without one)
 #include "hw/data.h"
 #include "hw/err.h"
+#include "hw/train.h"  // hw_now
 
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { BATCH = 64 };
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 // C[m, n] = A[m, k] B[k, n], and the two backward products of the same size.
 static void gemm_fwd_bwd(int m, int n, int k, float *a, float *b, float *c, float *ga, float *gb) {
@@ -55,13 +49,13 @@ static double run_epoch(const hw_dataset *ds, const int64_t *idx, int64_t n, int
     }
     const float *x;
     const uint8_t *y;
-    double t0 = now();
+    double t0 = hw_now();
     int size;
     while ((size = hw_loader_next(loader, &x, &y)) > 0) {
         *sink += x[size - 1] + y[0];
         lenet_compute(s);
     }
-    double t = now() - t0;
+    double t = hw_now() - t0;
     hw_loader_close(loader);
     return t;
 }
@@ -88,21 +82,21 @@ int main(int argc, char **argv) {
 
     // Assembly alone, over the whole shuffled epoch.
     int64_t batches = 0;
-    double t0 = now(), sink = 0;
+    double t0 = hw_now(), sink = 0;
     for (int64_t i = 0; i + BATCH <= n; i += BATCH, batches++) {
         hw_batch_fill(&train, idx + i, BATCH, norm, x, y);
         sink += x[0];
     }
-    double assembly = (now() - t0) / (double)batches;
+    double assembly = (hw_now() - t0) / (double)batches;
 
     // The largest operand: conv2's im2col matrix (conv1's is 64 * 576 x 25, a little smaller).
     size_t big = (size_t)BATCH * 8 * 8 * 250;
     scratch s = {calloc(big, 4), calloc(big, 4), calloc(big, 4), calloc(big, 4), calloc(big, 4)};
     lenet_compute(&s);  // warm up
     int reps = 200;
-    t0 = now();
+    t0 = hw_now();
     for (int r = 0; r < reps; r++) lenet_compute(&s);
-    double compute = (now() - t0) / reps;
+    double compute = (hw_now() - t0) / reps;
 
     double plain = run_epoch(&train, idx, n, 0, &s, &sink);
     double ahead = run_epoch(&train, idx, n, 1, &s, &sink);
