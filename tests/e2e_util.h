@@ -241,17 +241,17 @@ static inline pid_t e2e_start_argv(e2e_run_result *r, const char *env, const cha
     return pid;
 }
 
-// Waits for a run started with e2e_start_argv (killing it and failing the test after
-// E2E_RUN_TIMEOUT seconds) and reads its output.
-static inline void e2e_wait(e2e_run_result *r) {
-    double deadline = hw_now() + E2E_RUN_TIMEOUT;
+// Waits for a run started with e2e_start_argv (killing it and failing the test after `seconds`)
+// and reads its output.
+static inline void e2e_wait_within(e2e_run_result *r, double seconds) {
+    double deadline = hw_now() + seconds;
     pid_t got;
     while ((got = waitpid(r->pid, &r->status, WNOHANG)) == 0) {
         if (hw_now() > deadline) {
             kill(r->pid, SIGKILL);
             waitpid(r->pid, &r->status, 0);
             e2e.running = 0;
-            cr_assert_fail("hogwild (pid %d) did not end within %.0f s", (int)r->pid, E2E_RUN_TIMEOUT);
+            cr_assert_fail("hogwild (pid %d) did not end within %.0f s", (int)r->pid, seconds);
         }
         e2e_sleep_ms(2);
     }
@@ -263,12 +263,21 @@ static inline void e2e_wait(e2e_run_result *r) {
               "could not start %s", e2e.bin);
 }
 
-// Runs HW_BIN with the NULL-terminated arguments and waits for it.
+static inline void e2e_wait(e2e_run_result *r) { e2e_wait_within(r, E2E_RUN_TIMEOUT); }
+
+// Runs HW_BIN with the NULL-terminated arguments and waits for it (at most E2E_RUN_TIMEOUT s;
+// e2e_run_within: at most `seconds`, for the runs that train longer, such as on a GPU).
 #define e2e_run(r, env, ...) e2e_run_argv((r), (env), (const char *const[]){__VA_ARGS__, NULL})
+#define e2e_run_within(r, seconds, env, ...) \
+    e2e_run_argv_within((r), (seconds), (env), (const char *const[]){__VA_ARGS__, NULL})
+
+static inline void e2e_run_argv_within(e2e_run_result *r, double seconds, const char *env, const char *const *args) {
+    e2e_start_argv(r, env, args);
+    e2e_wait_within(r, seconds);
+}
 
 static inline void e2e_run_argv(e2e_run_result *r, const char *env, const char *const *args) {
-    e2e_start_argv(r, env, args);
-    e2e_wait(r);
+    e2e_run_argv_within(r, E2E_RUN_TIMEOUT, env, args);
 }
 
 // "exit 2", "killed by SIGSEGV": for messages.
@@ -296,7 +305,7 @@ static inline void e2e_assert_contains(const char *text, const char *needle, con
     cr_assert_not_null(strstr(text, needle), "%s should contain \"%s\"; it is:\n%s", what, needle, text);
 }
 
-// Writes the synthetic digits (E2E_TRAIN / E2E_TEST samples) into e2e.dir/<name>; returns the folder.
+// Writes n_train + n_test synthetic digits into e2e.dir/<name>; returns the folder.
 static inline char *e2e_synth_n(const char *name, uint64_t seed, int n_train, int n_test) {
     char *dir = e2e_path(name);
     char seed_text[32], train_text[32], test_text[32];
@@ -309,6 +318,7 @@ static inline char *e2e_synth_n(const char *name, uint64_t seed, int n_train, in
     return dir;
 }
 
+// The usual dataset: E2E_TRAIN / E2E_TEST samples in e2e.dir/data.
 static inline char *e2e_synth(uint64_t seed) { return e2e_synth_n("data", seed, E2E_TRAIN, E2E_TEST); }
 
 // ---- what a run prints ----
@@ -462,6 +472,13 @@ static inline int e2e_count_shm_names(pid_t pid) {
     while ((e = readdir(dir)) != NULL) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
     closedir(dir);
     return n;
+}
+
+// A run that has ended left nothing behind: no process it started, no shared memory name of its.
+static inline void e2e_assert_left_nothing(const e2e_run_result *r) {
+    e2e_assert_no_leftover_processes();
+    int names = e2e_count_shm_names(r->pid);
+    cr_assert_eq(names, 0, "%d /dev/shm/hogwild-%d-* name(s) left", names, (int)r->pid);
 }
 
 #endif

@@ -5,28 +5,19 @@
 // `--gpus` must fail with exit 1 and a message that says why, leaving no process and no shared
 // memory behind; with a GPU the same holds for an index that does not exist. The training tests
 // need a GPU and skip, saying why, where there is none.
-#include "data_util.h"
+#include "e2e_util.h"
 #include "hw/ckpt.h"
 #include "hw/cuda.h"
-#include "hw/data.h"
 #include "hw/err.h"
 #include "hw/nn.h"
 #include "hw/train.h"
 
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 // ---- where the tests run ----
 
@@ -67,146 +58,10 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
     if (ran > skipped) hw_cuda_say_where_tests_ran("gpu_train", ran - skipped);  // test_cuda.c
 }
 
-// ---- a folder with synthetic digits ----
-
-typedef struct {
-    char dir[512];   // a fresh temporary folder
-    char data[600];  // dir/data: the synthetic digits
-} fixture;
-
-static void fixture_open(fixture *f, int64_t n_train, int64_t n_test) {
-    make_temp_dir(f->dir, sizeof f->dir);
-    snprintf(f->data, sizeof f->data, "%s/data", f->dir);
-    cr_assert_eq(hw_synth_write(f->data, n_train, n_test, 1), HW_OK, "%s", hw_error());
-}
-
-static void fixture_path(const fixture *f, const char *name, char *out, size_t cap) {
-    snprintf(out, cap, "%s/%s", f->dir, name);
-}
-
-// ---- running ./hogwild, watched from outside ----
-
-typedef struct {
-    pid_t pid;
-    int exit_code;      // -1 when it died of a signal
-    int signal;
-    int left_behind;    // processes of its group still there once it ended (its workers share it)
-    int shm_left;       // /dev/shm/hogwild-<pid>-* names left once it ended
-    char out[16384];
-    char err[16384];
-} run_result;
-
-static const char *hw_bin(void) {
-    const char *bin = getenv("HW_BIN");
-    if (bin && bin[0]) return bin;
-    if (access("./hogwild", X_OK) == 0) return "./hogwild";
-    cr_assert_fail("HW_BIN is not set and there is no ./hogwild (run the tests with make test)");
-    return NULL;
-}
-
-// Starts ./hogwild with `args` (NULL-terminated) in its own process group, with `env` ("NAME=VALUE"
-// or NULL) added to its environment and stdout/stderr into files of the fixture.
-static pid_t run_start(const fixture *f, const char *env, const char *const *args) {
-    const char *bin = hw_bin();
-    const char *argv[64];
-    int argc = 0;
-    argv[argc++] = bin;
-    for (int i = 0; args[i] && argc < 63; i++) argv[argc++] = args[i];
-    argv[argc] = NULL;
-    char out[700], err[700];
-    fixture_path(f, "stdout.txt", out, sizeof out);
-    fixture_path(f, "stderr.txt", err, sizeof err);
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        setpgid(0, 0);
-        int fd_out = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), fd_err = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd_out < 0 || fd_err < 0) _exit(126);
-        dup2(fd_out, STDOUT_FILENO);
-        dup2(fd_err, STDERR_FILENO);
-        if (env) putenv((char *)env);
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
-    setpgid(pid, pid);  // also here: whichever side runs first
-    return pid;
-}
-
-static int count_shm_names_of(pid_t pid) {
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "hogwild-%d-", (int)pid);
-    DIR *dir = opendir("/dev/shm");
-    if (!dir) return 0;  // no /dev/shm: the file_system strategy could not have left anything there
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(dir)) != NULL) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
-    closedir(dir);
-    return n;
-}
-
-static void read_text(const fixture *f, const char *name, char *buf, size_t cap) {
-    char path[700];
-    fixture_path(f, name, path, sizeof path);
-    buf[0] = '\0';
-    FILE *file = fopen(path, "r");
-    if (!file) return;
-    size_t got = fread(buf, 1, cap - 1, file);
-    buf[got] = '\0';
-    fclose(file);
-}
-
-// Waits up to `seconds` for the run to end (SIGKILLs its group and fails the test past that), then
-// looks for what it may have left: processes of its group, shared memory names.
-static void run_wait(run_result *r, const fixture *f, pid_t pid, double seconds) {
-    memset(r, 0, sizeof *r);
-    r->pid = pid;
-    double deadline = hw_now() + seconds;
-    int status = 0;
-    while (waitpid(pid, &status, WNOHANG) == 0) {
-        if (hw_now() > deadline) {
-            kill(-pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            cr_assert_fail("hogwild did not end within %.0f s", seconds);
-        }
-        usleep(2000);
-    }
-    r->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    // Its workers are in its process group: none may outlive it.
-    r->left_behind = kill(-pid, 0) == 0;
-    if (r->left_behind) {
-        kill(-pid, SIGKILL);
-        // This process is their subreaper: collect them, so that nothing outlives the test.
-        for (int i = 0; i < 200 && kill(-pid, 0) == 0; i++) {
-            while (waitpid(-1, NULL, WNOHANG) > 0) {
-            }
-            usleep(10000);
-        }
-    }
-    r->shm_left = count_shm_names_of(pid);
-    read_text(f, "stdout.txt", r->out, sizeof r->out);
-    read_text(f, "stderr.txt", r->err, sizeof r->err);
-}
-
-static void run_hogwild(run_result *r, const fixture *f, const char *env, double seconds, const char *const *args) {
-    run_wait(r, f, run_start(f, env, args), seconds);
-}
-
-#define RUN(r, f, env, seconds, ...)                              \
-    do {                                                          \
-        const char *const args_[] = {__VA_ARGS__, NULL};          \
-        run_hogwild((r), (f), (env), (seconds), args_);           \
-    } while (0)
-
-#define EXPECT_CLEAN(r)                                                                                          \
-    do {                                                                                                         \
-        cr_expect_eq((r)->left_behind, 0, "a process of the run outlived it");                                   \
-        cr_expect_eq((r)->shm_left, 0, "%d /dev/shm/hogwild-%d-* name(s) left", (r)->shm_left, (int)(r)->pid);    \
-    } while (0)
-
-// Every test may watch orphans of a run it started: make this process their reaper.
-static void become_subreaper(void) { cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0); }
+// The tests that run ./hogwild do so through e2e_util.h, with its fixture (.init = e2e_setup,
+// .fini = e2e_teardown): each in a fresh folder (e2e.dir), as a child subreaper, so that a worker
+// that outlives its run is found (e2e_assert_left_nothing). They train on synthetic digits
+// (seed 1) in e2e.dir/data.
 
 // What the message about an unusable GPU must say, where there is none.
 static void expect_no_gpu_message(const char *err) {
@@ -220,34 +75,29 @@ static void expect_no_gpu_message(const char *err) {
 
 // ---- the error paths: they run on every machine ----
 
-Test(gpu_train, hogwild_cuda_without_gpu_fails_cleanly) {
+Test(gpu_train, hogwild_cuda_without_gpu_fails_cleanly, .init = e2e_setup, .fini = e2e_teardown) {
     int count = 0;
     if (gpu_present(&count)) cr_skip_test("this machine has a GPU: --device cuda trains here (see the GPU tests)");
-    become_subreaper();
-    fixture f;
-    fixture_open(&f, 1000, 200);
-    run_result r;
-    RUN(&r, &f, NULL, 60, "--data", f.data, "--device", "cuda", "--workers", "2", "--quiet", "--sharing-strategy",
-        "file_system");
-    cr_expect_eq(r.exit_code, 1, "exit %d (signal %d); stderr: %s", r.exit_code, r.signal, r.err);
+    char *data = e2e_synth_n("data", 1, 1000, 200);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--data", data, "--device", "cuda", "--workers", "2", "--quiet", "--sharing-strategy",
+            "file_system");
+    e2e_assert_exit(&r, 1);
     expect_no_gpu_message(r.err);
     // The parent's own message, not a worker's report of it.
     cr_expect(strstr(r.err, "hogwild: ") == r.err, "stderr: %s", r.err);
     cr_expect(strstr(r.err, "worker") == NULL, "stderr: %s", r.err);
-    EXPECT_CLEAN(&r);
-    rm_tree(f.dir);
+    e2e_assert_left_nothing(&r);
 }
 
-Test(gpu_train, hogwild_cuda_missing_device_fails_cleanly) {
-    become_subreaper();
+Test(gpu_train, hogwild_cuda_missing_device_fails_cleanly, .init = e2e_setup, .fini = e2e_teardown) {
     int count = 0;
     int present = gpu_present(&count);
-    fixture f;
-    fixture_open(&f, 1000, 200);
-    run_result r;
-    RUN(&r, &f, NULL, 60, "--data", f.data, "--device", "cuda:99", "--workers", "2", "--quiet", "--sharing-strategy",
-        "file_system");
-    cr_expect_eq(r.exit_code, 1, "exit %d (signal %d); stderr: %s", r.exit_code, r.signal, r.err);
+    char *data = e2e_synth_n("data", 1, 1000, 200);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--data", data, "--device", "cuda:99", "--workers", "2", "--quiet", "--sharing-strategy",
+            "file_system");
+    e2e_assert_exit(&r, 1);
     if (present) {
         char want[128];
         snprintf(want, sizeof want, "cuda:99 does not exist: this machine has %d CUDA device(s)", count);
@@ -255,48 +105,41 @@ Test(gpu_train, hogwild_cuda_missing_device_fails_cleanly) {
     } else {
         expect_no_gpu_message(r.err);
     }
-    EXPECT_CLEAN(&r);
-    rm_tree(f.dir);
+    e2e_assert_left_nothing(&r);
 }
 
 // A GPU whose compute mode lets one process use it (nvidia-smi -c EXCLUSIVE_PROCESS) cannot hold
 // GPU Hogwild's parent and workers: refused up front, by name, not with a worker's context error.
 // Only the simulated device can play one (HW_SIM_COMPUTE_MODE); a real GPU's mode is the admin's.
-Test(gpu_train, hogwild_cuda_refuses_an_exclusive_process_gpu) {
+Test(gpu_train, hogwild_cuda_refuses_an_exclusive_process_gpu, .init = e2e_setup, .fini = e2e_teardown) {
     need_gpu();
     char name[256];
     if (hw_cuda_describe((hw_device){HW_DEVICE_CUDA, 0}, name, sizeof name) != HW_OK || !strstr(name, "simulated")) {
         cr_skip_test("only the simulated device (make sim) can play a GPU in EXCLUSIVE_PROCESS mode");
     }
-    become_subreaper();
-    fixture f;
-    fixture_open(&f, 1000, 200);
-    run_result r;
-    RUN(&r, &f, "HW_SIM_COMPUTE_MODE=3", 60, "--data", f.data, "--device", "cuda", "--workers", "2", "--quiet");
-    cr_expect_eq(r.exit_code, 1, "exit %d (signal %d); stderr: %s", r.exit_code, r.signal, r.err);
+    char *data = e2e_synth_n("data", 1, 1000, 200);
+    e2e_run_result r;
+    e2e_run(&r, "HW_SIM_COMPUTE_MODE=3", "--data", data, "--device", "cuda", "--workers", "2", "--quiet");
+    e2e_assert_exit(&r, 1);
     cr_expect(strstr(r.err, "cuda:0 is in EXCLUSIVE_PROCESS compute mode") != NULL, "stderr: %s", r.err);
     cr_expect(strstr(r.err, "--mode dataparallel") != NULL, "stderr: %s", r.err);
-    EXPECT_CLEAN(&r);
-    rm_tree(f.dir);
+    e2e_assert_left_nothing(&r);
 }
 
-Test(gpu_train, dataparallel_cuda_missing_device_fails_cleanly) {
-    become_subreaper();
+Test(gpu_train, dataparallel_cuda_missing_device_fails_cleanly, .init = e2e_setup, .fini = e2e_teardown) {
     int count = 0;
     int present = gpu_present(&count);
-    fixture f;
-    fixture_open(&f, 1000, 200);
-    run_result r;
-    RUN(&r, &f, NULL, 60, "--data", f.data, "--mode", "dataparallel", "--gpus", "0,99", "--quiet");
-    cr_expect_eq(r.exit_code, 1, "exit %d (signal %d); stderr: %s", r.exit_code, r.signal, r.err);
+    char *data = e2e_synth_n("data", 1, 1000, 200);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--data", data, "--mode", "dataparallel", "--gpus", "0,99", "--quiet");
+    e2e_assert_exit(&r, 1);
     if (present) {
         cr_expect(strstr(r.err, "replica 1") && strstr(r.err, "cuda:99 does not exist"), "stderr: %s", r.err);
     } else {
         expect_no_gpu_message(r.err);
     }
     cr_expect(strstr(r.err, "DataParallel") != NULL, "stderr: %s", r.err);
-    EXPECT_CLEAN(&r);
-    rm_tree(f.dir);
+    e2e_assert_left_nothing(&r);
 }
 
 Test(gpu_train, allreduce_refuses_missing_device) {
@@ -365,29 +208,32 @@ static double accuracy_on_line(const char *text, const char *prefix) {
 }
 
 // A small network without dropout (so that splitting a batch changes no mask): conv, pool, linear.
-static void write_model(const fixture *f, char *path, size_t cap) {
-    fixture_path(f, "small.model", path, cap);
+static char *write_model(void) {
+    char *path = e2e_path("small.model");
     const char *text = "input 1 28 28\nconv2d 4 5\nmaxpool2d 2\nrelu\nflatten\nlinear 10\nlog_softmax\n";
     write_bytes(path, text, strlen(text));
+    return path;
 }
 
 // ---- DataParallel on GPUs ----
 
-// One DataParallel run over the fixture's data with the replicas `gpus` ("cpu:K": K CPU
-// replicas), saving its final weights to `ckpt`.
-static void run_dataparallel(const fixture *f, const char *model, const char *gpus, const char *env,
+// One DataParallel run over `data` with the replicas `gpus` ("cpu:K": K CPU replicas), saving
+// its final weights to `ckpt`.
+static void run_dataparallel(const char *data, const char *model, const char *gpus, const char *env,
                              const char *batch, const char *momentum, const char *ckpt) {
-    run_result r;
+    e2e_run_result r;
     if (strncmp(gpus, "cpu:", 4) == 0) {
-        RUN(&r, f, env, 120, "--data", f->data, "--model", model, "--mode", "dataparallel", "--device", "cpu",
-            "--replicas", gpus + 4, "--batch-size", batch, "--lr", "0.1", "--momentum", momentum, "--save", ckpt,
-            "--quiet");
+        e2e_run_within(&r, 120, env, "--data", data, "--model", model, "--mode", "dataparallel", "--device", "cpu",
+                       "--replicas", gpus + 4, "--batch-size", batch, "--lr", "0.1", "--momentum", momentum, "--save",
+                       ckpt, "--quiet");
     } else {
-        RUN(&r, f, env, 120, "--data", f->data, "--model", model, "--mode", "dataparallel", "--gpus", gpus,
-            "--batch-size", batch, "--lr", "0.1", "--momentum", momentum, "--save", ckpt, "--quiet");
+        e2e_run_within(&r, 120, env, "--data", data, "--model", model, "--mode", "dataparallel", "--gpus", gpus,
+                       "--batch-size", batch, "--lr", "0.1", "--momentum", momentum, "--save", ckpt, "--quiet");
     }
-    cr_assert_eq(r.exit_code, 0, "--gpus %s: exit %d (signal %d); stderr: %s", gpus, r.exit_code, r.signal, r.err);
-    EXPECT_CLEAN(&r);
+    char how[128];
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "--gpus %s: %s; stderr: %s", gpus,
+              e2e_describe_status(r.status, how, sizeof how), r.err);
+    e2e_assert_left_nothing(&r);
 }
 
 // Compares the update of the run saved at `ckpt` with the reference update, within `tolerance`
@@ -403,39 +249,33 @@ static void expect_same_update(const char *model, const char *ckpt, const float 
     free(w);
 }
 
-Test(gpu_train, dataparallel_step_matches_one_replica) {
+Test(gpu_train, dataparallel_step_matches_one_replica, .init = e2e_setup, .fini = e2e_teardown) {
     int gpus = need_gpu();
-    become_subreaper();
-    fixture f;
-    fixture_open(&f, 64, 32);  // one batch of 64: one step
-    char model[700], one[700], two[700], three[700], cross[700], cross_copies[700], cpu[700];
-    write_model(&f, model, sizeof model);
-    fixture_path(&f, "one.safetensors", one, sizeof one);
-    fixture_path(&f, "two.safetensors", two, sizeof two);
-    fixture_path(&f, "three.safetensors", three, sizeof three);
-    fixture_path(&f, "cross.safetensors", cross, sizeof cross);
-    fixture_path(&f, "cross_copies.safetensors", cross_copies, sizeof cross_copies);
-    fixture_path(&f, "cpu.safetensors", cpu, sizeof cpu);
+    char *data = e2e_synth_n("data", 1, 64, 32);  // one batch of 64: one step
+    char *model = write_model();
+    char *one = e2e_path("one.safetensors"), *two = e2e_path("two.safetensors");
+    char *three = e2e_path("three.safetensors"), *cross = e2e_path("cross.safetensors");
+    char *cross_copies = e2e_path("cross_copies.safetensors"), *cpu = e2e_path("cpu.safetensors");
     size_t n = 0;
     float *w0 = initial_weights(model, 1, &n);
 
-    run_dataparallel(&f, model, "0", NULL, "64", "0", one);
+    run_dataparallel(data, model, "0", NULL, "64", "0", one);
     size_t n_one = 0;
     float *reference = load_weights(model, one, &n_one);
     cr_assert_eq(n_one, n);
     // Two replicas on one GPU (32 + 32), three (22 + 21 + 21: weighted by chunk size).
-    run_dataparallel(&f, model, "0,0", NULL, "64", "0", two);
+    run_dataparallel(data, model, "0,0", NULL, "64", "0", two);
     expect_same_update(model, two, reference, w0, 1e-4, "--gpus 0,0");
-    run_dataparallel(&f, model, "0,0,0", NULL, "64", "0", three);
+    run_dataparallel(data, model, "0,0,0", NULL, "64", "0", three);
     expect_same_update(model, three, reference, w0, 1e-4, "--gpus 0,0,0");
     if (gpus >= 2) {  // NCCL across GPUs, then the peer copies across GPUs
-        run_dataparallel(&f, model, "0,1", NULL, "64", "0", cross);
+        run_dataparallel(data, model, "0,1", NULL, "64", "0", cross);
         expect_same_update(model, cross, reference, w0, 1e-4, "--gpus 0,1");
-        run_dataparallel(&f, model, "0,1", "HOGWILD_NO_NCCL=1", "64", "0", cross_copies);
+        run_dataparallel(data, model, "0,1", "HOGWILD_NO_NCCL=1", "64", "0", cross_copies);
         expect_same_update(model, cross_copies, reference, w0, 1e-4, "--gpus 0,1 without NCCL");
     }
     // And the GPU step is the CPU's step, to float rounding (different summation orders).
-    run_dataparallel(&f, model, "cpu:1", NULL, "64", "0", cpu);
+    run_dataparallel(data, model, "cpu:1", NULL, "64", "0", cpu);
     size_t n_cpu = 0;
     float *cpu_w = load_weights(model, cpu, &n_cpu);
     double size = 0;
@@ -443,78 +283,64 @@ Test(gpu_train, dataparallel_step_matches_one_replica) {
     free(cpu_w);
     free(reference);
     free(w0);
-    rm_tree(f.dir);
 }
 
-Test(gpu_train, dataparallel_uneven_and_empty_chunks) {
+Test(gpu_train, dataparallel_uneven_and_empty_chunks, .init = e2e_setup, .fini = e2e_teardown) {
     need_gpu();
-    become_subreaper();
-    fixture f;
-    fixture_open(&f, 66, 32);
-    char model[700], one[700], three[700], one_b2[700], three_b2[700];
-    write_model(&f, model, sizeof model);
-    fixture_path(&f, "one.safetensors", one, sizeof one);
-    fixture_path(&f, "three.safetensors", three, sizeof three);
-    fixture_path(&f, "one_b2.safetensors", one_b2, sizeof one_b2);
-    fixture_path(&f, "three_b2.safetensors", three_b2, sizeof three_b2);
+    char *data = e2e_synth_n("data", 1, 66, 32);
+    char *model = write_model();
+    char *one = e2e_path("one.safetensors"), *three = e2e_path("three.safetensors");
+    char *one_b2 = e2e_path("one_b2.safetensors"), *three_b2 = e2e_path("three_b2.safetensors");
     size_t n = 0;
     float *w0 = initial_weights(model, 1, &n);
     // 66 = 64 + 2: the last batch of 2 leaves one of three replicas without a sample; momentum
     // carries the first step into the second.
-    run_dataparallel(&f, model, "0", NULL, "64", "0.5", one);
-    run_dataparallel(&f, model, "0,0,0", NULL, "64", "0.5", three);
+    run_dataparallel(data, model, "0", NULL, "64", "0.5", one);
+    run_dataparallel(data, model, "0,0,0", NULL, "64", "0.5", three);
     size_t m = 0;
     float *reference = load_weights(model, one, &m);
     expect_same_update(model, three, reference, w0, 1e-4, "batch 64 on 3 replicas, last batch of 2");
     free(reference);
     // More replicas than samples in every batch: 33 steps, each with an empty chunk.
-    run_dataparallel(&f, model, "0", NULL, "2", "0.5", one_b2);
-    run_dataparallel(&f, model, "0,0,0", NULL, "2", "0.5", three_b2);
+    run_dataparallel(data, model, "0", NULL, "2", "0.5", one_b2);
+    run_dataparallel(data, model, "0,0,0", NULL, "2", "0.5", three_b2);
     reference = load_weights(model, one_b2, &m);
     expect_same_update(model, three_b2, reference, w0, 1e-3, "batch 2 on 3 replicas");
     free(reference);
     free(w0);
-    rm_tree(f.dir);
 }
 
 // ---- Hogwild on one GPU ----
 
-Test(gpu_train, hogwild_cuda_reaches_cpu_accuracy) {
+Test(gpu_train, hogwild_cuda_reaches_cpu_accuracy, .init = e2e_setup, .fini = e2e_teardown) {
     need_gpu();
-    become_subreaper();
-    fixture f;
-    fixture_open(&f, 6000, 1000);
-    run_result cpu, gpu;
-    RUN(&cpu, &f, NULL, 300, "--data", f.data, "--workers", "2", "--epochs", "2", "--lr", "0.05", "--quiet");
-    cr_assert_eq(cpu.exit_code, 0, "cpu: exit %d; stderr: %s", cpu.exit_code, cpu.err);
-    RUN(&gpu, &f, NULL, 300, "--data", f.data, "--device", "cuda", "--workers", "2", "--epochs", "2", "--lr", "0.05",
-        "--quiet", "--sharing-strategy", "file_system");
-    cr_assert_eq(gpu.exit_code, 0, "cuda: exit %d; stderr: %s", gpu.exit_code, gpu.err);
-    EXPECT_CLEAN(&gpu);
+    char *data = e2e_synth_n("data", 1, 6000, 1000);
+    e2e_run_result cpu, gpu;
+    e2e_run_within(&cpu, 300, NULL, "--data", data, "--workers", "2", "--epochs", "2", "--lr", "0.05", "--quiet");
+    e2e_assert_exit(&cpu, 0);
+    e2e_run_within(&gpu, 300, NULL, "--data", data, "--device", "cuda", "--workers", "2", "--epochs", "2", "--lr",
+                   "0.05", "--quiet", "--sharing-strategy", "file_system");
+    e2e_assert_exit(&gpu, 0);
+    e2e_assert_left_nothing(&gpu);
     double cpu_acc = accuracy_on_line(cpu.out, "done: "), gpu_acc = accuracy_on_line(gpu.out, "done: ");
     cr_assert(!isnan(cpu_acc) && !isnan(gpu_acc), "no result line: cpu: %s / cuda: %s", cpu.out, gpu.out);
     // Both sides race and draw different dropout masks: the same accuracy within a few points.
     cr_expect_gt(gpu_acc, 85.0, "GPU Hogwild reached %.2f%%", gpu_acc);
     cr_expect_gt(gpu_acc, cpu_acc - 5.0, "GPU Hogwild %.2f%% vs CPU %.2f%%", gpu_acc, cpu_acc);
     cr_expect(strstr(gpu.out, "epoch 2/2") != NULL, "stdout: %s", gpu.out);
-    rm_tree(f.dir);
 }
 
-Test(gpu_train, hogwild_cuda_checkpoint_loads_on_cpu) {
+Test(gpu_train, hogwild_cuda_checkpoint_loads_on_cpu, .init = e2e_setup, .fini = e2e_teardown) {
     need_gpu();
-    become_subreaper();
-    fixture f;
-    fixture_open(&f, 2000, 500);
-    char ckpt[700];
-    fixture_path(&f, "gpu.safetensors", ckpt, sizeof ckpt);
-    run_result train, eval, resumed;
-    RUN(&train, &f, NULL, 120, "--data", f.data, "--model", "models/mlp.model", "--device", "cuda", "--workers", "3",
-        "--lr", "0.05", "--save", ckpt, "--quiet");
-    cr_assert_eq(train.exit_code, 0, "exit %d; stderr: %s", train.exit_code, train.err);
-    EXPECT_CLEAN(&train);
-    RUN(&eval, &f, NULL, 60, "--data", f.data, "--model", "models/mlp.model", "--device", "cpu", "--eval-only",
-        "--resume", ckpt);
-    cr_assert_eq(eval.exit_code, 0, "exit %d; stderr: %s", eval.exit_code, eval.err);
+    char *data = e2e_synth_n("data", 1, 2000, 500);
+    char *ckpt = e2e_path("gpu.safetensors");
+    e2e_run_result train, eval, resumed;
+    e2e_run_within(&train, 120, NULL, "--data", data, "--model", e2e.mlp, "--device", "cuda", "--workers", "3",
+                   "--lr", "0.05", "--save", ckpt, "--quiet");
+    e2e_assert_exit(&train, 0);
+    e2e_assert_left_nothing(&train);
+    e2e_run(&eval, NULL, "--data", data, "--model", e2e.mlp, "--device", "cpu", "--eval-only", "--resume", ckpt);
+    e2e_assert_exit(&eval, 0);
     double trained = accuracy_on_line(train.out, "done: "), evaluated = NAN;
     const char *at = strstr(eval.out, "accuracy ");
     if (at) evaluated = strtod(at + strlen("accuracy "), NULL);
@@ -524,67 +350,49 @@ Test(gpu_train, hogwild_cuda_checkpoint_loads_on_cpu) {
     cr_expect(strstr(eval.out, "(epoch 1, 2000 samples seen)") != NULL, "eval: %s", eval.out);
     cr_expect_gt(trained, 50.0);
     // And it resumes on the GPU for a second epoch.
-    RUN(&resumed, &f, NULL, 120, "--data", f.data, "--model", "models/mlp.model", "--device", "cuda", "--workers", "3",
-        "--lr", "0.05", "--resume", ckpt, "--epochs", "2", "--quiet");
-    cr_assert_eq(resumed.exit_code, 0, "exit %d; stderr: %s", resumed.exit_code, resumed.err);
+    e2e_run_within(&resumed, 120, NULL, "--data", data, "--model", e2e.mlp, "--device", "cuda", "--workers", "3",
+                   "--lr", "0.05", "--resume", ckpt, "--epochs", "2", "--quiet");
+    e2e_assert_exit(&resumed, 0);
     cr_expect(strstr(resumed.out, "epoch 2/2") != NULL, "stdout: %s", resumed.out);
-    rm_tree(f.dir);
 }
 
-Test(gpu_train, hogwild_cuda_worker_failure_ends_the_run) {
+Test(gpu_train, hogwild_cuda_worker_failure_ends_the_run, .init = e2e_setup, .fini = e2e_teardown) {
     need_gpu();
-    become_subreaper();
-    fixture f;
-    fixture_open(&f, 2000, 200);
-    run_result r;
-    RUN(&r, &f, "HOGWILD_FAIL_WORKER=1:3", 120, "--data", f.data, "--device", "cuda", "--workers", "3", "--quiet",
-        "--sharing-strategy", "file_system");
-    cr_expect_eq(r.exit_code, 1, "exit %d (signal %d); stderr: %s", r.exit_code, r.signal, r.err);
+    char *data = e2e_synth_n("data", 1, 2000, 200);
+    e2e_run_result r;
+    e2e_run_within(&r, 120, "HOGWILD_FAIL_WORKER=1:3", "--data", data, "--device", "cuda", "--workers", "3", "--quiet",
+                   "--sharing-strategy", "file_system");
+    e2e_assert_exit(&r, 1);
     cr_expect(strstr(r.err, "worker 1 failed") && strstr(r.err, "injected failure after 3 batches"), "stderr: %s",
               r.err);
-    EXPECT_CLEAN(&r);
-    rm_tree(f.dir);
+    e2e_assert_left_nothing(&r);
 }
 
-// The number of lines of a file (0 when it is not there).
-static int count_lines(const char *path) {
-    FILE *file = fopen(path, "r");
-    if (!file) return 0;
-    int lines = 0, c;
-    while ((c = fgetc(file)) != EOF) lines += c == '\n';
-    fclose(file);
-    return lines;
-}
-
-Test(gpu_train, hogwild_cuda_sigint_saves_and_cleans_up) {
+Test(gpu_train, hogwild_cuda_sigint_saves_and_cleans_up, .init = e2e_setup, .fini = e2e_teardown) {
     need_gpu();
-    become_subreaper();
-    fixture f;
-    fixture_open(&f, 1000, 100);
-    char ckpt[700], metrics[700];
-    fixture_path(&f, "interrupted.safetensors", ckpt, sizeof ckpt);
-    fixture_path(&f, "metrics.csv", metrics, sizeof metrics);
-    const char *const args[] = {"--data", f.data, "--model", "models/mlp.model", "--device", "cuda", "--workers", "2",
-                                "--epochs", "100000", "--eval-every", "500", "--metrics", metrics, "--save", ckpt,
-                                "--quiet", "--sharing-strategy", "file_system", NULL};
-    pid_t pid = run_start(&f, NULL, args);
+    char *data = e2e_synth_n("data", 1, 1000, 100);
+    char *ckpt = e2e_path("interrupted.safetensors"), *metrics = e2e_path("metrics.csv");
+    e2e_run_result r;
+    pid_t pid = e2e_start_argv(&r, NULL,
+                               (const char *const[]){"--data", data, "--model", e2e.mlp, "--device", "cuda",
+                                                     "--workers", "2", "--epochs", "100000", "--eval-every", "500",
+                                                     "--metrics", metrics, "--save", ckpt, "--quiet",
+                                                     "--sharing-strategy", "file_system", NULL});
     // Training is under way once a mid-epoch row follows the header and the starting point.
     double deadline = hw_now() + 120;
-    while (count_lines(metrics) < 3 && hw_now() < deadline) usleep(20000);
-    int lines = count_lines(metrics);
+    while (e2e_count_lines(metrics) < 3 && hw_now() < deadline) e2e_sleep_ms(20);
+    int lines = e2e_count_lines(metrics);
     kill(pid, SIGINT);
-    run_result r;
-    run_wait(&r, &f, pid, 60);
+    e2e_wait_within(&r, 60);
     cr_assert_geq(lines, 3, "no training progress within 120 s; stderr: %s", r.err);
-    cr_expect_eq(r.exit_code, 128 + SIGINT, "exit %d (signal %d); stderr: %s", r.exit_code, r.signal, r.err);
+    e2e_assert_exit(&r, 128 + SIGINT);
     cr_expect(strstr(r.out, "interrupted by SIGINT") && strstr(r.out, "saved the current weights"), "stdout: %s",
               r.out);
-    EXPECT_CLEAN(&r);
+    e2e_assert_left_nothing(&r);
     size_t n = 0;
-    float *w = load_weights("models/mlp.model", ckpt, &n);
+    float *w = load_weights(e2e.mlp, ckpt, &n);
     for (size_t i = 0; i < n; i++) cr_assert(isfinite(w[i]), "weight %zu is %g", i, w[i]);
     free(w);
-    rm_tree(f.dir);
 }
 
 // ---- the all-reduce on its own ----
