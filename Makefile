@@ -74,7 +74,9 @@ TEST_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRC))
 LIB      := $(BUILD)/libhogwild.a
 
 .PHONY: all test asan sim clean info
-all: info hogwild $(BUILD)/test_hogwild
+# ./hogwild is the default build's; another BUILD= (CUDA=0, clang, asan, sim) builds its own
+# $(BUILD)/hogwild, so that it cannot replace ./hogwild with a binary make test would then trust.
+all: info $(if $(filter build,$(BUILD)),hogwild,$(BUILD)/hogwild) $(BUILD)/test_hogwild
 
 info:
 	@echo "hogwild build: CC=$(CC) CUDA=$(if $(filter 1,$(HAVE_CUDA)),yes ($(NVCC)),$(if $(filter sim,$(HAVE_CUDA)),SIMULATED (tests/simcuda),no)) NCCL=$(if $(NCCL_FOUND),yes,no)"
