@@ -111,18 +111,40 @@ Test(gpu_train, hogwild_cuda_missing_device_fails_cleanly, .init = e2e_setup, .f
 // A GPU whose compute mode lets one process use it (nvidia-smi -c EXCLUSIVE_PROCESS) cannot hold
 // GPU Hogwild's parent and workers: refused up front, by name, not with a worker's context error.
 // Only the simulated device can play one (HW_SIM_COMPUTE_MODE); a real GPU's mode is the admin's.
-Test(gpu_train, hogwild_cuda_refuses_an_exclusive_process_gpu, .init = e2e_setup, .fini = e2e_teardown) {
+// Skips unless cuda:0 is the simulated device of make sim, which alone can play `what`.
+static void need_simulated_gpu(const char *what) {
     need_gpu();
     char name[256];
     if (hw_cuda_describe((hw_device){HW_DEVICE_CUDA, 0}, name, sizeof name) != HW_OK || !strstr(name, "simulated")) {
-        cr_skip_test("only the simulated device (make sim) can play a GPU in EXCLUSIVE_PROCESS mode");
+        cr_skip_test("only the simulated device (make sim) can play %s", what);
     }
+}
+
+Test(gpu_train, hogwild_cuda_refuses_an_exclusive_process_gpu, .init = e2e_setup, .fini = e2e_teardown) {
+    need_simulated_gpu("a GPU in EXCLUSIVE_PROCESS mode");
     char *data = e2e_synth_n("data", 1, 1000, 200);
     e2e_run_result r;
     e2e_run(&r, "HW_SIM_COMPUTE_MODE=3", "--data", data, "--device", "cuda", "--workers", "2", "--quiet");
     e2e_assert_exit(&r, 1);
     cr_expect(strstr(r.err, "cuda:0 is in EXCLUSIVE_PROCESS compute mode") != NULL, "stderr: %s", r.err);
     cr_expect(strstr(r.err, "--mode dataparallel") != NULL, "stderr: %s", r.err);
+    e2e_assert_left_nothing(&r);
+}
+
+// A GPU older than the architectures compiled in (no sm_80/sm_90 code, no PTX it can JIT) is
+// named before anything runs on it, in both modes, instead of failing every kernel launch.
+Test(gpu_train, a_gpu_the_build_cannot_run_is_refused_by_name, .init = e2e_setup, .fini = e2e_teardown) {
+    need_simulated_gpu("a GPU too old for the build");
+    char *data = e2e_synth_n("data", 1, 1000, 200);
+    e2e_run_result r;
+    e2e_run(&r, "HW_SIM_NO_KERNEL_IMAGE=1", "--data", data, "--device", "cuda", "--workers", "2", "--quiet");
+    e2e_assert_exit(&r, 1);
+    cr_expect(strstr(r.err, "cuda:0 (sm_90) cannot run hogwild's kernels") != NULL, "stderr: %s", r.err);
+    cr_expect(strstr(r.err, "CUDA_ARCH") != NULL, "stderr: %s", r.err);
+    e2e_assert_left_nothing(&r);
+    e2e_run(&r, "HW_SIM_NO_KERNEL_IMAGE=1", "--data", data, "--mode", "dataparallel", "--gpus", "0,0", "--quiet");
+    e2e_assert_exit(&r, 1);
+    cr_expect(strstr(r.err, "cannot run hogwild's kernels") != NULL, "stderr: %s", r.err);
     e2e_assert_left_nothing(&r);
 }
 
