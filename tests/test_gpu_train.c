@@ -6,6 +6,7 @@
 // memory behind; with a GPU the same holds for an index that does not exist. The training tests
 // need a GPU and skip, saying why, where there is none.
 #include "e2e_util.h"
+#include "gpu_report.h"
 #include "hw/ckpt.h"
 #include "hw/cuda.h"
 #include "hw/err.h"
@@ -35,28 +36,8 @@ static int need_gpu(void) {
     return count;
 }
 
-// In test_cuda.c: which device the tests that ran used (the simulated one of make sim, or a GPU).
-void hw_cuda_say_where_tests_ran(const char *suite, size_t ran);
-
-// Criterion's summary does not count skipped tests: say how many of these did not run, and why.
-// (Criterion names a hook after its line: keep this off the line of test_cuda.c's hook.)
-ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
-    size_t skipped = 0, ran = 0;
-    const char *why = NULL;
-    for (struct criterion_suite_stats *suite = stats->suites; suite; suite = suite->next) {
-        if (strcmp(suite->suite->name, "gpu_train") != 0) continue;
-        for (struct criterion_test_stats *t = suite->tests; t; t = t->next) {
-            if (t->test->data->disabled) continue;
-            ran++;
-            if (t->test_status == CR_STATUS_SKIPPED) {
-                skipped++;
-                if (!why) why = t->message;
-            }
-        }
-    }
-    if (skipped) fprintf(stderr, "[SKIP] gpu_train: %zu of %zu tests skipped: %s\n", skipped, ran, why ? why : "");
-    if (ran > skipped) hw_cuda_say_where_tests_ran("gpu_train", ran - skipped);  // test_cuda.c
-}
+// Criterion names a hook after its line: keep this off the line of test_cuda.c's hook.
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) { gpu_suite_report(stats, "gpu_train"); }
 
 // The tests that run ./hogwild do so through e2e_util.h, with its fixture (.init = e2e_setup,
 // .fini = e2e_teardown): each in a fresh folder (e2e.dir), as a child subreaper, so that a worker

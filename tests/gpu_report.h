@@ -1,0 +1,43 @@
+// The report line of a GPU test suite (cuda, gpu_train), printed after all tests: Criterion's
+// summary does not count skipped tests, so this says how many of the suite's tests did not run
+// and why, and which device the others ran on, so that neither a machine without a GPU nor the
+// simulated device of make sim (tests/simcuda/) can pass for a GPU.
+#ifndef HW_TESTS_GPU_REPORT_H
+#define HW_TESTS_GPU_REPORT_H
+
+#include "hw/cuda.h"
+
+#include <criterion/criterion.h>
+#include <criterion/hooks.h>
+#include <stdio.h>
+#include <string.h>
+
+static inline void gpu_suite_report(const struct criterion_global_stats *stats, const char *name) {
+    size_t skipped = 0, ran = 0;
+    const char *why = NULL;
+    for (struct criterion_suite_stats *suite = stats->suites; suite; suite = suite->next) {
+        if (strcmp(suite->suite->name, name) != 0) continue;
+        for (struct criterion_test_stats *t = suite->tests; t; t = t->next) {
+            // Tests left out by --filter are disabled, and some come back only with that message.
+            if (t->test->data->disabled || (t->message && strcmp(t->message, "Test is disabled") == 0)) continue;
+            ran++;
+            if (t->test_status == CR_STATUS_SKIPPED) {
+                skipped++;
+                if (!why) why = t->message;
+            }
+        }
+    }
+    if (skipped) fprintf(stderr, "[SKIP] %s: %zu of %zu tests skipped: %s\n", name, skipped, ran, why ? why : "");
+    if (ran == skipped) return;
+    // Runs after every test, so starting CUDA in this process here forks nothing after it.
+    char device[256];
+    if (hw_cuda_describe((hw_device){HW_DEVICE_CUDA, 0}, device, sizeof device) != HW_OK) return;
+    if (strstr(device, "simulated")) {
+        fprintf(stderr, "[NOTE] %s: %zu tests ran on the simulated CUDA device (host), not a GPU: %s\n", name,
+                ran - skipped, device);
+    } else {
+        fprintf(stderr, "[NOTE] %s: %zu tests ran on %s\n", name, ran - skipped, device);
+    }
+}
+
+#endif
