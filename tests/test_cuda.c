@@ -9,7 +9,7 @@
 #include "hw/nn.h"
 #include "hw/rng.h"
 #include "float_check.h"
-#include "gpu_report.h"
+#include "gpu_tests.h"
 
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
@@ -26,9 +26,7 @@ static const hw_device CUDA0 = {HW_DEVICE_CUDA, 0};
 
 // Skips unless this build has CUDA and the machine a device; then selects cuda:0.
 static void need_gpu(void) {
-    if (!hw_cuda_compiled()) cr_skip_test("built without CUDA (make CUDA=0 or no nvcc)");
-    int count = 0;
-    if (hw_cuda_device_count(&count) != HW_OK) cr_skip_test("%s", hw_error());
+    skip_without_gpu();
     cr_assert_eq(hw_cuda_select(CUDA0), HW_OK, "%s", hw_error());
 }
 

@@ -6,7 +6,7 @@
 // memory behind; with a GPU the same holds for an index that does not exist. The training tests
 // need a GPU and skip, saying why, where there is none.
 #include "e2e_util.h"
-#include "gpu_report.h"
+#include "gpu_tests.h"
 #include "hw/ckpt.h"
 #include "hw/cuda.h"
 #include "hw/err.h"
@@ -26,14 +26,6 @@
 static int gpu_present(int *count) {
     *count = 0;
     return hw_cuda_compiled() && hw_cuda_device_count(count) == HW_OK;
-}
-
-// Skips unless there is a GPU to train on; the number of devices.
-static int need_gpu(void) {
-    if (!hw_cuda_compiled()) cr_skip_test("built without CUDA (make CUDA=0 or no nvcc)");
-    int count = 0;
-    if (hw_cuda_device_count(&count) != HW_OK) cr_skip_test("%s", hw_error());
-    return count;
 }
 
 // Criterion names a hook after its line: keep this off the line of test_cuda.c's hook.
@@ -94,7 +86,7 @@ Test(gpu_train, hogwild_cuda_missing_device_fails_cleanly, .init = e2e_setup, .f
 // Only the simulated device can play one (HW_SIM_COMPUTE_MODE); a real GPU's mode is the admin's.
 // Skips unless cuda:0 is the simulated device of make sim, which alone can play `what`.
 static void need_simulated_gpu(const char *what) {
-    need_gpu();
+    skip_without_gpu();
     char name[256];
     if (hw_cuda_describe((hw_device){HW_DEVICE_CUDA, 0}, name, sizeof name) != HW_OK || !strstr(name, "simulated")) {
         cr_skip_test("only the simulated device (make sim) can play %s", what);
@@ -253,7 +245,7 @@ static void expect_same_update(const char *model, const char *ckpt, const float 
 }
 
 Test(gpu_train, dataparallel_step_matches_one_replica, .init = e2e_setup, .fini = e2e_teardown) {
-    int gpus = need_gpu();
+    int gpus = skip_without_gpu();
     char *data = e2e_synth_n("data", 1, 64, 32);  // one batch of 64: one step
     char *model = write_model();
     char *one = e2e_path("one.safetensors"), *two = e2e_path("two.safetensors");
@@ -289,7 +281,7 @@ Test(gpu_train, dataparallel_step_matches_one_replica, .init = e2e_setup, .fini 
 }
 
 Test(gpu_train, dataparallel_uneven_and_empty_chunks, .init = e2e_setup, .fini = e2e_teardown) {
-    need_gpu();
+    skip_without_gpu();
     char *data = e2e_synth_n("data", 1, 66, 32);
     char *model = write_model();
     char *one = e2e_path("one.safetensors"), *three = e2e_path("three.safetensors");
@@ -316,7 +308,7 @@ Test(gpu_train, dataparallel_uneven_and_empty_chunks, .init = e2e_setup, .fini =
 // ---- Hogwild on one GPU ----
 
 Test(gpu_train, hogwild_cuda_reaches_cpu_accuracy, .init = e2e_setup, .fini = e2e_teardown) {
-    need_gpu();
+    skip_without_gpu();
     char *data = e2e_synth_n("data", 1, 6000, 1000);
     e2e_run_result cpu, gpu;
     e2e_run_within(&cpu, 300, NULL, "--data", data, "--workers", "2", "--epochs", "2", "--lr", "0.05", "--quiet");
@@ -334,7 +326,7 @@ Test(gpu_train, hogwild_cuda_reaches_cpu_accuracy, .init = e2e_setup, .fini = e2
 }
 
 Test(gpu_train, hogwild_cuda_checkpoint_loads_on_cpu, .init = e2e_setup, .fini = e2e_teardown) {
-    need_gpu();
+    skip_without_gpu();
     char *data = e2e_synth_n("data", 1, 2000, 500);
     char *ckpt = e2e_path("gpu.safetensors");
     e2e_run_result train, eval, resumed;
@@ -360,7 +352,7 @@ Test(gpu_train, hogwild_cuda_checkpoint_loads_on_cpu, .init = e2e_setup, .fini =
 }
 
 Test(gpu_train, hogwild_cuda_worker_failure_ends_the_run, .init = e2e_setup, .fini = e2e_teardown) {
-    need_gpu();
+    skip_without_gpu();
     char *data = e2e_synth_n("data", 1, 2000, 200);
     e2e_run_result r;
     e2e_run_within(&r, 120, "HOGWILD_FAIL_WORKER=1:3", "--data", data, "--device", "cuda", "--workers", "3", "--quiet",
@@ -372,7 +364,7 @@ Test(gpu_train, hogwild_cuda_worker_failure_ends_the_run, .init = e2e_setup, .fi
 }
 
 Test(gpu_train, hogwild_cuda_sigint_saves_and_cleans_up, .init = e2e_setup, .fini = e2e_teardown) {
-    need_gpu();
+    skip_without_gpu();
     char *data = e2e_synth_n("data", 1, 1000, 100);
     char *ckpt = e2e_path("interrupted.safetensors"), *metrics = e2e_path("metrics.csv");
     e2e_run_result r;
@@ -447,7 +439,7 @@ static void check_allreduce(const int *devices, int replicas, int allow_nccl, co
 }
 
 Test(gpu_train, allreduce_sums_onto_every_replica) {
-    int gpus = need_gpu();
+    int gpus = skip_without_gpu();
     const int one[1] = {0}, same2[2] = {0, 0}, same3[3] = {0, 0, 0};
     check_allreduce(one, 1, 1, "none");
     check_allreduce(same2, 2, 1, "copies");
@@ -465,7 +457,7 @@ Test(gpu_train, allreduce_sums_onto_every_replica) {
 }
 
 Test(gpu_train, scale_and_add_kernels) {
-    need_gpu();
+    skip_without_gpu();
     cr_assert_eq(hw_cuda_select((hw_device){HW_DEVICE_CUDA, 0}), HW_OK, "%s", hw_error());
     enum { N = 3001 };
     float x[N], y[N], out[N];

@@ -1,16 +1,27 @@
-// The report line of a GPU test suite (cuda, gpu_train), printed after all tests: Criterion's
-// summary does not count skipped tests, so this says how many of the suite's tests did not run
-// and why, and which device the others ran on, so that neither a machine without a GPU nor the
-// simulated device of make sim (tests/simcuda/) can pass for a GPU.
-#ifndef HW_TESTS_GPU_REPORT_H
-#define HW_TESTS_GPU_REPORT_H
+// What the GPU test suites (cuda, gpu_train) share: the skip of a test that needs a GPU, and the
+// report line printed after all tests. Criterion's summary does not count skipped tests, so the
+// report says how many of the suite's tests did not run and why, and which device the others ran
+// on, so that neither a machine without a GPU nor the simulated device of make sim
+// (tests/simcuda/) can pass for a GPU.
+#ifndef HW_TESTS_GPU_TESTS_H
+#define HW_TESTS_GPU_TESTS_H
 
 #include "hw/cuda.h"
+#include "hw/err.h"
 
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
 #include <stdio.h>
 #include <string.h>
+
+// Skips the test, saying why, unless this build has CUDA and the machine a device; the number of
+// devices.
+static inline int skip_without_gpu(void) {
+    if (!hw_cuda_compiled()) cr_skip_test("built without CUDA (make CUDA=0 or no nvcc)");
+    int count = 0;
+    if (hw_cuda_device_count(&count) != HW_OK) cr_skip_test("%s", hw_error());
+    return count;
+}
 
 static inline void gpu_suite_report(const struct criterion_global_stats *stats, const char *name) {
     size_t skipped = 0, ran = 0;
