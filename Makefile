@@ -10,6 +10,7 @@
 # Sources are found by wildcard: a new src/**/*.c file is built without touching this file.
 
 CC      ?= cc
+comma   := ,
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 BUILD   ?= build
 OPT     ?= -O3 -march=x86-64-v3
@@ -17,10 +18,14 @@ CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -pthread
 CFLAGS  += $(shell pkg-config --cflags stb 2>/dev/null)
 
-# The serial OpenBLAS: a worker is one process and one thread, and the pthread flavour would
-# start its thread pool when the library loads, i.e. in the parent before fork.
-BLAS_DIR ?= /usr/lib/x86_64-linux-gnu/openblas-serial
-LDLIBS   = -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -lstb -lz -lm -pthread
+# OpenBLAS is not linked: src/blas.c dlopen()s this library at run time, after choosing its kernels
+# and one thread per caller (include/hw/blas.h says why). The pthread build is thread-safe; the
+# serial one is not (DataParallel's replica threads call it at once).
+BLAS_LIB ?= /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0
+CFLAGS  += -DHW_BLAS_LIBRARY='"$(BLAS_LIB)"'
+LDLIBS   = -lstb -lz -lm -ldl -pthread
+# jansson reads and writes the checkpoint headers; libmd checks the downloads' md5.
+LDLIBS  += -ljansson -lmd
 
 # ---- CUDA: on when nvcc is found, off with CUDA=0, simulated with SIM=1 ----
 ifeq ($(SIM),1)
@@ -42,16 +47,26 @@ NVCCFLAGS   += -Iinclude -Xcompiler -Wall,-Wextra,-Werror -DHW_HAVE_CUDA=1
 
 C_SRC   := $(filter-out src/main.c src/cuda/%, $(wildcard src/*.c src/*/*.c))
 CU_SRC  :=
+# The GPU part in a CUDA build: src/cuda/ and the GPU trainers, built as the shared object
+# libhogwild-cuda.so beside the binary, which src/train/gpu_door.c dlopen()s only when a run asks
+# for a GPU: a CPU run maps no CUDA library. The plugin carries no copy of the core: ./hogwild is
+# linked -rdynamic with the whole core library, and the plugin's calls resolve to it. The test
+# binary links the same objects directly.
+GPU_C_SRC := $(wildcard src/train/*_cuda.c)
+PLUGIN    :=
 ifeq ($(HAVE_CUDA),1)
-  CFLAGS  += -DHW_HAVE_CUDA=1 -I$(CUDA_HOME)/include
+  CFLAGS  += -DHW_HAVE_CUDA=1 -DHW_CUDA_PLUGIN=1 -fPIC -I$(CUDA_HOME)/include
+  NVCCFLAGS += -Xcompiler -fPIC
   CU_SRC  := $(wildcard src/cuda/*.cu)
-  C_SRC   += $(filter-out src/cuda/none.c, $(wildcard src/cuda/*.c))
-  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+  C_SRC   := $(filter-out $(GPU_C_SRC), $(C_SRC))
+  PLUGIN_C_SRC := $(GPU_C_SRC) $(filter-out src/cuda/none.c, $(wildcard src/cuda/*.c))
+  PLUGIN  := $(if $(filter build,$(BUILD)),libhogwild-cuda.so,$(BUILD)/libhogwild-cuda.so)
+  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
   NCCL_FOUND := $(shell ls $(CUDA_HOME)/lib64/libnccl.so /usr/lib/x86_64-linux-gnu/libnccl.so 2>/dev/null | head -1)
   ifneq ($(NCCL_FOUND),)
     CFLAGS    += -DHW_HAVE_NCCL=1
     NVCCFLAGS += -DHW_HAVE_NCCL=1
-    LDLIBS    += -lnccl
+    CUDA_LIBS += -lnccl
   endif
 else ifeq ($(HAVE_CUDA),sim)
   # The simulated device (make sim): the CUDA host code compiled by the host C++ compiler against
@@ -68,7 +83,12 @@ CU_CC ?= $(NVCC) $(NVCCFLAGS)
 
 # tests/simcuda/replay.c (the kernels replayed on the host) is tested in every build; in the
 # simulated one it is part of the library, as the device's kernels.
-OBJ      := $(patsubst src/%.c,$(BUILD)/%.o,$(C_SRC)) $(patsubst src/%.cu,$(BUILD)/%.cu.o,$(CU_SRC)) $(SIM_OBJ)
+# The GPU objects: in the plugin (CUDA build) or in the library (simulated build).
+GPU_OBJ  := $(patsubst src/%.c,$(BUILD)/%.o,$(PLUGIN_C_SRC)) $(patsubst src/%.cu,$(BUILD)/%.cu.o,$(CU_SRC))
+OBJ      := $(patsubst src/%.c,$(BUILD)/%.o,$(C_SRC)) $(if $(PLUGIN),,$(GPU_OBJ)) $(SIM_OBJ)
+# ./hogwild of a CUDA build: every core symbol kept and exported, for the plugin.
+EXE_LIB   = $(if $(PLUGIN),-rdynamic -Wl$(comma)--whole-archive $(LIB) -Wl$(comma)--no-whole-archive,$(LIB))
+TEST_GPU := $(if $(PLUGIN),$(GPU_OBJ))
 TEST_SRC := $(wildcard tests/*.c) $(if $(SIM_OBJ),,tests/simcuda/replay.c)
 TEST_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRC))
 LIB      := $(BUILD)/libhogwild.a
@@ -76,12 +96,16 @@ LIB      := $(BUILD)/libhogwild.a
 .PHONY: all test asan sim clean info
 # ./hogwild is the default build's; another BUILD= (CUDA=0, clang, asan, sim) builds its own
 # $(BUILD)/hogwild, so that it cannot replace ./hogwild with a binary make test would then trust.
-all: info $(if $(filter build,$(BUILD)),hogwild,$(BUILD)/hogwild) $(BUILD)/test_hogwild
+BIN := $(if $(filter build,$(BUILD)),hogwild,$(BUILD)/hogwild)
+all: info $(BIN) $(PLUGIN) $(BUILD)/test_hogwild
+	@echo "hogwild BLAS in use here: $$(./$(BIN) --version | sed -n 's/^BLAS: //p')"
 
 info:
 	@echo "hogwild build: CC=$(CC) CUDA=$(if $(filter 1,$(HAVE_CUDA)),yes ($(NVCC)),$(if $(filter sim,$(HAVE_CUDA)),SIMULATED (tests/simcuda),no)) NCCL=$(if $(NCCL_FOUND),yes,no)"
+	@echo "hogwild BLAS: $(BLAS_LIB), loaded at run time (the kernels in use: ./hogwild --version)"
+	@echo "GPU part: $(if $(PLUGIN),$(PLUGIN)$(comma) loaded with dlopen() only when a run asks for a GPU (CPU runs map no CUDA library),$(if $(filter sim,$(HAVE_CUDA)),linked in (the simulated device),none: --device cuda fails naming the build))"
 
-$(BUILD)/%.o: src/%.c $(wildcard include/hw/*.h)
+$(BUILD)/%.o: src/%.c $(wildcard include/hw/*.h) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -93,30 +117,38 @@ $(LIB): $(OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-# ./hogwild, and $(BUILD)/hogwild for builds that must not replace it (make asan).
-hogwild $(BUILD)/hogwild: $(BUILD)/main.o $(LIB)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+# ./hogwild, and $(BUILD)/hogwild for builds that must not replace it (make asan). In a CUDA build
+# it needs the plugin beside it, so the plugin is built with it.
+hogwild $(BUILD)/hogwild: $(BUILD)/main.o $(LIB) | $(PLUGIN)
+	$(CC) $(CFLAGS) $(BUILD)/main.o $(EXE_LIB) -o $@ $(LDLIBS) -ldl
+
+# The GPU part as a shared object; its undefined core symbols resolve to the executable's.
+ifneq ($(PLUGIN),)
+$(PLUGIN): $(GPU_OBJ)
+	$(CC) -shared $(GPU_OBJ) -o $@ $(CUDA_LIBS)
+endif
 
 # tests/test_cuda_replay.c includes the kernels' per-index code (src/cuda/kernels.cuh, plain C to the
 # host compiler) and replays the GPU layers on the CPU: it is built and run in every build, CUDA=0 too.
-$(BUILD)/tests/%.o: tests/%.c $(wildcard include/hw/*.h) $(wildcard tests/*.h tests/simcuda/*.h) $(wildcard src/cuda/*.cuh)
+$(BUILD)/tests/%.o: tests/%.c $(wildcard include/hw/*.h) $(wildcard tests/*.h tests/simcuda/*.h) $(wildcard src/cuda/*.cuh) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -c $< -o $@
 
-$(BUILD)/test_hogwild: $(TEST_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
+$(BUILD)/test_hogwild: $(TEST_OBJ) $(TEST_GPU) $(LIB)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(CUDA_LIBS) -lcriterion
 
 # Benchmarks: bench/<name>.c -> $(BUILD)/bench_<name>, linked like ./hogwild.
-$(BUILD)/bench_%: bench/%.c $(LIB) $(wildcard include/hw/*.h)
+$(BUILD)/bench_%: bench/%.c $(LIB) $(TEST_GPU) $(wildcard include/hw/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $< $(TEST_GPU) $(LIB) -o $@ $(LDLIBS) $(CUDA_LIBS)
 
 # The IDX reader fed a few thousand damaged files, built with ASan + UBSan (any report fails).
-# err and rng come uninstrumented from the normal build.
+# err, file and rng come uninstrumented from the normal build.
 FUZZ_SRC := tests/fuzz/fuzz_idx.c $(wildcard src/data/*.c)
-$(BUILD)/fuzz_idx: $(FUZZ_SRC) $(BUILD)/err.o $(BUILD)/rng.o $(wildcard include/hw/*.h)
+FUZZ_OBJ := $(BUILD)/err.o $(BUILD)/file.o $(BUILD)/rng.o
+$(BUILD)/fuzz_idx: $(FUZZ_SRC) $(FUZZ_OBJ) $(wildcard include/hw/*.h)
 	$(CC) $(CFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-	      $(FUZZ_SRC) $(BUILD)/err.o $(BUILD)/rng.o -o $@ -lstb -lz -lm -pthread
+	      $(FUZZ_SRC) $(FUZZ_OBJ) -o $@ -lstb -lmd -lz -lm -pthread
 
 # The end-to-end tests run ./hogwild, so it is built first.
 test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx
@@ -161,4 +193,4 @@ asan:
 	    echo "make asan: sanitizer reports, above"; exit 1; fi
 
 clean:
-	rm -rf build build-asan build-sim build-asan-sim hogwild
+	rm -rf build build-asan build-sim build-asan-sim hogwild libhogwild-cuda.so

@@ -16,10 +16,12 @@ cd "$(dirname "$0")"
 MODE="${1:-train}"
 JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
-# Debian packages the build and the tests need. pkg-config finds stb; the serial OpenBLAS is the
-# flavour we link (a worker is one thread); criterion runs the tests; g++ builds the CUDA host code
+# Debian packages the build and the tests need. pkg-config finds stb; libopenblas-dev gives cblas.h
+# and libopenblas0-pthread the library ./hogwild loads at run time (the pthread build, run with one
+# thread per caller: thread-safe, see include/hw/blas.h); jansson reads and writes checkpoint
+# headers; libmd checks the downloads' md5; criterion runs the tests; g++ builds the CUDA host code
 # against the simulated CUDA device of the tests (make sim).
-PACKAGES="gcc g++ make pkg-config zlib1g-dev libopenblas-dev libopenblas-serial-dev libstb-dev libcriterion-dev"
+PACKAGES="gcc g++ make pkg-config zlib1g-dev libopenblas-dev libopenblas0-pthread libstb-dev libjansson-dev libmd-dev libcriterion-dev"
 
 say() { printf '[run.sh] %s\n' "$*"; }
 

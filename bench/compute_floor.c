@@ -15,15 +15,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static double sgemm_gflops(int n) {
-    float *a = malloc(sizeof(float) * (size_t)n * n), *b = malloc(sizeof(float) * (size_t)n * n),
-          *c = malloc(sizeof(float) * (size_t)n * n);
-    for (long i = 0; i < (long)n * n; i++) a[i] = b[i] = (float)(i % 7) * 0.1f;
+// GFLOP/s of C[m x n] = op(A) op(B) over k, best of `reps` timings of `calls` calls each.
+static double sgemm_gflops(hw_blas_trans ta, hw_blas_trans tb, int m, int n, int k, int calls, int reps) {
+    float *a = malloc(sizeof(float) * (size_t)m * k), *b = malloc(sizeof(float) * (size_t)k * n),
+          *c = malloc(sizeof(float) * (size_t)m * n);
+    for (long i = 0; i < (long)m * k; i++) a[i] = (float)(i % 7) * 0.1f;
+    for (long i = 0; i < (long)k * n; i++) b[i] = (float)(i % 5) * 0.1f;
     double best = 0;
-    for (int rep = 0; rep < 7; rep++) {
+    for (int rep = 0; rep < reps; rep++) {
         double t0 = hw_now();
-        hw_sgemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-        double rate = 2.0 * n * n * n / (hw_now() - t0) / 1e9;
+        for (int call = 0; call < calls; call++) {
+            hw_sgemm(ta, tb, m, n, k, 1.0f, a, ta ? m : k, b, tb ? k : n, 0.0f, c, n);
+        }
+        double rate = 2.0 * m * n * k * calls / (hw_now() - t0) / 1e9;
         if (rate > best) best = rate;
     }
     free(a);
@@ -33,8 +37,25 @@ static double sgemm_gflops(int n) {
 }
 
 int main(int argc, char **argv) {
-    double peak = sgemm_gflops(1024);
+    if (hw_blas_open() != HW_OK) {
+        fprintf(stderr, "%s\n", hw_error());
+        return 1;
+    }
+    printf("BLAS: %s\n", hw_blas_info());
+    double peak = sgemm_gflops(HW_NO_TRANS, HW_NO_TRANS, 1024, 1024, 1024, 1, 7);
     printf("single-core sgemm peak: %.1f GFLOP/s (1024^3, best of 7)\n", peak);
+    // The GEMMs of one LeNet sample (conv as im2col + GEMM): what training actually runs.
+    static const struct { const char *what; hw_blas_trans ta, tb; int m, n, k; } lenet[] = {
+        {"conv2 forward    W[20x250] cols[250x64]", HW_NO_TRANS, HW_NO_TRANS, 20, 64, 250},
+        {"conv2 dW         dy[20x64] cols^T", HW_NO_TRANS, HW_TRANS, 20, 250, 64},
+        {"conv2 dcols      W^T dy[20x64]", HW_TRANS, HW_NO_TRANS, 250, 64, 20},
+        {"conv1 forward    W[10x25] cols[25x576]", HW_NO_TRANS, HW_NO_TRANS, 10, 576, 25},
+        {"fc1 forward      x[64x320] W^T (batch 64)", HW_NO_TRANS, HW_TRANS, 64, 50, 320},
+    };
+    for (size_t i = 0; i < sizeof lenet / sizeof lenet[0]; i++) {
+        printf("  LeNet %s: %.1f GFLOP/s\n", lenet[i].what,
+               sgemm_gflops(lenet[i].ta, lenet[i].tb, lenet[i].m, lenet[i].n, lenet[i].k, 2000, 5));
+    }
     for (int i = 1; i < argc; i++) {
         hw_model model;
         if (hw_model_load(&model, argv[i]) != HW_OK) {

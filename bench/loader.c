@@ -14,7 +14,7 @@
 #include "hw/err.h"
 #include "hw/train.h"  // hw_now
 
-#include <cblas.h>
+#include "hw/blas.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +23,9 @@ enum { BATCH = 64 };
 
 // C[m, n] = A[m, k] B[k, n], and the two backward products of the same size.
 static void gemm_fwd_bwd(int m, int n, int k, float *a, float *b, float *c, float *ga, float *gb) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.0f, a, k, c, n, 0.0f, gb, n);    // dW
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, n, 1.0f, c, n, b, n, 0.0f, ga, k);    // dX
+    hw_sgemm(HW_NO_TRANS, HW_NO_TRANS, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+    hw_sgemm(HW_TRANS, HW_NO_TRANS, k, n, m, 1.0f, a, k, c, n, 0.0f, gb, n);    // dW
+    hw_sgemm(HW_NO_TRANS, HW_TRANS, m, k, n, 1.0f, c, n, b, n, 0.0f, ga, k);    // dX
 }
 
 typedef struct {

@@ -113,7 +113,7 @@ static void layer_times(const char *path, int batch) {
             hw_layer_io io = {.batch = batch, .training = 1, .in = ws.acts[i], .out = ws.acts[i + 1],
                               .weight = p ? model.weights + p[0].offset : NULL,
                               .bias = p ? model.weights + p[1].offset : NULL,
-                              .scratch = ws.scratch, .saved = ws.masks[i], .rng = &ws.rng};
+                              .scratch = ws.scratch, .saved = ws.saved[i], .rng = &ws.rng};
             double t0 = now();
             layer->type->forward(layer, &io);
             if (step >= 20) fwd[i] += now() - t0;
@@ -124,7 +124,7 @@ static void layer_times(const char *path, int batch) {
             hw_layer_io io = {.batch = batch, .training = 1, .in = ws.acts[i], .out = ws.acts[i + 1],
                               .weight = p ? model.weights + p[0].offset : NULL,
                               .bias = p ? model.weights + p[1].offset : NULL,
-                              .scratch = ws.scratch, .saved = ws.masks[i], .rng = &ws.rng,
+                              .scratch = ws.scratch, .saved = ws.saved[i], .rng = &ws.rng,
                               .dout = ws.grad_acts[i + 1], .din = i > ws.first_trainable ? ws.grad_acts[i] : NULL,
                               .dweight = p ? ws.grads + p[0].offset : NULL, .dbias = p ? ws.grads + p[1].offset : NULL};
             double t0 = now();

@@ -1,29 +1,170 @@
-// blas: hw_sgemm over CBLAS (OpenBLAS, serial build).
+// blas: the one door to the CPU BLAS. OpenBLAS is loaded here, at run time, after its kernels and
+// its threading are chosen (why: include/hw/blas.h).
 #include "hw/blas.h"
 
-#include <cblas.h>
+#include "hw/err.h"
+
+#include <cblas.h>  // the CBLAS enum values; the functions come from dlsym
+#include <cpuid.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-// OpenBLAS extensions (declared in its cblas.h, repeated here so that another CBLAS still builds).
-char *openblas_get_config(void);
-char *openblas_get_corename(void);
+// Debian's pthread build (package libopenblas0-pthread); the Makefile may name another. When it
+// is missing, the system's default libopenblas.so.0 is tried, and refused if it is not thread-safe.
+#ifndef HW_BLAS_LIBRARY
+#define HW_BLAS_LIBRARY "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0"
+#endif
 
-void hw_sgemm(hw_blas_trans trans_a, hw_blas_trans trans_b, int m, int n, int k, float alpha, const float *a,
-              int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+typedef void (*sgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint, blasint, blasint,
+                         float, const float *, blasint, const float *, blasint, float, float *, blasint);
+
+static struct {
+    int status;          // of the one load
+    sgemm_fn sgemm;
+    char kernels[32];
+    char info[384];
+    char error[1024];    // the load's message, for every thread that asks later
+} blas;
+
+// ---- the kernels ----
+
+// AVX-512 F, CD, DQ, BW and VL, with the OS saving their state; *bf16 for AVX512_BF16.
+static int cpu_has_avx512(int *bf16) {
+    unsigned a, b, c, d;
+    *bf16 = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) return 0;
+    unsigned xcr0_lo, xcr0_hi;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    (void)xcr0_hi;
+    // XCR0: SSE and AVX state (bits 1, 2), the opmask registers and both halves of ZMM (5, 6, 7).
+    if ((xcr0_lo & 0xE6) != 0xE6 || __get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    const unsigned need = bit_AVX512F | bit_AVX512CD | bit_AVX512DQ | bit_AVX512BW | bit_AVX512VL;
+    if ((b & need) != need) return 0;
+    if (a >= 1) {  // leaf 7 has sub-leaf 1
+        __cpuid_count(7, 1, a, b, c, d);
+        *bf16 = (a >> 5) & 1;
+    }
+    return 1;
+}
+
+const char *hw_blas_pick_kernels(const char **why) {
+    int bf16;
+    if (!cpu_has_avx512(&bf16)) {
+        *why = "OpenBLAS's choice for this CPU";
+        return NULL;
+    }
+    *why = bf16 ? "hogwild's choice: the CPU has AVX-512 with BF16" : "hogwild's choice: the CPU has AVX-512";
+    return bf16 ? "Cooperlake" : "SkylakeX";
+}
+
+// ---- loading ----
+
+static void *symbol(void *library, const char *name, const char *path) {
+    void *fn = dlsym(library, name);
+    if (!fn) hw_fail("%s has no %s: it is not OpenBLAS", path, name);
+    return fn;
+}
+
+static int load(void) {
+    const char *chooser;
+    const char *user_kernels = getenv("OPENBLAS_CORETYPE");
+    if (user_kernels && *user_kernels) {
+        chooser = "set by OPENBLAS_CORETYPE";
+    } else {
+        const char *kernels = hw_blas_pick_kernels(&chooser);
+        if (kernels) setenv("OPENBLAS_CORETYPE", kernels, 1);
+    }
+    // One thread per caller: a Hogwild worker is one thread, a DataParallel replica is one thread,
+    // and a pool started now would be running in the parent when it forks.
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+
+    const char *path = HW_BLAS_LIBRARY;
+    void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+        path = "libopenblas.so.0";
+        library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    }
+    if (!library) {
+        return hw_fail("cannot load OpenBLAS from %s or the system's libopenblas.so.0: %s; install Debian's "
+                       "libopenblas0-pthread (./run.sh does)", HW_BLAS_LIBRARY, dlerror());
+    }
+    char *(*get_config)(void) = (char *(*)(void))symbol(library, "openblas_get_config", path);
+    char *(*get_corename)(void) = (char *(*)(void))symbol(library, "openblas_get_corename", path);
+    int (*get_parallel)(void) = (int (*)(void))symbol(library, "openblas_get_parallel", path);
+    int (*get_threads)(void) = (int (*)(void))symbol(library, "openblas_get_num_threads", path);
+    sgemm_fn sgemm = (sgemm_fn)symbol(library, "cblas_sgemm", path);
+    if (!get_config || !get_corename || !get_parallel || !get_threads || !sgemm) return HW_ERR;
+    // 0 is the serial build, whose buffer allocator races when two threads call it at once; 2 is
+    // OpenMP, whose runtime keeps a pool. Only the pthread build (1) with one thread is safe for
+    // both the replica threads and fork.
+    if (get_parallel() != 1) {
+        return hw_fail("%s is OpenBLAS's %s build, which is not safe to call from several threads; install "
+                       "Debian's libopenblas0-pthread (./run.sh does)", path, get_parallel() == 0 ? "serial" : "OpenMP");
+    }
+    if (get_threads() != 1) return hw_fail("%s runs %d threads per call, not 1", path, get_threads());
+
+    snprintf(blas.kernels, sizeof blas.kernels, "%s", get_corename());
+    // get_config() is e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64".
+    char name[16] = "", version[32] = "";
+    sscanf(get_config(), "%15s %31s", name, version);
+    snprintf(blas.info, sizeof blas.info, "%s %s (pthread build, 1 thread per caller), kernels %s (%s)", name,
+             version, blas.kernels, chooser);
+    blas.sgemm = sgemm;
+    return HW_OK;
+}
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+static void load_and_keep_message(void) {
+    blas.status = load();
+    if (blas.status != HW_OK) snprintf(blas.error, sizeof blas.error, "%s", hw_error());
+}
+
+int hw_blas_open(void) {
+    pthread_once(&load_once, load_and_keep_message);
+    if (blas.status != HW_OK) return hw_fail("%s", blas.error);
+    return HW_OK;
+}
+
+static sgemm_fn sgemm_or_exit(void) {
+    if (hw_blas_open() != HW_OK) {
+        fprintf(stderr, "hogwild: %s\n", hw_error());
+        exit(1);
+    }
+    return blas.sgemm;
+}
+
+const char *hw_blas_info(void) { return hw_blas_open() == HW_OK ? blas.info : blas.error; }
+
+const char *hw_blas_kernels(void) { return hw_blas_open() == HW_OK ? blas.kernels : "none"; }
+
+// ---- the GEMM ----
+
+static void gemm(enum CBLAS_ORDER order, hw_blas_trans trans_a, hw_blas_trans trans_b, int m, int n, int k,
+                 float alpha, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc) {
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         // CBLAS scales C by beta here; with beta = 0 make sure no old NaN survives.
-        for (int i = 0; i < m; i++) {
-            for (int j = 0; j < n; j++) c[(long)i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[(long)i * ldc + j];
+        int rows = order == CblasRowMajor ? m : n, cols = order == CblasRowMajor ? n : m;
+        for (int i = 0; i < rows; i++) {
+            for (int j = 0; j < cols; j++) c[(long)i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[(long)i * ldc + j];
         }
         return;
     }
-    cblas_sgemm(CblasRowMajor, trans_a == HW_TRANS ? CblasTrans : CblasNoTrans,
-                trans_b == HW_TRANS ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    sgemm_or_exit()(order, trans_a == HW_TRANS ? CblasTrans : CblasNoTrans,
+                    trans_b == HW_TRANS ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-const char *hw_blas_info(void) {
-    static char info[256];
-    snprintf(info, sizeof info, "%s | %s", openblas_get_config(), openblas_get_corename());
-    return info;
+void hw_sgemm(hw_blas_trans trans_a, hw_blas_trans trans_b, int m, int n, int k, float alpha, const float *a,
+              int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+    gemm(CblasRowMajor, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void hw_sgemm_col_major(hw_blas_trans trans_a, hw_blas_trans trans_b, int m, int n, int k, float alpha,
+                        const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+    gemm(CblasColMajor, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

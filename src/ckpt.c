@@ -12,11 +12,13 @@
 #include "hw/ckpt.h"
 
 #include "hw/err.h"
-#include "hw/json.h"
+
+#include <jansson.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,115 +49,101 @@ static int ckpt_fail(const char *path, const char *fmt, ...) {
 // Writing
 // ---------------------------------------------------------------------------------------------
 
-typedef struct {
-    char *data;
-    size_t length;
-    size_t cap;
-    int out_of_memory;
-} text_buffer;
-
-static void tb_append(text_buffer *tb, const char *s, size_t n) {
-    if (tb->out_of_memory) return;
-    if (tb->length + n + 1 > tb->cap) {
-        size_t cap = tb->cap ? tb->cap : 1024;
-        while (cap < tb->length + n + 1) cap *= 2;
-        char *data = realloc(tb->data, cap);
-        if (data == NULL) {
-            tb->out_of_memory = 1;
-            return;
-        }
-        tb->data = data;
-        tb->cap = cap;
+// Length of the valid UTF-8 sequence at s[0] (a byte >= 0x80) within avail bytes, or 0 when it
+// is not one (bad lead byte, missing continuation, overlong form, surrogate, beyond U+10FFFF).
+static size_t utf8_sequence_length(const unsigned char *s, size_t avail) {
+    size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+    if (n == 0 || s[0] > 0xf4 || n > avail) return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
     }
-    memcpy(tb->data + tb->length, s, n);
-    tb->length += n;
-    tb->data[tb->length] = '\0';
+    if (n == 3 && s[0] == 0xe0 && s[1] < 0xa0) return 0;  // overlong
+    if (n == 3 && s[0] == 0xed && s[1] >= 0xa0) return 0;  // surrogate
+    if (n == 4 && s[0] == 0xf0 && s[1] < 0x90) return 0;  // overlong
+    if (n == 4 && s[0] == 0xf4 && s[1] >= 0x90) return 0;  // beyond U+10FFFF
+    return n;
 }
 
-static void tb_puts(text_buffer *tb, const char *s) { tb_append(tb, s, strlen(s)); }
+// A JSON string of the text s: bytes that are not valid UTF-8 (JSON text must be UTF-8, and
+// Python's and Rust's readers refuse anything else) become U+FFFD. NULL when out of memory.
+static json_t *utf8_string(const char *s) {
+    size_t n = strlen(s);
+    char *clean = malloc(3 * n + 1);  // each byte at most becomes the 3 bytes of U+FFFD
+    if (clean == NULL) return NULL;
+    size_t used = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t len = c < 0x80 ? 1 : utf8_sequence_length((const unsigned char *)s + i, n - i);
+        if (len == 0) {
+            memcpy(clean + used, "\xef\xbf\xbd", 3);
+            used += 3;
+            i++;
+        } else {
+            memcpy(clean + used, s + i, len);
+            used += len;
+            i += len;
+        }
+    }
+    json_t *string = json_stringn(clean, used);
+    free(clean);
+    return string;
+}
 
-static void tb_printf(text_buffer *tb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static json_t *decimal_string(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-static void tb_printf(text_buffer *tb, const char *fmt, ...) {
-    char buf[128];
+static json_t *decimal_string(const char *fmt, ...) {
+    char buf[32];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    if (n > 0) tb_append(tb, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    return json_string(buf);
 }
 
-// A JSON string literal. Bytes that are not valid UTF-8 (JSON text must be UTF-8, and Python's
-// and Rust's readers refuse anything else) become U+FFFD.
-static void tb_json_string(text_buffer *tb, const char *s, size_t n) {
-    tb_puts(tb, "\"");
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            char esc[2] = {'\\', (char)c};
-            tb_append(tb, esc, 2);
-            i++;
-        } else if (c < 0x20) {
-            switch (c) {
-            case '\n': tb_puts(tb, "\\n"); break;
-            case '\r': tb_puts(tb, "\\r"); break;
-            case '\t': tb_puts(tb, "\\t"); break;
-            case '\b': tb_puts(tb, "\\b"); break;
-            case '\f': tb_puts(tb, "\\f"); break;
-            default: tb_printf(tb, "\\u%04x", c); break;
-            }
-            i++;
-        } else if (c < 0x80) {
-            size_t run = i;
-            while (run < n && (unsigned char)s[run] >= 0x20 && (unsigned char)s[run] < 0x80 && s[run] != '"' &&
-                   s[run] != '\\') {
-                run++;
-            }
-            tb_append(tb, s + i, run - i);
-            i = run;
-        } else {
-            size_t len = hw_utf8_sequence_length((const unsigned char *)s + i, n - i);
-            if (len == 0) {
-                tb_puts(tb, "\\ufffd");
-                i++;
-            } else {
-                tb_append(tb, s + i, len);
-                i += len;
-            }
-        }
-    }
-    tb_puts(tb, "\"");
-}
-
-// The header JSON, padded with spaces so that 8 + its length is a multiple of 8.
-static int build_header(const char *path, const hw_model *model, const hw_ckpt_meta *meta, text_buffer *tb) {
-    tb_puts(tb, "{\"__metadata__\":{\"format\":\"pt\"");
-    if (model->text != NULL) {
-        tb_puts(tb, ",\"hogwild_model\":");
-        tb_json_string(tb, model->text, strlen(model->text));
-    }
-    tb_printf(tb, ",\"epoch\":\"%d\",\"samples_seen\":\"%" PRId64 "\",\"seed\":\"%" PRIu64 "\"}", meta->epoch,
-              meta->samples_seen, meta->seed);
+// The header JSON (malloc'ed into *text, *length bytes), padded with spaces so that 8 + its
+// length is a multiple of 8. Members keep the order they are set in: metadata, then the
+// parameters in the model's order.
+static int build_header(const char *path, const hw_model *model, const hw_ckpt_meta *meta, char **text,
+                        size_t *length) {
+    json_t *header = json_object(), *metadata = json_object();
+    int ok = header && metadata && json_object_set(header, "__metadata__", metadata) == 0;
+    ok = ok && json_object_set_new(metadata, "format", json_string("pt")) == 0;
+    if (model->text != NULL) ok = ok && json_object_set_new(metadata, "hogwild_model", utf8_string(model->text)) == 0;
+    ok = ok && json_object_set_new(metadata, "epoch", decimal_string("%d", meta->epoch)) == 0;
+    ok = ok && json_object_set_new(metadata, "samples_seen", decimal_string("%" PRId64, meta->samples_seen)) == 0;
+    ok = ok && json_object_set_new(metadata, "seed", decimal_string("%" PRIu64, meta->seed)) == 0;
+    json_decref(metadata);
     uint64_t data_bytes = 0;
-    for (int p = 0; p < model->n_params; p++) {
+    for (int p = 0; ok && p < model->n_params; p++) {
         const hw_param *param = &model->params[p];
         int64_t numel = hw_shape_numel(param->shape);
         if (numel < 0 || param->offset > model->n_weights || (uint64_t)numel > model->n_weights - param->offset) {
+            json_decref(header);
             return ckpt_fail(path, "model parameter '%s' (offset %zu, %" PRId64 " floats) lies outside the %zu floats "
                              "of the parameter buffer", param->name, param->offset, numel, model->n_weights);
         }
         uint64_t bytes = (uint64_t)numel * sizeof(float);
-        tb_puts(tb, ",");
-        tb_json_string(tb, param->name, strnlen(param->name, sizeof param->name));
-        tb_puts(tb, ":{\"dtype\":\"F32\",\"shape\":[");
-        for (int d = 0; d < param->shape.ndim; d++) tb_printf(tb, "%s%" PRId64, d ? "," : "", param->shape.dims[d]);
-        tb_printf(tb, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", data_bytes, data_bytes + bytes);
+        json_t *shape = json_array();
+        for (int d = 0; shape && d < param->shape.ndim; d++) {
+            if (json_array_append_new(shape, json_integer(param->shape.dims[d])) != 0) json_decref(shape), shape = NULL;
+        }
+        json_t *tensor = json_pack("{s:s, s:o*, s:[I,I]}", "dtype", "F32", "shape", shape, "data_offsets",
+                                   (json_int_t)data_bytes, (json_int_t)(data_bytes + bytes));
+        ok = tensor && shape && json_object_set_new(header, param->name, tensor) == 0;
         data_bytes += bytes;
     }
-    tb_puts(tb, "}");
-    while ((8 + tb->length) % 8 != 0) tb_puts(tb, " ");
-    if (tb->out_of_memory) return ckpt_fail(path, "out of memory while building the header");
+    char *compact = ok ? json_dumps(header, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(header);
+    size_t n = compact ? strlen(compact) : 0;
+    size_t padded = (8 + n + 7) / 8 * 8 - 8;
+    *text = compact ? realloc(compact, padded + 1) : NULL;
+    if (*text == NULL) {
+        free(compact);
+        return ckpt_fail(path, "out of memory while building the header");
+    }
+    memset(*text + n, ' ', padded - n);
+    (*text)[padded] = '\0';
+    *length = padded;
     return HW_OK;
 }
 
@@ -188,12 +176,11 @@ static void directory_of(const char *path, char *buf, size_t cap) {
 }
 
 // Writes header and data into the open temporary file and syncs it; returns 0 or an errno.
-static int write_contents(int fd, const hw_model *model, const float *weights, const text_buffer *header) {
+static int write_contents(int fd, const hw_model *model, const float *weights, const char *header, size_t n) {
     unsigned char length_field[8];
-    uint64_t n = header->length;
-    for (int i = 0; i < 8; i++) length_field[i] = (unsigned char)(n >> (8 * i));
+    for (int i = 0; i < 8; i++) length_field[i] = (unsigned char)((uint64_t)n >> (8 * i));
     int err = write_all(fd, length_field, sizeof length_field);
-    if (err == 0) err = write_all(fd, header->data, header->length);
+    if (err == 0) err = write_all(fd, header, n);
     for (int p = 0; p < model->n_params && err == 0; p++) {
         const hw_param *param = &model->params[p];
         err = write_all(fd, weights + param->offset, (size_t)hw_shape_numel(param->shape) * sizeof(float));
@@ -210,22 +197,20 @@ int hw_ckpt_save(const char *path, const hw_model *model, const float *weights, 
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
         return ckpt_fail(path, "path too long");
     }
-    text_buffer header = {0};
-    if (build_header(path, model, meta, &header) != HW_OK) {
-        free(header.data);
-        return HW_ERR;
-    }
+    char *header = NULL;
+    size_t header_length = 0;
+    if (build_header(path, model, meta, &header, &header_length) != HW_OK) return HW_ERR;
     // O_EXCL: never write through a file or link that is already there; a leftover of a killed
     // run with the same pid is removed first.
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0) {
         int err = errno;
-        free(header.data);
+        free(header);
         return hw_fail_errno(err, "cannot save checkpoint '%s': cannot create '%s'", path, tmp);
     }
-    int err = write_contents(fd, model, weights, &header);
-    free(header.data);
+    int err = write_contents(fd, model, weights, header, header_length);
+    free(header);
     if (close(fd) != 0 && err == 0) err = errno;
     if (err == 0 && rename(tmp, path) != 0) err = errno;
     if (err != 0) {
@@ -257,14 +242,14 @@ typedef struct {
     uint64_t file_size;
     uint64_t header_length;
     uint64_t data_size;       // bytes after the header
-    hw_json header;
-    const hw_json *metadata;  // the __metadata__ object, or NULL
+    json_t *header;           // an object
+    json_t *metadata;         // its __metadata__ object, or NULL
 } ckpt_reader;
 
 // One tensor entry of the header, validated against the data section.
 typedef struct {
-    const hw_json *member;    // its key is the tensor name
-    const hw_json *shape;     // the JSON array, for messages
+    const char *name;         // its key in the header
+    const json_t *shape;      // the JSON array, for messages
     uint64_t begin, end;
     int param;                // index of the model parameter it fills, or -1
 } tensor_entry;
@@ -289,30 +274,47 @@ static int read_exact(int fd, void *buf, size_t n, uint64_t offset) {
 static void reader_close(ckpt_reader *r) {
     if (r->fd >= 0) close(r->fd);
     r->fd = -1;
-    hw_json_free(&r->header);
+    json_decref(r->header);
+    r->header = NULL;
+}
+
+// The name of a JSON value's type, for messages.
+static const char *type_name(const json_t *value) {
+    switch (json_typeof(value)) {
+    case JSON_OBJECT: return "object";
+    case JSON_ARRAY: return "array";
+    case JSON_STRING: return "string";
+    case JSON_INTEGER: case JSON_REAL: return "number";
+    case JSON_TRUE: case JSON_FALSE: return "boolean";
+    default: return "null";
+    }
 }
 
 // The header is an object; __metadata__, if there, is an object of strings.
 static int check_header_shape(ckpt_reader *r) {
-    if (r->header.type != HW_JSON_OBJECT) {
-        return ckpt_fail(r->path, "the header is a JSON %s, not an object", hw_json_type_name(r->header.type));
+    if (!json_is_object(r->header)) {
+        return ckpt_fail(r->path, "the header is a JSON %s, not an object", type_name(r->header));
     }
-    const hw_json *metadata = hw_json_get(&r->header, "__metadata__");
+    json_t *metadata = json_object_get(r->header, "__metadata__");
     if (metadata == NULL) return HW_OK;
-    if (metadata->type != HW_JSON_OBJECT) {
-        return ckpt_fail(r->path, "__metadata__ is a JSON %s, not an object", hw_json_type_name(metadata->type));
+    if (!json_is_object(metadata)) {
+        return ckpt_fail(r->path, "__metadata__ is a JSON %s, not an object", type_name(metadata));
     }
-    for (int i = 0; i < metadata->count; i++) {
-        if (metadata->items[i].type != HW_JSON_STRING) {
+    const char *key;
+    json_t *value;
+    json_object_foreach(metadata, key, value) {
+        if (!json_is_string(value)) {
             return ckpt_fail(r->path, "__metadata__ value '%s' is a JSON %s; safetensors metadata values are strings",
-                             metadata->items[i].key, hw_json_type_name(metadata->items[i].type));
+                             key, type_name(value));
         }
     }
     r->metadata = metadata;
     return HW_OK;
 }
 
-// Checks the header length against the file size and parses the header (r->fd is open).
+// Checks the header length against the file size and parses the header (r->fd is open). The
+// JSON is strict: jansson reads exactly header_length bytes, valid UTF-8 only, and refuses a key
+// that appears twice, which would make the file mean two things.
 static int reader_read_header(ckpt_reader *r) {
     const char *path = r->path;
     struct stat st;
@@ -343,9 +345,14 @@ static int reader_read_header(ckpt_reader *r) {
         free(text);
         return hw_fail_errno(err, "cannot read the header of checkpoint '%s'", path);
     }
-    int parsed = hw_json_parse(&r->header, text, r->header_length);
+    json_error_t error;
+    r->header = json_loadb(text, r->header_length, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &error);
     free(text);
-    if (parsed != HW_OK) return hw_error_prefix("checkpoint '%s': the header is not valid JSON", path);
+    if (r->header == NULL) {
+        return ckpt_fail(path, "the header is not valid JSON%s: %s at byte %d",
+                         json_error_code(&error) == json_error_duplicate_key ? " (a key appears twice)" : "",
+                         error.text, error.position);
+    }
     return check_header_shape(r);
 }
 
@@ -353,8 +360,10 @@ static int reader_read_header(ckpt_reader *r) {
 static int reader_open(ckpt_reader *r, const char *path) {
     memset(r, 0, sizeof *r);
     r->path = path;
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO must not block the open; reader_read_header refuses anything not regular.
+    r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (r->fd < 0) return hw_fail_errno(errno, "cannot open checkpoint '%s'", path);
+    fcntl(r->fd, F_SETFL, fcntl(r->fd, F_GETFL) & ~O_NONBLOCK);
     if (reader_read_header(r) != HW_OK) {
         reader_close(r);
         return HW_ERR;
@@ -362,67 +371,65 @@ static int reader_open(ckpt_reader *r, const char *path) {
     return HW_OK;
 }
 
-static int is_metadata(const hw_json *member) {
-    return member->key_length == 12 && memcmp(member->key, "__metadata__", 12) == 0;
-}
-
 // "[10, 1, 5, 5]" from a JSON shape array (already checked to hold integers).
-static void format_json_shape(const hw_json *shape, char *buf, size_t cap) {
+static void format_json_shape(const json_t *shape, char *buf, size_t cap) {
     size_t used = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < shape->count && used < cap; i++) {
-        used += (size_t)snprintf(buf + used, cap - used, "%s%" PRId64, i ? ", " : "", shape->items[i].integer);
+    for (size_t i = 0; i < json_array_size(shape) && used < cap; i++) {
+        used += (size_t)snprintf(buf + used, cap - used, "%s%" JSON_INTEGER_FORMAT, i ? ", " : "",
+                                 json_integer_value(json_array_get(shape, i)));
     }
     if (used < cap) snprintf(buf + used, cap - used, "]");
 }
 
+// A non-negative JSON integer into *out; 0 when value is anything else.
+static int non_negative_integer(const json_t *value, uint64_t *out) {
+    if (!json_is_integer(value) || json_integer_value(value) < 0) return 0;
+    *out = (uint64_t)json_integer_value(value);
+    return 1;
+}
+
 // Checks one header entry: dtype, shape, offsets within the data section, size matching the shape.
-static int check_entry(const ckpt_reader *r, const hw_json *member, tensor_entry *out) {
-    const char *name = member->key;
-    if (member->type != HW_JSON_OBJECT) {
-        return ckpt_fail(r->path, "tensor '%s' is described by a JSON %s, not an object", name,
-                         hw_json_type_name(member->type));
+static int check_entry(const ckpt_reader *r, const char *name, const json_t *tensor, tensor_entry *out) {
+    if (!json_is_object(tensor)) {
+        return ckpt_fail(r->path, "tensor '%s' is described by a JSON %s, not an object", name, type_name(tensor));
     }
-    const hw_json *dtype = hw_json_get(member, "dtype");
-    const hw_json *shape = hw_json_get(member, "shape");
-    const hw_json *offsets = hw_json_get(member, "data_offsets");
+    const json_t *dtype = json_object_get(tensor, "dtype");
+    const json_t *shape = json_object_get(tensor, "shape");
+    const json_t *offsets = json_object_get(tensor, "data_offsets");
     if (dtype == NULL || shape == NULL || offsets == NULL) {
         return ckpt_fail(r->path, "tensor '%s' lacks \"%s\"", name,
                          dtype == NULL ? "dtype" : shape == NULL ? "shape" : "data_offsets");
     }
-    if (dtype->type != HW_JSON_STRING || strcmp(dtype->string, "F32") != 0 || dtype->length != 3) {
+    if (!json_is_string(dtype) || strcmp(json_string_value(dtype), "F32") != 0) {
         return ckpt_fail(r->path, "tensor '%s' has dtype %s%s%s; only F32 (float32) is supported", name,
-                         dtype->type == HW_JSON_STRING ? "'" : "a JSON ",
-                         dtype->type == HW_JSON_STRING ? dtype->string : hw_json_type_name(dtype->type),
-                         dtype->type == HW_JSON_STRING ? "'" : "");
+                         json_is_string(dtype) ? "'" : "a JSON ",
+                         json_is_string(dtype) ? json_string_value(dtype) : type_name(dtype),
+                         json_is_string(dtype) ? "'" : "");
     }
-    if (shape->type != HW_JSON_ARRAY) return ckpt_fail(r->path, "tensor '%s': \"shape\" is not an array", name);
+    if (!json_is_array(shape)) return ckpt_fail(r->path, "tensor '%s': \"shape\" is not an array", name);
     // numel <= 2^61 keeps numel * 4 within uint64; any real file is far below.
     const uint64_t numel_limit = (uint64_t)1 << 61;
     uint64_t numel = 1;
-    for (int i = 0; i < shape->count; i++) {
-        const hw_json *d = &shape->items[i];
-        if (d->type != HW_JSON_NUMBER || !d->is_integer || d->integer < 0) {
-            return ckpt_fail(r->path, "tensor '%s': shape entry %d is not a non-negative integer", name, i);
+    for (size_t i = 0; i < json_array_size(shape); i++) {
+        uint64_t dim;
+        if (!non_negative_integer(json_array_get(shape, i), &dim)) {
+            return ckpt_fail(r->path, "tensor '%s': shape entry %zu is not a non-negative integer", name, i);
         }
-        uint64_t dim = (uint64_t)d->integer;
         if (dim != 0 && numel > numel_limit / dim) {
             return ckpt_fail(r->path, "tensor '%s': the shape has too many elements", name);
         }
         numel *= dim;
     }
-    if (offsets->type != HW_JSON_ARRAY || offsets->count != 2) {
+    if (!json_is_array(offsets) || json_array_size(offsets) != 2) {
         return ckpt_fail(r->path, "tensor '%s': \"data_offsets\" is not an array of two offsets", name);
     }
-    for (int i = 0; i < 2; i++) {
-        const hw_json *o = &offsets->items[i];
-        if (o->type != HW_JSON_NUMBER || !o->is_integer || o->integer < 0) {
-            return ckpt_fail(r->path, "tensor '%s': data offset %d is not a non-negative integer", name, i);
+    for (size_t i = 0; i < 2; i++) {
+        if (!non_negative_integer(json_array_get(offsets, i), i == 0 ? &out->begin : &out->end)) {
+            return ckpt_fail(r->path, "tensor '%s': data offset %zu is not a non-negative integer", name, i);
         }
     }
-    out->member = member;
+    out->name = name;
     out->shape = shape;
-    out->begin = (uint64_t)offsets->items[0].integer;
-    out->end = (uint64_t)offsets->items[1].integer;
     out->param = -1;
     if (out->begin > out->end || out->end > r->data_size) {
         return ckpt_fail(r->path, "tensor '%s': data offsets [%" PRIu64 ", %" PRIu64 "] lie outside the data section "
@@ -451,12 +458,12 @@ static int check_tiling(const ckpt_reader *r, tensor_entry *entries, int n) {
     uint64_t at = 0;
     for (int i = 0; i < n; i++) {
         if (entries[i].begin < at) {
-            return ckpt_fail(r->path, "tensors '%s' and '%s' overlap in the data section", entries[i - 1].member->key,
-                             entries[i].member->key);
+            return ckpt_fail(r->path, "tensors '%s' and '%s' overlap in the data section", entries[i - 1].name,
+                             entries[i].name);
         }
         if (entries[i].begin > at) {
             return ckpt_fail(r->path, "%" PRIu64 " bytes of the data section before tensor '%s' belong to no tensor",
-                             entries[i].begin - at, entries[i].member->key);
+                             entries[i].begin - at, entries[i].name);
         }
         at = entries[i].end;
     }
@@ -468,16 +475,6 @@ static int check_tiling(const ckpt_reader *r, tensor_entry *entries, int n) {
     return HW_OK;
 }
 
-static int find_param(const hw_model *model, const hw_json *member) {
-    for (int p = 0; p < model->n_params; p++) {
-        const char *name = model->params[p].name;
-        if (strnlen(name, HW_NAME_CAP) == member->key_length && memcmp(name, member->key, member->key_length) == 0) {
-            return p;
-        }
-    }
-    return -1;
-}
-
 static void append_name(char *list, size_t cap, const char *name) {
     size_t used = strlen(list);
     if (used < cap) snprintf(list + used, cap - used, "%s'%s'", used ? ", " : "", name);
@@ -485,14 +482,14 @@ static void append_name(char *list, size_t cap, const char *name) {
 
 static const char *model_label(const hw_model *model) { return model->path[0] ? model->path : "the model"; }
 
-// Every entry names a parameter of the model (no unknown or repeated names), with its shape; every
-// parameter has an entry.
+// Every entry names a parameter of the model (no unknown names; the reader refused repeated
+// ones), with its shape; every parameter has an entry.
 static int match_model(const ckpt_reader *r, const hw_model *model, tensor_entry *entries, int n) {
     char list[512] = "";
     int unknown = 0;
     for (int i = 0; i < n; i++) {
-        entries[i].param = find_param(model, entries[i].member);
-        if (entries[i].param < 0) unknown++, append_name(list, sizeof list, entries[i].member->key);
+        entries[i].param = hw_model_find_param(model, entries[i].name);
+        if (entries[i].param < 0) unknown++, append_name(list, sizeof list, entries[i].name);
     }
     if (unknown) {
         return ckpt_fail(r->path, "%d tensor%s not in %s: %s (a checkpoint of another network?)", unknown,
@@ -508,13 +505,12 @@ static int match_model(const ckpt_reader *r, const hw_model *model, tensor_entry
             return ckpt_fail(r->path, "model parameter '%s' (offset %zu, %" PRId64 " floats) lies outside the %zu "
                              "floats of the parameter buffer", param->name, param->offset, numel, model->n_weights);
         }
-        if (seen[entries[i].param]++) {
-            free(seen);
-            return ckpt_fail(r->path, "tensor '%s' appears twice in the header", param->name);
+        seen[entries[i].param] = 1;
+        const json_t *shape = entries[i].shape;
+        int same = json_array_size(shape) == (size_t)param->shape.ndim;
+        for (int d = 0; same && d < param->shape.ndim; d++) {
+            same = json_integer_value(json_array_get(shape, (size_t)d)) == param->shape.dims[d];
         }
-        const hw_json *shape = entries[i].shape;
-        int same = shape->count == param->shape.ndim;
-        for (int d = 0; same && d < shape->count; d++) same = shape->items[d].integer == param->shape.dims[d];
         if (!same) {
             char file_shape[128], model_shape[128];
             format_json_shape(shape, file_shape, sizeof file_shape);
@@ -540,11 +536,12 @@ static int match_model(const ckpt_reader *r, const hw_model *model, tensor_entry
 static int metadata_number(const ckpt_reader *r, const char *key, int is_signed, int64_t min, int64_t max,
                            uint64_t *out) {
     *out = 0;
-    const hw_json *v = hw_json_get(r->metadata, key);
+    const json_t *v = json_object_get(r->metadata, key);
     if (v == NULL) return HW_OK;
-    const char *s = v->string;
-    int ok = v->length > 0 && v->length < 32 && strlen(s) == v->length;
-    for (size_t i = 0; ok && i < v->length; i++) ok = (s[i] >= '0' && s[i] <= '9') || (i == 0 && is_signed && s[i] == '-');
+    const char *s = json_string_value(v);
+    size_t length = json_string_length(v);
+    int ok = length > 0 && length < 32;
+    for (size_t i = 0; ok && i < length; i++) ok = (s[i] >= '0' && s[i] <= '9') || (i == 0 && is_signed && s[i] == '-');
     if (ok) {
         errno = 0;
         char *end = NULL;
@@ -581,13 +578,7 @@ int hw_ckpt_load(const char *path, const hw_model *model, float *weights, hw_ckp
         reader_close(&r);
         return HW_ERR;
     }
-    int n_metadata = 0;
-    for (int i = 0; i < r.header.count; i++) n_metadata += is_metadata(&r.header.items[i]);
-    if (n_metadata > 1) {
-        reader_close(&r);
-        return ckpt_fail(path, "__metadata__ appears %d times in the header", n_metadata);
-    }
-    int n = r.header.count - n_metadata;
+    int n = (int)json_object_size(r.header) - (r.metadata != NULL);
     tensor_entry *entries = calloc((size_t)n + 1, sizeof *entries);
     char *data = NULL;
     if (entries == NULL) {
@@ -596,10 +587,12 @@ int hw_ckpt_load(const char *path, const hw_model *model, float *weights, hw_ckp
     }
     int status = HW_OK;
     int k = 0;
-    for (int i = 0; i < r.header.count && status == HW_OK; i++) {
-        const hw_json *member = &r.header.items[i];
-        if (is_metadata(member)) continue;
-        status = check_entry(&r, member, &entries[k++]);
+    const char *name;
+    json_t *tensor;
+    json_object_foreach(r.header, name, tensor) {
+        if (status != HW_OK) break;
+        if (strcmp(name, "__metadata__") == 0) continue;
+        status = check_entry(&r, name, tensor, &entries[k++]);
     }
     if (status == HW_OK) status = match_model(&r, model, entries, n);
     if (status == HW_OK) status = check_tiling(&r, entries, n);
@@ -630,14 +623,13 @@ int hw_ckpt_load_model_text(const char *path, char **text) {
     *text = NULL;
     ckpt_reader r;
     if (reader_open(&r, path) != HW_OK) return HW_ERR;
-    const hw_json *v = hw_json_get(r.metadata, "hogwild_model");
+    const json_t *v = json_object_get(r.metadata, "hogwild_model");
     if (v != NULL) {
-        *text = malloc(v->length + 1);
+        *text = strdup(json_string_value(v));
         if (*text == NULL) {
             reader_close(&r);
             return ckpt_fail(path, "out of memory for the model text");
         }
-        memcpy(*text, v->string, v->length + 1);
     }
     reader_close(&r);
     return HW_OK;

@@ -1,4 +1,5 @@
 // main: the command line of ./hogwild, nothing else.
+#include "hw/blas.h"
 #include "hw/ckpt.h"
 #include "hw/compare.h"
 #include "hw/data.h"
@@ -7,8 +8,11 @@
 #include "hw/shm.h"
 #include "hw/train.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,9 +54,14 @@ static const char *options_text =
     "  --eval-every N           also evaluate every N training samples (default: epoch ends only)\n"
     "  --metrics FILE.csv       write one CSV row per evaluation (for hogwild compare)\n"
     "  --save FILE              checkpoint (safetensors) at every epoch end, at the end and on Ctrl-C\n"
+    "                           (an existing FILE only if this run resumed from it, or with --overwrite)\n"
+    "  --overwrite              let --save replace an existing checkpoint this run did not resume from\n"
     "  --resume FILE            continue from a checkpoint (weights, epoch, samples seen, seed)\n"
-    "  --eval-only              with --resume: evaluate the checkpoint on the test set\n"
+    "  --eval-only              with --resume: evaluate the checkpoint on the test set (its own model\n"
+    "                           text unless --model is given)\n"
     "  --quiet                  no progress line (results are still printed)\n"
+    "  --measure                measure what Hogwild does (CPU workers): staleness, lost updates,\n"
+    "                           contention; printed after training and added to --metrics\n"
     "\n"
     "Process runtime:\n"
     "  --sharing-strategy NAME  file_descriptor (default) or file_system\n"
@@ -60,7 +69,7 @@ static const char *options_text =
     "  --clean-shm              remove shared memory left by hogwild runs killed with SIGKILL\n"
     "  -h, --help               this text;  --version  the version\n"
     "\n"
-    "Exit status: 0 done, 1 failed, 2 bad usage, 130/143 stopped by SIGINT/SIGTERM.\n";
+    "Exit status: 0 done, 1 failed, 2 bad usage, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP.\n";
 
 // Whether `flag` is an option with a value: options_text lists each one as "  FLAG VALUE".
 static int takes_value(const char *flag) {
@@ -90,7 +99,8 @@ static int parse_int(const char *flag, const char *text, long min, long max, lon
     char *end = NULL;
     errno = 0;
     long value = strtol(text, &end, 10);
-    if (errno || end == text || *end != '\0' || value < min || value > max) {
+    // strtol skips leading blanks; the whole text must be the number, so " 3" is refused as "3 " is.
+    if (errno || end == text || *end != '\0' || isspace((unsigned char)text[0]) || value < min || value > max) {
         char message[256];
         snprintf(message, sizeof message, "%s expects an integer from %ld to %ld, got '%%s'", flag, min, max);
         return usage_error(message, text);
@@ -103,7 +113,7 @@ static int parse_float(const char *flag, const char *text, double min, double *o
     char *end = NULL;
     errno = 0;
     double value = strtod(text, &end);
-    if (errno || end == text || *end != '\0' || !(value >= min) || value > 1e9) {
+    if (errno || end == text || *end != '\0' || isspace((unsigned char)text[0]) || !(value >= min) || value > 1e9) {
         char message[256];
         snprintf(message, sizeof message, "%s expects a number >= %g, got '%%s'", flag, min);
         return usage_error(message, text);
@@ -135,8 +145,11 @@ static int parse_normalize(const char *text, hw_normalize *norm) {
     }
     float mean, std;
     char rest;
-    if (sscanf(text, "%f,%f%c", &mean, &std, &rest) != 2 || !(std > 0)) {
-        return usage_error("--normalize expects MEAN,STD with STD > 0 (e.g. 0.1307,0.3081) or auto, got '%s'", text);
+    // nan, inf and numbers beyond a float (1e39, read as inf) would train to NaN: refused.
+    if (sscanf(text, "%f,%f%c", &mean, &std, &rest) != 2 || !isfinite(mean) || !isfinite(std) || !(std > 0)) {
+        return usage_error("--normalize expects MEAN,STD, finite numbers with STD > 0 (e.g. 0.1307,0.3081) or auto, "
+                           "got '%s'",
+                           text);
     }
     *norm = (hw_normalize){mean, std};
     return HW_EXIT_OK;
@@ -175,6 +188,10 @@ static int command_synth(int argc, char **argv) {
     long n_train = 60000, n_test = 10000, seed = 1;
     for (int i = 0; i < argc; i++) {
         int status = HW_EXIT_OK;
+        const char *const known[] = {"--dir", "--train", "--test", "--seed"};
+        int is_known = 0;
+        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) is_known |= strcmp(argv[i], known[k]) == 0;
+        if (!is_known) return usage_error("synth: unknown option '%s'", argv[i]);
         if (i + 1 >= argc) return usage_error("synth: option '%s' needs a value", argv[i]);
         if (strcmp(argv[i], "--dir") == 0) {
             dir = argv[++i];
@@ -218,27 +235,59 @@ static int command_list_strategies(void) {
 }
 
 static int command_clean_shm(void) {
+    // The count first, then a line per name removed or kept, with the reason.
     int removed = 0;
-    if (hw_shm_clean_stale(&removed) != HW_OK) {
+    char *report = NULL;
+    size_t report_size = 0;
+    FILE *lines = open_memstream(&report, &report_size);
+    int status = hw_shm_clean(lines, &removed);
+    if (lines) fclose(lines);
+    if (status != HW_OK) {
         fprintf(stderr, "hogwild --clean-shm: %s\n", hw_error());
+        free(report);
         return HW_EXIT_FAILURE;
     }
-    printf("removed %d stale shared-memory segment(s)\n", removed);
+    printf("removed %d stale shared-memory segment(s)\n%s", removed, report ? report : "");
+    free(report);
     return HW_EXIT_OK;
 }
 
-static int command_eval_only(const hw_train_config *config) {
-    hw_run_inputs in;
-    if (hw_run_inputs_load(&in, config) != HW_OK || hw_model_alloc_weights(&in.model) != HW_OK) {
+static int command_eval_only(hw_train_config *config, int model_given) {
+    if (hw_blas_open() != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         return HW_EXIT_FAILURE;
     }
+    // Without --model, the model is the one the checkpoint was trained with (its metadata keeps the
+    // model file's text), so that --eval-only works from any folder.
+    char *model_text = NULL;
+    if (!model_given) {
+        if (hw_ckpt_load_model_text(config->resume_path, &model_text) != HW_OK) {
+            fprintf(stderr, "hogwild: %s\n", hw_error());
+            return HW_EXIT_FAILURE;
+        }
+        if (model_text) {
+            config->model_text = model_text;
+            config->model_path = config->resume_path;
+        }
+    }
+    hw_train_inputs in;
+    if (hw_train_inputs_load(&in, config) != HW_OK || hw_run_check_memory(config, &in, 1) != HW_OK ||
+        hw_model_alloc_weights(&in.model) != HW_OK) {
+        fprintf(stderr, "hogwild: %s\n", hw_error());
+        hw_train_inputs_free(&in);
+        free(model_text);
+        return HW_EXIT_FAILURE;
+    }
+    free(model_text);
+    config->model_text = NULL;
+    // A checkpoint with non-finite weights (from a run that diverged) is refused here, by name: its
+    // evaluation would be chance accuracy printed as a result.
     hw_ckpt_meta meta;
     hw_workspace ws;
-    if (hw_ckpt_load(config->resume_path, &in.model, in.model.weights, &meta) != HW_OK ||
+    if (hw_train_load_checkpoint(config->resume_path, &in.model, &meta) != HW_OK ||
         hw_workspace_alloc(&ws, &in.model, config->test_batch_size, config->seed) != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
-        hw_run_inputs_free(&in);
+        hw_train_inputs_free(&in);
         return HW_EXIT_FAILURE;
     }
     hw_eval_result r = hw_evaluate(&in.model, &ws, &in.test, in.norm, config->test_batch_size);
@@ -246,15 +295,22 @@ static int command_eval_only(const hw_train_config *config) {
            config->resume_path, meta.epoch, (long long)meta.samples_seen, r.loss, r.accuracy, (long long)in.test.n,
            config->data_dir);
     hw_workspace_free(&ws);
-    hw_run_inputs_free(&in);
+    hw_train_inputs_free(&in);
     return HW_EXIT_OK;
 }
 
 static int command_train(const hw_train_config *config) {
-    hw_run_inputs in;
-    if (hw_run_inputs_load(&in, config) != HW_OK) {
+    hw_train_inputs in;
+    // The BLAS is loaded first, while this is the only thread and before any fork (hw_blas_open), so
+    // that the memory check counts it.
+    if (hw_blas_open() != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
-        hw_run_inputs_free(&in);
+        return HW_EXIT_FAILURE;
+    }
+    if (hw_train_inputs_load(&in, config) != HW_OK || hw_run_check_outputs(config) != HW_OK ||
+        hw_run_check_memory(config, &in, 0) != HW_OK) {
+        fprintf(stderr, "hogwild: %s\n", hw_error());
+        hw_train_inputs_free(&in);
         return HW_EXIT_FAILURE;
     }
     char device[32];
@@ -263,15 +319,17 @@ static int command_train(const hw_train_config *config) {
         printf("hogwild: %s, %s %d, %s on %s (%lld train / %lld test samples), %d epoch(s), batch %d, lr %g, "
                "momentum %g, %zu parameters, sharing %s\n",
                config->mode == HW_MODE_HOGWILD ? "Hogwild" : "DataParallel",
-               config->mode == HW_MODE_HOGWILD ? "workers" : "replicas", config->workers, config->model_path,
+               config->mode == HW_MODE_HOGWILD ? "workers" : "replicas",
+               config->mode == HW_MODE_HOGWILD ? config->workers : config->replicas, config->model_path,
                config->data_dir, (long long)in.train.n, (long long)in.test.n, config->epochs, config->batch_size,
                (double)config->lr, (double)config->momentum, in.model.n_weights, hw_sharing_strategy_get());
+        printf("hogwild: BLAS %s\n", hw_blas_info());
         fflush(stdout);
     }
     hw_train_result result;
     int status = config->mode == HW_MODE_HOGWILD ? hw_train_hogwild(config, &in, &result)
                                                  : hw_train_dataparallel(config, &in, &result);
-    hw_run_inputs_free(&in);
+    hw_train_inputs_free(&in);
     if (status != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         return HW_EXIT_FAILURE;
@@ -283,13 +341,19 @@ static int command_train(const hw_train_config *config) {
 // ---- the main options ----
 
 int main(int argc, char **argv) {
+    // A closed stdout (`hogwild ... | head -1`) must not kill a run: writes then fail with EPIPE,
+    // hw_progress_message stops printing, and training goes on to its checkpoint.
+    signal(SIGPIPE, SIG_IGN);
+    // A write beyond the file size limit (ulimit -f) then fails with EFBIG, which the checkpoint and
+    // metrics writers report, instead of killing the run.
+    signal(SIGXFSZ, SIG_IGN);
     if (argc > 1 && strcmp(argv[1], "download") == 0) return command_download(argc - 2, argv + 2);
     if (argc > 1 && strcmp(argv[1], "synth") == 0) return command_synth(argc - 2, argv + 2);
     if (argc > 1 && strcmp(argv[1], "compare") == 0) return hw_compare_main(argc - 2, argv + 2);
 
     hw_train_config config;
     hw_train_config_default(&config);
-    int summary = 0, replicas_given = 0, workers_given = 0;
+    int summary = 0, replicas_given = 0, workers_given = 0, model_given = 0, list_strategies = 0, clean_shm = 0;
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
         long n = 0;
@@ -300,15 +364,20 @@ int main(int argc, char **argv) {
             print_usage(stdout, 1);
             return HW_EXIT_OK;
         } else if (strcmp(flag, "--version") == 0) {
-            printf("hogwild 0.1.0\n");
+            printf("hogwild 0.1.0\nBLAS: %s\n", hw_blas_info());
             return HW_EXIT_OK;
         } else if (strcmp(flag, "--summary") == 0) {
             summary = 1;
             continue;
         } else if (strcmp(flag, "--list-sharing-strategies") == 0) {
-            return command_list_strategies();
+            list_strategies = 1;  // after every flag: --sharing-strategy may come later
+            continue;
         } else if (strcmp(flag, "--clean-shm") == 0) {
-            return command_clean_shm();
+            clean_shm = 1;
+            continue;
+        } else if (strcmp(flag, "--overwrite") == 0) {
+            config.overwrite = 1;
+            continue;
         } else if (strcmp(flag, "--nesterov") == 0) {
             config.nesterov = 1;
             continue;
@@ -320,6 +389,9 @@ int main(int argc, char **argv) {
             continue;
         } else if (strcmp(flag, "--prefetch") == 0) {
             config.prefetch = 1;
+            continue;
+        } else if (strcmp(flag, "--measure") == 0) {
+            config.measure = 1;
             continue;
         }
         // Flags with a value.
@@ -335,7 +407,7 @@ int main(int argc, char **argv) {
             workers_given = 1;
         } else if (strcmp(flag, "--replicas") == 0) {
             status = parse_int(flag, value, 1, 1024, &n);
-            config.workers = (int)n;
+            config.replicas = (int)n;
             replicas_given = 1;
         } else if (strcmp(flag, "--mode") == 0) {
             if (strcmp(value, "hogwild") == 0) {
@@ -351,6 +423,7 @@ int main(int argc, char **argv) {
             if (hw_device_parse(value, &config.device) != HW_OK) return usage_error("--device: %s", hw_error());
         } else if (strcmp(flag, "--model") == 0) {
             config.model_path = value;
+            model_given = 1;
         } else if (strcmp(flag, "--data") == 0) {
             config.data_dir = value;
         } else if (strcmp(flag, "--epochs") == 0) {
@@ -395,6 +468,8 @@ int main(int argc, char **argv) {
         if (status != HW_EXIT_OK) return status;
     }
 
+    if (list_strategies) return command_list_strategies();
+    if (clean_shm) return command_clean_shm();
     if (summary) return command_summary(&config);
     if (config.momentum == 0 && config.nesterov) return usage_error("--nesterov needs --momentum > 0%s", "");
     if (config.mode == HW_MODE_HOGWILD && replicas_given) {
@@ -405,14 +480,29 @@ int main(int argc, char **argv) {
         if (config.n_gpus > 0) {
             if (replicas_given) return usage_error("give --replicas or --gpus, not both%s", "");
             config.device = (hw_device){HW_DEVICE_CUDA, config.gpus[0]};
-            config.workers = config.n_gpus;
+            config.replicas = config.n_gpus;
         }
     } else if (config.n_gpus > 0) {
         return usage_error("--gpus is for --mode dataparallel; Hogwild uses --device cuda:N%s", "");
     }
+    // What --measure counts (updates onto one shared copy of the weights, read through a worker's
+    // private copy) exists only in CPU Hogwild: DataParallel has no races, and GPU workers'
+    // kernels give the host no per-step hook.
+    if (config.measure && config.mode == HW_MODE_DATAPARALLEL) {
+        return usage_error("--measure measures Hogwild's races; DataParallel has none (use --mode hogwild)%s", "");
+    }
+    if (config.measure && config.device.type == HW_DEVICE_CUDA) {
+        return usage_error("--measure is for Hogwild workers on the CPU, not --device %s", "cuda");
+    }
+    if (config.measure && config.eval_only) return usage_error("--measure measures training, not --eval-only%s", "");
     if (config.eval_only) {
         if (!config.resume_path) return usage_error("--eval-only needs --resume FILE%s", "");
-        return command_eval_only(&config);
+        // It trains nothing, so it writes no checkpoint and no metrics: refused, not ignored.
+        if (config.save_path) return usage_error("--eval-only writes no checkpoint: drop --save %s", config.save_path);
+        if (config.metrics_path) {
+            return usage_error("--eval-only writes no metrics: drop --metrics %s", config.metrics_path);
+        }
+        return command_eval_only(&config, model_given);
     }
     return command_train(&config);
 }

@@ -36,7 +36,6 @@ int hw_sgd_init(hw_sgd *opt, size_t n, float lr, float momentum, float weight_de
     opt->momentum = momentum;
     opt->weight_decay = weight_decay;
     opt->nesterov = nesterov ? 1 : 0;
-    opt->n = n;
     if (momentum != 0.0f && n > 0) {
         opt->velocity = calloc(n, sizeof *opt->velocity);
         if (opt->velocity == NULL) {
@@ -49,7 +48,6 @@ int hw_sgd_init(hw_sgd *opt, size_t n, float lr, float momentum, float weight_de
 void hw_sgd_free(hw_sgd *opt) {
     free(opt->velocity);
     opt->velocity = NULL;
-    opt->started = 0;
 }
 
 // The kernels write each new weight into `copy` too when it is not NULL (the worker's private
@@ -92,10 +90,39 @@ static void sgd_nesterov(float *restrict w, float *restrict copy, float *restric
     }
 }
 
-static void sgd_range(hw_sgd *opt, float *w, float *copy, const float *g, size_t begin, size_t count) {
+// The three kernels in one, which also adds the increment it wrote into each weight to
+// applied[i], in double: (double)written - (double)read, exact. --measure sums them to find what
+// concurrent writers overwrote (src/train/measure.h). The float arithmetic is the kernels' own,
+// expression for expression, so the weights come out bit-identical. Its branches are loop-invariant:
+// the compiler unswitches the loop into one per case and vectorises each.
+static void sgd_measured(const hw_sgd *opt, float *restrict w, float *restrict copy, float *restrict v,
+                         const float *restrict g, double *restrict applied, size_t n) {
+    const float lr = opt->lr, wd = opt->weight_decay, momentum = opt->momentum;
+    const int nesterov = opt->nesterov;
+    for (size_t i = 0; i < n; i++) {
+        float wi = w[i];
+        float d = g[i] + wd * wi;
+        float updated;
+        if (v == NULL) {
+            updated = wi - lr * d;
+        } else {
+            float b = momentum * v[i] + d;
+            v[i] = b;
+            updated = nesterov ? wi - lr * (d + momentum * b) : wi - lr * b;
+        }
+        w[i] = updated;
+        if (copy) copy[i] = updated;
+        applied[i] += (double)updated - (double)wi;
+    }
+}
+
+static void sgd_range(hw_sgd *opt, float *w, float *copy, const float *g, double *applied, size_t begin,
+                      size_t count) {
     float *v = opt->velocity ? opt->velocity + begin : NULL;
     float *c = copy ? copy + begin : NULL;
-    if (v == NULL) {
+    if (applied != NULL) {
+        sgd_measured(opt, w + begin, c, v, g + begin, applied + begin, count);
+    } else if (v == NULL) {
         sgd_plain(w + begin, c, g + begin, count, opt->lr, opt->weight_decay);
     } else if (opt->nesterov) {
         sgd_nesterov(w + begin, c, v, g + begin, count, opt->lr, opt->weight_decay, opt->momentum);
@@ -104,7 +131,8 @@ static void sgd_range(hw_sgd *opt, float *w, float *copy, const float *g, size_t
     }
 }
 
-void hw_sgd_step_and_copy(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy) {
+static void sgd_step(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy,
+                     double *applied) {
     // Consecutive trainable parameters that sit next to each other in the flat buffer (the usual
     // case: all of them) are merged into one range, so a model without frozen parts is one loop.
     size_t run_begin = 0, run_end = 0;
@@ -118,15 +146,23 @@ void hw_sgd_step_and_copy(hw_sgd *opt, const hw_model *model, float *weights, co
             run_end = end;
             continue;
         }
-        if (have_run) sgd_range(opt, weights, copy, grads, run_begin, run_end - run_begin);
+        if (have_run) sgd_range(opt, weights, copy, grads, applied, run_begin, run_end - run_begin);
         run_begin = begin;
         run_end = end;
         have_run = 1;
     }
-    if (have_run) sgd_range(opt, weights, copy, grads, run_begin, run_end - run_begin);
-    if (opt->velocity != NULL) opt->started = 1;
+    if (have_run) sgd_range(opt, weights, copy, grads, applied, run_begin, run_end - run_begin);
+}
+
+void hw_sgd_step_and_copy(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy) {
+    sgd_step(opt, model, weights, grads, copy, NULL);
+}
+
+void hw_sgd_step_measured(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy,
+                          double *applied) {
+    sgd_step(opt, model, weights, grads, copy, applied);
 }
 
 void hw_sgd_step(hw_sgd *opt, const hw_model *model, float *weights, const float *grads) {
-    hw_sgd_step_and_copy(opt, model, weights, grads, NULL);
+    sgd_step(opt, model, weights, grads, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include "hw/shm.h"
 
 #include "hw/err.h"
+#include "hw/signals.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,6 +22,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 // Where glibc's shm_open keeps its names on Linux. unlink() of the full path is what the signal
@@ -90,34 +92,12 @@ void hw_shm_unlink_all(void) {
 
 static void unlink_all_at_exit(void) { hw_shm_unlink_all(); }
 
-// Installed for SIGINT, SIGTERM and SIGHUP where their action is the default (death) at the first
-// file_system open: unlinks, then dies of the same signal. hw_spawn replaces it with its own
-// handler while workers run and puts it back afterwards.
-static void unlink_all_and_die(int sig) {
-    hw_shm_unlink_all();
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    sigaction(sig, &dfl, NULL);
-    raise(sig);  // pending until this handler returns, then the default action ends the process
-}
-
+// At the first file_system open: the names are unlinked at exit and, through src/signals.c, before
+// a death by SIGINT, SIGTERM or SIGHUP (while workers run, hw_spawn's stop handler unlinks them).
 static void install_exit_hooks(void) {
     if (atomic_flag_test_and_set(&exit_hooks_installed)) return;
     atexit(unlink_all_at_exit);
-    const int signals[] = {SIGINT, SIGTERM, SIGHUP};
-    for (size_t k = 0; k < sizeof signals / sizeof signals[0]; k++) {
-        struct sigaction old;
-        if (sigaction(signals[k], NULL, &old) != 0) continue;
-        if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL) {
-            struct sigaction sa;
-            memset(&sa, 0, sizeof sa);
-            sa.sa_handler = unlink_all_and_die;
-            sigemptyset(&sa.sa_mask);
-            sigaction(signals[k], &sa, NULL);
-        }
-    }
+    hw_signals_unlink_shm_on_death();
 }
 
 // ---- strategies ----
@@ -385,7 +365,43 @@ static pid_t parse_our_name(const char *entry) {
     return (pid_t)pid;
 }
 
-int hw_shm_clean_stale(int *removed) {
+// When process `pid` started, in seconds on CLOCK_BOOTTIME (field 22 of /proc/PID/stat, in clock
+// ticks since boot); -1 when it cannot be read.
+static double process_start_boottime(pid_t pid) {
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *p = strrchr(text, ')');  // the command name may hold spaces and parentheses
+    if (!p) return -1;
+    unsigned long long start = 0;
+    // After ")": state (3), then fields 4..21, then starttime (22).
+    if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+               &start) != 1) {
+        return -1;
+    }
+    long ticks = sysconf(_SC_CLK_TCK);
+    return ticks > 0 ? (double)start / (double)ticks : -1;
+}
+
+// When the name `path` was created, in seconds on CLOCK_BOOTTIME: its change time (set when it
+// was created and sized; writes through a mapping do not move it), moved from the wall clock
+// to the boot clock; -1 when unknown.
+static double created_boottime(const char *path) {
+    struct stat st;
+    struct timespec real, boot;
+    if (stat(path, &st) != 0 || clock_gettime(CLOCK_REALTIME, &real) != 0 ||
+        clock_gettime(CLOCK_BOOTTIME, &boot) != 0) {
+        return -1;
+    }
+    double offset = ((double)real.tv_sec + real.tv_nsec * 1e-9) - ((double)boot.tv_sec + boot.tv_nsec * 1e-9);
+    return (double)st.st_ctim.tv_sec + st.st_ctim.tv_nsec * 1e-9 - offset;
+}
+
+int hw_shm_clean(FILE *report, int *removed) {
     if (removed) *removed = 0;
     DIR *dir = opendir(SHM_DIR);
     if (!dir) return hw_fail_errno(errno, "cannot list " SHM_DIR);
@@ -395,12 +411,26 @@ int hw_shm_clean_stale(int *removed) {
     while ((entry = readdir(dir)) != NULL) {
         pid_t pid = parse_our_name(entry->d_name);
         if (pid <= 0) continue;
-        // Alive (kill succeeds) or alive under another user (EPERM): never touched.
-        if (kill(pid, 0) == 0 || errno != ESRCH) continue;
         char path[sizeof SHM_DIR + sizeof entry->d_name];
         snprintf(path, sizeof path, SHM_DIR "/%s", entry->d_name);
+        const char *why = "its process is gone";
+        if (kill(pid, 0) == 0 || errno != ESRCH) {
+            // The pid is alive (or alive under another user: EPERM). It is the creator only if it
+            // started before the name was made; a process started later got the pid by reuse. A
+            // 0.1 s margin covers the clock tick of the start time: when unsure, keep.
+            double started = process_start_boottime(pid), created = created_boottime(path);
+            if (started < 0 || created < 0 || started <= created + 0.1) {
+                if (report) {
+                    fprintf(report, "kept %s: process %ld is alive and may be the run that made it\n", path,
+                            (long)pid);
+                }
+                continue;
+            }
+            why = "its pid now belongs to a process started after the name was made (pid reuse)";
+        }
         if (unlink(path) == 0) {
             count++;
+            if (report) fprintf(report, "removed %s: %s\n", path, why);
         } else if (errno != ENOENT) {  // ENOENT: someone else removed it first
             if (!failed) snprintf(first_failure, sizeof first_failure, "%s: %s", path, strerror(errno));
             failed++;
@@ -411,3 +441,5 @@ int hw_shm_clean_stale(int *removed) {
     if (failed) return hw_fail("removed %d stale shared memory names, could not remove %d: %s", count, failed, first_failure);
     return HW_OK;
 }
+
+int hw_shm_clean_stale(int *removed) { return hw_shm_clean(NULL, removed); }

@@ -7,6 +7,7 @@
 
 #include "hw/err.h"
 #include "hw/shm.h"
+#include "hw/signals.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,47 +24,6 @@
 // Status stored for a worker that someone else reaped (waitpid said ECHILD).
 enum { STATUS_UNKNOWN = -1 };
 
-// ---- the parent's SIGINT/SIGTERM handlers ----
-
-static volatile sig_atomic_t received_signal;
-static int handler_refs;  // live contexts that hold the handlers
-static struct sigaction saved_int, saved_term;
-
-static void on_stop_signal(int sig) {
-    received_signal = sig;
-    hw_shm_unlink_all();
-}
-
-// Installs the handler for one signal, unless the signal is ignored: a program started in the
-// background or under nohup keeps ignoring it, as the shell meant.
-static void install_handler(int sig, struct sigaction *saved) {
-    sigaction(sig, NULL, saved);
-    if (!(saved->sa_flags & SA_SIGINFO) && saved->sa_handler == SIG_IGN) return;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaddset(&sa.sa_mask, SIGINT);
-    sigaddset(&sa.sa_mask, SIGTERM);
-    sa.sa_flags = SA_RESTART;  // our own waits use ppoll, which returns EINTR regardless
-    sigaction(sig, &sa, NULL);
-}
-
-static void handlers_acquire(void) {
-    if (handler_refs++ > 0) return;
-    received_signal = 0;
-    install_handler(SIGINT, &saved_int);
-    install_handler(SIGTERM, &saved_term);
-}
-
-static void handlers_release(void) {
-    if (--handler_refs > 0) return;
-    sigaction(SIGINT, &saved_int, NULL);
-    sigaction(SIGTERM, &saved_term, NULL);
-}
-
-int hw_spawn_interrupted(void) { return received_signal; }
-
 // ---- small helpers ----
 
 static double now_seconds(void) {
@@ -79,12 +39,6 @@ static int open_pidfd(pid_t pid) {
     (void)pid;
     return -1;
 #endif
-}
-
-void hw_spawn_stop_signals(sigset_t *set) {
-    sigemptyset(set);
-    sigaddset(set, SIGINT);
-    sigaddset(set, SIGTERM);
 }
 
 static int count_alive(const hw_spawn_ctx *ctx) {
@@ -194,13 +148,7 @@ __attribute__((noreturn)) static void run_worker(const hw_spawn_ctx *ctx, int ra
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(1);
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    sa.sa_handler = SIG_IGN;  // Ctrl-C reaches the whole group; the parent stops us with SIGTERM
-    sigaction(SIGINT, &sa, NULL);
-    sa.sa_handler = SIG_DFL;
-    sigaction(SIGTERM, &sa, NULL);
+    hw_signals_worker();
     for (int r = 0; r < rank; r++) {  // the parent's ends for the workers forked before this one
         close(ctx->message_fds[r]);
         if (ctx->pidfds[r] >= 0) close(ctx->pidfds[r]);
@@ -247,16 +195,17 @@ int hw_spawn(hw_spawn_ctx *ctx, hw_worker_fn fn, void *arg, int nprocs) {
     }
     for (int i = 0; i < nprocs; i++) ctx->message_fds[i] = ctx->pidfds[i] = -1;
 
-    handlers_acquire();
+    hw_stop_signals_catch();
     ctx->owns_handlers = 1;
 
     // Hold SIGINT/SIGTERM back while forking: a child must not run the parent's handler before it
     // has set its own dispositions. Pending signals are not inherited; the parent gets them after.
     sigset_t stop_signals, old_mask, worker_mask;
-    hw_spawn_stop_signals(&stop_signals);
+    hw_stop_signal_set(&stop_signals);
     pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
     worker_mask = old_mask;
     sigdelset(&worker_mask, SIGTERM);
+    sigaddset(&worker_mask, SIGHUP);  // a hangup reaches the whole session: the parent decides
 
     fflush(NULL);  // or each child would write the parent's buffered output again
     pid_t parent = getpid();
@@ -308,19 +257,20 @@ hw_join_status hw_join(hw_spawn_ctx *ctx, double timeout_s) {
     if (ctx->pids == NULL) return HW_JOIN_DONE;  // freed after it ended
 
     // SIGINT/SIGTERM stay blocked except inside ppoll, so a signal cannot slip in between the
-    // check of received_signal and the wait (it would then sleep through it).
+    // check of hw_stop_signal() and the wait (it would then sleep through it).
     sigset_t stop_signals, old_mask, wait_mask;
-    hw_spawn_stop_signals(&stop_signals);
+    hw_stop_signal_set(&stop_signals);
     pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
     wait_mask = old_mask;
     sigdelset(&wait_mask, SIGINT);
     sigdelset(&wait_mask, SIGTERM);
+    sigdelset(&wait_mask, SIGHUP);
 
     double deadline = timeout_s >= 0 ? now_seconds() + timeout_s : 0;
     hw_join_status result;
     for (;;) {
-        if (received_signal) {
-            ctx->interrupt_signal = received_signal;
+        if (hw_stop_signal()) {
+            ctx->interrupt_signal = hw_stop_signal();
             hw_spawn_stop(ctx);
             result = HW_JOIN_INTERRUPTED;
             break;
@@ -332,7 +282,7 @@ hw_join_status hw_join(hw_spawn_ctx *ctx, double timeout_s) {
             // signal in first, so that this reads as an interruption, not as a worker's failure.
             pthread_sigmask(SIG_SETMASK, &wait_mask, NULL);
             pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
-            if (received_signal) continue;
+            if (hw_stop_signal()) continue;
             record_failure(ctx, failed);
             hw_spawn_stop(ctx);
             result = HW_JOIN_FAILED;
@@ -441,7 +391,7 @@ void hw_spawn_free(hw_spawn_ctx *ctx) {
     ctx->poll_set = NULL;
     ctx->nprocs = 0;
     if (ctx->owns_handlers) {
-        handlers_release();
+        hw_stop_signals_release();
         ctx->owns_handlers = 0;
     }
 }

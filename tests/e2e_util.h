@@ -48,6 +48,9 @@ typedef struct {
     int runs;            // numbers the output files of the runs
     void **owned;        // what the helpers handed out (paths, outputs): freed at teardown
     int n_owned, owned_cap;
+    // When set (nonzero), the next runs start with these soft limits, as after `ulimit -s KB;
+    // ulimit -v KB` in a shell: set in the child only, never on the test process.
+    rlim_t child_stack_bytes, child_address_space_bytes;
 } e2e_state;
 
 static e2e_state e2e;
@@ -230,6 +233,15 @@ static inline pid_t e2e_start_argv(e2e_run_result *r, const char *env, const cha
         sigprocmask(SIG_SETMASK, &none, NULL);
         struct rlimit no_core = {0, 0};
         setrlimit(RLIMIT_CORE, &no_core);
+        struct rlimit limit;
+        if (e2e.child_stack_bytes && getrlimit(RLIMIT_STACK, &limit) == 0) {
+            limit.rlim_cur = e2e.child_stack_bytes;
+            if (setrlimit(RLIMIT_STACK, &limit) != 0) _exit(122);
+        }
+        if (e2e.child_address_space_bytes && getrlimit(RLIMIT_AS, &limit) == 0) {
+            limit.rlim_cur = e2e.child_address_space_bytes;
+            if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(122);
+        }
         prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
         unsetenv("HOGWILD_FAIL_WORKER");
         if (env) putenv((char *)env);
@@ -259,8 +271,8 @@ static inline void e2e_wait_within(e2e_run_result *r, double seconds) {
     e2e.running = 0;
     r->out = e2e_read_text(r->out_path);
     r->err = e2e_read_text(r->err_path);
-    cr_assert(!(WIFEXITED(r->status) && WEXITSTATUS(r->status) >= 120 && WEXITSTATUS(r->status) <= 121),
-              "could not start %s", e2e.bin);
+    cr_assert(!(WIFEXITED(r->status) && WEXITSTATUS(r->status) >= 120 && WEXITSTATUS(r->status) <= 122),
+              "could not start %s (or set its limits)", e2e.bin);
 }
 
 static inline void e2e_wait(e2e_run_result *r) { e2e_wait_within(r, E2E_RUN_TIMEOUT); }
@@ -364,9 +376,19 @@ static inline e2e_ckpt_info e2e_eval_checkpoint(const char *data, const char *mo
     return info;
 }
 
+// AddressSanitizer (make asan) reserves terabytes of address space for its shadow memory: no
+// address space limit (ulimit -v, RLIMIT_AS) can apply to such a binary, so the tests that set one
+// skip there, saying so.
+static inline void e2e_skip_under_asan(void) {
+#ifdef __SANITIZE_ADDRESS__
+    cr_skip_test("built with ASan (make asan), whose shadow memory no address space limit can hold");
+#endif
+}
+
 // ---- the metrics CSV ----
 
-#define E2E_METRICS_HEADER "mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,test_accuracy"
+#define E2E_METRICS_HEADER \
+    "mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,test_accuracy,skipped_eval_points"
 
 typedef struct {
     char mode[32];
@@ -378,6 +400,7 @@ typedef struct {
     double train_loss;   // nan where no training happened since the previous row
     double test_loss;
     double accuracy;
+    long long skipped;   // --eval-every points not evaluated so far
 } e2e_metrics_row;
 
 static inline double e2e_parse_number(const char *field, int line) {
@@ -394,9 +417,11 @@ static inline long long e2e_parse_integer(const char *field, int line) {
     return x;
 }
 
-// Reads a metrics file: asserts the exact header and 9 well-formed fields on every row; returns
-// the number of rows (at most cap are stored).
-static inline int e2e_read_metrics(const char *path, e2e_metrics_row *rows, int cap) {
+// Reads a metrics file: asserts the exact header and 10 well-formed fields on every row; returns
+// the number of rows (at most cap are stored). With `diverged`, the last row must be the row that
+// marks a diverged run (README, "Metrics"): a non-finite train_loss, test_loss and test_accuracy
+// nan; every other row a result.
+static inline int e2e_read_metrics_of(const char *path, e2e_metrics_row *rows, int cap, int diverged) {
     char *text = e2e_read_text(path);
     char *save = NULL;
     char *line = strtok_r(text, "\n", &save);
@@ -414,8 +439,8 @@ static inline int e2e_read_metrics(const char *path, e2e_metrics_row *rows, int 
             if (!p) break;
             *p = '\0';
         }
-        cr_assert_eq(count, 9, "metrics line %d has %d fields, not 9", line_no, count);
-        for (int i = 0; i < 9; i++) {
+        cr_assert_eq(count, 10, "metrics line %d has %d fields, not 10", line_no, count);
+        for (int i = 0; i < 10; i++) {
             cr_assert(fields[i][0] != '\0', "metrics line %d: field %d is empty", line_no, i + 1);
         }
         cr_assert_lt(n, cap, "more than %d metrics rows", cap);
@@ -429,12 +454,28 @@ static inline int e2e_read_metrics(const char *path, e2e_metrics_row *rows, int 
         row->train_loss = e2e_parse_number(fields[6], line_no);
         row->test_loss = e2e_parse_number(fields[7], line_no);
         row->accuracy = e2e_parse_number(fields[8], line_no);
+        row->skipped = e2e_parse_integer(fields[9], line_no);
+        cr_assert_geq(row->skipped, 0, "metrics line %d: skipped_eval_points %lld", line_no, row->skipped);
+        cr_assert(row->wall_seconds >= 0, "metrics line %d: wall %g", line_no, row->wall_seconds);
+        if (diverged && strcmp(fields[7], "nan") == 0) {
+            // The row that marks the run diverged: the last, spelled so.
+            cr_assert(save == NULL || strtok_r(NULL, "\n", &save) == NULL, "metrics line %d: rows after the diverged row",
+                      line_no);
+            cr_assert(strcmp(fields[6], "nan") == 0 || strcmp(fields[6], "inf") == 0 || strcmp(fields[6], "-inf") == 0,
+                      "metrics line %d: the diverged row's train_loss is '%s'", line_no, fields[6]);
+            cr_assert_str_eq(fields[8], "nan", "metrics line %d: the diverged row's accuracy", line_no);
+            return n;
+        }
         cr_assert(isfinite(row->test_loss) && row->test_loss >= 0, "metrics line %d: test loss %g", line_no,
                   row->test_loss);
         cr_assert(row->accuracy >= 0 && row->accuracy <= 100, "metrics line %d: accuracy %g", line_no, row->accuracy);
-        cr_assert(row->wall_seconds >= 0, "metrics line %d: wall %g", line_no, row->wall_seconds);
     }
+    cr_assert(!diverged, "%s: no row marks the run diverged (test_loss nan)", path);
     return n;
+}
+
+static inline int e2e_read_metrics(const char *path, e2e_metrics_row *rows, int cap) {
+    return e2e_read_metrics_of(path, rows, cap, 0);
 }
 
 // ---- files ----

@@ -1,13 +1,13 @@
 // What the GPU test suites (cuda, gpu_train) share: the skip of a test that needs a GPU, and the
-// report line printed after all tests. Criterion's summary does not count skipped tests, so the
-// report says how many of the suite's tests did not run and why, and which device the others ran
-// on, so that neither a machine without a GPU nor the simulated device of make sim
+// report printed after all tests: how many of the suite's tests did not run and why
+// (skip_report.h), and which device the others ran on, so that neither a machine without a GPU nor the simulated device of make sim
 // (tests/simcuda/) can pass for a GPU.
 #ifndef HW_TESTS_GPU_TESTS_H
 #define HW_TESTS_GPU_TESTS_H
 
 #include "hw/cuda.h"
 #include "hw/err.h"
+#include "skip_report.h"
 
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
@@ -24,21 +24,8 @@ static inline int skip_without_gpu(void) {
 }
 
 static inline void gpu_suite_report(const struct criterion_global_stats *stats, const char *name) {
-    size_t skipped = 0, ran = 0;
-    const char *why = NULL;
-    for (struct criterion_suite_stats *suite = stats->suites; suite; suite = suite->next) {
-        if (strcmp(suite->suite->name, name) != 0) continue;
-        for (struct criterion_test_stats *t = suite->tests; t; t = t->next) {
-            // Tests left out by --filter are disabled, and some come back only with that message.
-            if (t->test->data->disabled || (t->message && strcmp(t->message, "Test is disabled") == 0)) continue;
-            ran++;
-            if (t->test_status == CR_STATUS_SKIPPED) {
-                skipped++;
-                if (!why) why = t->message;
-            }
-        }
-    }
-    if (skipped) fprintf(stderr, "[SKIP] %s: %zu of %zu tests skipped: %s\n", name, skipped, ran, why ? why : "");
+    size_t skipped;
+    size_t ran = skip_report(stats, name, &skipped);
     if (ran == skipped) return;
     // Runs after every test, so starting CUDA in this process here forks nothing after it.
     char device[256];

@@ -3,13 +3,13 @@
 #include "data_util.h"
 #include "hw/ckpt.h"
 #include "hw/err.h"
-#include "hw/json.h"
 #include "hw/nn.h"
 #include "hw/rng.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -135,6 +135,23 @@ static void write_raw(const char *path, const char *header, const void *data, si
     free(buf);
 }
 
+// The model text in a checkpoint's __metadata__ (malloc'ed), or NULL in *text when it has none.
+static int model_text_of(const char *path, char **text) {
+    *text = NULL;
+    size_t size;
+    unsigned char *bytes = read_bytes(path, &size);
+    uint64_t n = header_length_of(bytes);
+    cr_assert_leq(8 + n, size);
+    json_error_t error;
+    json_t *header = json_loadb((const char *)bytes + 8, n, JSON_REJECT_DUPLICATES, &error);
+    free(bytes);
+    if (!header) return HW_ERR;
+    const char *value = json_string_value(json_object_get(json_object_get(header, "__metadata__"), "hogwild_model"));
+    if (value) *text = strdup(value);
+    json_decref(header);
+    return HW_OK;
+}
+
 static const char *const lenet_text =
     "# LeNet as in mnist_hogwild: \"quotes\", back\\slashes,\ttabs, a \x01 control byte\n"
     "conv1 conv2d 10 5\r\n"
@@ -169,6 +186,9 @@ Test(ckpt, round_trip_is_bit_exact) {
     cr_assert_not_null(text);
     cr_expect_str_eq(text, lenet_text);
     free(text);
+    cr_assert_eq(model_text_of(path, &text), HW_OK);
+    cr_expect_str_eq(text, lenet_text, "the header itself holds it");
+    free(text);
     // meta may be NULL on load.
     cr_expect_eq(hw_ckpt_load(path, m, back, NULL), HW_OK, "%s", hw_error());
     char names[256];
@@ -194,30 +214,42 @@ Test(ckpt, file_layout_is_safetensors) {
     cr_assert_eq(size, 8 + n + m->n_weights * sizeof(float), "file size");
     cr_expect_eq(memcmp(bytes + 8 + n, w, m->n_weights * sizeof(float)), 0, "data: the flat buffer, in order");
     cr_expect(n > 0 && bytes[8] == '{', "header starts with '{'");
-    hw_json header;
-    cr_assert_eq(hw_json_parse(&header, (const char *)bytes + 8, n), HW_OK, "%s", hw_error());
-    const hw_json *md = hw_json_get(&header, "__metadata__");
+    json_error_t error;
+    json_t *header = json_loadb((const char *)bytes + 8, n, JSON_REJECT_DUPLICATES, &error);
+    cr_assert_not_null(header, "%s", error.text);
+    const json_t *md = json_object_get(header, "__metadata__");
     cr_assert_not_null(md);
-    cr_expect_str_eq(hw_json_get(md, "format")->string, "pt");
-    cr_expect_str_eq(hw_json_get(md, "epoch")->string, "3");
-    cr_expect_str_eq(hw_json_get(md, "samples_seen")->string, "180000");
-    cr_expect_str_eq(hw_json_get(md, "seed")->string, "42");
-    cr_expect_str_eq(hw_json_get(md, "hogwild_model")->string, lenet_text);
-    cr_assert_eq(header.count, 1 + m->n_params);
+    cr_expect_str_eq(json_string_value(json_object_get(md, "format")), "pt");
+    cr_expect_str_eq(json_string_value(json_object_get(md, "epoch")), "3");
+    cr_expect_str_eq(json_string_value(json_object_get(md, "samples_seen")), "180000");
+    cr_expect_str_eq(json_string_value(json_object_get(md, "seed")), "42");
+    cr_expect_str_eq(json_string_value(json_object_get(md, "hogwild_model")), lenet_text);
+    cr_assert_eq(json_object_size(header), 1 + (size_t)m->n_params);
     uint64_t at = 0;
-    for (int p = 0; p < m->n_params; p++) {
-        const hw_json *t = &header.items[1 + p];
-        cr_expect_str_eq(t->key, m->params[p].name, "tensors in the model's order");
-        cr_expect_str_eq(hw_json_get(t, "dtype")->string, "F32");
-        const hw_json *shape = hw_json_get(t, "shape"), *off = hw_json_get(t, "data_offsets");
-        cr_assert_eq(shape->count, m->params[p].shape.ndim);
-        for (int d = 0; d < shape->count; d++) cr_expect_eq(shape->items[d].integer, m->params[p].shape.dims[d]);
+    int p = -1;  // the metadata first, then the parameters in the model's order
+    const char *key;
+    json_t *t;
+    json_object_foreach(header, key, t) {
+        if (p < 0) {
+            cr_expect_str_eq(key, "__metadata__", "the metadata first");
+            p++;
+            continue;
+        }
+        cr_expect_str_eq(key, m->params[p].name, "tensors in the model's order");
+        cr_expect_str_eq(json_string_value(json_object_get(t, "dtype")), "F32");
+        const json_t *shape = json_object_get(t, "shape"), *off = json_object_get(t, "data_offsets");
+        cr_assert_eq(json_array_size(shape), (size_t)m->params[p].shape.ndim);
+        for (int d = 0; d < m->params[p].shape.ndim; d++) {
+            cr_expect_eq(json_integer_value(json_array_get(shape, d)), m->params[p].shape.dims[d]);
+        }
         uint64_t bytes_p = (uint64_t)hw_shape_numel(m->params[p].shape) * 4;
-        cr_expect_eq((uint64_t)off->items[0].integer, at);
-        cr_expect_eq((uint64_t)off->items[1].integer, at + bytes_p);
+        cr_expect_eq((uint64_t)json_integer_value(json_array_get(off, 0)), at);
+        cr_expect_eq((uint64_t)json_integer_value(json_array_get(off, 1)), at + bytes_p);
         at += bytes_p;
+        p++;
     }
-    hw_json_free(&header);
+    cr_expect_eq(p, m->n_params);
+    json_decref(header);
     free(bytes), free(w), free(m);
     scratch_close(&s);
 }
@@ -377,7 +409,7 @@ Test(ckpt, hand_written_headers) {
         size_t data_bytes;
         const char *needle;
     } cases[] = {
-        {"{%s,%s,\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}}", 40, "appears twice"},
+        {"{%s,%s,\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}}", 40, "a key appears twice"},
         {"{%s,%s,\"c\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[40,40]}}", 40, "'c'"},
         {"{%s}%.0s", 24, "'b'"},
         {"{%s,%s}", 44, "trailing bytes"},
@@ -394,7 +426,7 @@ Test(ckpt, hand_written_headers) {
         {"{\"__metadata__\":{\"epoch\":3},%s,%s}", 40, "__metadata__ value 'epoch'"},
         {"{\"__metadata__\":{\"epoch\":\"three\"},%s,%s}", 40, "expected a whole number"},
         {"{\"__metadata__\":{\"seed\":\"-1\"},%s,%s}", 40, "'seed'"},
-        {"{\"__metadata__\":{},\"__metadata__\":{},%s,%s}", 40, "__metadata__ appears 2 times"},
+        {"{\"__metadata__\":{},\"__metadata__\":{},%s,%s}", 40, "a key appears twice"},
         {"{\"__metadata__\":[],%s,%s}", 40, "not an object"},
         {"[%s,%s]", 40, "not valid JSON"},
         {"[1,2]%.0s%.0s", 40, "not an object"},
@@ -583,5 +615,61 @@ Test(ckpt, torch_reads_ours_and_we_read_torchs) {
     cr_expect_eq(memcmp(back, w, m->n_weights * sizeof *w), 0, "weights changed through torch");
     cr_expect(meta.epoch == 0 && meta.samples_seen == 0 && meta.seed == 0, "torch's file has no hogwild metadata");
     free(out), free(back), free(w), free(m);
+    scratch_close(&s);
+}
+
+// The header is read as strict JSON (jansson, over exactly the header's bytes): anything that is
+// not RFC 8259 text is refused, naming the byte, before a weight is touched.
+Test(ckpt, header_must_be_strict_json) {
+    scratch s;
+    scratch_open(&s);
+    char path[256];
+    scratch_path(&s, "strict.safetensors", path, sizeof path);
+    hw_model *m = small_model();
+    const char *bad[] = {
+        "",            "   ",          "{",          "{\"a\" 1}",  "{\"a\":1,}",  "[1,]",      "[1 2]",
+        "{a:1}",       "\"abc",        "\"a\\x\"",   "\"\\u12\"",  "\"\\ud800\"", "\"\\udc00\"", "01",
+        "-",           "1.",           "1e",         "tru",        "nul",         "{} {}",     "\"a\nb\"",
+        "\"\xff\"",    "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "[1]x", "{\"a\":}",    "+1",        "\"\\",
+        "{\"ab\\u0000c\": {}}",        "{\"huge\": 18446744073709551616}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_raw(path, bad[i], small_data, sizeof small_data);
+        expect_refused(path, m, "not valid JSON", bad[i]);
+        cr_expect(strstr(hw_error(), "at byte") != NULL, "%s: no byte offset in: %s", bad[i], hw_error());
+    }
+    // Nesting deep enough to exhaust a recursive reader's stack is refused, without a crash.
+    size_t n = 200000;
+    char *deep = malloc(2 * n + 1);
+    cr_assert_not_null(deep);
+    memset(deep, '[', n);
+    memset(deep + n, ']', n);
+    deep[2 * n] = '\0';
+    write_raw(path, deep, NULL, 0);
+    expect_refused(path, m, "not valid JSON", "200000 nested arrays");
+    free(deep);
+    free(m);
+    scratch_close(&s);
+}
+
+// JSON text must be UTF-8 (Python's and Rust's readers refuse anything else): a model text that
+// is not is stored with U+FFFD in place of each bad byte, and the file still loads.
+Test(ckpt, model_text_that_is_not_utf8_is_stored_as_utf8) {
+    scratch s;
+    scratch_open(&s);
+    char path[256];
+    scratch_path(&s, "latin1.safetensors", path, sizeof path);
+    hw_model *m = lenet(50);
+    m->text = (char *)"# caf\xe9 \xc3\xa9 \xed\xa0\x80 \xf4\x90\x80\x80 \xe0\x80\xaf\nconv1 conv2d 10 5\n";
+    float *w = random_weights(m->n_weights, 3);
+    cr_assert_eq(hw_ckpt_save(path, m, w, NULL), HW_OK, "%s", hw_error());
+    char *text = NULL;
+    cr_assert_eq(model_text_of(path, &text), HW_OK);
+    cr_expect_str_eq(text, "# caf\xef\xbf\xbd \xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd"
+                           "\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\nconv1 conv2d 10 5\n");
+    float *back = pattern_buffer(m->n_weights);
+    cr_expect_eq(hw_ckpt_load(path, m, back, NULL), HW_OK, "%s", hw_error());
+    cr_expect_eq(memcmp(back, w, m->n_weights * sizeof *w), 0);
+    free(text), free(back), free(w), free(m);
     scratch_close(&s);
 }

@@ -73,9 +73,9 @@ static const char *good_dataparallel = HEADER
 TestSuite(compare, .init = make_tmp_dir, .fini = remove_tmp_dir);
 
 Test(compare, reads_a_well_formed_file) {
-    hw_run_log log;
+    hw_metrics_table log;
     const char *path = write_file("hw4.csv", good_hogwild);
-    cr_assert_eq(hw_run_log_read(&log, path), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_metrics_table_read(&log, path), HW_OK, "%s", hw_error());
     cr_expect_str_eq(log.mode, "hogwild");
     cr_expect_eq(log.workers, 4);
     cr_expect_str_eq(log.device, "cpu");
@@ -91,18 +91,18 @@ Test(compare, reads_a_well_formed_file) {
     char label[128];
     hw_run_label(&log, label, sizeof label);
     cr_expect_str_eq(label, "hogwild, 4 workers, cpu");
-    hw_run_log_free(&log);
+    hw_metrics_table_free(&log);
 }
 
 Test(compare, columns_by_name_crlf_and_blank_lines) {
-    hw_run_log log;
+    hw_metrics_table log;
     const char *path = write_file("dp.csv",
                                   "test_accuracy,extra,device,mode,workers,epoch,samples_seen,wall_seconds,"
                                   "test_loss,train_loss\r\n"
                                   "91.5,x,cuda:0+cuda:1,dataparallel,2,0,20000,1.5,0.3,0.4\r\n"
                                   "\r\n"
                                   "97.25 , y, cuda:0+cuda:1 ,dataparallel,2,1,60000,4.0,0.1,nan\r\n");
-    cr_assert_eq(hw_run_log_read(&log, path), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_metrics_table_read(&log, path), HW_OK, "%s", hw_error());
     cr_assert_eq(log.n_points, 2);
     cr_expect_str_eq(log.device, "cuda:0+cuda:1");
     cr_expect_float_eq(log.points[1].test_accuracy, 97.25, 1e-12);
@@ -111,13 +111,13 @@ Test(compare, columns_by_name_crlf_and_blank_lines) {
     char label[128];
     hw_run_label(&log, label, sizeof label);
     cr_expect_str_eq(label, "dataparallel, 2 replicas, cuda:0+cuda:1");
-    hw_run_log_free(&log);
+    hw_metrics_table_free(&log);
 }
 
 // A run built in memory: accuracies acc[i] at wall[i] seconds and samples[i] samples.
-static hw_run_log make_run(hw_run_point *points, int n, const double *wall, const int64_t *samples,
+static hw_metrics_table make_run(hw_run_point *points, int n, const double *wall, const int64_t *samples,
                            const double *acc) {
-    hw_run_log log = {.path = "mem.csv", .mode = "hogwild", .workers = 2, .device = "cpu", .points = points,
+    hw_metrics_table log = {.path = "mem.csv", .mode = "hogwild", .workers = 2, .device = "cpu", .points = points,
                       .n_points = n};
     for (int i = 0; i < n; i++) {
         points[i] = (hw_run_point){.wall_seconds = wall[i], .samples_seen = samples[i], .test_accuracy = acc[i]};
@@ -130,7 +130,7 @@ Test(compare, time_to_target_interpolates_by_accuracy) {
     const int64_t samples[] = {0, 20000, 60000, 90000};
     const double acc[] = {9.82, 96.0, 99.0, 99.5};
     hw_run_point points[4];
-    hw_run_log log = make_run(points, 4, wall, samples, acc);
+    hw_metrics_table log = make_run(points, 4, wall, samples, acc);
     double t = -1, s = -1;
     // 98 lies 2/3 of the way from 96 (10 s, 20000) to 99 (20 s, 60000).
     cr_assert_eq(hw_run_time_to_target(&log, 98.0, &t, &s), 1);
@@ -155,7 +155,7 @@ Test(compare, time_to_target_first_crossing_not_a_later_one) {
     const int64_t samples[] = {100, 200, 300, 400};
     const double acc[] = {97.0, 99.0, 97.5, 98.5};
     hw_run_point points[4];
-    hw_run_log log = make_run(points, 4, wall, samples, acc);
+    hw_metrics_table log = make_run(points, 4, wall, samples, acc);
     double t;
     cr_assert_eq(hw_run_time_to_target(&log, 98.0, &t, NULL), 1);
     cr_expect_float_eq(t, 1.5, 1e-9);
@@ -166,7 +166,7 @@ Test(compare, target_not_reached) {
     const int64_t samples[] = {0, 1000, 2000};
     const double acc[] = {10.0, 90.0, 97.99};
     hw_run_point points[3];
-    hw_run_log log = make_run(points, 3, wall, samples, acc);
+    hw_metrics_table log = make_run(points, 3, wall, samples, acc);
     double t = -7;
     cr_expect_eq(hw_run_time_to_target(&log, 98.0, &t, NULL), 0);
     cr_expect_eq(t, -7, "an unreached target leaves the output alone");
@@ -182,9 +182,9 @@ Test(compare, target_not_reached) {
 }
 
 Test(compare, table_aligns_columns_and_names_the_fastest) {
-    hw_run_log runs[2];
-    cr_assert_eq(hw_run_log_read(&runs[0], write_file("hw4.csv", good_hogwild)), HW_OK, "%s", hw_error());
-    cr_assert_eq(hw_run_log_read(&runs[1], write_file("dp2.csv", good_dataparallel)), HW_OK, "%s", hw_error());
+    hw_metrics_table runs[2];
+    cr_assert_eq(hw_metrics_table_read(&runs[0], write_file("hw4.csv", good_hogwild)), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_metrics_table_read(&runs[1], write_file("dp2.csv", good_dataparallel)), HW_OK, "%s", hw_error());
     char *text = NULL;
     size_t cap = 0;
     FILE *out = open_memstream(&text, &cap);
@@ -217,16 +217,16 @@ Test(compare, table_aligns_columns_and_names_the_fastest) {
              dp_t);
     cr_expect(strstr(lines[3], expect) == lines[3], "got '%s', expected it to start with '%s'", lines[3], expect);
     free(text);
-    hw_run_log_free(&runs[0]);
-    hw_run_log_free(&runs[1]);
+    hw_metrics_table_free(&runs[0]);
+    hw_metrics_table_free(&runs[1]);
 }
 
 // ---- bad input: each message names the file, and the line where there is one ----
 
 static void expect_read_error(const char *name, const char *text, const char *where, const char *what) {
-    hw_run_log log;
+    hw_metrics_table log;
     const char *path = text ? write_file(name, text) : name;
-    cr_assert_eq(hw_run_log_read(&log, path), HW_ERR, "%s was accepted", name);
+    cr_assert_eq(hw_metrics_table_read(&log, path), HW_ERR, "%s was accepted", name);
     cr_expect_null(log.points);
     char expect[512];
     snprintf(expect, sizeof expect, "%s%s", path, where);
@@ -318,11 +318,11 @@ static int tags_balanced(const char *svg, char *why, size_t why_cap) {
 }
 
 Test(compare, svg_plot) {
-    hw_run_log runs[3];
-    cr_assert_eq(hw_run_log_read(&runs[0], write_file("hw4.csv", good_hogwild)), HW_OK, "%s", hw_error());
-    cr_assert_eq(hw_run_log_read(&runs[1], write_file("dp2.csv", good_dataparallel)), HW_OK, "%s", hw_error());
+    hw_metrics_table runs[3];
+    cr_assert_eq(hw_metrics_table_read(&runs[0], write_file("hw4.csv", good_hogwild)), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_metrics_table_read(&runs[1], write_file("dp2.csv", good_dataparallel)), HW_OK, "%s", hw_error());
     // A file name that needs escaping.
-    cr_assert_eq(hw_run_log_read(&runs[2], write_file("a<b&c.csv", good_hogwild)), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_metrics_table_read(&runs[2], write_file("a<b&c.csv", good_hogwild)), HW_OK, "%s", hw_error());
     const char *path = write_file("plot.svg", "");
     cr_assert_eq(hw_compare_write_plot(path, runs, 3, 98.0), HW_OK, "%s", hw_error());
     char *svg = read_all(path);
@@ -338,7 +338,7 @@ Test(compare, svg_plot) {
     char why[128] = "";
     cr_expect(tags_balanced(svg, why, sizeof why), "unbalanced: %s", why);
     free(svg);
-    for (int r = 0; r < 3; r++) hw_run_log_free(&runs[r]);
+    for (int r = 0; r < 3; r++) hw_metrics_table_free(&runs[r]);
 
     cr_expect_eq(hw_compare_write_plot("/nonexistent/dir/p.svg", runs, 0, 98.0), HW_ERR);
     cr_expect(strstr(hw_error(), "/nonexistent/dir/p.svg") != NULL, "%s", hw_error());
@@ -438,5 +438,91 @@ Test(compare, cli_table_and_plot) {
     r = run_cli((const char *[]){hw, "--no-plot", NULL});
     cr_expect_eq(r.status, 0, "%s", r.err);
     cr_expect_neq(access(default_plot, F_OK), 0, "--no-plot writes nothing");
+    cli_free(&r);
+}
+
+// ---- diverged runs (issue #11, item 4): shown as "diverged", never ranked ----
+
+// The trainer's file of a run that diverged: rows, then the row that marks it (test_loss nan).
+// Before diverging it was the fastest to 90%: a ranking would name it.
+static const char *diverged_hogwild = HEADER
+    "hogwild,2,cpu,0.000,0,0,nan,2.3051,9.82\n"
+    "hogwild,2,cpu,0.500,0,20000,0.5000,0.3000,92.00\n"
+    "hogwild,2,cpu,0.700,0,24000,inf,nan,nan\n";
+
+// A file from before the fix: the NaN rows carried on and looked like results (9.80%).
+static const char *old_diverged_dataparallel = HEADER
+    "dataparallel,2,cpu,0.000,0,0,nan,2.3000,10.10\n"
+    "dataparallel,2,cpu,2.000,1,60000,0.3000,0.1500,95.00\n"
+    "dataparallel,2,cpu,4.000,2,120000,-nan,-nan,9.80\n"
+    "dataparallel,2,cpu,6.000,3,180000,-nan,-nan,9.80\n";
+
+Test(compare, reads_where_a_run_diverged) {
+    hw_metrics_table log;
+    cr_assert_eq(hw_metrics_table_read(&log, write_file("div.csv", diverged_hogwild)), HW_OK, "%s", hw_error());
+    cr_expect(log.diverged);
+    cr_expect_eq(log.n_points, 2, "the rows before the divergence are the run's points");
+    cr_expect_eq(log.diverged_at.samples_seen, 24000);
+    cr_expect(isinf(log.diverged_at.train_loss));
+    hw_metrics_table_free(&log);
+
+    cr_assert_eq(hw_metrics_table_read(&log, write_file("old.csv", old_diverged_dataparallel)), HW_OK, "%s", hw_error());
+    cr_expect(log.diverged);
+    cr_expect_eq(log.n_points, 2, "no NaN row is a point");
+    cr_expect_eq(log.diverged_at.samples_seen, 120000, "the first NaN row is where it diverged");
+    cr_expect_eq(hw_run_best_accuracy(&log), 95.0);
+    hw_metrics_table_free(&log);
+
+    // A run that finished: a nan train_loss (the first row's) marks nothing.
+    cr_assert_eq(hw_metrics_table_read(&log, write_file("ok.csv", good_hogwild)), HW_OK, "%s", hw_error());
+    cr_expect(!log.diverged);
+    hw_metrics_table_free(&log);
+    // nan accuracy only on a diverged row; a first row already diverged leaves nothing to compare.
+    expect_read_error("nanacc.csv", HEADER "hogwild,4,cpu,0.0,0,0,nan,2.3,9.8\nhogwild,4,cpu,1.0,0,100,0.5,0.4,nan\n",
+                      ":3:", "test_accuracy");
+    expect_read_error("first.csv", HEADER "hogwild,4,cpu,0.0,0,0,nan,nan,nan\n", ":2:", "first row");
+}
+
+Test(compare, a_diverged_run_is_marked_not_ranked) {
+    const char *bad = write_file("div.csv", diverged_hogwild);
+    const char *old = write_file("old.csv", old_diverged_dataparallel);
+    const char *good = write_file("hw4.csv", good_hogwild);
+    char plot[256];
+    snprintf(plot, sizeof plot, "%s/div.svg", tmp_dir);
+    cli_result r = run_cli((const char *[]){bad, old, good, "--target", "90", "--plot", plot, NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    // The table: "diverged" in place of the final accuracy, no best, no time to the target.
+    char *line = strstr(r.out, "\ndiv.csv");
+    cr_assert_not_null(line, "%s", r.out);
+    char row[512];
+    snprintf(row, sizeof row, "%.*s", (int)strcspn(line + 1, "\n"), line + 1);
+    cr_expect_not_null(strstr(row, "diverged"), "%s", row);
+    cr_expect_null(strstr(row, "92.00"), "its accuracy is not shown as a result: %s", row);
+    cr_expect_null(strstr(row, "0.4"), "nor its time to the target: %s", row);
+    line = strstr(r.out, "\nold.csv");
+    cr_assert_not_null(line, "%s", r.out);
+    snprintf(row, sizeof row, "%.*s", (int)strcspn(line + 1, "\n"), line + 1);
+    cr_expect_not_null(strstr(row, "diverged"), "%s", row);
+    cr_expect_null(strstr(row, "9.80"), "the NaN run's 9.80%% is no result: %s", row);
+    // The fastest is the run that did not diverge, though both diverged ones were faster.
+    cr_expect_not_null(strstr(r.out, "fastest to 90%: hw4.csv"), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "diverged: div.csv (hogwild, 2 workers, cpu): its loss became NaN or infinite "
+                                     "after 24000 samples, in epoch 1; not ranked"),
+                       "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "diverged: old.csv"), "%s", r.out);
+    // The legend says so.
+    char *svg = read_all(plot);
+    cr_assert_not_null(svg);
+    cr_expect_eq(count_of(svg, "diverged after"), 2, "%s", svg);
+    cr_expect_not_null(strstr(svg, "diverged after 24000 samples"));
+    char why[256];
+    cr_expect(tags_balanced(svg, why, sizeof why), "%s", why);
+    free(svg);
+    cli_free(&r);
+
+    // Only diverged runs: none reached the target.
+    r = run_cli((const char *[]){bad, "--target", "90", "--no-plot", NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_not_null(strstr(r.out, "no run reached 90%"), "%s", r.out);
     cli_free(&r);
 }

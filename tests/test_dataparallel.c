@@ -11,6 +11,7 @@
 #include "hw/train.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,5 +155,82 @@ Test(dataparallel, a_wrong_reduce_is_caught) {
     free(unweighted);
     free(full);
     hw_workspace_free(&ws);
+    fixture_free(&f);
+}
+
+// ---- the set-up's failure paths (issue #11, item 5) ----
+// Before the fix, a failed hw_dp_team_open left barriers uninitialised (close then divided by a
+// zero count: SIGFPE) or threads waiting on a barrier sized for replicas that never started
+// (close waited forever). Each step is made to fail with HOGWILD_FAIL_DP_SETUP (tests only).
+
+// Threads of this process now (/proc/self/task).
+static int thread_count(void) {
+    DIR *dir = opendir("/proc/self/task");
+    cr_assert_not_null(dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) n += e->d_name[0] != '.';
+    closedir(dir);
+    return n;
+}
+
+static void check_setup_failure(const char *step, const char *expected) {
+    fixture f;
+    fixture_make(&f, small_cnn, 12);
+    int threads_before = thread_count();
+    setenv("HOGWILD_FAIL_DP_SETUP", step, 1);
+    hw_dp_team *team = (hw_dp_team *)&f;  // anything but NULL: open must clear it
+    cr_assert_eq(hw_dp_team_open(&team, &f.model, 4, f.batch, 1), HW_ERR, "%s: open succeeded", step);
+    unsetenv("HOGWILD_FAIL_DP_SETUP");
+    cr_expect_null(team, "%s: a failed open hands out no team", step);
+    cr_expect_not_null(strstr(hw_error(), expected), "%s: the message \"%s\" should contain \"%s\"", step, hw_error(),
+                       expected);
+    // Every thread it started has left (joined), none waits on a barrier.
+    cr_expect_eq(thread_count(), threads_before, "%s: threads left behind", step);
+    hw_dp_team_close(team);  // NULL: nothing to do
+
+    // The next open works: nothing of the failed one is in the way.
+    float loss;
+    free(dp_gradient(&f, 4, &loss));
+    cr_expect(isfinite(loss));
+    cr_expect_eq(thread_count(), threads_before);
+    fixture_free(&f);
+}
+
+Test(dataparallel, setup_fails_cleanly_without_the_team) { check_setup_failure("team", "out of memory for a team"); }
+Test(dataparallel, setup_fails_cleanly_without_the_replicas) {
+    check_setup_failure("replicas", "out of memory for the state of 4 replicas");
+}
+Test(dataparallel, setup_fails_cleanly_without_the_first_workspace) {
+    check_setup_failure("workspace:0", "DataParallel replica 0");
+}
+Test(dataparallel, setup_fails_cleanly_without_a_later_workspace) {
+    check_setup_failure("workspace:3", "DataParallel replica 3");
+}
+Test(dataparallel, setup_fails_cleanly_without_the_start_barrier) {
+    check_setup_failure("barrier:start", "cannot create the start barrier");
+}
+Test(dataparallel, setup_fails_cleanly_without_the_finish_barrier) {
+    check_setup_failure("barrier:finish", "cannot create the finish barrier");
+}
+Test(dataparallel, setup_fails_cleanly_without_the_first_thread) {
+    check_setup_failure("thread:1", "cannot start the thread of replica 1 of 4 (0 started)");
+}
+// Threads 1 and 2 run when thread 3 fails: they must leave, not wait at a barrier of 4.
+Test(dataparallel, setup_fails_cleanly_without_a_later_thread, .timeout = 20) {
+    check_setup_failure("thread:3", "cannot start the thread of replica 3 of 4 (2 started)");
+}
+
+// A workspace too large for memory, for real: no injection.
+Test(dataparallel, setup_fails_cleanly_when_the_workspace_does_not_fit) {
+    fixture f;
+    fixture_make(&f, small_cnn, 12);
+    hw_dp_team *team;
+    int threads_before = thread_count();
+    cr_assert_eq(hw_dp_team_open(&team, &f.model, 2, 1 << 30, 1), HW_ERR);
+    cr_expect_null(team);
+    cr_expect_not_null(strstr(hw_error(), "out of memory"), "%s", hw_error());
+    cr_expect_not_null(strstr(hw_error(), "--batch-size"), "%s", hw_error());
+    cr_expect_eq(thread_count(), threads_before);
     fixture_free(&f);
 }

@@ -32,6 +32,13 @@ static const usage_case usage_cases[] = {
     {{"stray-argument"}, {"stray-argument", "unexpected"}},
     {{"--normalize", "0.1"}, {"--normalize", "'0.1'"}},
     {{"--normalize", "0.1,0"}, {"--normalize", "STD > 0"}},
+    {{"--normalize", "0.1,-1"}, {"--normalize", "'0.1,-1'"}},
+    {{"--normalize", "nan,1"}, {"--normalize", "'nan,1'"}},
+    {{"--normalize", "0.1,nan"}, {"--normalize", "finite"}},
+    {{"--normalize", "inf,1"}, {"--normalize", "'inf,1'"}},
+    {{"--normalize", "-inf,1"}, {"--normalize", "finite"}},
+    {{"--normalize", "0,inf"}, {"--normalize", "'0,inf'"}},
+    {{"--normalize", "1e39,1"}, {"--normalize", "'1e39,1'"}},
     {{"--gpus", "0,x"}, {"--gpus", "'0,x'"}},
     {{"--gpus", "0"}, {"--gpus", "--mode dataparallel"}},
     {{"--mode", "dataparallel", "--gpus", "0", "--replicas", "2"}, {"--replicas", "--gpus"}},
@@ -207,4 +214,41 @@ Test(e2e_flags, clean_shm_removes_names_of_dead_runs_only) {
         cr_expect(e2e_file_exists(kept[i]), "%s was removed", kept[i]);
     }
     cr_expect_eq(clean_shm_count(), 0, "nothing stale is left");
+}
+
+// The small commands' own usage errors (exit 2) and failures (exit 1), each naming what is wrong.
+Test(e2e_flags, download_and_synth_refuse_bad_arguments) {
+    e2e_run_result r;
+    e2e_run(&r, NULL, "download");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "download: which dataset?", "stderr");
+    e2e_run(&r, NULL, "download", "mnist", "--bogus");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "download: unknown option '--bogus'", "stderr");
+    e2e_run(&r, NULL, "download", "mnist", "fashion-mnist");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "one dataset name at a time, got also 'fashion-mnist'", "stderr");
+    char *dir = e2e_path("cifar");
+    e2e_run(&r, NULL, "download", "cifar", "--dir", dir);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "hogwild download: ", "stderr");
+    e2e_assert_contains(r.err, "cifar", "stderr");
+    cr_expect_not(e2e_file_exists(dir), "nothing made for an unknown dataset");
+    e2e_run(&r, NULL, "synth", "--bogus", "1");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "synth: unknown option '--bogus'", "stderr");
+    e2e_run(&r, NULL, "synth", "--dir", "/proc/version/data", "--train", "10", "--test", "10");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "hogwild synth: ", "stderr");
+    e2e_assert_contains(r.err, "cannot create folder /proc/version", "stderr");
+}
+
+// --normalize takes MEAN,STD or auto (checked like every flag, before anything is loaded).
+Test(e2e_flags, normalize_values_and_auto_are_accepted) {
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--normalize", "0.5,0.25", "--summary");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "total parameters: 101770\n", "stdout");
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--normalize", "auto", "--summary");
+    e2e_assert_exit(&r, 0);
 }

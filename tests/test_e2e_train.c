@@ -6,8 +6,10 @@
 // Each test writes small synthetic digits (`hogwild synth`, 3000 train / 1000 test) into its own
 // temporary folder; runs are a fraction of a second each.
 #include "e2e_util.h"
+#include "skip_report.h"
 
 TestSuite(e2e_train, .init = e2e_setup, .fini = e2e_teardown, .timeout = 120);
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) { skip_report(stats, "e2e_train", NULL); }
 
 // ---- 1. Hogwild learns ----
 
@@ -201,7 +203,7 @@ static void check_failing_worker(const char *injection, const char *expected) {
     uint8_t *good = e2e_own(read_bytes(ckpt, &good_n));
 
     e2e_run(&r, injection, "--model", e2e.mlp, "--data", data, "--workers", "3", "--epochs", "3", "--quiet",
-            "--save", ckpt);
+            "--save", ckpt, "--overwrite");
     e2e_assert_exit(&r, 1);
     e2e_assert_no_leftover_processes();
     e2e_assert_contains(r.err, "worker 1", "stderr");
@@ -227,7 +229,7 @@ Test(e2e_train, a_crashing_worker_ends_the_run_naming_the_signal) {
     check_failing_worker("HOGWILD_FAIL_WORKER=1:5:abort", "SIGABRT");
 }
 
-// ---- 6. SIGINT / SIGTERM in the middle of a run ----
+// ---- 6. SIGINT / SIGTERM / SIGHUP in the middle of a run ----
 
 // A long LeNet run; once it is training (Hogwild: both workers forked and the named region in
 // /dev/shm) and has passed two evaluation points, it gets `sig`. It must save the weights it
@@ -300,6 +302,11 @@ Test(e2e_train, sigterm_saves_cleans_up_and_exits_143) { check_interrupt(SIGTERM
 
 Test(e2e_train, dataparallel_sigint_saves_and_exits_130) { check_interrupt(SIGINT, "SIGINT", 1); }
 
+// A closed terminal (SIGHUP) is an interruption too: the same save, clean-up and exit 128 + 1.
+Test(e2e_train, sighup_saves_cleans_up_and_exits_129) { check_interrupt(SIGHUP, "SIGHUP", 0); }
+
+Test(e2e_train, dataparallel_sighup_saves_and_exits_129) { check_interrupt(SIGHUP, "SIGHUP", 1); }
+
 // ---- 8. DataParallel through the command line ----
 
 Test(e2e_train, dataparallel_with_3_replicas_reaches_the_accuracy_bar) {
@@ -340,4 +347,62 @@ Test(e2e_train, dataparallel_with_more_replicas_than_the_batch) {
     cr_expect_eq(rows[2].samples, 2000);
     cr_expect_eq(rows[3].samples, 3000);
     cr_expect_eq(rows[3].epoch, 1);
+}
+
+// ---- 9. DataParallel set-up failures: a clear error and exit 1, never a crash or a hang ----
+
+// A batch whose replica workspaces do not fit in memory. Before the fix: SIGFPE (exit 136), as
+// the team's close waited on barriers that its failed open had not created yet.
+Test(e2e_train, dataparallel_with_a_batch_too_large_for_memory_fails_cleanly) {
+    char *data = e2e_synth_n("data", 20, 300, 100);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--data", data, "--mode", "dataparallel", "--replicas", "2", "--batch-size", "1048576",
+            "--quiet");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "DataParallel replica 0", "stderr");
+    e2e_assert_contains(r.err, "out of memory", "stderr");
+    e2e_assert_contains(r.err, "--batch-size", "stderr");
+    e2e_assert_left_nothing(&r);
+}
+
+// Replica threads that the system refuses to start: 1 GiB thread stacks (from the stack limit)
+// within 6 GiB of address space, so that some thread after the first cannot be created. Before the
+// fix the run then waited forever on a barrier sized for the threads that never started.
+Test(e2e_train, dataparallel_whose_threads_cannot_all_start_fails_cleanly) {
+    e2e_skip_under_asan();  // the run gets an address space limit
+    char *data = e2e_synth_n("data", 21, 300, 100);
+    e2e.child_stack_bytes = (rlim_t)1 << 30;
+    e2e.child_address_space_bytes = (rlim_t)6 << 30;
+    e2e_run_result r;
+    e2e_run_within(&r, 30, NULL, "--model", e2e.mlp, "--data", data, "--mode", "dataparallel", "--replicas", "16",
+                   "--quiet");
+    e2e.child_stack_bytes = e2e.child_address_space_bytes = 0;
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "cannot start the thread of replica", "stderr");
+    cr_expect_null(strstr(r.err, "of replica 1 of"), "the first threads started, a later one failed:\n%s", r.err);
+    e2e_assert_left_nothing(&r);
+}
+
+// Every step of the set-up, made to fail (HOGWILD_FAIL_DP_SETUP, see dataparallel.c): exit 1,
+// the step named, within the deadline.
+Test(e2e_train, dataparallel_every_setup_failure_ends_with_exit_1) {
+    char *data = e2e_synth_n("data", 22, 300, 100);
+    const char *steps[][2] = {
+        {"HOGWILD_FAIL_DP_SETUP=team", "out of memory for a team of 3"},
+        {"HOGWILD_FAIL_DP_SETUP=replicas", "out of memory for the state of 3 replicas"},
+        {"HOGWILD_FAIL_DP_SETUP=workspace:0", "DataParallel replica 0"},
+        {"HOGWILD_FAIL_DP_SETUP=workspace:2", "DataParallel replica 2"},
+        {"HOGWILD_FAIL_DP_SETUP=barrier:start", "cannot create the start barrier"},
+        {"HOGWILD_FAIL_DP_SETUP=barrier:finish", "cannot create the finish barrier"},
+        {"HOGWILD_FAIL_DP_SETUP=thread:1", "cannot start the thread of replica 1 of 3"},
+        {"HOGWILD_FAIL_DP_SETUP=thread:2", "cannot start the thread of replica 2 of 3 (1 started)"},
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        e2e_run_result r;
+        e2e_run_within(&r, 20, steps[i][0], "--model", e2e.mlp, "--data", data, "--mode", "dataparallel",
+                       "--replicas", "3", "--quiet");
+        e2e_assert_exit(&r, 1);
+        e2e_assert_contains(r.err, steps[i][1], steps[i][0]);
+        cr_expect_null(strstr(r.out, "done:"), "%s: no summary of a run that did not start:\n%s", steps[i][0], r.out);
+    }
 }

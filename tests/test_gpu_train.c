@@ -220,10 +220,11 @@ static void run_dataparallel(const char *data, const char *model, const char *gp
     if (strncmp(gpus, "cpu:", 4) == 0) {
         e2e_run_within(&r, 120, env, "--data", data, "--model", model, "--mode", "dataparallel", "--device", "cpu",
                        "--replicas", gpus + 4, "--batch-size", batch, "--lr", "0.1", "--momentum", momentum, "--save",
-                       ckpt, "--quiet");
+                       ckpt, "--overwrite", "--quiet");
     } else {
         e2e_run_within(&r, 120, env, "--data", data, "--model", model, "--mode", "dataparallel", "--gpus", gpus,
-                       "--batch-size", batch, "--lr", "0.1", "--momentum", momentum, "--save", ckpt, "--quiet");
+                       "--batch-size", batch, "--lr", "0.1", "--momentum", momentum, "--save", ckpt,
+                       "--overwrite", "--quiet");
     }
     char how[128];
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "--gpus %s: %s; stderr: %s", gpus,
@@ -388,6 +389,51 @@ Test(gpu_train, hogwild_cuda_sigint_saves_and_cleans_up, .init = e2e_setup, .fin
     float *w = load_weights(e2e.mlp, ckpt, &n);
     for (size_t i = 0; i < n; i++) cr_assert(isfinite(w[i]), "weight %zu is %g", i, w[i]);
     free(w);
+}
+
+// ---- a diverging run stops (issue #11, item 3) ----
+
+// LeNet at --lr 100 on these digits goes to NaN within the first few hundred samples (on the
+// simulated device too). The run stops at once: exit 1, the worker or replica named with the
+// epoch, the samples and a lower --lr to try; the metrics keep the first row and end with the row
+// that marks the run diverged; no checkpoint is written; no result line.
+static void check_gpu_divergence(const char *const *mode_args, const char *who) {
+    skip_without_gpu();
+    char *data = e2e_synth_n("data", 1, 1000, 200);
+    char *ckpt = e2e_path("diverged.safetensors"), *metrics = e2e_path("metrics.csv");
+    const char *args[24] = {"--data", data, "--lr", "100", "--epochs", "2", "--save", ckpt, "--metrics", metrics,
+                            "--quiet"};
+    int n = 11;
+    for (int i = 0; mode_args[i]; i++) args[n++] = mode_args[i];
+    args[n] = NULL;
+    e2e_run_result r;
+    e2e_run_argv_within(&r, 120, NULL, args);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_left_nothing(&r);
+    e2e_assert_contains(r.err, who, "stderr");
+    e2e_assert_contains(r.err, "training diverged in epoch 1/2 after ", "stderr");
+    e2e_assert_contains(r.err, "its training loss is nan", "stderr");
+    e2e_assert_contains(r.err, "Try a lower --lr (this run's: 100)", "stderr");
+    cr_expect_null(strstr(r.out, "done:"), "stdout: %s", r.out);
+    cr_expect_null(strstr(r.out, "epoch 1/2"), "stdout: %s", r.out);
+    long long said = -1;
+    cr_assert_eq(sscanf(strstr(r.err, " after "), " after %lld samples seen", &said), 1, "stderr: %s", r.err);
+    cr_expect(said > 0 && said < 1000, "it stopped within the first epoch: %lld samples", said);
+    e2e_metrics_row rows[16];
+    int rows_n = e2e_read_metrics_of(metrics, rows, 16, 1);
+    cr_expect_eq(rows_n, 2, "the starting point and the row of the divergence, got %d", rows_n);
+    cr_expect_eq(rows[rows_n - 1].samples, said);
+    cr_expect(!e2e_file_exists(ckpt), "diverged weights were saved to %s", ckpt);
+}
+
+Test(gpu_train, hogwild_cuda_divergence_stops_the_run, .init = e2e_setup, .fini = e2e_teardown) {
+    check_gpu_divergence((const char *const[]){"--device", "cuda", "--workers", "2", "--sharing-strategy",
+                                               "file_system", NULL},
+                         "hogwild: worker ");
+}
+
+Test(gpu_train, dataparallel_cuda_divergence_stops_the_run, .init = e2e_setup, .fini = e2e_teardown) {
+    check_gpu_divergence((const char *const[]){"--mode", "dataparallel", "--gpus", "0,0", NULL}, "hogwild: replica ");
 }
 
 // ---- the all-reduce on its own ----

@@ -117,32 +117,6 @@ Test(loader, close_in_the_middle_of_a_pass) {
     hw_dataset_free(&ds);
 }
 
-Test(loader, reset_starts_the_next_epoch) {
-    enum { N = 50, D = 4 };
-    hw_dataset ds;
-    make_pattern_dataset(&ds, N, 2, 2, 10);
-    int64_t e0[N], e1[N];
-    cr_assert_eq(hw_sampler_shard(e0, N, 1, 0, 0, 3), HW_OK);
-    cr_assert_eq(hw_sampler_shard(e1, N, 1, 0, 1, 3), HW_OK);
-    for (int prefetch = 0; prefetch <= 1; prefetch++) {
-        hw_loader *loader;
-        cr_assert_eq(hw_loader_open(&loader, &ds, e0, N, 8, norm, prefetch), HW_OK);
-        const float *x;
-        const uint8_t *y;
-        cr_assert_eq(hw_loader_next(loader, &x, &y), 8);  // abandon epoch 0 after one batch
-        cr_assert_eq(hw_loader_reset(loader, e1, N), HW_OK);
-        static float got[N * D], want[N * D];
-        uint8_t got_y[N], want_y[N];
-        int sizes[10];
-        cr_expect_eq(collect(loader, got, got_y, sizes, D), 7);
-        hw_batch_fill(&ds, e1, N, norm, want, want_y);
-        cr_expect_eq(memcmp(got, want, sizeof want), 0, "prefetch %d", prefetch);
-        cr_expect_eq(memcmp(got_y, want_y, N), 0);
-        hw_loader_close(loader);
-    }
-    hw_dataset_free(&ds);
-}
-
 Test(loader, bad_arguments) {
     hw_dataset ds;
     make_pattern_dataset(&ds, 10, 2, 2, 10);
@@ -154,12 +128,8 @@ Test(loader, bad_arguments) {
     cr_expect_null(loader);
     cr_expect_eq(hw_loader_open(&loader, &ds, idx, 1, 0, norm, 0), HW_ERR);
     cr_expect(strstr(hw_error(), "batch size") != NULL, "%s", hw_error());
-    cr_assert_eq(hw_loader_open(&loader, &ds, idx, 1, 4, norm, 1), HW_OK);
-    cr_expect_eq(hw_loader_reset(loader, idx, 3), HW_ERR);
     const float *x;
     const uint8_t *y;
-    cr_expect_eq(hw_loader_next(loader, &x, &y), 0, "a refused reset leaves an empty pass");
-    hw_loader_close(loader);
     // An empty pass is fine.
     cr_assert_eq(hw_loader_open(&loader, &ds, idx, 0, 4, norm, 1), HW_OK);
     cr_expect_eq(hw_loader_next(loader, &x, &y), 0);

@@ -260,6 +260,31 @@ Test(model_run, loss_is_the_mean_nll_of_the_output) {
     hw_model_free(&m);
 }
 
+// A backward it cannot run fails with a message and leaves the gradients alone: returning
+// quietly, it let the next step apply the previous batch's gradients.
+Test(model_run, backward_refuses_a_bad_batch_loudly) {
+    hw_model m = lenet_with_weights(3);
+    hw_workspace ws;
+    cr_assert_eq(hw_workspace_alloc(&ws, &m, 8, 1), HW_OK);
+    float x[8 * 784];
+    uint8_t y[8];
+    fill_batch(x, y, 8, 784, 6);
+    hw_model_forward(&m, &ws, x, y, 4, 1);
+    cr_assert_eq(hw_model_backward(&m, &ws, y, 4), HW_OK, "%s", hw_error());
+    float *before = malloc(m.n_weights * sizeof *before);
+    cr_assert_not_null(before);
+    memcpy(before, ws.grads, m.n_weights * sizeof *before);
+    cr_expect_eq(hw_model_backward(&m, &ws, y, 9), HW_ERR, "batch above max_batch");
+    cr_expect(strstr(hw_error(), "backward: batch of 9 outside [1, 8]") != NULL, "%s", hw_error());
+    cr_expect_eq(hw_model_backward(&m, &ws, y, 0), HW_ERR, "empty batch");
+    cr_expect_eq(hw_model_backward(&m, &ws, NULL, 4), HW_ERR, "no labels");
+    cr_expect(strstr(hw_error(), "no labels") != NULL, "%s", hw_error());
+    cr_expect_eq(memcmp(before, ws.grads, m.n_weights * sizeof *before), 0, "a refused backward wrote gradients");
+    free(before);
+    hw_workspace_free(&ws);
+    hw_model_free(&m);
+}
+
 // Evaluation is deterministic (no dropout); training draws masks from the workspace RNG.
 Test(model_run, dropout_only_in_training) {
     hw_model m = lenet_with_weights(3);

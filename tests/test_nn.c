@@ -347,7 +347,10 @@ Test(nn_layers, table_entries_are_complete) {
         cr_expect_leq(type->min_args, type->max_args, "%s", type->name);
         cr_expect_eq(hw_layer_type_find(type->name), type);
         for (int u = 0; u < t; u++) cr_expect_str_neq(hw_layer_types[u]->name, type->name);
+        cr_expect_eq(type->kind, (hw_layer_kind)t, "%s: row %d of the table, kind %d", type->name, t, (int)type->kind);
     }
+    cr_expect_null(hw_layer_types[HW_LAYER_KINDS], "one row per kind, then NULL");
+    for (int t = 0; t < HW_LAYER_KINDS; t++) cr_expect_not_null(hw_layer_types[t], "kind %d has no row", t);
     cr_expect_null(hw_layer_type_find("conv3d"));
 }
 
@@ -572,4 +575,26 @@ Test(nn_torch, lenet_matches_pytorch) {
     }
     hw_workspace_free(&ws);
     hw_model_free(&model);
+}
+
+// configure names every size of its kind, as the backends read them.
+Test(nn_layers, setup_sets_the_kind_and_named_sizes) {
+    hw_layer L;
+    hw_shape params[HW_LAYER_MAX_PARAMS];
+    cr_assert_eq(hw_layer_setup(&L, "conv2d 6 3 stride=2 padding=1", hw_shape_make(3, (int64_t[]){2, 11, 13}), params),
+                 HW_OK, "%s", hw_error());
+    cr_expect_eq(L.kind, HW_CONV2D);
+    const hw_conv2d_dims *c = &L.dims.conv2d;
+    cr_expect(c->in_c == 2 && c->out_c == 6 && c->k == 3 && c->stride == 2 && c->pad == 1, "conv2d dims");
+    cr_expect(c->in_h == 11 && c->in_w == 13 && c->out_h == 6 && c->out_w == 7, "%d x %d", c->out_h, c->out_w);
+    cr_assert_eq(hw_layer_setup(&L, "maxpool2d 3 stride=2", hw_shape_make(3, (int64_t[]){4, 9, 8}), params), HW_OK);
+    const hw_maxpool2d_dims *p = &L.dims.maxpool2d;
+    cr_expect_eq(L.kind, HW_MAXPOOL2D);
+    cr_expect(p->c == 4 && p->k == 3 && p->stride == 2 && p->in_h == 9 && p->in_w == 8 && p->out_h == 4 && p->out_w == 3);
+    cr_assert_eq(hw_layer_setup(&L, "linear 5", hw_shape_make(1, (int64_t[]){12}), params), HW_OK);
+    cr_expect(L.kind == HW_LINEAR && L.dims.linear.in == 12 && L.dims.linear.out == 5);
+    cr_assert_eq(hw_layer_setup(&L, "dropout2d 0.25", hw_shape_make(3, (int64_t[]){4, 3, 5}), params), HW_OK);
+    cr_expect(L.kind == HW_DROPOUT2D && L.dims.dropout.p == 0.25f && L.dims.dropout.c == 4 && L.dims.dropout.plane == 15);
+    cr_assert_eq(hw_layer_setup(&L, "dropout", hw_shape_make(1, (int64_t[]){12}), params), HW_OK);
+    cr_expect(L.kind == HW_DROPOUT && L.dims.dropout.p == 0.5f && L.dims.dropout.c == 1 && L.dims.dropout.plane == 12);
 }

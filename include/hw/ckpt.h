@@ -35,8 +35,10 @@ int hw_ckpt_save(const char *path, const hw_model *model, const float *weights, 
 // safetensors.torch.save_file) load with meta zeroed. meta may be NULL. Tensors may be in any
 // order in the file. On failure `weights` and `meta` are left untouched.
 int hw_ckpt_load(const char *path, const hw_model *model, float *weights, hw_ckpt_meta *meta);
+
 // The model file text stored in a checkpoint's metadata (malloc'ed, the caller frees it), or
-// NULL in *text when the file has none. Reads and checks only the header.
+// NULL in *text when the file has none. Reads and checks only the header. (--eval-only without
+// --model runs the checkpoint's own model, on main since i12.)
 int hw_ckpt_load_model_text(const char *path, char **text);
 
 #endif

@@ -86,9 +86,6 @@ int hw_loader_open(hw_loader **loader, const hw_dataset *ds, const int64_t *indi
 // Points x and y at the next batch and returns its size; 0 when the indices are used up.
 // The pointers stay valid until the next call.
 int hw_loader_next(hw_loader *loader, const float **x, const uint8_t **y);
-// Starts a new pass over other indices (the next epoch's shard) with the same buffers; the
-// batch in hand is given up. Fails like hw_loader_open on an index outside the dataset.
-int hw_loader_reset(hw_loader *loader, const int64_t *indices, int64_t count);
 // Stops the prefetch thread (also in the middle of a pass), joins it and frees everything.
 void hw_loader_close(hw_loader *loader);
 
@@ -110,10 +107,9 @@ int hw_download_from(const char *name, const char *dest_dir, const char *mirror_
 // Creates dir and its missing parents (mkdir -p); fails naming the part that could not be made.
 int hw_mkdir_p(const char *dir);
 
-// ---- md5 (RFC 1321), for the downloads ----
-// Writes the digest of data[0 .. len) as 32 lowercase hex digits and a NUL into hex.
-void hw_md5_hex(const void *data, size_t len, char hex[33]);
-// The same for a file's contents; fails naming the file when it cannot be read.
+// ---- md5 (RFC 1321, through libmd), for the downloads ----
+// Writes the digest of a file's contents as 32 lowercase hex digits and a NUL into hex; fails
+// naming the file when it cannot be read.
 int hw_md5_file(const char *path, char hex[33]);
 
 #endif

@@ -22,10 +22,50 @@ typedef struct hw_layer_type hw_layer_type;
 // HW_LAYER_MAX_NUMEL: the most elements one sample's output (or one parameter tensor) may have.
 enum { HW_LAYER_MAX_ARGS = 4, HW_LAYER_MAX_PARAMS = 2, HW_LAYER_MAX_NUMEL = 1 << 28 };
 
-// One layer as parsed from a model file line. Layer types keep their own settings in `args`
-// and `config`; params (if any) are views into the model's flat buffer.
+// The kinds of layer. hw_layer_types[] (src/nn/layers.c) has one row per kind, in this order,
+// and every backend one case per kind: a static_assert beside each of them on HW_LAYER_KINDS
+// makes a new kind fail to compile until every table has its row.
+typedef enum {
+    HW_LINEAR,
+    HW_CONV2D,
+    HW_MAXPOOL2D,
+    HW_RELU,
+    HW_DROPOUT,
+    HW_DROPOUT2D,
+    HW_FLATTEN,
+    HW_LOG_SOFTMAX,
+    HW_LAYER_KINDS  // how many kinds there are
+} hw_layer_kind;
+
+// The sizes of a layer, per sample (the batch is given per call), set once by its configure.
+// relu, flatten and log_softmax need none beyond the layer's shapes.
+typedef struct {
+    int in, out;                 // features; weight [out, in], bias [out]
+} hw_linear_dims;
+
+typedef struct {
+    int in_c, out_c;             // channels; weight [out_c, in_c, k, k], bias [out_c]
+    int k, stride, pad;          // square kernel, zero padding
+    int in_h, in_w, out_h, out_w;
+} hw_conv2d_dims;
+
+typedef struct {
+    int c;                       // channels (pooled one by one)
+    int k, stride;               // square window, no padding
+    int in_h, in_w, out_h, out_w;
+} hw_maxpool2d_dims;
+
+typedef struct {
+    float p;                     // the probability of zeroing; kept values are scaled by 1/(1-p)
+    int c;                       // dropout2d: channels, each zeroed whole (1 for dropout)
+    int64_t plane;               // dropout2d: values per channel (all the sample's for dropout)
+} hw_dropout_dims;               // dropout and dropout2d
+
+// One layer as parsed from a model file line: its kind, its sizes, and views of its params (if
+// any) into the model's flat buffer.
 struct hw_layer {
-    const hw_layer_type *type;
+    const hw_layer_type *type;    // hw_layer_types[kind]
+    hw_layer_kind kind;
     char name[HW_NAME_CAP];   // "conv1", "fc2", "relu3": the prefix of its parameter names
     hw_shape in_shape;        // per sample, without the batch dimension
     hw_shape out_shape;
@@ -35,7 +75,12 @@ struct hw_layer {
     int line;                 // line in the model file, for messages
     double args[HW_LAYER_MAX_ARGS];  // positional numbers, then the type's key=value numbers; NAN when absent
     int n_args;               // positional numbers given on the line
-    int64_t config[8];        // derived integer settings (kernel, stride, padding, ...)
+    union {                   // the sizes of its kind, set by configure
+        hw_linear_dims linear;
+        hw_conv2d_dims conv2d;
+        hw_maxpool2d_dims maxpool2d;
+        hw_dropout_dims dropout;  // dropout and dropout2d
+    } dims;
 };
 
 // What one call of a layer's forward or backward works on. Activations are [batch, shape]
@@ -48,7 +93,7 @@ typedef struct {
     const float *weight;      // the layer's parameters (NULL when it has none)
     const float *bias;
     float *scratch;           // type->scratch_floats(layer, batch) floats, free for this call only
-    uint8_t *saved;           // type->saved_bytes(layer, batch) bytes that forward keeps for backward
+    uint8_t *saved;           // ws->saved[i]: type->saved_bytes(layer, batch) bytes forward keeps for backward
     hw_rng *rng;              // the workspace RNG (dropout)
     // backward only: every output is overwritten, never accumulated
     const float *dout;        // d loss / d out
@@ -58,9 +103,10 @@ typedef struct {
 } hw_layer_io;
 
 // A kind of layer. Adding one = one source file in src/nn/ defining a `const hw_layer_type`,
-// plus one entry in hw_layer_types[] (src/nn/layers.c). Everything else (parser, summary,
+// plus its hw_layer_kind and one row in hw_layer_types[] (src/nn/layers.c). Everything else (parser, summary,
 // workspace sizes, initialisation, the gradient-check test) finds it through the table.
 struct hw_layer_type {
+    hw_layer_kind kind;       // its row in hw_layer_types[]
     const char *name;         // the word in the model file: "conv2d"
     const char *usage;        // its arguments, for messages: "OUT_CHANNELS KERNEL [stride=S] [padding=P]"
     const char *name_prefix;  // default layer names: prefix + count among layers with that prefix ("conv1")
@@ -68,7 +114,7 @@ struct hw_layer_type {
     int is_loss;              // the model's loss is taken on its output: it must be the last layer
     const char *keys[HW_LAYER_MAX_ARGS];  // key=value numbers it takes, stored in args[max_args + i]
     const char *param_names[HW_LAYER_MAX_PARAMS];  // "weight", "bias"; NULL-terminated, NULL: no params
-    // Checks args against layer->in_shape; sets config and out_shape and the parameter shapes.
+    // Checks args against layer->in_shape; sets dims and out_shape and the parameter shapes.
     // On failure hw_fail()s naming what was expected (the parser prefixes "file:line: ").
     int (*configure)(hw_layer *layer, hw_shape *param_shapes);
     void (*forward)(const hw_layer *layer, hw_layer_io *io);
@@ -81,12 +127,12 @@ struct hw_layer_type {
     void (*example)(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap);
 };
 
-// The registered layer types, NULL-terminated (src/nn/layers.c).
-extern const hw_layer_type *const hw_layer_types[];
+// The layer types, one per kind in hw_layer_kind's order, then NULL (src/nn/layers.c).
+extern const hw_layer_type *const hw_layer_types[HW_LAYER_KINDS + 1];
 // The type called `name`, or NULL.
 const hw_layer_type *hw_layer_type_find(const char *name);
 // Sets up one layer from a model-file line ("conv2d 10 5 stride=2 frozen name=c1") and its
-// input shape: type, args, frozen, name (left "" when not given), config, out_shape, and the
+// input shape: type, kind, args, frozen, name (left "" when not given), dims, out_shape, and the
 // shapes of its parameters. Fails naming what was expected (no file:line; the parser adds it).
 int hw_layer_setup(hw_layer *layer, const char *line, hw_shape in_shape, hw_shape *param_shapes);
 
@@ -116,8 +162,9 @@ typedef struct {
                               // the gradient of the network input is never computed
     float *grads;             // flat gradient buffer, same layout as model->weights
     float *scratch;           // im2col and other per-layer temporaries, shared by all layers
-    uint8_t **masks;          // what forward keeps for backward, per layer: dropout masks, max-pool
-                              // argmax (NULL where the layer keeps nothing)
+    uint8_t **saved;          // per layer, what its forward keeps for its backward (type->saved_bytes):
+                              // dropout masks, max-pool argmax, conv2d's column matrices; NULL where
+                              // the layer keeps nothing
     hw_rng rng;               // dropout draws
     int training;             // the mode of the last forward (backward follows it)
     int first_trainable;      // backward stops here: no gradient below the first layer that needs one
@@ -170,8 +217,9 @@ float hw_model_forward(const hw_model *model, hw_workspace *ws, const float *x, 
                        int batch, int training);
 // Backward of the mean loss of the last forward (training or not; dropout follows the forward's
 // mode): overwrites ws->grads. Frozen parameters' gradients are not computed nor written (they
-// stay zero), and nothing below the first trainable layer is computed.
-void hw_model_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labels, int batch);
+// stay zero), and nothing below the first trainable layer is computed. Fails (message set, the
+// gradients untouched) when batch is outside [1, max_batch] or labels is NULL.
+int hw_model_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labels, int batch);
 // How many of the last forward's predictions (argmax of the log-probabilities) equal the labels.
 int hw_model_count_correct(const hw_model *model, const hw_workspace *ws, const uint8_t *labels, int batch);
 // The last forward's log-probabilities, [batch, n_classes].

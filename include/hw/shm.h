@@ -12,6 +12,7 @@
 #define HW_SHM_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 typedef enum { HW_SHARING_FILE_DESCRIPTOR = 0, HW_SHARING_FILE_SYSTEM = 1 } hw_sharing_strategy;
 
@@ -50,5 +51,9 @@ void hw_shm_unlink_all(void);
 // ESRCH); *removed gets the count. Never touches a name of a live process (any user's) or a name
 // that is not exactly of that pattern. Fails, after trying all, when one could not be removed.
 int hw_shm_clean_stale(int *removed);
+// The same, also removing a name whose pid is alive but belongs to a process that started after
+// the name was created (the pid was reused: the process that made it is gone), and writing to
+// `report` (NULL: nothing) a line for each name removed and each name kept, with the reason.
+int hw_shm_clean(FILE *report, int *removed);
 
 #endif

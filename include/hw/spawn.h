@@ -6,7 +6,7 @@
 // others (SIGTERM, then SIGKILL after a grace period), reaps them all and reports which worker
 // failed, how, and with what message. Workers get PR_SET_PDEATHSIG, so none outlives the parent.
 //
-// Signals: while a context is alive the parent's SIGINT and SIGTERM only record the signal (and
+// Signals: while a context is alive the parent's SIGINT, SIGTERM and SIGHUP only record the signal (and
 // unlink the shared memory names, hw_shm_unlink_all); hw_join then stops and reaps the workers
 // and answers HW_JOIN_INTERRUPTED, and the caller exits 128 + signal. Workers ignore SIGINT (a
 // terminal Ctrl-C reaches the whole process group; the parent stops them itself) and die of
@@ -43,7 +43,7 @@ typedef struct {
     int failed_rank;         // -1 when none
     int failed_exit_code;    // when it exited non-zero, else -1
     int failed_signal;       // when it died by a signal, else 0
-    int interrupt_signal;    // SIGINT or SIGTERM received by the parent, else 0
+    int interrupt_signal;    // SIGINT, SIGTERM or SIGHUP received by the parent, else 0
     char failed_message[1024];
 } hw_spawn_ctx;
 
@@ -70,11 +70,7 @@ const char *hw_spawn_describe_failure(const hw_spawn_ctx *ctx, char *buf, size_t
 // Stops any worker still alive, closes the descriptors, frees the arrays and restores the signal
 // handlers hw_spawn replaced. Keeps the failed_* fields. Safe to call twice.
 void hw_spawn_free(hw_spawn_ctx *ctx);
-// The signal the parent received (SIGINT, SIGTERM) since the first live hw_spawn, or 0. Safe to
-// poll, also after hw_spawn_free (the CLI checks it between phases to exit 128 + signal).
-int hw_spawn_interrupted(void);
-// The signals hw_spawn's parent handles as a request to stop (SIGINT, SIGTERM), as a set: to keep
-// them from threads a library starts (they inherit the mask of the thread that starts them).
-void hw_spawn_stop_signals(sigset_t *set);
+// (The parent's stop signals are caught through hw_stop_signals_catch, include/hw/signals.h,
+// from hw_spawn to hw_spawn_free; hw_stop_signal() says which one came.)
 
 #endif

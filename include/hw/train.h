@@ -2,6 +2,7 @@
 #ifndef HW_TRAIN_H
 #define HW_TRAIN_H
 
+#include "hw/ckpt.h"
 #include "hw/data.h"
 #include "hw/nn.h"
 #include "hw/tensor.h"
@@ -14,8 +15,11 @@ typedef enum { HW_MODE_HOGWILD = 0, HW_MODE_DATAPARALLEL = 1 } hw_mode;
 typedef struct {
     hw_mode mode;
     const char *model_path;      // --model, default models/lenet.model
+    const char *model_text;      // the model's text when it comes from a checkpoint (then model_path
+                                 // names the checkpoint), else NULL: read model_path
     const char *data_dir;        // --data, default data/mnist
-    int workers;                 // --workers (Hogwild processes) or --replicas (DataParallel)
+    int workers;                 // --workers: Hogwild processes, default 2
+    int replicas;                // --replicas, or one per --gpus entry: DataParallel replicas, default 2
     int epochs;                  // --epochs, default 1
     int batch_size;              // --batch-size, default 64 (DataParallel: the whole batch, split)
     int test_batch_size;         // --test-batch-size, default 1000
@@ -25,6 +29,7 @@ typedef struct {
     int nesterov;                // --nesterov
     uint64_t seed;               // --seed, default 1
     const char *save_path;       // --save FILE: checkpoint at every epoch end and at the end
+    int overwrite;               // --overwrite: --save may replace a checkpoint the run did not resume from
     const char *resume_path;     // --resume FILE
     const char *metrics_path;    // --metrics FILE.csv
     const char *freeze;          // --freeze NAME,...
@@ -32,6 +37,7 @@ typedef struct {
     int64_t eval_every;          // --eval-every N training samples (0: only at epoch ends)
     int quiet;                   // --quiet
     int prefetch;                // --prefetch: a loader thread per worker (off by default)
+    int measure;                 // --measure: staleness, lost updates, contention (CPU Hogwild)
     hw_device device;            // --device cpu|cuda|cuda:N
     int gpus[16];                // --gpus 0,1,... (DataParallel on GPUs)
     int n_gpus;
@@ -49,7 +55,7 @@ typedef struct {
     double samples_per_second;   // samples_seen / train_seconds
     double test_loss;            // after the last epoch
     double test_accuracy;        // percent
-    int interrupted_by;          // SIGINT / SIGTERM that ended the run, else 0
+    int interrupted_by;          // SIGINT / SIGTERM / SIGHUP that ended the run, else 0
 } hw_train_result;
 
 // The seed of worker (or replica) `rank`'s own generator, which draws its dropout masks: every
@@ -65,29 +71,48 @@ typedef struct {
     hw_dataset train;
     hw_dataset test;
     hw_normalize norm;
-} hw_run_inputs;
+} hw_train_inputs;
 
 // Loads the model file and the data, checks that they fit together (input shape, classes),
 // applies --freeze. The weights are not allocated yet.
-int hw_run_inputs_load(hw_run_inputs *in, const hw_train_config *config);
-void hw_run_inputs_free(hw_run_inputs *in);
+int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config);
+void hw_train_inputs_free(hw_train_inputs *in);
+
+// Checks the files the run will write before it trains (src/train/output_paths.c): --save is
+// writable, is not an input (model, dataset files, image folders) nor the --metrics file, and
+// replaces an existing file only when the run resumed from it or --overwrite was given; --metrics
+// is not an input nor the --resume checkpoint.
+int hw_run_check_outputs(const hw_train_config *config);
+
+// The address space a run needs per process, estimated (src/train/limits.c), and its check
+// against RLIMIT_AS (ulimit -v): a run that cannot fit is refused before it starts, naming both.
+double hw_run_memory_estimate(const hw_train_config *config, const hw_train_inputs *in, int eval_only);
+int hw_run_check_memory(const hw_train_config *config, const hw_train_inputs *in, int eval_only);
 
 // The weights a run starts from, in model->weights: PyTorch's default initialisation from
 // --seed, or the --resume checkpoint. *first_epoch and *samples_before say where a resumed run
-// continues; a checkpoint that has already trained --epochs epochs is refused.
+// continues; a checkpoint that has already trained --epochs epochs is refused, and so is one whose
+// weights are not finite (hw_train_load_checkpoint).
 int hw_train_start_weights(const hw_train_config *config, hw_model *model, int *first_epoch,
                            int64_t *samples_before);
+// Loads the checkpoint at `path` into model->weights (hw_ckpt_load) and refuses weights that are
+// not finite: such a file comes from a diverged run (hogwild itself never writes one).
+int hw_train_load_checkpoint(const char *path, hw_model *model, hw_ckpt_meta *meta);
 
 // Trains with N Hogwild worker processes on shared weights (src/train/hogwild.c).
-int hw_train_hogwild(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result);
+int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
 // Trains with K synchronous replicas (src/train/dataparallel.c).
-int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result);
+int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
 // The same on GPUs (config->device is cuda:N); hw_train_hogwild and hw_train_dataparallel hand
 // over to these. Hogwild: N worker processes on weights shared in one GPU's memory through CUDA IPC
 // (src/train/hogwild_cuda.c). DataParallel: a replica per entry of config->gpus, or
-// config->workers replicas on config->device when no --gpus (src/train/dataparallel_cuda.c).
-int hw_train_hogwild_cuda(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result);
-int hw_train_dataparallel_cuda(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result);
+// config->replicas replicas on config->device when no --gpus (src/train/dataparallel_cuda.c).
+int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
+int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
+// The doors the core goes through to them (src/train/gpu_door.c): a direct call where the binary
+// links the GPU code, else the trainer of libhogwild-cuda.so beside the binary, loaded on first use.
+int hw_gpu_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
+int hw_gpu_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
 
 // The DataParallel step on CPU replicas (threads), exposed for the equivalence tests: the batch
 // is split into `replicas` chunks (sizes differ by at most one; empty when replicas > batch),
@@ -98,9 +123,15 @@ typedef struct hw_dp_team hw_dp_team;
 // Chunk k of a batch of `batch` samples split over `replicas`: sizes differ by at most one; with
 // replicas > batch some are empty. The one rule of both the CPU and the GPU replicas.
 void hw_dp_chunk(int batch, int replicas, int k, int *offset, int *count);
+// Opens `replicas` replicas (replica 0 is the caller's thread, 1.. are threads) with workspaces for
+// chunks of max_batch / replicas. On failure it names the step and the replica, undoes what it did
+// (no thread left behind) and sets *team to NULL. HOGWILD_FAIL_DP_SETUP (tests only, see
+// dataparallel.c) makes one step of it fail.
 int hw_dp_team_open(hw_dp_team **team, const hw_model *model, int replicas, int max_batch, uint64_t seed);
 float hw_dp_team_step(hw_dp_team *team, const float *x, const uint8_t *y, int batch, const float **grads);
-void hw_dp_team_close(hw_dp_team *team);
+// After a step: the first replica whose chunk loss was not finite (NaN, inf), or -1.
+int hw_dp_team_diverged(const hw_dp_team *team);
+void hw_dp_team_close(hw_dp_team *team);  // NULL: nothing
 
 // Mean loss and accuracy (percent) of `weights` on a dataset (src/train/eval.c). `ws` is a
 // workspace of at least `batch_size`; `x`, `y` buffers of batch_size samples.
@@ -112,13 +143,26 @@ hw_eval_result hw_evaluate(const hw_model *model, hw_workspace *ws, const hw_dat
                            int batch_size);
 
 // ---- metrics CSV (src/train/metrics.c) ----
-// Header: mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,test_accuracy
+// Header: mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,test_accuracy,
+// skipped_eval_points
+// and, with --measure, the measurement's columns after them (src/train/measure.c).
+struct hw_measure;
+// Rows are written whole (one write each); a failed write is undone and ends the metrics, not the
+// run: hw_metrics_row then warns on stderr, keeps the reason in `failure` and returns HW_OK.
 typedef struct {
-    FILE *file;
+    int fd;
+    int open;
+    int failed;                  // a write failed: no more rows
+    int rows;                    // rows written
+    long long bytes;             // the file's length: whole rows only
+    char failure[640];
     const char *path;
     char mode[16];
     int workers;
     char device[64];
+    int with_measure;                    // --measure: the header has its columns
+    const struct hw_measure *measure;    // their values at the row (set by the trainer; NULL: none yet)
+    int64_t skipped_eval_points;         // --eval-every points not evaluated so far (set by the trainer)
 } hw_metrics;
 int hw_metrics_open(hw_metrics *m, const char *path, const hw_train_config *config);
 int hw_metrics_row(hw_metrics *m, double wall_seconds, int epoch, int64_t samples_seen, double train_loss,
@@ -145,6 +189,7 @@ typedef struct {
     double last_print;
     int64_t total_samples;       // for the ETA
     int line_open;               // a live line is on screen and not yet ended
+    int stdout_closed;           // a write to stdout failed with EPIPE: results are no longer printed
 } hw_progress;
 void hw_progress_start(hw_progress *p, int quiet, int64_t total_samples);
 // Called often; prints at most a few times a second (live) or every few seconds (plain).
@@ -155,11 +200,11 @@ void hw_progress_message(hw_progress *p, const char *fmt, ...) __attribute__((fo
 double hw_now(void);
 
 
-// ---- what both trainers do around training (src/train/run_log.c) ----
+// ---- what a training run writes, the same for both trainers (src/train/outputs.c) ----
 // Evaluations of snapshots of the weights, the metrics rows, the checkpoints, the progress line.
 typedef struct {
     const hw_train_config *config;
-    const hw_run_inputs *in;
+    const hw_train_inputs *in;
     hw_model eval_model;         // the model pointed at `snapshot`
     hw_workspace eval_ws;        // for test batches
     float *snapshot;             // a copy of the weights taken at an evaluation point
@@ -172,19 +217,40 @@ typedef struct {
     int64_t last_samples;        // at the previous metrics row, for the train-loss column
     double last_loss_sum;
     hw_eval_result last_eval;
-} hw_train_log;
+    double last_finite_loss;     // the last finite training loss seen (hw_train_outputs_loss, rows), or NAN
+    int64_t skipped_points;      // --eval-every points passed while an evaluation ran, not evaluated
+} hw_train_outputs;
 
-int hw_train_log_open(hw_train_log *log, const hw_train_config *config, const hw_run_inputs *in, int first_epoch,
+int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, const hw_train_inputs *in, int first_epoch,
                     int64_t samples_base);
 // Copies `weights` into the snapshot (the caller decides whether workers may still write them).
-void hw_train_log_snapshot(hw_train_log *log, const float *weights);
+void hw_train_outputs_snapshot(hw_train_outputs *log, const float *weights);
 // Evaluates the snapshot, writes a metrics row and, at an epoch end, prints the epoch result and
-// saves the checkpoint (--save). samples and loss_sum count this run's training so far.
-int hw_train_log_evaluate(hw_train_log *log, int epochs_done, int64_t samples, double loss_sum, int epoch_end);
-// Saves `weights` as the checkpoint (--save), if one was asked for.
-int hw_train_log_save(hw_train_log *log, const float *weights, int epochs_done, int64_t samples);
+// saves the checkpoint (--save). samples and loss_sum count this run's training so far. Weights
+// that are not finite, or a test or training loss that is not, are no result: it ends the run
+// with hw_train_outputs_diverged instead (nothing printed as a result, nothing saved).
+int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t samples, double loss_sum, int epoch_end);
+// Moves *next_eval (the next --eval-every point) past `samples`, before the row about to be written
+// at `samples`, and counts as skipped every point passed that the row does not stand for: mid-epoch
+// the row stands for the first point passed; at an epoch end, for a point on the end itself only.
+void hw_train_outputs_pass_points(hw_train_outputs *log, int64_t *next_eval, int64_t samples, int epoch_end);
+// Whether every one of the n weights is a finite number (a diverged run has NaN or inf in them).
+int hw_weights_finite(const float *weights, size_t n);
+// Saves `weights` as the checkpoint (--save), if one was asked for; refuses weights that are not
+// finite (NaN, inf), so that the file keeps the last good checkpoint.
+int hw_train_outputs_save(hw_train_outputs *log, const float *weights, int epochs_done, int64_t samples);
+// A training loss seen (a batch, a report window): the last finite one is remembered for the
+// message of a diverged run.
+void hw_train_outputs_loss(hw_train_outputs *log, double loss);
+// Ends a diverged run: writes the metrics row that marks it (train_loss `loss`, the non-finite
+// loss seen, or NAN; test_loss and test_accuracy nan: nothing was evaluated) and returns HW_ERR
+// with a message naming `who` ("worker 1", "replica 0"), `what` happened, the training epoch
+// `epoch` (1-based), the samples seen, the last finite training loss, and a lower --lr to try.
+// Nothing is saved. `samples` counts this run's samples, as for hw_train_outputs_evaluate.
+int hw_train_outputs_diverged(hw_train_outputs *log, const char *who, const char *what, int epoch, int epochs_done,
+                          int64_t samples, double loss);
 // Prints the summary and fills result.
-void hw_train_log_finish(hw_train_log *log, int64_t samples, hw_train_result *result);
-void hw_train_log_close(hw_train_log *log);
+void hw_train_outputs_finish(hw_train_outputs *log, int64_t samples, hw_train_result *result);
+void hw_train_outputs_close(hw_train_outputs *log);
 
 #endif

@@ -9,17 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum layer_kind { LINEAR, CONV2D, MAXPOOL2D, RELU, DROPOUT, DROPOUT2D, FLATTEN, LOG_SOFTMAX };
+static_assert(HW_LAYER_KINDS == 8, "a new hw_layer_kind needs its case in forward_layer and backward_layer");
 
-static const struct {
-    const char *name;
-    enum layer_kind kind;
-} KINDS[] = {{"linear", LINEAR},   {"conv2d", CONV2D},       {"maxpool2d", MAXPOOL2D}, {"relu", RELU},
-             {"dropout", DROPOUT}, {"dropout2d", DROPOUT2D}, {"flatten", FLATTEN},     {"log_softmax", LOG_SOFTMAX}};
-
-// What the runner needs of one layer, checked and derived once.
+// What the runner needs of one layer, derived once from the parsed model.
 typedef struct {
-    enum layer_kind kind;
+    hw_layer_kind kind;
     int line;
     int64_t in_numel, out_numel;      // per sample
     int channels, height, width;      // input planes (conv2d, maxpool2d, dropout2d)
@@ -87,126 +81,51 @@ struct hw_cuda_runner {
     double copy_ms, compute_ms;
 };
 
-// nn.h declares struct hw_layer_type without its members; its first member is the type's name
-// ("linear", "conv2d", ...), which is all the runner reads of it.
-static const char *layer_type_name(const hw_layer *layer) {
-    return layer->type ? *(const char *const *)(const void *)layer->type : NULL;
-}
-
-static int64_t param_numel(const hw_model *model, int index) { return hw_shape_numel(model->params[index].shape); }
-
-// Checks one layer of the description and fills `out`.
-static int describe_layer(const hw_model *model, int i, runner_layer *out) {
+// One layer of the model as the runner runs it. The parser (src/nn) checked the sizes and the
+// parameters; the runner takes them as they are.
+static void describe_layer(const hw_model *model, int i, runner_layer *out) {
     const hw_layer *layer = &model->layers[i];
-    const char *name = layer_type_name(layer);
     memset(out, 0, sizeof *out);
+    out->kind = layer->kind;
     out->line = layer->line;
     out->weight = out->bias = -1;
-    int found = 0;
-    for (size_t k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++) {
-        if (name && strcmp(name, KINDS[k].name) == 0) {
-            out->kind = KINDS[k].kind;
-            found = 1;
-        }
-    }
-    if (!found) {
-        return hw_fail("%s:%d: layer '%s' of type '%s' has no GPU implementation", model->path, layer->line,
-                       layer->name, name ? name : "(none)");
-    }
     out->in_numel = hw_shape_numel(layer->in_shape);
     out->out_numel = hw_shape_numel(layer->out_shape);
-    hw_shape in = layer->in_shape;
-    if (in.ndim == 3) {
-        out->channels = (int)in.dims[0];
-        out->height = (int)in.dims[1];
-        out->width = (int)in.dims[2];
-    } else {
-        out->channels = in.ndim >= 1 ? (int)in.dims[0] : 1;  // dropout2d on features: a channel each
-        out->height = 1;
-        out->width = (int)(out->channels ? out->in_numel / out->channels : 0);
-    }
-    int64_t expect_out = out->in_numel;
-    int64_t weight_numel = 0, bias_numel = 0;
-    switch (out->kind) {
-    case LINEAR:
-        out->in_features = (int)layer->config[0];
-        out->out_features = (int)layer->config[1];
-        if (out->in_features != out->in_numel) {
-            return hw_fail("%s:%d: linear expects %d input features but its input has %lld", model->path, layer->line,
-                           out->in_features, (long long)out->in_numel);
-        }
-        expect_out = out->out_features;
-        weight_numel = (int64_t)out->out_features * out->in_features;
-        bias_numel = out->out_features;
+    switch (layer->kind) {
+    case HW_LINEAR:
+        out->in_features = layer->dims.linear.in;
+        out->out_features = layer->dims.linear.out;
         break;
-    case CONV2D: {
-        hw_conv_dims d = {0, (int)layer->config[0], out->height, out->width, (int)layer->config[1],
-                          (int)layer->config[2], (int)layer->config[3], (int)layer->config[4]};
-        if (in.ndim != 3 || d.in_channels != out->channels || d.kernel <= 0 || d.stride <= 0 || d.padding < 0 ||
-            d.height + 2 * d.padding < d.kernel || d.width + 2 * d.padding < d.kernel) {
-            return hw_fail("%s:%d: conv2d with %d input channels, kernel %d, stride %d, padding %d does not fit its input "
-                           "of %d x %d x %d", model->path, layer->line, d.in_channels, d.kernel, d.stride, d.padding,
-                           out->channels, out->height, out->width);
-        }
-        out->conv = d;
-        expect_out = (int64_t)d.out_channels * hw_conv_out_h(d) * hw_conv_out_w(d);
-        weight_numel = (int64_t)d.out_channels * d.in_channels * d.kernel * d.kernel;
-        bias_numel = d.out_channels;
+    case HW_CONV2D: {
+        const hw_conv2d_dims *d = &layer->dims.conv2d;
+        out->conv = (hw_conv_dims){0, d->in_c, d->in_h, d->in_w, d->out_c, d->k, d->stride, d->pad};
         break;
     }
-    case MAXPOOL2D:
-        out->kernel = (int)layer->config[0];
-        out->stride = (int)layer->config[1];
-        if (in.ndim != 3 || out->kernel <= 0 || out->stride <= 0 || out->height < out->kernel || out->width < out->kernel) {
-            return hw_fail("%s:%d: maxpool2d kernel %d stride %d does not fit its input", model->path, layer->line,
-                           out->kernel, out->stride);
-        }
-        expect_out = (int64_t)out->channels * ((out->height - out->kernel) / out->stride + 1) *
-                     ((out->width - out->kernel) / out->stride + 1);
+    case HW_MAXPOOL2D:
+        out->channels = layer->dims.maxpool2d.c;
+        out->height = layer->dims.maxpool2d.in_h;
+        out->width = layer->dims.maxpool2d.in_w;
+        out->kernel = layer->dims.maxpool2d.k;
+        out->stride = layer->dims.maxpool2d.stride;
         break;
-    case DROPOUT2D:
-        if (out->channels <= 0 || out->in_numel % out->channels != 0) {
-            return hw_fail("%s:%d: dropout2d needs an input with channels", model->path, layer->line);
-        }
-        [[fallthrough]];
-    case DROPOUT:
-        out->p = layer->n_args > 0 ? (float)layer->args[0] : 0.5f;
-        if (!(out->p >= 0.0f && out->p <= 1.0f)) {
-            return hw_fail("%s:%d: dropout p = %g is not in [0, 1]", model->path, layer->line, (double)out->p);
-        }
+    case HW_DROPOUT:
+    case HW_DROPOUT2D:
+        out->channels = layer->dims.dropout.c;
+        out->p = layer->dims.dropout.p;
         break;
-    case RELU:
-    case FLATTEN:
-    case LOG_SOFTMAX:
+    default:
         break;
     }
-    if (expect_out != out->out_numel) {
-        return hw_fail("%s:%d: layer '%s' produces %lld values per sample but the model says %lld", model->path,
-                       layer->line, layer->name, (long long)expect_out, (long long)out->out_numel);
-    }
-    if (weight_numel > 0) {
-        int first = layer->first_param;
-        if (first < 0 || layer->n_params < 1 || first + layer->n_params > model->n_params) {
-            return hw_fail("%s:%d: layer '%s' has no weight parameter", model->path, layer->line, layer->name);
-        }
-        const hw_param *w = &model->params[first];
-        if (param_numel(model, first) != weight_numel || w->offset + (size_t)weight_numel > model->n_weights) {
-            return hw_fail("%s:%d: parameter '%s' does not fit the layer or the flat buffer", model->path, layer->line,
-                           w->name);
-        }
+    if (layer->n_params > 0) {
+        const hw_param *w = &model->params[layer->first_param];
         out->weight = (int64_t)w->offset;
         out->weight_trainable = !w->frozen && !layer->frozen;
-        if (layer->n_params >= 2) {
-            const hw_param *b = &model->params[first + 1];
-            if (param_numel(model, first + 1) != bias_numel || b->offset + (size_t)bias_numel > model->n_weights) {
-                return hw_fail("%s:%d: parameter '%s' does not fit the layer or the flat buffer", model->path,
-                               layer->line, b->name);
-            }
-            out->bias = (int64_t)b->offset;
-            out->bias_trainable = !b->frozen && !layer->frozen;
-        }
     }
-    return HW_OK;
+    if (layer->n_params > 1) {
+        const hw_param *b = &model->params[layer->first_param + 1];
+        out->bias = (int64_t)b->offset;
+        out->bias_trainable = !b->frozen && !layer->frozen;
+    }
 }
 
 // The trainable parameters as ranges of the flat buffer, adjacent ones merged: the SGD step is
@@ -303,31 +222,18 @@ static int runner_init(hw_cuda_runner *r, const hw_model *model, const hw_cuda_r
     r->std = c->std;
     r->timing = c->timing;
     r->first_trainable = model->n_layers;
-    int64_t prev_numel = r->in_numel;
     size_t scratch_floats = 0, argmax_ints = 0;
     for (int i = 0; i < model->n_layers; i++) {
         runner_layer *L = &r->layers[i];
-        if (describe_layer(model, i, L) != HW_OK) return HW_ERR;
-        if (L->in_numel != prev_numel) {
-            return hw_fail("%s:%d: layer '%s' takes %lld values per sample but gets %lld", model->path, L->line,
-                           model->layers[i].name, (long long)L->in_numel, (long long)prev_numel);
-        }
-        if (L->kind == LOG_SOFTMAX && i != model->n_layers - 1) {
-            return hw_fail("%s:%d: log_softmax must be the last layer", model->path, L->line);
-        }
-        prev_numel = L->out_numel;
+        describe_layer(model, i, L);
         if ((L->weight_trainable || L->bias_trainable) && r->first_trainable == model->n_layers) r->first_trainable = i;
-        if (L->kind == CONV2D) {
+        if (L->kind == HW_CONV2D) {
             hw_conv_dims d = L->conv;
             d.batch = c->max_batch;
             size_t need = hw_cuda_conv2d_scratch_floats(d);
             if (need > scratch_floats) scratch_floats = need;
         }
-        if (L->kind == MAXPOOL2D) argmax_ints += round_up((size_t)c->max_batch * (size_t)L->out_numel);
-    }
-    if (r->layers[model->n_layers - 1].kind != LOG_SOFTMAX) {
-        return hw_fail("%s: the GPU runner needs log_softmax as the last layer (the loss is log_softmax + NLL)",
-                       model->path);
+        if (L->kind == HW_MAXPOOL2D) argmax_ints += round_up((size_t)c->max_batch * (size_t)L->out_numel);
     }
     r->n_classes = (int)r->layers[model->n_layers - 1].out_numel;
     collect_ranges(r, model);
@@ -336,7 +242,7 @@ static int runner_init(hw_cuda_runner *r, const hw_model *model, const hw_cuda_r
     size_t B = (size_t)c->max_batch;
     size_t arena_floats = round_up(B * (size_t)r->in_numel);  // acts[0]
     for (int i = 0; i < r->n_layers; i++) {
-        if (r->layers[i].kind != FLATTEN) arena_floats += 2 * round_up(B * (size_t)r->layers[i].out_numel);
+        if (r->layers[i].kind != HW_FLATTEN) arena_floats += 2 * round_up(B * (size_t)r->layers[i].out_numel);
     }
     arena_floats += round_up(scratch_floats) + round_up(B) + 64;  // scratch, row losses, the loss
     r->slot_bytes = B * (size_t)r->in_numel * sizeof(float);
@@ -392,7 +298,7 @@ static int runner_init(hw_cuda_runner *r, const hw_model *model, const hw_cuda_r
     int32_t *next_argmax = r->argmax_arena;
     for (int i = 0; i < r->n_layers; i++) {
         runner_layer *L = &r->layers[i];
-        if (L->kind == FLATTEN) {
+        if (L->kind == HW_FLATTEN) {
             r->acts[i + 1] = r->acts[i];
             r->grad_acts[i + 1] = r->grad_acts[i];
             continue;
@@ -401,7 +307,7 @@ static int runner_init(hw_cuda_runner *r, const hw_model *model, const hw_cuda_r
         r->acts[i + 1] = next;
         r->grad_acts[i + 1] = next + n;
         next += 2 * n;
-        if (L->kind == MAXPOOL2D) {
+        if (L->kind == HW_MAXPOOL2D) {
             L->argmax = next_argmax;
             next_argmax += round_up(B * (size_t)L->out_numel);
         }
@@ -520,30 +426,32 @@ static int forward_layer(hw_cuda_runner *r, int i) {
     const float *bias = L->bias >= 0 ? r->weights + L->bias : NULL;
     int64_t n = (int64_t)B * L->out_numel;
     switch (L->kind) {
-    case LINEAR:
+    case HW_LINEAR:
         return hw_cuda_linear_forward(ctx_of(r), y, x, w, bias, B, L->in_features, L->out_features);
-    case CONV2D: {
+    case HW_CONV2D: {
         hw_conv_dims d = L->conv;
         d.batch = B;
         return hw_cuda_conv2d_forward(ctx_of(r), y, x, w, bias, d, r->scratch);
     }
-    case MAXPOOL2D:
+    case HW_MAXPOOL2D:
         return hw_cuda_maxpool2d_forward(r->compute, y, L->argmax, x, B, L->channels, L->height, L->width, L->kernel,
                                          L->stride);
-    case RELU:
+    case HW_RELU:
         return hw_cuda_relu_forward(r->compute, y, x, n);
-    case DROPOUT:
+    case HW_DROPOUT:
         if (!r->training) return hw_cuda_memcpy_d2d(y, x, (size_t)n * sizeof(float), r->compute);
         return hw_cuda_dropout_forward(r->compute, y, x, n, L->p, hw_dropout_layer_seed(r->seed, i), r->step);
-    case DROPOUT2D:
+    case HW_DROPOUT2D:
         if (!r->training) return hw_cuda_memcpy_d2d(y, x, (size_t)n * sizeof(float), r->compute);
         return hw_cuda_dropout2d_forward(r->compute, y, x, (int64_t)B * L->channels, L->in_numel / L->channels, L->p,
                                          hw_dropout_layer_seed(r->seed, i), r->step);
-    case FLATTEN:
+    case HW_FLATTEN:
         return HW_OK;  // a view: acts[i + 1] == acts[i]
-    case LOG_SOFTMAX:
+    case HW_LOG_SOFTMAX:
         return hw_cuda_log_softmax_nll_forward(r->compute, y, r->loss_dev, x, r->has_labels ? r->labels_dev : NULL, B,
                                                (int)L->out_numel, r->row_loss);
+    case HW_LAYER_KINDS:
+        break;
     }
     return hw_fail("GPU runner: unknown layer kind %d", (int)L->kind);
 }
@@ -605,30 +513,32 @@ static int backward_layer(hw_cuda_runner *r, int i) {
     float *dbias = L->bias >= 0 && L->bias_trainable ? r->grads + L->bias : NULL;
     const float *w = L->weight >= 0 ? r->weights + L->weight : NULL;
     switch (L->kind) {
-    case LINEAR:
+    case HW_LINEAR:
         return hw_cuda_linear_backward(ctx_of(r), dx, dw, dbias, dy, x, w, B, L->in_features, L->out_features);
-    case CONV2D: {
+    case HW_CONV2D: {
         hw_conv_dims d = L->conv;
         d.batch = B;
         return hw_cuda_conv2d_backward(ctx_of(r), dx, dw, dbias, dy, x, w, d, r->scratch);
     }
-    case MAXPOOL2D:
+    case HW_MAXPOOL2D:
         if (!dx) return HW_OK;
         return hw_cuda_maxpool2d_backward(r->compute, dx, dy, L->argmax, B, L->channels, L->height, L->width, L->kernel,
                                           L->stride);
-    case RELU:
+    case HW_RELU:
         return dx ? hw_cuda_relu_backward(r->compute, dx, dy, y, n) : HW_OK;
-    case DROPOUT:
+    case HW_DROPOUT:
         if (!dx) return HW_OK;
         return hw_cuda_dropout_backward(r->compute, dx, dy, n, L->p, hw_dropout_layer_seed(r->seed, i), r->step);
-    case DROPOUT2D:
+    case HW_DROPOUT2D:
         if (!dx) return HW_OK;
         return hw_cuda_dropout2d_backward(r->compute, dx, dy, (int64_t)B * L->channels, L->in_numel / L->channels,
                                           L->p, hw_dropout_layer_seed(r->seed, i), r->step);
-    case FLATTEN:
+    case HW_FLATTEN:
         return HW_OK;  // grad_acts[i] == grad_acts[i + 1]
-    case LOG_SOFTMAX:
+    case HW_LOG_SOFTMAX:
         return dx ? hw_cuda_log_softmax_nll_backward(r->compute, dx, y, r->labels_dev, B, (int)L->out_numel) : HW_OK;
+    case HW_LAYER_KINDS:
+        break;
     }
     return hw_fail("GPU runner: unknown layer kind %d", (int)L->kind);
 }

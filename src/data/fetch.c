@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <md5.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +20,21 @@
 #include <unistd.h>
 
 extern char **environ;
+
+int hw_md5_file(const char *path, char hex[33]) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return hw_fail_errno(errno, "cannot open %s", path);
+    MD5_CTX ctx;
+    MD5Init(&ctx);
+    static _Thread_local uint8_t buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) MD5Update(&ctx, buf, n);
+    int failed = ferror(f), saved_errno = errno;
+    fclose(f);
+    if (failed) return hw_fail_errno(saved_errno, "cannot read %s", path);
+    MD5End(&ctx, hex);  // 32 lowercase hex digits and a NUL
+    return HW_OK;
+}
 
 enum { N_FILES = 4, MAX_URLS = 4 };
 

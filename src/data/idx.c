@@ -4,6 +4,7 @@
 // claims 2^31 images costs at most twice the bytes the file really holds before it is refused.
 #include "hw/data.h"
 #include "hw/err.h"
+#include "hw/file.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -22,12 +23,16 @@ enum {
 };
 
 static int idx_open(gzFile *f, const char *path) {
-    struct stat st;
-    if (stat(path, &st) != 0) return hw_fail_errno(errno, "cannot open %s", path);
-    if (S_ISDIR(st.st_mode)) return hw_fail("%s: is a folder, expected an IDX file", path);
+    // A regular file only (a FIFO would block, a device never end); the data's size is bounded
+    // by the header's claim, itself bounded by HW_IDX_MAX_BYTES.
+    int fd = hw_open_regular(path, "IDX file", 0, NULL);
+    if (fd < 0) return HW_ERR;
     errno = 0;
-    *f = gzopen(path, "rb");
-    if (!*f) return errno ? hw_fail_errno(errno, "cannot open %s", path) : hw_fail("cannot open %s: out of memory", path);
+    *f = gzdopen(fd, "rb");
+    if (!*f) {
+        close(fd);
+        return hw_fail("cannot open %s: out of memory", path);
+    }
     gzbuffer(*f, 1 << 17);
     return HW_OK;
 }
@@ -117,7 +122,15 @@ static int read_payload(gzFile f, const char *path, uint64_t want, const char *c
             goto fail;
         }
         if (got == want) break;
+        // The data is really there (a file that holds less was refused above): a gzip bomb, or
+        // a dataset larger than hogwild holds in memory.
+        if (got >= HW_IDX_MAX_BYTES) {
+            hw_fail("%s: the header claims %s, more than the limit of %llu bytes of data per file", path, claim,
+                    HW_IDX_MAX_BYTES);
+            goto fail;
+        }
         cap = cap > want / 2 ? want : cap * 2;
+        if (cap > HW_IDX_MAX_BYTES) cap = HW_IDX_MAX_BYTES;
         uint8_t *bigger = realloc(buf, cap);
         if (!bigger) {
             hw_fail("%s: out of memory for %llu bytes", path, (unsigned long long)cap);

@@ -9,6 +9,7 @@
 // skipped file is a silently wrong dataset.
 #include "hw/data.h"
 #include "hw/err.h"
+#include "hw/file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -239,6 +240,28 @@ static int list_samples(const char *root, name_list *paths, uint8_t **labels_out
     return HW_OK;
 }
 
+// Decodes one image to grayscale, after checking that it is a regular file of at most
+// HW_IMAGE_FILE_MAX_BYTES and, from its header alone (stbi_info), that its size is within
+// HW_IMAGE_MAX_SIDE and HW_IMAGE_MAX_PIXELS: a small file can claim a huge image (a
+// decompression bomb), refused before a byte of it is decoded. NULL after hw_fail.
+static uint8_t *load_image(const char *path, int *w, int *h, int *channels) {
+    FILE *f = hw_fopen_regular(path, "image", HW_IMAGE_FILE_MAX_BYTES, NULL);
+    if (!f) return NULL;
+    uint8_t *pixels = NULL;
+    if (!stbi_info_from_file(f, w, h, channels)) {
+        hw_fail("%s: cannot decode image (stb_image: %s)", path, stbi_failure_reason());
+    } else if (*w > HW_IMAGE_MAX_SIDE || *h > HW_IMAGE_MAX_SIDE ||
+               (uint64_t)*w * (uint64_t)*h > HW_IMAGE_MAX_PIXELS) {
+        hw_fail("%s: the image is %d x %d (width x height), beyond the limit of %d x %d pixels; not decoded", path, *w,
+                *h, HW_IMAGE_MAX_SIDE, HW_IMAGE_MAX_SIDE);
+    } else {
+        pixels = stbi_load_from_file(f, w, h, channels, 1);
+        if (!pixels) hw_fail("%s: cannot decode image (stb_image: %s)", path, stbi_failure_reason());
+    }
+    fclose(f);
+    return pixels;
+}
+
 int hw_image_folder_load(hw_dataset *ds, const char *root, int height, int width) {
     memset(ds, 0, sizeof *ds);
     if (height < 0 || width < 0 || (height == 0) != (width == 0)) {
@@ -253,11 +276,8 @@ int hw_image_folder_load(hw_dataset *ds, const char *root, int height, int width
     const char *first_path = paths.items[0];
     for (size_t i = 0; i < paths.n; i++) {
         int w, h, channels;
-        uint8_t *pixels = stbi_load(paths.items[i], &w, &h, &channels, 1);
-        if (!pixels) {
-            hw_fail("%s: cannot decode image (stb_image: %s)", paths.items[i], stbi_failure_reason());
-            goto done;
-        }
+        uint8_t *pixels = load_image(paths.items[i], &w, &h, &channels);
+        if (!pixels) goto done;
         if (i == 0) {
             if (keep_size) {
                 height = h;

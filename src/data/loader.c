@@ -170,16 +170,6 @@ int hw_loader_next(hw_loader *loader, const float **x, const uint8_t **y) {
     return size;
 }
 
-int hw_loader_reset(hw_loader *loader, const int64_t *indices, int64_t count) {
-    stop_thread(loader);
-    if (check_indices(loader->ds, indices, count) != HW_OK) {
-        // Leave an empty pass rather than a half-valid one.
-        loader->n_batches = loader->next = 0;
-        return HW_ERR;
-    }
-    return start_pass(loader, indices, count);
-}
-
 void hw_loader_close(hw_loader *loader) {
     if (!loader) return;
     stop_thread(loader);

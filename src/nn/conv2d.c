@@ -1,5 +1,5 @@
 // conv2d: 2-D convolution (cross-correlation) as torch.nn.Conv2d with square kernels, zero padding.
-// config = {in_channels, out_channels, kernel, stride, padding, out_h, out_w};
+// dims.conv2d = {in_c, out_c, k, stride, pad, in_h, in_w, out_h, out_w};
 // weight [out, in, k, k], bias [out].
 //
 // im2col + GEMM, one sample at a time: OpenBLAS runs these small GEMMs (LeNet's conv2: 20 x 250
@@ -14,31 +14,13 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef struct {
-    int in_c, out_c, k, stride, pad, in_h, in_w, out_h, out_w;
-} conv_dims;
-
-static conv_dims dims_of(const hw_layer *layer) {
-    return (conv_dims){
-        .in_c = (int)layer->config[0],
-        .out_c = (int)layer->config[1],
-        .k = (int)layer->config[2],
-        .stride = (int)layer->config[3],
-        .pad = (int)layer->config[4],
-        .in_h = (int)layer->in_shape.dims[1],
-        .in_w = (int)layer->in_shape.dims[2],
-        .out_h = (int)layer->config[5],
-        .out_w = (int)layer->config[6],
-    };
-}
-
 static int conv2d_configure(hw_layer *layer, hw_shape *params) {
-    if (hw_nn_expect_ndim(layer, 3, "an input of shape [C, H, W]") != HW_OK) return HW_ERR;
+    if (nn_expect_ndim(layer, 3, "an input of shape [C, H, W]") != HW_OK) return HW_ERR;
     int64_t out_c, k, stride, pad;
-    if (hw_nn_arg_int(layer, 0, "OUT_CHANNELS", 1, -1, &out_c) != HW_OK) return HW_ERR;
-    if (hw_nn_arg_int(layer, 1, "KERNEL", 1, -1, &k) != HW_OK) return HW_ERR;
-    if (hw_nn_arg_int(layer, 2, "stride", 1, 1, &stride) != HW_OK) return HW_ERR;
-    if (hw_nn_arg_int(layer, 3, "padding", 0, 0, &pad) != HW_OK) return HW_ERR;
+    if (nn_arg_int(layer, 0, "OUT_CHANNELS", 1, -1, &out_c) != HW_OK) return HW_ERR;
+    if (nn_arg_int(layer, 1, "KERNEL", 1, -1, &k) != HW_OK) return HW_ERR;
+    if (nn_arg_int(layer, 2, "stride", 1, 1, &stride) != HW_OK) return HW_ERR;
+    if (nn_arg_int(layer, 3, "padding", 0, 0, &pad) != HW_OK) return HW_ERR;
     int64_t in_c = layer->in_shape.dims[0], h = layer->in_shape.dims[1], w = layer->in_shape.dims[2];
     if (h + 2 * pad < k || w + 2 * pad < k) {
         char shape[64];
@@ -51,8 +33,9 @@ static int conv2d_configure(hw_layer *layer, hw_shape *params) {
         return hw_fail("conv2d: the column matrix of one sample (%lld x %lld) is over %d elements",
                        (long long)(in_c * k * k), (long long)(out_h * out_w), HW_LAYER_MAX_NUMEL);
     }
-    int64_t config[7] = {in_c, out_c, k, stride, pad, out_h, out_w};
-    memcpy(layer->config, config, sizeof config);
+    layer->dims.conv2d = (hw_conv2d_dims){.in_c = (int)in_c, .out_c = (int)out_c, .k = (int)k, .stride = (int)stride,
+                                          .pad = (int)pad, .in_h = (int)h, .in_w = (int)w, .out_h = (int)out_h,
+                                          .out_w = (int)out_w};
     layer->out_shape = hw_shape_make(3, (int64_t[]){out_c, out_h, out_w});
     params[0] = hw_shape_make(4, (int64_t[]){out_c, in_c, k, k});
     params[1] = hw_shape_make(1, &out_c);
@@ -60,11 +43,11 @@ static int conv2d_configure(hw_layer *layer, hw_shape *params) {
 }
 
 // True when the column matrix of a sample is the sample itself (1x1 kernel, stride 1, no padding).
-static int cols_are_input(const conv_dims *d) { return d->k == 1 && d->stride == 1 && d->pad == 0; }
+static int cols_are_input(const hw_conv2d_dims *d) { return d->k == 1 && d->stride == 1 && d->pad == 0; }
 
 static size_t conv2d_scratch_floats(const hw_layer *layer, int batch) {
     (void)batch;
-    conv_dims d = dims_of(layer);
+    hw_conv2d_dims d = layer->dims.conv2d;
     // one sample's column matrix and its gradient, dy^T, and dW^T (see conv2d_backward)
     size_t kk = (size_t)d.in_c * d.k * d.k, out_hw = (size_t)d.out_h * d.out_w;
     return 2 * kk * out_hw + out_hw * d.out_c + kk * d.out_c;
@@ -73,7 +56,7 @@ static size_t conv2d_scratch_floats(const hw_layer *layer, int batch) {
 // The column matrices of a whole training batch, kept from forward for backward. (calloc'ed and
 // only touched by a training forward: an evaluation workspace never makes these pages resident.)
 static size_t conv2d_saved_bytes(const hw_layer *layer, int batch) {
-    conv_dims d = dims_of(layer);
+    hw_conv2d_dims d = layer->dims.conv2d;
     if (cols_are_input(&d)) return 0;
     return sizeof(float) * (size_t)batch * (size_t)d.in_c * d.k * d.k * (size_t)d.out_h * d.out_w;
 }
@@ -130,7 +113,7 @@ static inline void zero_row(float *dst, int n) {
 }
 
 // im2col without padding, stride 1 (LeNet's convolutions): no bounds, no zeros, row copies only.
-static void im2col_plain(const conv_dims *d, const float *restrict x, float *restrict cols) {
+static void im2col_plain(const hw_conv2d_dims *d, const float *restrict x, float *restrict cols) {
     int out_w = d->out_w, out_h = d->out_h, in_w = d->in_w, k = d->k;
     float *dst = cols;
     for (int c = 0; c < d->in_c; c++) {
@@ -149,7 +132,7 @@ static void im2col_plain(const conv_dims *d, const float *restrict x, float *res
 }
 
 // cols[(c*k + ki)*k + kj][oh*out_w + ow] = x[c][oh*stride - pad + ki][ow*stride - pad + kj] (0 outside).
-static void im2col(const conv_dims *d, const float *x, float *cols) {
+static void im2col(const hw_conv2d_dims *d, const float *x, float *cols) {
     if (d->stride == 1 && d->pad == 0) {
         im2col_plain(d, x, cols);
         return;
@@ -187,7 +170,7 @@ static void im2col(const conv_dims *d, const float *x, float *cols) {
 }
 
 // col2im_plain's counterpart of im2col_plain.
-static void col2im_plain(const conv_dims *d, const float *restrict cols, float *restrict dx) {
+static void col2im_plain(const hw_conv2d_dims *d, const float *restrict cols, float *restrict dx) {
     int out_w = d->out_w, out_h = d->out_h, in_w = d->in_w, k = d->k;
     const float *src = cols;
     for (int c = 0; c < d->in_c; c++) {
@@ -206,7 +189,7 @@ static void col2im_plain(const conv_dims *d, const float *restrict cols, float *
 }
 
 // The adjoint of im2col: dx = 0, then every column entry is added back where it was read from.
-static void col2im(const conv_dims *d, const float *cols, float *dx) {
+static void col2im(const hw_conv2d_dims *d, const float *cols, float *dx) {
     int out_hw = d->out_h * d->out_w;
     memset(dx, 0, sizeof(float) * (size_t)d->in_c * d->in_h * d->in_w);
     if (d->stride == 1 && d->pad == 0) {
@@ -240,7 +223,7 @@ static void col2im(const conv_dims *d, const float *cols, float *dx) {
 }
 
 static void conv2d_forward(const hw_layer *layer, hw_layer_io *io) {
-    conv_dims d = dims_of(layer);
+    hw_conv2d_dims d = layer->dims.conv2d;
     int kk = d.in_c * d.k * d.k, out_hw = d.out_h * d.out_w;
     size_t in_size = (size_t)d.in_c * d.in_h * d.in_w, out_size = (size_t)d.out_c * out_hw;
     for (int b = 0; b < io->batch; b++) {
@@ -262,7 +245,7 @@ static void conv2d_forward(const hw_layer *layer, hw_layer_io *io) {
 }
 
 static void conv2d_backward(const hw_layer *layer, hw_layer_io *io) {
-    conv_dims d = dims_of(layer);
+    hw_conv2d_dims d = layer->dims.conv2d;
     int kk = d.in_c * d.k * d.k, out_hw = d.out_h * d.out_w;
     size_t in_size = (size_t)d.in_c * d.in_h * d.in_w, out_size = (size_t)d.out_c * out_hw;
     float *cols_buf = io->scratch, *dcols = cols_buf + (size_t)kk * out_hw;
@@ -313,19 +296,20 @@ static void conv2d_backward(const hw_layer *layer, hw_layer_io *io) {
 }
 
 static double conv2d_flops(const hw_layer *layer) {
-    conv_dims d = dims_of(layer);
+    hw_conv2d_dims d = layer->dims.conv2d;
     return 2.0 * d.out_c * d.out_h * d.out_w * d.in_c * d.k * d.k;
 }
 
 static void conv2d_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {
-    int k = hw_nn_rand_int(rng, 1, 4), stride = hw_nn_rand_int(rng, 1, 3), pad = hw_nn_rand_int(rng, 0, 2);
+    int k = nn_rand_int(rng, 1, 4), stride = nn_rand_int(rng, 1, 3), pad = nn_rand_int(rng, 0, 2);
     if (hw_rng_below(rng, 2)) stride = 1, pad = 0;  // half the time the plain case, which has its own code
-    int64_t dims[3] = {hw_nn_rand_int(rng, 1, 3), hw_nn_rand_int(rng, k, 8), hw_nn_rand_int(rng, k, 7)};
+    int64_t dims[3] = {nn_rand_int(rng, 1, 3), nn_rand_int(rng, k, 8), nn_rand_int(rng, k, 7)};
     *in_shape = hw_shape_make(3, dims);
-    snprintf(line, cap, "conv2d %d %d stride=%d padding=%d", hw_nn_rand_int(rng, 1, 4), k, stride, pad);
+    snprintf(line, cap, "conv2d %d %d stride=%d padding=%d", nn_rand_int(rng, 1, 4), k, stride, pad);
 }
 
 const hw_layer_type hw_layer_conv2d = {
+    .kind = HW_CONV2D,
     .name = "conv2d",
     .usage = "OUT_CHANNELS KERNEL [stride=S] [padding=P]",
     .name_prefix = "conv",

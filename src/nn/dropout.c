@@ -1,5 +1,5 @@
 // dropout: in training, zeroes each element with probability p and scales the kept ones by
-// 1/(1-p) (torch.nn.Dropout); the identity in evaluation. args[0] = p (0.5 when not given). The mask
+// 1/(1-p) (torch.nn.Dropout); the identity in evaluation. dims.dropout.p: 0.5 when not given. The mask
 // comes from the workspace RNG and is kept for backward.
 #include "layer_util.h"
 
@@ -9,20 +9,21 @@
 #include <stdio.h>
 #include <string.h>
 
-// Shared with dropout2d: checks P and stores it in args[0] (0.5, torch's default, when absent).
-int hw_nn_dropout_configure(hw_layer *layer);
+// Shared with dropout2d: checks P (0.5, torch's default, when absent) and sets dims.dropout with
+// `channels` channels of `plane` values each.
+int nn_dropout_configure(hw_layer *layer, int channels, int64_t plane);
 
-int hw_nn_dropout_configure(hw_layer *layer) {
+int nn_dropout_configure(hw_layer *layer, int channels, int64_t plane) {
     double p = isnan(layer->args[0]) ? 0.5 : layer->args[0];
     if (!(p >= 0.0 && p <= 1.0)) return hw_fail("%s: P must be a probability in [0, 1], got %g", layer->type->name, p);
-    layer->args[0] = p;
+    layer->dims.dropout = (hw_dropout_dims){.p = (float)p, .c = channels, .plane = plane};
     layer->out_shape = layer->in_shape;
     return HW_OK;
 }
 
 static int dropout_configure(hw_layer *layer, hw_shape *params) {
     (void)params;
-    return hw_nn_dropout_configure(layer);
+    return nn_dropout_configure(layer, 1, hw_shape_numel(layer->in_shape));
 }
 
 static size_t dropout_saved_bytes(const hw_layer *layer, int batch) {
@@ -34,7 +35,7 @@ static float keep_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
 
 static void dropout_forward(const hw_layer *layer, hw_layer_io *io) {
     size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
-    float p = (float)layer->args[0];
+    float p = layer->dims.dropout.p;
     if (!io->training) {
         if (io->out != io->in) memcpy(io->out, io->in, sizeof(float) * n);
         return;
@@ -50,7 +51,7 @@ static void dropout_forward(const hw_layer *layer, hw_layer_io *io) {
 static void dropout_backward(const hw_layer *layer, hw_layer_io *io) {
     if (!io->din) return;
     size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
-    float p = (float)layer->args[0];
+    float p = layer->dims.dropout.p;
     if (!io->training) {  // after an evaluation forward: the identity
         if (io->din != io->dout) memcpy(io->din, io->dout, sizeof(float) * n);
         return;
@@ -60,12 +61,13 @@ static void dropout_backward(const hw_layer *layer, hw_layer_io *io) {
 }
 
 static void dropout_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {
-    int64_t dims[3] = {hw_nn_rand_int(rng, 1, 9), hw_nn_rand_int(rng, 1, 4), hw_nn_rand_int(rng, 1, 4)};
-    *in_shape = hw_shape_make(hw_nn_rand_int(rng, 1, 3), dims);
-    snprintf(line, cap, "dropout %.2f", 0.1 * hw_nn_rand_int(rng, 1, 8));
+    int64_t dims[3] = {nn_rand_int(rng, 1, 9), nn_rand_int(rng, 1, 4), nn_rand_int(rng, 1, 4)};
+    *in_shape = hw_shape_make(nn_rand_int(rng, 1, 3), dims);
+    snprintf(line, cap, "dropout %.2f", 0.1 * nn_rand_int(rng, 1, 8));
 }
 
 const hw_layer_type hw_layer_dropout = {
+    .kind = HW_DROPOUT,
     .name = "dropout",
     .usage = "[P]",
     .name_prefix = "dropout",

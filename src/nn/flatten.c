@@ -23,12 +23,13 @@ static void flatten_backward(const hw_layer *layer, hw_layer_io *io) {
 }
 
 static void flatten_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {
-    int64_t dims[3] = {hw_nn_rand_int(rng, 1, 3), hw_nn_rand_int(rng, 1, 4), hw_nn_rand_int(rng, 1, 4)};
-    *in_shape = hw_shape_make(hw_nn_rand_int(rng, 1, 3), dims);
+    int64_t dims[3] = {nn_rand_int(rng, 1, 3), nn_rand_int(rng, 1, 4), nn_rand_int(rng, 1, 4)};
+    *in_shape = hw_shape_make(nn_rand_int(rng, 1, 3), dims);
     snprintf(line, cap, "flatten");
 }
 
 const hw_layer_type hw_layer_flatten = {
+    .kind = HW_FLATTEN,
     .name = "flatten",
     .usage = "(no arguments)",
     .name_prefix = "flatten",

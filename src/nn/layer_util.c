@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 
-int hw_nn_arg_int(const hw_layer *layer, int index, const char *what, int64_t min, int64_t fallback,
+int nn_arg_int(const hw_layer *layer, int index, const char *what, int64_t min, int64_t fallback,
                   int64_t *out) {
     double v = layer->args[index];
     if (isnan(v)) {
@@ -25,19 +25,11 @@ int hw_nn_arg_int(const hw_layer *layer, int index, const char *what, int64_t mi
     return HW_OK;
 }
 
-int hw_nn_expect_ndim(const hw_layer *layer, int ndim, const char *expected) {
+int nn_expect_ndim(const hw_layer *layer, int ndim, const char *expected) {
     if (layer->in_shape.ndim == ndim) return HW_OK;
     char shape[64];
     hw_shape_format(layer->in_shape, shape, sizeof shape);
     return hw_fail("%s needs %s, got an input of shape %s", layer->type->name, expected, shape);
 }
 
-int hw_nn_rand_int(hw_rng *rng, int lo, int hi) { return lo + (int)hw_rng_below(rng, (uint32_t)(hi - lo + 1)); }
-
-void hw_nn_shape_words(hw_shape shape, char *buf, size_t cap) {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < shape.ndim && used < cap; i++) {
-        used += (size_t)snprintf(buf + used, cap - used, "%s%lld", i ? " " : "", (long long)shape.dims[i]);
-    }
-}
+int nn_rand_int(hw_rng *rng, int lo, int hi) { return lo + (int)hw_rng_below(rng, (uint32_t)(hi - lo + 1)); }

@@ -9,13 +9,11 @@
 
 // args[index] as an integer >= min; fails naming the type, `what` and the value. When the
 // argument is absent (NAN) *out gets `fallback` if fallback >= min, else it is an error.
-int hw_nn_arg_int(const hw_layer *layer, int index, const char *what, int64_t min, int64_t fallback,
+int nn_arg_int(const hw_layer *layer, int index, const char *what, int64_t min, int64_t fallback,
                   int64_t *out);
 // Fails unless layer->in_shape has `ndim` dimensions, naming the type, `expected` and the shape.
-int hw_nn_expect_ndim(const hw_layer *layer, int ndim, const char *expected);
+int nn_expect_ndim(const hw_layer *layer, int ndim, const char *expected);
 // A uniform integer in [lo, hi].
-int hw_nn_rand_int(hw_rng *rng, int lo, int hi);
-// Writes `shape` as "3 7 9" (the model-file form) into buf.
-void hw_nn_shape_words(hw_shape shape, char *buf, size_t cap);
+int nn_rand_int(hw_rng *rng, int lo, int hi);
 
 #endif

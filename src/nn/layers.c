@@ -4,6 +4,7 @@
 
 #include "hw/err.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,10 +14,14 @@
 extern const hw_layer_type hw_layer_linear, hw_layer_conv2d, hw_layer_maxpool2d, hw_layer_relu, hw_layer_dropout,
     hw_layer_dropout2d, hw_layer_flatten, hw_layer_log_softmax;
 
-const hw_layer_type *const hw_layer_types[] = {
-    &hw_layer_linear,  &hw_layer_conv2d,    &hw_layer_maxpool2d, &hw_layer_relu,
-    &hw_layer_dropout, &hw_layer_dropout2d, &hw_layer_flatten,   &hw_layer_log_softmax,
-    NULL,
+static_assert(HW_LAYER_KINDS == 8, "a new hw_layer_kind needs its row below and its case in every backend "
+                                    "(src/cuda/runner.cu); then update this count");
+
+const hw_layer_type *const hw_layer_types[HW_LAYER_KINDS + 1] = {
+    [HW_LINEAR] = &hw_layer_linear,       [HW_CONV2D] = &hw_layer_conv2d,   [HW_MAXPOOL2D] = &hw_layer_maxpool2d,
+    [HW_RELU] = &hw_layer_relu,           [HW_DROPOUT] = &hw_layer_dropout, [HW_DROPOUT2D] = &hw_layer_dropout2d,
+    [HW_FLATTEN] = &hw_layer_flatten,     [HW_LOG_SOFTMAX] = &hw_layer_log_softmax,
+    [HW_LAYER_KINDS] = NULL,
 };
 
 const hw_layer_type *hw_layer_type_find(const char *name) {
@@ -113,6 +118,7 @@ int hw_layer_setup(hw_layer *layer, const char *line, hw_shape in_shape, hw_shap
     layer->type = hw_layer_type_find(word);
     if (!layer->type) return fail_unknown_type(word);
     const hw_layer_type *type = layer->type;
+    layer->kind = type->kind;
     while ((word = strtok_r(NULL, " \t", &save))) {
         if (strcmp(word, "frozen") == 0) {
             layer->frozen = 1;

@@ -1,4 +1,4 @@
-// linear: y = x W^T + b, as torch.nn.Linear. config = {in_features, out_features};
+// linear: y = x W^T + b, as torch.nn.Linear. dims.linear = {in, out} features;
 // weight [out, in], bias [out].
 #include "layer_util.h"
 
@@ -15,10 +15,9 @@ static int linear_configure(hw_layer *layer, hw_shape *params) {
         return hw_fail("linear needs a 1-D input (features), got shape %s: put `flatten` before it", shape);
     }
     int64_t out;
-    if (hw_nn_arg_int(layer, 0, "OUT_FEATURES", 1, -1, &out) != HW_OK) return HW_ERR;
+    if (nn_arg_int(layer, 0, "OUT_FEATURES", 1, -1, &out) != HW_OK) return HW_ERR;
     int64_t in = layer->in_shape.dims[0];
-    layer->config[0] = in;
-    layer->config[1] = out;
+    layer->dims.linear = (hw_linear_dims){.in = (int)in, .out = (int)out};
     layer->out_shape = hw_shape_make(1, &out);
     params[0] = hw_shape_make(2, (int64_t[]){out, in});
     params[1] = hw_shape_make(1, &out);
@@ -26,7 +25,7 @@ static int linear_configure(hw_layer *layer, hw_shape *params) {
 }
 
 static void linear_forward(const hw_layer *layer, hw_layer_io *io) {
-    int in = (int)layer->config[0], out = (int)layer->config[1];
+    int in = layer->dims.linear.in, out = layer->dims.linear.out;
     // [batch, in] x [out, in]^T: one GEMM for the whole batch, then the bias on each row.
     hw_sgemm(HW_NO_TRANS, HW_TRANS, io->batch, out, in, 1.0f, io->in, in, io->weight, in, 0.0f, io->out, out);
     for (int b = 0; b < io->batch; b++) {
@@ -36,7 +35,7 @@ static void linear_forward(const hw_layer *layer, hw_layer_io *io) {
 }
 
 static void linear_backward(const hw_layer *layer, hw_layer_io *io) {
-    int in = (int)layer->config[0], out = (int)layer->config[1];
+    int in = layer->dims.linear.in, out = layer->dims.linear.out;
     if (io->dweight) {  // dW [out, in] = dY^T [out, batch] x X [batch, in]
         hw_sgemm(HW_TRANS, HW_NO_TRANS, out, in, io->batch, 1.0f, io->dout, out, io->in, in, 0.0f, io->dweight, in);
     }
@@ -52,15 +51,16 @@ static void linear_backward(const hw_layer *layer, hw_layer_io *io) {
     }
 }
 
-static double linear_flops(const hw_layer *layer) { return 2.0 * (double)layer->config[0] * (double)layer->config[1]; }
+static double linear_flops(const hw_layer *layer) { return 2.0 * layer->dims.linear.in * layer->dims.linear.out; }
 
 static void linear_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {
-    int64_t in = hw_nn_rand_int(rng, 1, 9);
+    int64_t in = nn_rand_int(rng, 1, 9);
     *in_shape = hw_shape_make(1, &in);
-    snprintf(line, cap, "linear %d", hw_nn_rand_int(rng, 1, 7));
+    snprintf(line, cap, "linear %d", nn_rand_int(rng, 1, 7));
 }
 
 const hw_layer_type hw_layer_linear = {
+    .kind = HW_LINEAR,
     .name = "linear",
     .usage = "OUT_FEATURES",
     .name_prefix = "fc",

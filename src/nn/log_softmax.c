@@ -9,7 +9,7 @@
 
 static int log_softmax_configure(hw_layer *layer, hw_shape *params) {
     (void)params;
-    if (hw_nn_expect_ndim(layer, 1, "a 1-D input (class scores): put `flatten` before it") != 0) return -1;
+    if (nn_expect_ndim(layer, 1, "a 1-D input (class scores): put `flatten` before it") != 0) return -1;
     layer->out_shape = layer->in_shape;
     return 0;
 }
@@ -44,12 +44,13 @@ static void log_softmax_backward(const hw_layer *layer, hw_layer_io *io) {
 static double log_softmax_flops(const hw_layer *layer) { return 4.0 * (double)layer->in_shape.dims[0]; }
 
 static void log_softmax_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {
-    int64_t n = hw_nn_rand_int(rng, 1, 11);
+    int64_t n = nn_rand_int(rng, 1, 11);
     *in_shape = hw_shape_make(1, &n);
     snprintf(line, cap, "log_softmax");
 }
 
 const hw_layer_type hw_layer_log_softmax = {
+    .kind = HW_LOG_SOFTMAX,
     .name = "log_softmax",
     .usage = "(no arguments; the last layer)",
     .name_prefix = "log_softmax",

@@ -1,5 +1,5 @@
 // maxpool2d: max over k x k windows, as torch.nn.MaxPool2d (no padding, floor mode).
-// config = {kernel, stride, out_h, out_w}; stride defaults to kernel. Forward keeps, per output,
+// dims.maxpool2d = {c, k, stride, in_h, in_w, out_h, out_w}; stride defaults to kernel. Forward keeps, per output,
 // where in the input plane its maximum was (the first one on ties; a NaN wins, as in PyTorch's CPU
 // kernel); backward sends the gradient there.
 #include "layer_util.h"
@@ -11,10 +11,10 @@
 
 static int maxpool2d_configure(hw_layer *layer, hw_shape *params) {
     (void)params;
-    if (hw_nn_expect_ndim(layer, 3, "an input of shape [C, H, W]") != HW_OK) return HW_ERR;
+    if (nn_expect_ndim(layer, 3, "an input of shape [C, H, W]") != HW_OK) return HW_ERR;
     int64_t k, stride;
-    if (hw_nn_arg_int(layer, 0, "KERNEL", 1, -1, &k) != HW_OK) return HW_ERR;
-    if (hw_nn_arg_int(layer, 1, "stride", 1, k, &stride) != HW_OK) return HW_ERR;
+    if (nn_arg_int(layer, 0, "KERNEL", 1, -1, &k) != HW_OK) return HW_ERR;
+    if (nn_arg_int(layer, 1, "stride", 1, k, &stride) != HW_OK) return HW_ERR;
     int64_t c = layer->in_shape.dims[0], h = layer->in_shape.dims[1], w = layer->in_shape.dims[2];
     if (k > h || k > w) {
         char shape[64];
@@ -23,10 +23,8 @@ static int maxpool2d_configure(hw_layer *layer, hw_shape *params) {
                        shape, (long long)(h < w ? h : w));
     }
     int64_t out_h = (h - k) / stride + 1, out_w = (w - k) / stride + 1;
-    layer->config[0] = k;
-    layer->config[1] = stride;
-    layer->config[2] = out_h;
-    layer->config[3] = out_w;
+    layer->dims.maxpool2d = (hw_maxpool2d_dims){.c = (int)c, .k = (int)k, .stride = (int)stride, .in_h = (int)h,
+                                                .in_w = (int)w, .out_h = (int)out_h, .out_w = (int)out_w};
     layer->out_shape = hw_shape_make(3, (int64_t[]){c, out_h, out_w});
     return HW_OK;
 }
@@ -91,10 +89,9 @@ static void pool_plane_2x2(const float *restrict x, float *restrict y, int32_t *
 }
 
 static void maxpool2d_forward(const hw_layer *layer, hw_layer_io *io) {
-    int k = (int)layer->config[0], stride = (int)layer->config[1];
-    int out_h = (int)layer->config[2], out_w = (int)layer->config[3];
-    int in_h = (int)layer->in_shape.dims[1], in_w = (int)layer->in_shape.dims[2];
-    int planes = io->batch * (int)layer->in_shape.dims[0];
+    const hw_maxpool2d_dims *d = &layer->dims.maxpool2d;
+    int k = d->k, stride = d->stride, out_h = d->out_h, out_w = d->out_w, in_h = d->in_h, in_w = d->in_w;
+    int planes = io->batch * d->c;
     size_t in_plane = (size_t)in_h * in_w, out_plane = (size_t)out_h * out_w;
     int32_t *args = (int32_t *)io->saved;
     for (int p = 0; p < planes; p++) {
@@ -110,10 +107,9 @@ static void maxpool2d_forward(const hw_layer *layer, hw_layer_io *io) {
 
 static void maxpool2d_backward(const hw_layer *layer, hw_layer_io *io) {
     if (!io->din) return;
-    int k = (int)layer->config[0], stride = (int)layer->config[1];
-    int out_h = (int)layer->config[2], out_w = (int)layer->config[3];
-    int in_h = (int)layer->in_shape.dims[1], in_w = (int)layer->in_shape.dims[2];
-    int planes = io->batch * (int)layer->in_shape.dims[0];
+    const hw_maxpool2d_dims *d = &layer->dims.maxpool2d;
+    int k = d->k, stride = d->stride, out_h = d->out_h, out_w = d->out_w, in_h = d->in_h, in_w = d->in_w;
+    int planes = io->batch * d->c;
     size_t in_plane = (size_t)in_h * in_w, out_plane = (size_t)out_h * out_w;
     const int32_t *args = (const int32_t *)io->saved;
     memset(io->din, 0, sizeof(float) * planes * in_plane);
@@ -130,18 +126,19 @@ static void maxpool2d_backward(const hw_layer *layer, hw_layer_io *io) {
 }
 
 static void maxpool2d_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {
-    int k = hw_nn_rand_int(rng, 1, 3), stride = hw_nn_rand_int(rng, 1, 3);
-    int64_t dims[3] = {hw_nn_rand_int(rng, 1, 3), hw_nn_rand_int(rng, k, 7), hw_nn_rand_int(rng, k, 8)};
+    int k = nn_rand_int(rng, 1, 3), stride = nn_rand_int(rng, 1, 3);
+    int64_t dims[3] = {nn_rand_int(rng, 1, 3), nn_rand_int(rng, k, 7), nn_rand_int(rng, k, 8)};
     if (hw_rng_below(rng, 2)) {  // half the time LeNet's 2x2 windows, stride 2, which have their own code
         k = stride = 2;
-        dims[1] = 2 * hw_nn_rand_int(rng, 1, 3);
-        dims[2] = 2 * hw_nn_rand_int(rng, 1, 3) + (int)hw_rng_below(rng, 2);  // odd widths leave a column out
+        dims[1] = 2 * nn_rand_int(rng, 1, 3);
+        dims[2] = 2 * nn_rand_int(rng, 1, 3) + (int)hw_rng_below(rng, 2);  // odd widths leave a column out
     }
     *in_shape = hw_shape_make(3, dims);
     snprintf(line, cap, "maxpool2d %d stride=%d", k, stride);
 }
 
 const hw_layer_type hw_layer_maxpool2d = {
+    .kind = HW_MAXPOOL2D,
     .name = "maxpool2d",
     .usage = "KERNEL [stride=S]",
     .name_prefix = "pool",

@@ -3,6 +3,7 @@
 #include "layer_util.h"
 
 #include "hw/err.h"
+#include "hw/file.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -162,8 +163,8 @@ int hw_model_parse(hw_model *model, const char *text, const char *name) {
 
 int hw_model_load(hw_model *model, const char *path) {
     memset(model, 0, sizeof *model);
-    FILE *f = fopen(path, "rb");
-    if (!f) return hw_fail_errno(errno, "cannot open model file %s", path);
+    FILE *f = hw_fopen_regular(path, "model file", HW_MODEL_FILE_MAX_BYTES, NULL);
+    if (!f) return HW_ERR;
     char *text = NULL;
     size_t size = 0, cap = 0;
     for (;;) {
@@ -180,6 +181,11 @@ int hw_model_load(hw_model *model, const char *path) {
         size_t got = fread(text + size, 1, cap - size - 1, f);
         size += got;
         if (got == 0) break;
+        if (size > HW_MODEL_FILE_MAX_BYTES) {  // it grew since it was opened
+            free(text);
+            fclose(f);
+            return hw_fail("model file %s is larger than the limit of %llu bytes", path, HW_MODEL_FILE_MAX_BYTES);
+        }
     }
     int read_error = ferror(f);
     fclose(f);

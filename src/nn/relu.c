@@ -33,12 +33,13 @@ static void relu_backward(const hw_layer *layer, hw_layer_io *io) {
 }
 
 static void relu_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {
-    int64_t dims[3] = {hw_nn_rand_int(rng, 1, 3), hw_nn_rand_int(rng, 1, 5), hw_nn_rand_int(rng, 1, 5)};
-    *in_shape = hw_shape_make(hw_nn_rand_int(rng, 1, 3), dims);
+    int64_t dims[3] = {nn_rand_int(rng, 1, 3), nn_rand_int(rng, 1, 5), nn_rand_int(rng, 1, 5)};
+    *in_shape = hw_shape_make(nn_rand_int(rng, 1, 3), dims);
     snprintf(line, cap, "relu");
 }
 
 const hw_layer_type hw_layer_relu = {
+    .kind = HW_RELU,
     .name = "relu",
     .usage = "(no arguments)",
     .name_prefix = "relu",

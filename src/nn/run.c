@@ -41,7 +41,7 @@ static int dont_fork(void *block) {
 int hw_workspace_keep_from_children(hw_workspace *ws) {
     int failed = dont_fork(ws->grads) || dont_fork(ws->scratch);
     for (int i = 1; i <= ws->n_layers; i++) {
-        failed = failed || dont_fork(ws->acts[i]) || dont_fork(ws->grad_acts[i]) || dont_fork(ws->masks[i - 1]);
+        failed = failed || dont_fork(ws->acts[i]) || dont_fork(ws->grad_acts[i]) || dont_fork(ws->saved[i - 1]);
     }
     return failed ? hw_fail("workspace: madvise(MADV_DONTFORK): %s", strerror(errno)) : HW_OK;
 }
@@ -51,11 +51,11 @@ void hw_workspace_free(hw_workspace *ws) {
     for (int i = 1; i <= ws->n_layers; i++) {
         if (ws->acts) free_zeroed(ws->acts[i]);
         if (ws->grad_acts) free_zeroed(ws->grad_acts[i]);
-        if (ws->masks) free_zeroed(ws->masks[i - 1]);
+        if (ws->saved) free_zeroed(ws->saved[i - 1]);
     }
     free(ws->acts);
     free(ws->grad_acts);
-    free(ws->masks);
+    free(ws->saved);
     free_zeroed(ws->grads);
     free_zeroed(ws->scratch);
     memset(ws, 0, sizeof *ws);
@@ -69,9 +69,9 @@ int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, u
     ws->n_layers = n;
     ws->acts = calloc((size_t)n + 1, sizeof *ws->acts);
     ws->grad_acts = calloc((size_t)n + 1, sizeof *ws->grad_acts);
-    ws->masks = calloc((size_t)n + 1, sizeof *ws->masks);
+    ws->saved = calloc((size_t)n + 1, sizeof *ws->saved);
     ws->grads = alloc_zeroed(model->n_weights * sizeof(float));
-    int ok = ws->acts && ws->grad_acts && ws->masks && ws->grads;
+    int ok = ws->acts && ws->grad_acts && ws->saved && ws->grads;
     size_t scratch = 0;
     for (int i = 0; ok && i < n; i++) {
         const hw_layer *layer = &model->layers[i];
@@ -80,8 +80,8 @@ int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, u
         ws->grad_acts[i + 1] = alloc_zeroed(floats * sizeof(float));
         ok = ws->acts[i + 1] && ws->grad_acts[i + 1];
         if (ok && layer->type->saved_bytes) {
-            ws->masks[i] = alloc_zeroed(layer->type->saved_bytes(layer, max_batch));
-            ok = ws->masks[i] != NULL;
+            ws->saved[i] = alloc_zeroed(layer->type->saved_bytes(layer, max_batch));
+            ok = ws->saved[i] != NULL;
         }
         if (layer->type->scratch_floats) {
             size_t s = layer->type->scratch_floats(layer, max_batch);
@@ -118,7 +118,7 @@ static hw_layer_io layer_io(const hw_model *model, hw_workspace *ws, int i, int 
         .weight = param_view(model, layer, 0, model->weights),
         .bias = param_view(model, layer, 1, model->weights),
         .scratch = ws->scratch,
-        .saved = ws->masks[i],
+        .saved = ws->saved[i],
         .rng = &ws->rng,
     };
 }
@@ -164,10 +164,15 @@ static int first_trainable_layer(const hw_model *model) {
     return model->n_layers;
 }
 
-void hw_model_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labels, int batch) {
+int hw_model_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labels, int batch) {
+    // A bad call must not return quietly: the step after it would apply the previous gradients.
+    if (batch < 1 || batch > ws->max_batch) {
+        return hw_fail("backward: batch of %d outside [1, %d] (the workspace's max_batch)", batch, ws->max_batch);
+    }
+    if (!labels) return hw_fail("backward: no labels (the loss needs them)");
     int first = first_trainable_layer(model);
     ws->first_trainable = first;
-    if (first == model->n_layers || !labels || batch < 1 || batch > ws->max_batch) return;
+    if (first == model->n_layers) return HW_OK;  // nothing trains: no gradient to compute
     // d(mean NLL)/d(log-probs): -1/batch at each sample's label, 0 elsewhere
     int classes = model->n_classes;
     float *g = ws->grad_acts[model->n_layers];
@@ -191,6 +196,7 @@ void hw_model_backward(const hw_model *model, hw_workspace *ws, const uint8_t *l
         io.dbias = dbias;
         layer->type->backward(layer, &io);
     }
+    return HW_OK;
 }
 
 int hw_model_count_correct(const hw_model *model, const hw_workspace *ws, const uint8_t *labels, int batch) {

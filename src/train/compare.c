@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-void hw_run_label(const hw_run_log *log, char *buf, size_t cap) {
+void hw_run_label(const hw_metrics_table *log, char *buf, size_t cap) {
     const char *unit = strcmp(log->mode, "dataparallel") == 0 ? "replica" : "worker";
     snprintf(buf, cap, "%s, %d %s%s, %s", log->mode, log->workers, unit, log->workers == 1 ? "" : "s", log->device);
 }
 
-int hw_run_time_to_target(const hw_run_log *log, double target, double *wall_seconds, double *samples) {
+int hw_run_time_to_target(const hw_metrics_table *log, double target, double *wall_seconds, double *samples) {
     for (int i = 0; i < log->n_points; i++) {
         const hw_run_point *p = &log->points[i];
         if (p->test_accuracy < target) continue;
@@ -31,7 +31,7 @@ int hw_run_time_to_target(const hw_run_log *log, double target, double *wall_sec
     return 0;
 }
 
-double hw_run_best_accuracy(const hw_run_log *log) {
+double hw_run_best_accuracy(const hw_metrics_table *log) {
     double best = log->points[0].test_accuracy;
     for (int i = 1; i < log->n_points; i++) {
         if (log->points[i].test_accuracy > best) best = log->points[i].test_accuracy;
@@ -46,7 +46,7 @@ static const char *base_name(const char *path) {
 
 // The file column shows base names, or the paths as given when two base names are the same
 // (run1/metrics.csv and run2/metrics.csv).
-static int base_names_unique(const hw_run_log *runs, int n_runs) {
+static int base_names_unique(const hw_metrics_table *runs, int n_runs) {
     for (int i = 0; i < n_runs; i++) {
         for (int j = i + 1; j < n_runs; j++) {
             if (strcmp(base_name(runs[i].path), base_name(runs[j].path)) == 0) return 0;
@@ -57,7 +57,7 @@ static int base_names_unique(const hw_run_log *runs, int n_runs) {
 
 enum { N_TABLE_COLS = 11, CELL_CAP = 160 };
 
-void hw_compare_print_table(FILE *out, const hw_run_log *runs, int n_runs, double target) {
+void hw_compare_print_table(FILE *out, const hw_metrics_table *runs, int n_runs, double target) {
     char to_target[32], samples_to_target[48];
     snprintf(to_target, sizeof to_target, "s to %g%%", target);
     snprintf(samples_to_target, sizeof samples_to_target, "samples to %g%%", target);
@@ -79,8 +79,9 @@ void hw_compare_print_table(FILE *out, const hw_run_log *runs, int n_runs, doubl
     int fastest = -1;
     double fastest_wall = 0, fastest_samples = 0;
     for (int r = 0; r < n_runs; r++) {
-        const hw_run_log *run = &runs[r];
-        const hw_run_point *last = &run->points[run->n_points - 1];
+        const hw_metrics_table *run = &runs[r];
+        // A diverged run's speed and length are measured up to where it stopped.
+        const hw_run_point *last = run->diverged ? &run->diverged_at : &run->points[run->n_points - 1];
         char(*row)[CELL_CAP] = cells[r];
         // A cell is cut at CELL_CAP - 1 characters (a very long path), on purpose.
         snprintf(row[0], CELL_CAP, "%.*s", CELL_CAP - 1, unique ? base_name(run->path) : run->path);
@@ -94,9 +95,17 @@ void hw_compare_print_table(FILE *out, const hw_run_log *runs, int n_runs, doubl
         } else {
             snprintf(row[6], CELL_CAP, "-");
         }
+        double wall, samples;
+        if (run->diverged) {
+            // Its numbers are no result: not shown, not ranked.
+            snprintf(row[7], CELL_CAP, "diverged");
+            snprintf(row[8], CELL_CAP, "-");
+            snprintf(row[9], CELL_CAP, "-");
+            snprintf(row[10], CELL_CAP, "-");
+            continue;
+        }
         snprintf(row[7], CELL_CAP, "%.2f", last->test_accuracy);
         snprintf(row[8], CELL_CAP, "%.2f", hw_run_best_accuracy(run));
-        double wall, samples;
         if (hw_run_time_to_target(run, target, &wall, &samples)) {
             snprintf(row[9], CELL_CAP, "%.1f", wall);
             snprintf(row[10], CELL_CAP, "%.0f", samples);
@@ -132,6 +141,15 @@ void hw_compare_print_table(FILE *out, const hw_run_log *runs, int n_runs, doubl
         }
     }
 
+    for (int r = 0; r < n_runs; r++) {
+        if (!runs[r].diverged) continue;
+        char label[256];
+        hw_run_label(&runs[r], label, sizeof label);
+        fprintf(out, "diverged: %s (%s): its loss became NaN or infinite after %lld samples, in epoch %lld; "
+                     "not ranked\n",
+                cells[r][0], label, (long long)runs[r].diverged_at.samples_seen,
+                (long long)runs[r].diverged_at.epoch + 1);
+    }
     if (fastest < 0) {
         fprintf(out, "no run reached %g%% test accuracy\n", target);
     } else {
@@ -145,13 +163,22 @@ void hw_compare_print_table(FILE *out, const hw_run_log *runs, int n_runs, doubl
 
 // ---- the command line ----
 
+// The --measure plot beside `plot`: out.svg -> out-measure.svg.
+static void measure_plot_path(const char *plot, char *buf, size_t cap) {
+    size_t len = strlen(plot);
+    if (len >= 4 && strcmp(plot + len - 4, ".svg") == 0) len -= 4;
+    snprintf(buf, cap, "%.*s-measure.svg", (int)len, plot);
+}
+
 static void print_usage(FILE *out) {
     fprintf(out,
             "usage: hogwild compare RUN.csv [RUN.csv ...] [--target PERCENT] [--plot FILE.svg | --no-plot]\n"
             "\n"
             "Compares training runs from their metrics files (./hogwild ... --metrics RUN.csv): prints a table\n"
             "of each run's speed and accuracy and the wall time to reach the target test accuracy, and draws\n"
-            "test accuracy against wall time and against samples seen as an SVG plot.\n"
+            "test accuracy against wall time and against samples seen as an SVG plot. Runs trained with\n"
+            "--measure also get a table of their staleness and lost updates, and a second plot (the plot's\n"
+            "name with -measure.svg): their staleness histograms and the lost-update fraction against workers.\n"
             "\n"
             "  --target PERCENT   the test accuracy to reach, in (0, 100] (default 98)\n"
             "  --plot FILE.svg    where to write the plot (default compare.svg next to the first file)\n"
@@ -239,14 +266,14 @@ int hw_compare_run(int argc, char **argv, FILE *out, FILE *err) {
         return status;
     }
 
-    hw_run_log *runs = calloc((size_t)n_files, sizeof *runs);
+    hw_metrics_table *runs = calloc((size_t)n_files, sizeof *runs);
     int n_read = 0;
     if (!runs) {
         fprintf(err, "hogwild compare: out of memory\n");
         status = 1;
     }
     for (; status == 0 && n_read < n_files; n_read++) {
-        if (hw_run_log_read(&runs[n_read], files[n_read]) != HW_OK) {
+        if (hw_metrics_table_read(&runs[n_read], files[n_read]) != HW_OK) {
             fprintf(err, "hogwild compare: %s\n", hw_error());
             status = 1;
             break;
@@ -267,8 +294,21 @@ int hw_compare_run(int argc, char **argv, FILE *out, FILE *err) {
                 fprintf(out, "plot: %s\n", plot_path);
             }
         }
+        if (status == 0 && hw_compare_any_measured(runs, n_files)) {
+            hw_compare_print_measure_table(out, runs, n_files);
+            char measure_path[1100];
+            if (plot_path) {
+                measure_plot_path(plot_path, measure_path, sizeof measure_path);
+                if (hw_compare_write_measure_plot(measure_path, runs, n_files) != HW_OK) {
+                    fprintf(err, "hogwild compare: %s\n", hw_error());
+                    status = 1;
+                } else {
+                    fprintf(out, "plot: %s\n", measure_path);
+                }
+            }
+        }
     }
-    for (int r = 0; r < n_read; r++) hw_run_log_free(&runs[r]);
+    for (int r = 0; r < n_read; r++) hw_metrics_table_free(&runs[r]);
     free(runs);
     free(files);
     return status;

@@ -1,9 +1,10 @@
-// csv: reads one metrics CSV file (the trainer's --metrics output) into an hw_run_log.
+// csv: reads one metrics CSV file (the trainer's --metrics output) into an hw_metrics_table.
 //
 // The format is plain: no quoting (no field of ours holds a comma), fields trimmed of spaces,
 // CRLF tolerated, blank lines skipped. Columns are looked up by name in the header.
 #include "hw/compare.h"
 #include "hw/err.h"
+#include "hw/file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -49,17 +50,21 @@ static int is_blank(const char *line) {
     return 1;
 }
 
-// A double, the whole field. "nan" is accepted only where allow_nan.
-static int parse_double(const char *text, int allow_nan, double *out) {
+// A double, the whole field. "nan", "inf" and "-inf" are accepted only where allow_nonfinite.
+static int parse_double(const char *text, int allow_nonfinite, double *out) {
     if (*text == '\0') return HW_ERR;
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (*end != '\0' || errno == ERANGE) return HW_ERR;
-    if (isnan(v) ? !allow_nan : isinf(v)) return HW_ERR;
+    if (*end != '\0' || (errno == ERANGE && isfinite(v))) return HW_ERR;
+    if (!isfinite(v) && !allow_nonfinite) return HW_ERR;
     *out = v;
     return HW_OK;
 }
+
+// The rule of a diverged run (README, "Metrics"): a row whose test_loss is not finite. (A nan
+// train_loss alone is not: the first row has one, no training came before it.)
+static int row_diverged(const hw_run_point *pt) { return !isfinite(pt->test_loss); }
 
 static int parse_int(const char *text, int64_t min, int64_t *out) {
     if (*text == '\0') return HW_ERR;
@@ -92,7 +97,7 @@ static int map_header(char **fields, int n_fields, const char *path, int *col) {
 }
 
 // Parses one data row into *pt and checks it against the run so far (log->n_points rows).
-static int parse_row(hw_run_log *log, char **fields, const int *col, const char *path, long line_no,
+static int parse_row(hw_metrics_table *log, char **fields, const int *col, const char *path, long line_no,
                      hw_run_point *pt) {
     const char *mode = fields[col[COL_MODE]];
     const char *device = fields[col[COL_DEVICE]];
@@ -117,8 +122,10 @@ static int parse_row(hw_run_log *log, char **fields, const int *col, const char 
     if (parse_double(fields[col[COL_TEST_LOSS]], 1, &pt->test_loss) != HW_OK) {
         return hw_fail("%s:%ld: test_loss is not a number: '%s'", path, line_no, fields[col[COL_TEST_LOSS]]);
     }
-    if (parse_double(fields[col[COL_TEST_ACC]], 0, &pt->test_accuracy) != HW_OK || pt->test_accuracy < 0 ||
-        pt->test_accuracy > 100) {
+    // A diverged run's last row has no accuracy (nan): nothing was evaluated.
+    if (parse_double(fields[col[COL_TEST_ACC]], 1, &pt->test_accuracy) != HW_OK || pt->test_accuracy < 0 ||
+        pt->test_accuracy > 100 || isinf(pt->test_accuracy) ||
+        (isnan(pt->test_accuracy) && !row_diverged(pt))) {
         return hw_fail("%s:%ld: test_accuracy is not a percentage in [0, 100]: '%s'", path, line_no,
                        fields[col[COL_TEST_ACC]]);
     }
@@ -139,7 +146,7 @@ static int parse_row(hw_run_log *log, char **fields, const int *col, const char 
                        "one file must hold one run",
                        path, line_no, log->mode, log->workers, log->device, mode, (long long)workers, device);
     }
-    const hw_run_point *prev = &log->points[log->n_points - 1];
+    const hw_run_point *prev = log->diverged ? &log->diverged_at : &log->points[log->n_points - 1];
     if (pt->wall_seconds < prev->wall_seconds) {
         return hw_fail("%s:%ld: wall_seconds goes backwards (%g after %g); rows must be in time order", path,
                        line_no, pt->wall_seconds, prev->wall_seconds);
@@ -151,7 +158,94 @@ static int parse_row(hw_run_log *log, char **fields, const int *col, const char 
     return HW_OK;
 }
 
-static int append_point(hw_run_log *log, int *cap, const hw_run_point *pt) {
+// ---- the optional columns of --measure (src/train/measure.c writes them) ----
+
+enum { M_UPDATES, M_STALE_MEAN, M_STALE_MEDIAN, M_STALE_P99, M_STALE_MAX, M_STALE_US_MEAN, M_STALE_US_MAX,
+       M_OVERLAP, M_COMPUTE_US, M_UPDATE_US, M_LOST, M_HIST, N_MEASURE_COLS };
+
+static const char *const measure_names[N_MEASURE_COLS] = {
+    "updates", "staleness_mean", "staleness_median", "staleness_p99", "staleness_max", "staleness_us_mean",
+    "staleness_us_max", "overlap_fraction", "compute_us_per_step", "update_us_per_step", "lost_fraction",
+    "staleness_histogram",
+};
+
+// 1 when the header has the --measure columns (all of them), 0 when it has none, HW_ERR (after
+// hw_fail) when it has only some, or one twice.
+static int map_measure_header(char **fields, int n_fields, const char *path, int *col) {
+    int found = 0;
+    for (int c = 0; c < N_MEASURE_COLS; c++) {
+        col[c] = -1;
+        for (int f = 0; f < n_fields; f++) {
+            if (strcmp(fields[f], measure_names[c]) != 0) continue;
+            if (col[c] >= 0) return hw_fail("%s:1: column '%s' appears twice in the header", path, measure_names[c]);
+            col[c] = f;
+            found++;
+        }
+    }
+    if (found == 0) return 0;
+    for (int c = 0; c < N_MEASURE_COLS; c++) {
+        if (col[c] < 0) {
+            return hw_fail("%s:1: the header has some of the --measure columns but not '%s'", path, measure_names[c]);
+        }
+    }
+    return 1;
+}
+
+// A number >= 0, or nan.
+static int parse_measure_double(const char *text, double *out) {
+    return parse_double(text, 1, out) == HW_OK && !(*out < 0) ? HW_OK : HW_ERR;
+}
+
+// "c0;c1;...": HW_RUN_STALE_BINS counts >= 0.
+static int parse_histogram(const char *text, int64_t *hist) {
+    char buf[512];
+    if (strlen(text) >= sizeof buf) return HW_ERR;
+    strcpy(buf, text);
+    char *p = buf;
+    for (int b = 0; b < HW_RUN_STALE_BINS; b++) {
+        char *end = strchr(p, ';');
+        if ((end == NULL) != (b == HW_RUN_STALE_BINS - 1)) return HW_ERR;
+        if (end) *end = '\0';
+        if (parse_int(p, 0, &hist[b]) != HW_OK) return HW_ERR;
+        p = end ? end + 1 : p;
+    }
+    return HW_OK;
+}
+
+// The --measure fields of one row into log->measure (the last row wins; the lost fraction is the
+// last one that is a number: mid-epoch rows have none).
+static int parse_measure_row(hw_metrics_table *log, char **fields, const int *col, const char *path, long line_no) {
+    hw_run_measure m = log->measure;
+    const char *bad = NULL;
+    if (parse_int(fields[col[M_UPDATES]], 0, &m.updates) != HW_OK) bad = measure_names[M_UPDATES];
+    else if (parse_measure_double(fields[col[M_STALE_MEAN]], &m.staleness_mean) != HW_OK) bad = measure_names[M_STALE_MEAN];
+    else if (parse_int(fields[col[M_STALE_MEDIAN]], 0, &m.staleness_median) != HW_OK) bad = measure_names[M_STALE_MEDIAN];
+    else if (parse_int(fields[col[M_STALE_P99]], 0, &m.staleness_p99) != HW_OK) bad = measure_names[M_STALE_P99];
+    else if (parse_int(fields[col[M_STALE_MAX]], 0, &m.staleness_max) != HW_OK) bad = measure_names[M_STALE_MAX];
+    else if (parse_measure_double(fields[col[M_STALE_US_MEAN]], &m.staleness_us_mean) != HW_OK) bad = measure_names[M_STALE_US_MEAN];
+    else if (parse_measure_double(fields[col[M_STALE_US_MAX]], &m.staleness_us_max) != HW_OK) bad = measure_names[M_STALE_US_MAX];
+    else if (parse_measure_double(fields[col[M_OVERLAP]], &m.overlap_fraction) != HW_OK || m.overlap_fraction > 1) {
+        bad = measure_names[M_OVERLAP];
+    } else if (parse_measure_double(fields[col[M_COMPUTE_US]], &m.compute_us_per_step) != HW_OK) {
+        bad = measure_names[M_COMPUTE_US];
+    } else if (parse_measure_double(fields[col[M_UPDATE_US]], &m.update_us_per_step) != HW_OK) {
+        bad = measure_names[M_UPDATE_US];
+    } else if (parse_histogram(fields[col[M_HIST]], m.staleness_hist) != HW_OK) {
+        return hw_fail("%s:%ld: staleness_histogram is not %d counts >= 0 separated by ';': '%s'", path, line_no,
+                       HW_RUN_STALE_BINS, fields[col[M_HIST]]);
+    }
+    if (bad) return hw_fail("%s:%ld: %s is not a number >= 0 (or nan)", path, line_no, bad);
+    double lost;
+    if (parse_measure_double(fields[col[M_LOST]], &lost) != HW_OK) {
+        return hw_fail("%s:%ld: lost_fraction is not a number >= 0 (or nan): '%s'", path, line_no, fields[col[M_LOST]]);
+    }
+    if (!isnan(lost)) m.lost_fraction = lost;
+    m.present = 1;
+    log->measure = m;
+    return HW_OK;
+}
+
+static int append_point(hw_metrics_table *log, int *cap, const hw_run_point *pt) {
     if (log->n_points == *cap) {
         int new_cap = *cap ? 2 * *cap : 64;
         hw_run_point *grown = realloc(log->points, (size_t)new_cap * sizeof *grown);
@@ -163,16 +257,20 @@ static int append_point(hw_run_log *log, int *cap, const hw_run_point *pt) {
     return HW_OK;
 }
 
-// The body of hw_run_log_read once the file is open.
-static int read_lines(hw_run_log *log, FILE *f, const char *path) {
+// The body of hw_metrics_table_read once the file is open.
+static int read_lines(hw_metrics_table *log, FILE *f, const char *path) {
     char *line = NULL;
     size_t line_cap = 0;
     char *fields[MAX_FIELDS];
-    int col[N_COLS];
-    int n_header = 0, cap = 0, rc = HW_OK;
+    int col[N_COLS], measure_col[N_MEASURE_COLS];
+    int n_header = 0, cap = 0, rc = HW_OK, measured = 0;
     long line_no = 0;
-    while (getline(&line, &line_cap, f) >= 0) {
+    ssize_t length;
+    while ((length = getline(&line, &line_cap, f)) >= 0) {
         line_no++;
+        // A last line without its newline is a row cut short (a run killed while writing, an old
+        // hogwild on a full disk): the rows before it are still a run. Skipped, with a warning.
+        int cut_short = length > 0 && line[length - 1] != '\n' && line_no > 1;
         strip_newline(line);
         if (line_no == 1) {
             n_header = split_fields(line, fields);
@@ -181,17 +279,40 @@ static int read_lines(hw_run_log *log, FILE *f, const char *path) {
                 break;
             }
             if ((rc = map_header(fields, n_header, path, col)) != HW_OK) break;
+            if ((measured = map_measure_header(fields, n_header, path, measure_col)) == HW_ERR) {
+                rc = HW_ERR;
+                break;
+            }
+            log->measure.lost_fraction = NAN;
             continue;
         }
         if (is_blank(line)) continue;
         int n = split_fields(line, fields);
+        hw_run_point pt;
+        if (cut_short && (n != n_header || parse_row(log, fields, col, path, line_no, &pt) != HW_OK)) {
+            fprintf(stderr, "hogwild compare: %s:%ld: ignoring the last line, cut short (no newline)\n", path,
+                    line_no);
+            break;
+        }
         if (n != n_header) {
             rc = hw_fail("%s:%ld: %s%d fields, the header has %d", path, line_no, n > MAX_FIELDS ? "more than " : "",
                          n > MAX_FIELDS ? MAX_FIELDS : n, n_header);
             break;
         }
-        hw_run_point pt;
         if ((rc = parse_row(log, fields, col, path, line_no, &pt)) != HW_OK) break;
+        int first_row = log->n_points == 0 && !log->diverged;
+        if (!log->diverged && row_diverged(&pt)) {
+            // Where the run diverged; it and any row after it are no results (not points).
+            if (first_row) {
+                rc = hw_fail("%s:%ld: the run's first row is already diverged (test_loss '%s'): nothing to compare",
+                             path, line_no, fields[col[COL_TEST_LOSS]]);
+                break;
+            }
+            log->diverged = 1;
+            log->diverged_at = pt;
+        }
+        if (log->diverged) continue;
+        if (measured && (rc = parse_measure_row(log, fields, measure_col, path, line_no)) != HW_OK) break;
         if ((rc = append_point(log, &cap, &pt)) != HW_OK) break;
     }
     if (rc == HW_OK && ferror(f)) rc = hw_fail_errno(errno, "%s: read error", path);
@@ -203,18 +324,18 @@ static int read_lines(hw_run_log *log, FILE *f, const char *path) {
     return rc;
 }
 
-int hw_run_log_read(hw_run_log *log, const char *path) {
+int hw_metrics_table_read(hw_metrics_table *log, const char *path) {
     memset(log, 0, sizeof *log);
     snprintf(log->path, sizeof log->path, "%s", path);
-    FILE *f = fopen(path, "r");
-    if (!f) return hw_fail_errno(errno, "cannot open %s", path);
+    FILE *f = hw_fopen_regular(path, "metrics file", HW_CSV_MAX_BYTES, NULL);
+    if (!f) return HW_ERR;
     int rc = read_lines(log, f, path);
     fclose(f);
-    if (rc != HW_OK) hw_run_log_free(log);
+    if (rc != HW_OK) hw_metrics_table_free(log);
     return rc;
 }
 
-void hw_run_log_free(hw_run_log *log) {
+void hw_metrics_table_free(hw_metrics_table *log) {
     free(log->points);
     log->points = NULL;
     log->n_points = 0;

@@ -11,18 +11,30 @@
 #include "hw/err.h"
 #include "hw/optim.h"
 
+#include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct dp_replica dp_replica;
+
+// The replica threads wait at `launch` until the set-up is complete: GO, they join the barriers;
+// ABORT (a later part of the set-up failed), they leave without touching them. So a set-up that
+// fails half-way never leaves a thread waiting on a barrier sized for threads that never started.
+enum { LAUNCH_WAIT = 0, LAUNCH_GO = 1, LAUNCH_ABORT = 2 };
 
 struct hw_dp_team {
     const hw_model *model;
     int replicas;
     pthread_barrier_t start;    // the main thread has put a batch in place
     pthread_barrier_t finish;   // every replica has its gradient
+    int barriers;               // how many of start, finish are initialised (0, 1, 2)
+    int threads;                // replica threads started: ranks 1 .. threads
+    atomic_int launch;          // LAUNCH_WAIT, then GO or ABORT
     const float *x;             // the current batch
     const uint8_t *y;
     int batch;
@@ -50,12 +62,20 @@ static void replica_step(dp_replica *r) {
     const float *x = team->x + (int64_t)r->offset * sample_floats;
     const uint8_t *y = team->y + r->offset;
     r->loss = hw_model_forward(team->model, &r->ws, x, y, r->count, 1);
-    hw_model_backward(team->model, &r->ws, y, r->count);
+    // hw_dp_chunk's counts are within the workspace's batch; should backward still refuse, the
+    // loss says so (NAN) rather than the step using the previous gradients unseen.
+    if (hw_model_backward(team->model, &r->ws, y, r->count) != HW_OK) r->loss = NAN;
 }
 
 static void *replica_thread(void *arg) {
     dp_replica *r = arg;
     dp_team *team = r->team;
+    int launch;
+    while ((launch = atomic_load(&team->launch)) == LAUNCH_WAIT) {
+        struct timespec pause = {0, 50 * 1000L};
+        nanosleep(&pause, NULL);
+    }
+    if (launch == LAUNCH_ABORT) return NULL;
     for (;;) {
         pthread_barrier_wait(&team->start);
         if (team->quit) return NULL;
@@ -96,42 +116,97 @@ float hw_dp_team_step(hw_dp_team *team, const float *x, const uint8_t *y, int ba
     return (float)(loss / batch);
 }
 
+// HOGWILD_FAIL_DP_SETUP=STEP makes that step of hw_dp_team_open fail as if the system had refused
+// it, for the tests of every failure path: team, replicas, workspace:K, barrier:start,
+// barrier:finish, thread:K (K a replica rank). Read once per set-up, never in a step.
+static int injected(const char *step, int rank) {
+    const char *text = getenv("HOGWILD_FAIL_DP_SETUP");
+    if (!text) return 0;
+    char name[64];
+    if (rank < 0) snprintf(name, sizeof name, "%s", step);
+    else snprintf(name, sizeof name, "%s:%d", step, rank);
+    return strcmp(text, name) == 0;
+}
+
+int hw_dp_team_diverged(const hw_dp_team *team) {
+    for (int k = 0; k < team->replicas; k++) {
+        if (team->replica[k].count > 0 && !isfinite(team->replica[k].loss)) return k;
+    }
+    return -1;
+}
+
 int hw_dp_team_open(hw_dp_team **out, const hw_model *model, int replicas, int batch_size, uint64_t seed) {
-    hw_dp_team *team = calloc(1, sizeof *team);
-    *out = team;
-    if (!team) return hw_fail("out of memory for %d replicas", replicas);
+    *out = NULL;
+    if (replicas < 1) return hw_fail("DataParallel needs at least one replica, got %d", replicas);
+    hw_dp_team *team = injected("team", -1) ? NULL : calloc(1, sizeof *team);
+    if (!team) return hw_fail("DataParallel: out of memory for a team of %d replicas", replicas);
     team->model = model;
     team->replicas = replicas;
-    team->replica = calloc((size_t)replicas, sizeof(dp_replica));
-    if (!team->replica) return hw_fail("out of memory for %d replicas", replicas);
+    atomic_init(&team->launch, LAUNCH_WAIT);
+    team->replica = injected("replicas", -1) ? NULL : calloc((size_t)replicas, sizeof(dp_replica));
+    if (!team->replica) {
+        free(team);
+        return hw_fail("DataParallel: out of memory for the state of %d replicas", replicas);
+    }
+    int status = HW_OK;
     int chunk = (batch_size + replicas - 1) / replicas;
-    for (int k = 0; k < replicas; k++) {
+    for (int k = 0; status == HW_OK && k < replicas; k++) {
         team->replica[k].team = team;
         team->replica[k].rank = k;
-        if (hw_workspace_alloc(&team->replica[k].ws, model, chunk, hw_worker_seed(seed, k)) != HW_OK) {
-            return hw_error_prefix("replica %d", k);
+        if (injected("workspace", k)) {
+            status = hw_fail("workspace for %s: out of memory (batch %d; injected by HOGWILD_FAIL_DP_SETUP)",
+                             model->path, chunk);
+        } else {
+            status = hw_workspace_alloc(&team->replica[k].ws, model, chunk, hw_worker_seed(seed, k));
+        }
+        if (status != HW_OK) {
+            hw_error_prefix("DataParallel replica %d, for its chunk of %d samples of a batch of %d (--batch-size)", k,
+                            chunk, batch_size);
         }
     }
-    pthread_barrier_init(&team->start, NULL, (unsigned)replicas);
-    pthread_barrier_init(&team->finish, NULL, (unsigned)replicas);
-    for (int k = 1; k < replicas; k++) {
-        int err = pthread_create(&team->replica[k].thread, NULL, replica_thread, &team->replica[k]);
-        if (err) return hw_fail_errno(err, "cannot start the thread of replica %d", k);
+    pthread_barrier_t *barrier[2] = {&team->start, &team->finish};
+    const char *barrier_name[2] = {"start", "finish"};
+    for (int b = 0; status == HW_OK && b < 2; b++) {
+        char step[32];
+        snprintf(step, sizeof step, "barrier:%s", barrier_name[b]);
+        int err = injected(step, -1) ? EAGAIN : pthread_barrier_init(barrier[b], NULL, (unsigned)replicas);
+        if (err) status = hw_fail_errno(err, "DataParallel: cannot create the %s barrier of %d replicas",
+                                        barrier_name[b], replicas);
+        else team->barriers++;
     }
+    for (int k = 1; status == HW_OK && k < replicas; k++) {
+        int err = injected("thread", k) ? EAGAIN
+                                        : pthread_create(&team->replica[k].thread, NULL, replica_thread, &team->replica[k]);
+        if (err) {
+            status = hw_fail_errno(err, "DataParallel: cannot start the thread of replica %d of %d (%d started)", k,
+                                   replicas, team->threads);
+        } else {
+            team->threads++;
+        }
+    }
+    if (status != HW_OK) {
+        hw_dp_team_close(team);
+        return HW_ERR;
+    }
+    atomic_store(&team->launch, LAUNCH_GO);
+    *out = team;
     return HW_OK;
 }
 
+// Undoes what hw_dp_team_open did, however far it got.
 void hw_dp_team_close(hw_dp_team *team) {
     if (!team) return;
-    if (!team->replica) {
-        free(team);
-        return;
+    if (atomic_load(&team->launch) == LAUNCH_GO) {
+        // Every thread is in its loop: release them from `start` with quit set.
+        team->quit = 1;
+        pthread_barrier_wait(&team->start);
+    } else {
+        // The set-up failed: the threads that started wait at `launch` and leave on ABORT.
+        atomic_store(&team->launch, LAUNCH_ABORT);
     }
-    team->quit = 1;
-    pthread_barrier_wait(&team->start);
-    for (int k = 1; k < team->replicas; k++) pthread_join(team->replica[k].thread, NULL);
-    pthread_barrier_destroy(&team->start);
-    pthread_barrier_destroy(&team->finish);
+    for (int k = 1; k <= team->threads; k++) pthread_join(team->replica[k].thread, NULL);
+    if (team->barriers > 0) pthread_barrier_destroy(&team->start);
+    if (team->barriers > 1) pthread_barrier_destroy(&team->finish);
     for (int k = 0; k < team->replicas; k++) hw_workspace_free(&team->replica[k].ws);
     free(team->replica);
     free(team);
@@ -144,7 +219,7 @@ typedef struct {
     hw_sgd opt;
     hw_model *model;
     const hw_train_config *config;
-    const hw_run_inputs *in;
+    const hw_train_inputs *in;
     hw_loader *loader;          // this epoch's batches
 } cpu_trainer;
 
@@ -154,7 +229,7 @@ static int cpu_begin_epoch(void *arg, const int64_t *order, int64_t n) {
                           t->config->prefetch);
 }
 
-static int cpu_step(void *arg, float *loss) {
+static int cpu_step(void *arg, float *loss, int *diverged) {
     cpu_trainer *t = arg;
     const float *x;
     const uint8_t *y;
@@ -162,6 +237,9 @@ static int cpu_step(void *arg, float *loss) {
     if (batch <= 0) return batch;
     const float *grads;
     *loss = hw_dp_team_step(t->team, x, y, batch, &grads);
+    // A non-finite loss: no step, so that the weights stay the last finite ones.
+    *diverged = hw_dp_team_diverged(t->team);
+    if (*diverged >= 0) return batch;
     // One step on the primary weights, which every replica reads: the broadcast.
     hw_sgd_step(&t->opt, t->model, t->model->weights, grads);
     return batch;
@@ -173,14 +251,14 @@ static void cpu_end_epoch(void *arg) {
     t->loader = NULL;
 }
 
-static int cpu_snapshot(void *arg, hw_train_log *log) {
+static int cpu_snapshot(void *arg, hw_train_outputs *log) {
     cpu_trainer *t = arg;
-    hw_train_log_snapshot(log, t->model->weights);
+    hw_train_outputs_snapshot(log, t->model->weights);
     return HW_OK;
 }
 
-int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result) {
-    if (config->device.type == HW_DEVICE_CUDA) return hw_train_dataparallel_cuda(config, in, result);
+int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
+    if (config->device.type == HW_DEVICE_CUDA) return hw_gpu_train_dataparallel(config, in, result);
     memset(result, 0, sizeof *result);
     hw_model *model = &in->model;
     if (hw_model_alloc_weights(model) != HW_OK) return HW_ERR;
@@ -189,20 +267,20 @@ int hw_train_dataparallel(const hw_train_config *config, hw_run_inputs *in, hw_t
     if (hw_train_start_weights(config, model, &first_epoch, &samples_before) != HW_OK) return HW_ERR;
 
     cpu_trainer t = {.model = model, .config = config, .in = in};
-    hw_train_log log = {0};
+    hw_train_outputs log = {0};
     int status = hw_sgd_init(&t.opt, model->n_weights, config->lr, config->momentum, config->weight_decay,
                              config->nesterov);
-    if (status == HW_OK) status = hw_train_log_open(&log, config, in, first_epoch, samples_before);
-    if (status == HW_OK) status = hw_dp_team_open(&t.team, model, config->workers, config->batch_size, config->seed);
+    if (status == HW_OK) status = hw_train_outputs_open(&log, config, in, first_epoch, samples_before);
+    if (status == HW_OK) status = hw_dp_team_open(&t.team, model, config->replicas, config->batch_size, config->seed);
     if (status == HW_OK && config->metrics_path) {
         // The first point of the curve: the weights before this run's training.
-        hw_train_log_snapshot(&log, model->weights);
-        status = hw_train_log_evaluate(&log, first_epoch, 0, 0, 0);
+        hw_train_outputs_snapshot(&log, model->weights);
+        status = hw_train_outputs_evaluate(&log, first_epoch, 0, 0, 0);
     }
-    static const hw_dp_ops cpu_ops = {cpu_begin_epoch, cpu_step, cpu_end_epoch, cpu_snapshot};
-    if (status == HW_OK) status = hw_dp_run(config, in, first_epoch, &log, &cpu_ops, &t, result);
+    static const dp_ops cpu_ops = {cpu_begin_epoch, cpu_step, cpu_end_epoch, cpu_snapshot};
+    if (status == HW_OK) status = dp_run(config, in, first_epoch, &log, &cpu_ops, &t, result);
     hw_dp_team_close(t.team);
-    hw_train_log_close(&log);
+    hw_train_outputs_close(&log);
     hw_sgd_free(&t.opt);
     return status;
 }

@@ -26,6 +26,7 @@
 #include "hw/err.h"
 #include "train_cuda.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,12 +62,12 @@ static void team_close(gpu_team *team) {
     memset(team, 0, sizeof *team);
 }
 
-static int team_open(gpu_team *team, const hw_train_config *config, const hw_run_inputs *in) {
+static int team_open(gpu_team *team, const hw_train_config *config, const hw_train_inputs *in) {
     memset(team, 0, sizeof *team);
     team->config = config;
     team->train = &in->train;
     team->host_weights = in->model.weights;
-    const int K = config->n_gpus > 0 ? config->n_gpus : config->workers;
+    const int K = config->replicas;
     team->replicas = K;
     team->n_weights = in->model.n_weights;
     team->sample_bytes = (size_t)in->train.channels * (size_t)in->train.height * (size_t)in->train.width;
@@ -140,7 +141,7 @@ static int use_replica(const gpu_team *team, int k) {
 
 // One synchronous step over the oldest queued batch of `batch` samples; *loss gets the mean
 // loss over the whole batch.
-static int team_step(gpu_team *team, const hw_train_config *config, int batch, float *loss) {
+static int team_step(gpu_team *team, const hw_train_config *config, int batch, float *loss, int *diverged) {
     const int K = team->replicas;
     const int64_t n = (int64_t)team->n_weights;
     // Forward and backward on every replica first: they run in parallel on their streams.
@@ -169,6 +170,7 @@ static int team_step(gpu_team *team, const hw_train_config *config, int batch, f
         }
     }
     double sum = 0;
+    *diverged = -1;
     for (int k = 0; k < K; k++) {
         int offset, count;
         hw_dp_chunk(batch, K, k, &offset, &count);
@@ -176,6 +178,7 @@ static int team_step(gpu_team *team, const hw_train_config *config, int batch, f
         int status = count > 0 ? hw_cuda_runner_loss(team->runner[k], &chunk_loss) : use_replica(team, k);
         if (status == HW_OK && count == 0) status = hw_cuda_stream_sync(team->streams[k]);
         if (status != HW_OK) return hw_error_prefix("replica %d", k);
+        if (*diverged < 0 && !isfinite(chunk_loss)) *diverged = k;
         sum += (double)chunk_loss * count;
     }
     *loss = (float)(sum / batch);
@@ -202,12 +205,12 @@ static int gpu_begin_epoch(void *arg, const int64_t *order, int64_t n) {
 }
 
 // The queued batch's step; the next batch is queued first, so its copies overlap this compute.
-static int gpu_step(void *arg, float *loss) {
+static int gpu_step(void *arg, float *loss, int *diverged) {
     gpu_team *team = arg;
     int batch = team->queued;
     if (batch <= 0) return batch;
     team->queued = team_queue(team, team->train, team->order, team->n, &team->pos, team->config->batch_size);
-    if (team->queued < 0 || team_step(team, team->config, batch, loss) != HW_OK) return -1;
+    if (team->queued < 0 || team_step(team, team->config, batch, loss, diverged) != HW_OK) return -1;
     return batch;
 }
 
@@ -216,17 +219,17 @@ static void gpu_end_epoch(void *arg) {
     team->queued = 0;
 }
 
-static int gpu_snapshot(void *arg, hw_train_log *log) {
+static int gpu_snapshot(void *arg, hw_train_outputs *log) {
     gpu_team *team = arg;
     if (team_download(team, team->host_weights) != HW_OK) return HW_ERR;
-    hw_train_log_snapshot(log, team->host_weights);
+    hw_train_outputs_snapshot(log, team->host_weights);
     return HW_OK;
 }
 
-int hw_train_dataparallel_cuda(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result) {
+int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
     memset(result, 0, sizeof *result);
-    if (hw_train_cuda_check_build("DataParallel on GPUs") != HW_OK) return HW_ERR;
-    const int K = config->n_gpus > 0 ? config->n_gpus : config->workers;
+    if (train_cuda_check_build("DataParallel on GPUs") != HW_OK) return HW_ERR;
+    const int K = config->replicas;
     if (K < 1) return hw_fail("DataParallel on GPUs needs at least one replica, got %d", K);
     hw_model *model = &in->model;
     if (!model->weights && hw_model_alloc_weights(model) != HW_OK) return HW_ERR;
@@ -235,8 +238,8 @@ int hw_train_dataparallel_cuda(const hw_train_config *config, hw_run_inputs *in,
     if (hw_train_start_weights(config, model, &first_epoch, &samples_before) != HW_OK) return HW_ERR;
 
     gpu_team team = {0};
-    hw_train_log log = {0};
-    int status = hw_train_log_open(&log, config, in, first_epoch, samples_before);
+    hw_train_outputs log = {0};
+    int status = hw_train_outputs_open(&log, config, in, first_epoch, samples_before);
     if (status == HW_OK) status = team_open(&team, config, in);
     if (status == HW_OK && !config->quiet) {
         hw_progress_message(&log.progress, "DataParallel on %d GPU replica(s), gradient all-reduce: %s\n", K,
@@ -244,12 +247,12 @@ int hw_train_dataparallel_cuda(const hw_train_config *config, hw_run_inputs *in,
     }
     if (status == HW_OK && config->metrics_path) {
         // The first point of the curve: the weights before this run's training.
-        hw_train_log_snapshot(&log, model->weights);
-        status = hw_train_log_evaluate(&log, first_epoch, 0, 0, 0);
+        hw_train_outputs_snapshot(&log, model->weights);
+        status = hw_train_outputs_evaluate(&log, first_epoch, 0, 0, 0);
     }
-    static const hw_dp_ops gpu_ops = {gpu_begin_epoch, gpu_step, gpu_end_epoch, gpu_snapshot};
-    if (status == HW_OK) status = hw_dp_run(config, in, first_epoch, &log, &gpu_ops, &team, result);
+    static const dp_ops gpu_ops = {gpu_begin_epoch, gpu_step, gpu_end_epoch, gpu_snapshot};
+    if (status == HW_OK) status = dp_run(config, in, first_epoch, &log, &gpu_ops, &team, result);
     team_close(&team);
-    hw_train_log_close(&log);
+    hw_train_outputs_close(&log);
     return status;
 }

@@ -2,14 +2,13 @@
 #include "dp_loop.h"
 
 #include "hw/err.h"
+#include "hw/signals.h"
 
-#include <signal.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
-// Ctrl-C: the step under way finishes, then the loop saves and leaves.
-static volatile sig_atomic_t interrupt_signal;
-
-static void on_interrupt(int sig) { interrupt_signal = sig; }
+// Ctrl-C (a stop signal, src/signals.c): the step under way finishes, then the loop saves and leaves.
 
 void hw_dp_chunk(int batch, int replicas, int k, int *offset, int *count) {
     int base = batch / replicas, extra = batch % replicas;
@@ -18,8 +17,8 @@ void hw_dp_chunk(int batch, int replicas, int k, int *offset, int *count) {
 }
 
 // The epochs; returns the status, with the samples trained and the epochs completed.
-static int train_epochs(const hw_train_config *config, const hw_run_inputs *in, int first_epoch, hw_train_log *log,
-                        const hw_dp_ops *ops, void *team, int64_t *samples_out, int *epochs_done_out) {
+static int train_epochs(const hw_train_config *config, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
+                        const dp_ops *ops, void *team, int64_t *samples_out, int *epochs_done_out) {
     *samples_out = 0;
     *epochs_done_out = first_epoch;
     int64_t *order = malloc(sizeof(int64_t) * (size_t)in->train.n);
@@ -28,23 +27,32 @@ static int train_epochs(const hw_train_config *config, const hw_run_inputs *in, 
     double loss_sum = 0;
     int epochs_done = first_epoch;
     int status = HW_OK;
-    for (int epoch = first_epoch; status == HW_OK && epoch < config->epochs && !interrupt_signal; epoch++) {
+    for (int epoch = first_epoch; status == HW_OK && epoch < config->epochs && !hw_stop_signal(); epoch++) {
         status = hw_sampler_shard(order, in->train.n, 1, 0, epoch, config->seed);
         if (status == HW_OK) status = ops->begin_epoch(team, order, in->train.n);
         if (status != HW_OK) break;
         const int64_t epoch_end_samples = (int64_t)(epoch - first_epoch + 1) * in->train.n;
         float loss = 0;
-        int batch = 0;
-        while (!interrupt_signal && (batch = ops->step(team, &loss)) > 0) {
+        int batch = 0, diverged = -1;
+        while (!hw_stop_signal() && (batch = ops->step(team, &loss, &diverged)) > 0) {
+            if (diverged >= 0 || !isfinite(loss)) {
+                char who[32], what[64];
+                snprintf(who, sizeof who, "replica %d", diverged >= 0 ? diverged : 0);
+                snprintf(what, sizeof what, "its training loss is %s", isnan(loss) ? "nan" : "infinite");
+                status = hw_train_outputs_diverged(log, who, what, epoch + 1, epochs_done, samples, loss);
+                break;
+            }
+            hw_train_outputs_loss(log, loss);
             samples += batch;
             loss_sum += (double)loss * batch;
             hw_progress_update(&log->progress, epoch + 1, config->epochs, samples, loss);
             // A mid-epoch point of the curve; one that falls on the epoch's end is the epoch-end
             // row, written once below.
             if (next_eval > 0 && samples >= next_eval && samples < epoch_end_samples) {
+                // A batch larger than --eval-every passes several points: one row for them all.
+                hw_train_outputs_pass_points(log, &next_eval, samples, 0);
                 status = ops->snapshot(team, log);
-                if (status == HW_OK) status = hw_train_log_evaluate(log, epoch, samples, loss_sum, 0);
-                while (next_eval <= samples) next_eval += config->eval_every;
+                if (status == HW_OK) status = hw_train_outputs_evaluate(log, epoch, samples, loss_sum, 0);
                 if (status != HW_OK) break;
             }
         }
@@ -53,11 +61,11 @@ static int train_epochs(const hw_train_config *config, const hw_run_inputs *in, 
         if (status != HW_OK) break;
         // A signal after the epoch's last step: the epoch is done all the same.
         if (samples == epoch_end_samples) epochs_done = epoch + 1;
-        if (interrupt_signal) break;
+        if (hw_stop_signal()) break;
         if (epochs_done == config->epochs) log->trained = hw_now();
+        hw_train_outputs_pass_points(log, &next_eval, samples, 1);
         status = ops->snapshot(team, log);
-        if (status == HW_OK) status = hw_train_log_evaluate(log, epochs_done, samples, loss_sum, 1);
-        while (next_eval > 0 && next_eval <= samples) next_eval += config->eval_every;
+        if (status == HW_OK) status = hw_train_outputs_evaluate(log, epochs_done, samples, loss_sum, 1);
     }
     free(order);
     *samples_out = samples;
@@ -65,34 +73,29 @@ static int train_epochs(const hw_train_config *config, const hw_run_inputs *in, 
     return status;
 }
 
-int hw_dp_run(const hw_train_config *config, const hw_run_inputs *in, int first_epoch, hw_train_log *log,
-              const hw_dp_ops *ops, void *team, hw_train_result *result) {
-    struct sigaction action = {.sa_handler = on_interrupt}, old_int, old_term;
-    sigemptyset(&action.sa_mask);
-    interrupt_signal = 0;
-    sigaction(SIGINT, &action, &old_int);
-    sigaction(SIGTERM, &action, &old_term);
+int dp_run(const hw_train_config *config, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
+              const dp_ops *ops, void *team, hw_train_result *result) {
+    hw_stop_signals_catch();
 
     log->started = hw_now();
     int64_t samples;
     int epochs_done;
     int status = train_epochs(config, in, first_epoch, log, ops, team, &samples, &epochs_done);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    hw_stop_signals_release();
 
-    if (status == HW_OK && interrupt_signal) {
-        result->interrupted_by = interrupt_signal;
+    if (status == HW_OK && hw_stop_signal()) {
+        result->interrupted_by = hw_stop_signal();
         hw_progress_message(&log->progress, "interrupted by %s after %lld samples\n",
-                            interrupt_signal == SIGINT ? "SIGINT" : "SIGTERM", (long long)samples);
+                            hw_stop_signal_name(hw_stop_signal()), (long long)samples);
         if (config->save_path) {
             status = ops->snapshot(team, log);
-            if (status == HW_OK) status = hw_train_log_save(log, log->snapshot, epochs_done, samples);
+            if (status == HW_OK) status = hw_train_outputs_save(log, log->snapshot, epochs_done, samples);
             if (status == HW_OK) {
                 hw_progress_message(&log->progress, "saved the current weights to %s\n", config->save_path);
             }
         }
     } else if (status == HW_OK) {
-        hw_train_log_finish(log, samples, result);
+        hw_train_outputs_finish(log, samples, result);
     }
     return status;
 }

@@ -13,19 +13,22 @@ typedef struct {
     // Prepares an epoch over `order` (n sample indices, the whole training set shuffled).
     int (*begin_epoch)(void *team, const int64_t *order, int64_t n);
     // One synchronous step over the epoch's next batch, SGD step included. Returns the batch
-    // size, 0 when the epoch is used up, -1 on error; *loss gets the batch's mean loss.
-    int (*step)(void *team, float *loss);
+    // size, 0 when the epoch is used up, -1 on error; *loss gets the batch's mean loss. When a
+    // replica's loss is not finite, *diverged gets that replica (the first), else -1; the loop
+    // then ends the run (hw_train_outputs_diverged).
+    int (*step)(void *team, float *loss, int *diverged);
     // Ends the epoch; called after an interruption or an error too.
     void (*end_epoch)(void *team);
     // Copies the current weights into log->snapshot.
-    int (*snapshot)(void *team, hw_train_log *log);
-} hw_dp_ops;
+    int (*snapshot)(void *team, hw_train_outputs *log);
+} dp_ops;
 
 // Trains epochs first_epoch .. config->epochs - 1: the sampler with one replica (DataParallel
 // splits each batch, not the dataset), --eval-every points, an evaluation and a checkpoint at
-// every epoch end; on SIGINT/SIGTERM it finishes the step, saves the current weights (--save) and
+// every epoch end; a replica's non-finite loss ends the run (exit 1, the replica named, nothing
+// saved); on SIGINT/SIGTERM it finishes the step, saves the current weights (--save) and
 // sets result->interrupted_by. Prints the summary of a finished run.
-int hw_dp_run(const hw_train_config *config, const hw_run_inputs *in, int first_epoch, hw_train_log *log,
-              const hw_dp_ops *ops, void *team, hw_train_result *result);
+int dp_run(const hw_train_config *config, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
+              const dp_ops *ops, void *team, hw_train_result *result);
 
 #endif

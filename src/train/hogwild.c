@@ -8,20 +8,23 @@
 #include "hw/train.h"
 
 #include "hogwild_watch.h"
+#include "measure.h"
 #include "hw/err.h"
 #include "hw/optim.h"
 #include "hw/shm.h"
 #include "hw/spawn.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct {
     const hw_train_config *config;
-    hw_run_inputs *in;
-    hw_hogwild_control *control;
+    hw_train_inputs *in;
+    hogwild_control *control;
+    hw_measure *measure;  // --measure; NULL otherwise
     int first_epoch;
-    hw_fault fault;
+    fault_plan fault;
 } hogwild_job;
 
 // ---- the worker: one process, one thread, one shard ----
@@ -39,13 +42,16 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
     const hw_train_config *config = job->config;
     const hw_dataset *train = &job->in->train;
     hw_model *model = &job->in->model;  // model->weights points into the shared region
-    hw_worker_slot *slot = &job->control->slots[rank];
+    worker_slot *slot = &job->control->slots[rank];
     int64_t samples = 0;
-    double loss_sum = 0;
+    double loss_sum = 0, last_finite_loss = NAN;
     int batches = 0;
+    hw_measure_worker measured, *measure = NULL;  // --measure
+    if (job->measure) hw_measure_worker_open(measure = &measured, job->measure, rank);
     for (int epoch = job->first_epoch; epoch < config->epochs; epoch++) {
-        if (!hw_hogwild_wait_for_epoch(job->control, epoch)) return HW_OK;
+        if (!hogwild_wait_for_epoch(job->control, epoch)) return HW_OK;
         memcpy(local->weights, model->weights, sizeof(float) * model->n_weights);
+        if (measure) hw_measure_weights_read(measure);
         int64_t count = hw_sampler_shard_size(train->n, config->workers, rank);
         if (hw_sampler_shard(shard, train->n, config->workers, rank, epoch, config->seed) != HW_OK) return HW_ERR;
         hw_loader *loader;
@@ -56,15 +62,31 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
         const uint8_t *y;
         int batch;
         while ((batch = hw_loader_next(loader, &x, &y)) > 0) {
+            if (measure) hw_measure_step_begin(measure);
             float loss = hw_model_forward(local, ws, x, y, batch, 1);
-            hw_model_backward(local, ws, y, batch);
+            if (!isfinite(loss)) {
+                // Diverged: its gradient would write NaN or inf into everyone's weights. The
+                // parent ends the run naming this worker.
+                hogwild_report_diverged(slot, epoch, loss, last_finite_loss);
+                hw_loader_close(loader);
+                return HW_OK;
+            }
+            last_finite_loss = loss;
+            if (hw_model_backward(local, ws, y, batch) != HW_OK) {
+                hw_loader_close(loader);
+                return HW_ERR;
+            }
             // THE Hogwild update: straight onto the shared weights, no lock.
-            hw_sgd_step_and_copy(opt, model, model->weights, ws->grads, local->weights);
+            if (measure) {
+                hw_measure_update(measure, opt, model, model->weights, ws->grads, local->weights);
+            } else {
+                hw_sgd_step_and_copy(opt, model, model->weights, ws->grads, local->weights);
+            }
 
             samples += batch;
             loss_sum += (double)loss * batch;
-            hw_hogwild_report(slot, samples, loss_sum);
-            if (hw_fault_check(&job->fault, rank, ++batches) != HW_OK) {
+            hogwild_report(slot, samples, loss_sum);
+            if (fault_check(&job->fault, rank, ++batches) != HW_OK) {
                 hw_loader_close(loader);
                 return HW_ERR;
             }
@@ -95,7 +117,7 @@ static int hogwild_worker(int rank, void *arg) {
     if (status == HW_OK && !local.weights) status = hw_fail("worker %d: out of memory for its copy of the weights", rank);
     if (status == HW_OK) status = train_shard(rank, job, &ws, &opt, shard, &local);
     free(local.weights);
-    hw_hogwild_report_memory(&job->control->slots[rank]);
+    hogwild_report_memory(&job->control->slots[rank]);
     free(shard);
     hw_sgd_free(&opt);
     hw_workspace_free(&ws);
@@ -105,50 +127,58 @@ static int hogwild_worker(int rank, void *arg) {
 // ---- the parent ----
 
 // The weights are in host shared memory: a snapshot is a copy.
-static int snapshot_shared_weights(void *weights, hw_train_log *log) {
-    hw_train_log_snapshot(log, weights);
+static int snapshot_shared_weights(void *weights, hw_train_outputs *log) {
+    hw_train_outputs_snapshot(log, weights);
     return HW_OK;
 }
 
-int hw_train_hogwild(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result) {
-    if (config->device.type == HW_DEVICE_CUDA) return hw_train_hogwild_cuda(config, in, result);
+int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
+    if (config->device.type == HW_DEVICE_CUDA) return hw_gpu_train_hogwild(config, in, result);
     memset(result, 0, sizeof *result);
     hw_model *model = &in->model;
 
     // The one shared mapping: control block + weights, mapped before fork so that every worker
     // sees it at the same address.
-    size_t head = hw_hogwild_control_bytes(config->workers);
+    size_t head = hogwild_control_bytes(config->workers);
     hw_shm shm;
     if (hw_shm_open(&shm, head + sizeof(float) * model->n_weights) != HW_OK) return HW_ERR;
-    hw_hogwild_control *control = shm.data;
+    hogwild_control *control = shm.data;
     hw_model_bind_weights(model, (float *)((char *)shm.data + head));
 
     hogwild_job job = {.config = config, .in = in, .control = control};
-    hw_fault_read(&job.fault);
+    fault_read(&job.fault);
     int64_t samples_before = 0;
-    hw_train_log log = {0};
+    hw_train_outputs log = {0};
+    hw_measure measure = {0};
     int status = hw_train_start_weights(config, model, &job.first_epoch, &samples_before);
     atomic_store(&control->released_epoch, job.first_epoch);
-    if (status == HW_OK) status = hw_train_log_open(&log, config, in, job.first_epoch, samples_before);
+    if (status == HW_OK && config->measure && (status = hw_measure_open(&measure, model, config->workers)) == HW_OK) {
+        job.measure = &measure;
+    }
+    if (status == HW_OK) status = hw_train_outputs_open(&log, config, in, job.first_epoch, samples_before);
+    log.metrics.measure = job.measure;
     if (status == HW_OK && config->metrics_path) {
         // The first point of the curve: the weights before this run's training.
-        hw_train_log_snapshot(&log, model->weights);
-        status = hw_train_log_evaluate(&log, job.first_epoch, 0, 0, 0);
+        hw_train_outputs_snapshot(&log, model->weights);
+        status = hw_train_outputs_evaluate(&log, job.first_epoch, 0, 0, 0);
     }
     hw_spawn_ctx spawn;
     log.started = hw_now();  // training is timed from the first fork to the last join
     if (status == HW_OK) status = hw_spawn(&spawn, hogwild_worker, &job, config->workers);
     if (status == HW_OK) {
-        hw_hogwild_watch watch = {.config = config,
+        hogwild_watch watch = {.config = config,
                                   .control = control,
                                   .n_train = in->train.n,
                                   .first_epoch = job.first_epoch,
                                   .snapshot = snapshot_shared_weights,
-                                  .snapshot_ctx = model->weights};
-        status = hw_hogwild_watch_run(&watch, &spawn, &log, result);
+                                  .snapshot_ctx = model->weights,
+                                  .measure = job.measure};
+        status = hogwild_watch_run(&watch, &spawn, &log, result);
         hw_spawn_free(&spawn);
+        if (status == HW_OK && !result->interrupted_by && job.measure) hw_measure_report(job.measure, &log.progress);
     }
-    hw_train_log_close(&log);
+    hw_measure_close(&measure);
+    hw_train_outputs_close(&log);
     hw_model_bind_weights(model, NULL);
     hw_shm_close(&shm);
     return status;

@@ -18,7 +18,7 @@
 //      progress slots; it closes the handle before it returns;
 //   4. the parent watches with the CPU trainer's loop (hogwild_watch.c); at an evaluation point
 //      it copies the device weights to host memory (pinned, on its own stream) and evaluates them
-//      on the CPU with hw_train_log: metrics rows, epoch results and checkpoints are the CPU's;
+//      on the CPU with hw_train_outputs: metrics rows, epoch results and checkpoints are the CPU's;
 //   5. it frees the device memory only after every worker has been reaped, however the run ends:
 //      a worker that returns has closed its handle, and one that was killed (a failure elsewhere,
 //      Ctrl-C) lost its mapping with its process, so no process maps the weights any more (CUDA
@@ -32,9 +32,11 @@
 #include "hw/cuda.h"
 #include "hw/err.h"
 #include "hw/shm.h"
+#include "hw/signals.h"
 #include "hw/spawn.h"
 #include "train_cuda.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -56,11 +58,11 @@ typedef struct {
 
 typedef struct {
     const hw_train_config *config;
-    hw_run_inputs *in;
-    hw_hogwild_control *control;
+    hw_train_inputs *in;
+    hogwild_control *control;
     handle_channel *channel;
     int first_epoch;
-    hw_fault fault;
+    fault_plan fault;
 } gpu_job;
 
 static void sleep_microseconds(long us) {
@@ -102,12 +104,13 @@ static int queue_batch(hw_cuda_runner *runner, const hw_dataset *ds, const int64
 static int train_shard(int rank, gpu_job *job, hw_cuda_runner *runner, int64_t *shard, uint8_t *x, uint8_t *y) {
     const hw_train_config *config = job->config;
     const hw_dataset *train = &job->in->train;
-    hw_hogwild_control *control = job->control;
-    hw_worker_slot *slot = &control->slots[rank];
-    int64_t samples = 0;
+    hogwild_control *control = job->control;
+    worker_slot *slot = &control->slots[rank];
+    int64_t samples = 0, reported_samples = 0;
+    double reported_sum = 0, last_finite_loss = NAN;
     int batches = 0;
     for (int epoch = job->first_epoch; epoch < config->epochs; epoch++) {
-        if (!hw_hogwild_wait_for_epoch(control, epoch)) return HW_OK;
+        if (!hogwild_wait_for_epoch(control, epoch)) return HW_OK;
         int64_t count = hw_sampler_shard_size(train->n, config->workers, rank);
         if (hw_sampler_shard(shard, train->n, config->workers, rank, epoch, config->seed) != HW_OK) return HW_ERR;
         int64_t pos = 0;
@@ -129,9 +132,21 @@ static int train_shard(int rank, gpu_job *job, hw_cuda_runner *runner, int64_t *
             if (batches % GPU_REPORT_EVERY == 0 || next == 0) {
                 double loss_sum = 0;
                 if (hw_cuda_runner_train_loss_sum(runner, &loss_sum) != HW_OK) return HW_ERR;
-                hw_hogwild_report(slot, samples, loss_sum);
+                if (!isfinite(loss_sum)) {
+                    // Diverged within these batches: the parent ends the run naming this worker.
+                    // Their samples were trained (their steps are in the weights): they count.
+                    hogwild_report(slot, samples, reported_sum);
+                    hogwild_report_diverged(slot, epoch, loss_sum, last_finite_loss);
+                    return hw_cuda_runner_sync(runner);
+                }
+                if (samples > reported_samples) {
+                    last_finite_loss = (loss_sum - reported_sum) / (double)(samples - reported_samples);
+                }
+                reported_samples = samples;
+                reported_sum = loss_sum;
+                hogwild_report(slot, samples, loss_sum);
             }
-            if (hw_fault_check(&job->fault, rank, batches) != HW_OK) return HW_ERR;
+            if (fault_check(&job->fault, rank, batches) != HW_OK) return HW_ERR;
             if (atomic_load_explicit(&control->stop, memory_order_relaxed)) return HW_OK;
             batch = next;
         }
@@ -178,7 +193,7 @@ static int gpu_worker(int rank, void *arg) {
     // The runner waits for its streams; then nothing of this process uses the weights any more.
     hw_cuda_runner_free(runner);
     int closed = hw_cuda_ipc_close(weights);
-    hw_hogwild_report_memory(&job->control->slots[rank]);
+    hogwild_report_memory(&job->control->slots[rank]);
     free(shard);
     free(x);
     free(y);
@@ -239,10 +254,10 @@ static int parent_device_copy(gpu_parent *dev) {
 }
 
 // hogwild_watch's snapshot: the device weights, through the pinned buffer.
-static int snapshot_device_weights(void *ctx, hw_train_log *log) {
+static int snapshot_device_weights(void *ctx, hw_train_outputs *log) {
     gpu_parent *dev = ctx;
     if (parent_device_copy(dev) != HW_OK) return hw_error_prefix("copying the device weights for an evaluation");
-    hw_train_log_snapshot(log, dev->host);
+    hw_train_outputs_snapshot(log, dev->host);
     return HW_OK;
 }
 
@@ -257,7 +272,7 @@ static int fail_setup(hw_spawn_ctx *spawn) {
 }
 
 // After the fork: the device set up, then hogwild_watch's loop with snapshots from the device.
-static int run_workers(const hw_train_config *config, hw_run_inputs *in, gpu_job *job, hw_train_log *log,
+static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_job *job, hw_train_outputs *log,
                        hw_train_result *result) {
     hw_spawn_ctx spawn;
     log->started = hw_now();  // timed from the first fork, as on the CPU: the set-up below counts
@@ -269,7 +284,7 @@ static int run_workers(const hw_train_config *config, hw_run_inputs *in, gpu_job
     // comes meanwhile stays pending until the mask is restored.
     gpu_parent dev = {0};
     sigset_t stop_signals, old_mask;
-    hw_spawn_stop_signals(&stop_signals);
+    hw_stop_signal_set(&stop_signals);
     pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
     int opened = parent_device_open(&dev, config, &in->model, job->channel);
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
@@ -277,13 +292,13 @@ static int run_workers(const hw_train_config *config, hw_run_inputs *in, gpu_job
     if (opened != HW_OK) {
         status = fail_setup(&spawn);
     } else {
-        hw_hogwild_watch watch = {.config = config,
+        hogwild_watch watch = {.config = config,
                                   .control = job->control,
                                   .n_train = in->train.n,
                                   .first_epoch = job->first_epoch,
                                   .snapshot = snapshot_device_weights,
                                   .snapshot_ctx = &dev};
-        status = hw_hogwild_watch_run(&watch, &spawn, log, result);
+        status = hogwild_watch_run(&watch, &spawn, log, result);
     }
     hw_spawn_free(&spawn);
     // Every worker is reaped: no other process maps the device weights any more.
@@ -291,26 +306,26 @@ static int run_workers(const hw_train_config *config, hw_run_inputs *in, gpu_job
     return status;
 }
 
-int hw_train_hogwild_cuda(const hw_train_config *config, hw_run_inputs *in, hw_train_result *result) {
+int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
     memset(result, 0, sizeof *result);
     char name[32];
     hw_device_format(config->device, name, sizeof name);
     char what[64];
     snprintf(what, sizeof what, "--device %s", name);
     // No CUDA call may come before the fork: this one only asks what was compiled in.
-    if (hw_train_cuda_check_build(what) != HW_OK) return HW_ERR;
+    if (train_cuda_check_build(what) != HW_OK) return HW_ERR;
 
     // The host copy of the weights: initialised (or loaded) here, before the fork, uploaded by the
     // parent after it; the workers never read it.
     hw_model *model = &in->model;
     if (!model->weights && hw_model_alloc_weights(model) != HW_OK) return HW_ERR;
     gpu_job job = {.config = config, .in = in};
-    hw_fault_read(&job.fault);
+    fault_read(&job.fault);
     int64_t samples_before = 0;
     if (hw_train_start_weights(config, model, &job.first_epoch, &samples_before) != HW_OK) return HW_ERR;
 
     // Shared with the workers: the control block, then the handle channel.
-    size_t head = hw_hogwild_control_bytes(config->workers);
+    size_t head = hogwild_control_bytes(config->workers);
     hw_shm shm;
     if (hw_shm_open(&shm, head + sizeof(handle_channel)) != HW_OK) return HW_ERR;
     job.control = shm.data;
@@ -318,15 +333,15 @@ int hw_train_hogwild_cuda(const hw_train_config *config, hw_run_inputs *in, hw_t
     atomic_store(&job.control->released_epoch, job.first_epoch);
     atomic_store(&job.channel->state, HANDLE_WAIT);
 
-    hw_train_log log = {0};
-    int status = hw_train_log_open(&log, config, in, job.first_epoch, samples_before);
+    hw_train_outputs log = {0};
+    int status = hw_train_outputs_open(&log, config, in, job.first_epoch, samples_before);
     if (status == HW_OK && config->metrics_path) {
         // The first point of the curve: the weights before this run's training (still on the host).
-        hw_train_log_snapshot(&log, model->weights);
-        status = hw_train_log_evaluate(&log, job.first_epoch, 0, 0, 0);
+        hw_train_outputs_snapshot(&log, model->weights);
+        status = hw_train_outputs_evaluate(&log, job.first_epoch, 0, 0, 0);
     }
     if (status == HW_OK) status = run_workers(config, in, &job, &log, result);
-    hw_train_log_close(&log);
+    hw_train_outputs_close(&log);
     hw_shm_close(&shm);
     return status;
 }

@@ -3,6 +3,8 @@
 #include "hogwild_watch.h"
 
 #include "hw/err.h"
+#include "hw/signals.h"
+#include "measure.h"
 
 #include <math.h>
 #include <signal.h>
@@ -11,12 +13,12 @@
 #include <string.h>
 #include <time.h>
 
-size_t hw_hogwild_control_bytes(int workers) {
-    size_t bytes = sizeof(hw_hogwild_control) + sizeof(hw_worker_slot) * (size_t)workers;
+size_t hogwild_control_bytes(int workers) {
+    size_t bytes = sizeof(hogwild_control) + sizeof(worker_slot) * (size_t)workers;
     return (bytes + 63) & ~(size_t)63;
 }
 
-int hw_hogwild_wait_for_epoch(hw_hogwild_control *control, int epoch) {
+int hogwild_wait_for_epoch(hogwild_control *control, int epoch) {
     while (atomic_load(&control->released_epoch) < epoch) {
         if (atomic_load(&control->stop)) return 0;
         struct timespec pause = {0, 100 * 1000L};
@@ -25,14 +27,21 @@ int hw_hogwild_wait_for_epoch(hw_hogwild_control *control, int epoch) {
     return !atomic_load(&control->stop);
 }
 
-void hw_hogwild_report_memory(hw_worker_slot *slot) {
+void hogwild_report_memory(worker_slot *slot) {
     hw_memory memory;
     hw_memory_read(&memory);
     atomic_store(&slot->peak_rss_kb, memory.peak_rss_kb);
     atomic_store(&slot->private_kb, memory.private_kb);
 }
 
-void hw_fault_read(hw_fault *fault) {
+void hogwild_report_diverged(worker_slot *slot, int epoch, double loss, double last_finite) {
+    atomic_store(&slot->bad_loss, loss);
+    atomic_store(&slot->last_finite_loss, last_finite);
+    atomic_store(&slot->diverged_epoch, epoch);
+    atomic_store(&slot->diverged, 1);
+}
+
+void fault_read(fault_plan *fault) {
     memset(fault, 0, sizeof *fault);
     fault->rank = -1;
     const char *text = getenv("HOGWILD_FAIL_WORKER");
@@ -42,7 +51,7 @@ void hw_fault_read(hw_fault *fault) {
     fault->by_abort = strcmp(mode, "abort") == 0;
 }
 
-int hw_fault_check(const hw_fault *fault, int rank, int batches) {
+int fault_check(const fault_plan *fault, int rank, int batches) {
     if (rank != fault->rank || batches != fault->after_batches) return HW_OK;
     if (fault->by_abort) abort();
     return hw_fail("injected failure after %d batches (HOGWILD_FAIL_WORKER)", batches);
@@ -50,7 +59,7 @@ int hw_fault_check(const hw_fault *fault, int rank, int batches) {
 
 // ---- the parent ----
 
-static void sum_slots(const hw_hogwild_control *control, int workers, int64_t *samples, double *loss_sum,
+static void sum_slots(const hogwild_control *control, int workers, int64_t *samples, double *loss_sum,
                       int *min_epochs_done) {
     *samples = 0;
     *loss_sum = 0;
@@ -64,7 +73,7 @@ static void sum_slots(const hw_hogwild_control *control, int workers, int64_t *s
 }
 
 // The memory line of the summary: the parent's peak, and the largest worker's peak and private part.
-static void report_memory(hw_train_log *log, const hw_hogwild_control *control, int workers) {
+static void report_memory(hw_train_outputs *log, const hogwild_control *control, int workers) {
     hw_memory parent;
     hw_memory_read(&parent);
     int64_t worker_peak = 0, worker_private = 0;
@@ -83,7 +92,7 @@ static void report_memory(hw_train_log *log, const hw_hogwild_control *control, 
 // Ctrl-C: every worker is stopped and reaped, so the weights are still; keep them. Workers that
 // had all finished an epoch were waiting at the barrier with its end weights before the loop
 // handled it: that epoch is done, and the checkpoint says so.
-static int save_interrupted(const hw_hogwild_watch *watch, hw_train_log *log, int signal_number,
+static int save_interrupted(const hogwild_watch *watch, hw_train_outputs *log, int signal_number,
                             int epochs_handled) {
     int64_t samples;
     double loss_sum;
@@ -91,11 +100,28 @@ static int save_interrupted(const hw_hogwild_watch *watch, hw_train_log *log, in
     sum_slots(watch->control, watch->config->workers, &samples, &loss_sum, &min_done);
     int epochs_done = min_done > epochs_handled ? min_done : epochs_handled;
     hw_progress_message(&log->progress, "interrupted by %s after %lld samples\n",
-                        signal_number == SIGINT ? "SIGINT" : "SIGTERM", (long long)samples);
+                        hw_stop_signal_name(signal_number), (long long)samples);
     if (!watch->config->save_path) return HW_OK;
     if (watch->snapshot(watch->snapshot_ctx, log) != HW_OK) return HW_ERR;
-    if (hw_train_log_save(log, log->snapshot, watch->first_epoch + epochs_done, samples) != HW_OK) return HW_ERR;
+    if (hw_train_outputs_save(log, log->snapshot, watch->first_epoch + epochs_done, samples) != HW_OK) return HW_ERR;
     hw_progress_message(&log->progress, "saved the current weights to %s\n", watch->config->save_path);
+    return HW_OK;
+}
+
+// The first worker that reported a non-finite training loss ends the run: the row that marks it
+// diverged, and its message. HW_OK when none has.
+static int check_diverged(const hogwild_watch *watch, hw_train_outputs *log, int epochs_handled, int64_t samples) {
+    for (int r = 0; r < watch->config->workers; r++) {
+        worker_slot *slot = &watch->control->slots[r];
+        if (!atomic_load(&slot->diverged)) continue;
+        double loss = atomic_load(&slot->bad_loss);
+        char who[32], what[64];
+        snprintf(who, sizeof who, "worker %d", r);
+        snprintf(what, sizeof what, "its training loss is %s", isnan(loss) ? "nan" : "infinite");
+        hw_train_outputs_loss(log, atomic_load(&slot->last_finite_loss));
+        return hw_train_outputs_diverged(log, who, what, atomic_load(&slot->diverged_epoch) + 1,
+                                     watch->first_epoch + epochs_handled, samples, loss);
+    }
     return HW_OK;
 }
 
@@ -115,10 +141,10 @@ static int run_ended(hw_join_status joined, const hw_spawn_ctx *spawn, hw_train_
     return 0;
 }
 
-int hw_hogwild_watch_run(const hw_hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_log *log,
+int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_outputs *log,
                          hw_train_result *result) {
     const hw_train_config *config = watch->config;
-    hw_hogwild_control *control = watch->control;
+    hogwild_control *control = watch->control;
     const int workers = config->workers;
     const int epochs_to_run = config->epochs - watch->first_epoch;
     int epochs_handled = 0;  // epoch ends already evaluated, counted from first_epoch
@@ -139,6 +165,7 @@ int hw_hogwild_watch_run(const hw_hogwild_watch *watch, hw_spawn_ctx *spawn, hw_
             loss_window_sum = loss_sum;
         }
         int epoch_now = watch->first_epoch + epochs_handled + 1;
+        if ((status = check_diverged(watch, log, epochs_handled, samples)) != HW_OK) break;
         hw_progress_update(&log->progress, epoch_now > config->epochs ? config->epochs : epoch_now, config->epochs,
                            samples, running_loss);
 
@@ -152,6 +179,7 @@ int hw_hogwild_watch_run(const hw_hogwild_watch *watch, hw_spawn_ctx *spawn, hw_
                 status = HW_ERR;
                 break;
             }
+            if (watch->measure) hw_measure_capture(watch->measure, log->snapshot);  // the workers wait
             epochs_handled++;
             if (epochs_handled == epochs_to_run) {
                 // Training is over: its time ends at the last join, before the final evaluation.
@@ -160,20 +188,23 @@ int hw_hogwild_watch_run(const hw_hogwild_watch *watch, hw_spawn_ctx *spawn, hw_
                 log->trained = hw_now();
             }
             atomic_store(&control->released_epoch, watch->first_epoch + epochs_handled);
-            if (hw_train_log_evaluate(log, watch->first_epoch + epochs_handled, samples, loss_sum, 1) != HW_OK) {
+            // Points before this epoch end that no mid-epoch evaluation took are skipped.
+            hw_train_outputs_pass_points(log, &next_eval, samples, 1);
+            if (hw_train_outputs_evaluate(log, watch->first_epoch + epochs_handled, samples, loss_sum, 1) != HW_OK) {
                 status = HW_ERR;
                 break;
             }
-            while (next_eval > 0 && next_eval <= samples) next_eval += config->eval_every;
         } else if (next_eval > 0 && samples >= next_eval && samples < (int64_t)(epochs_handled + 1) * watch->n_train) {
             // A mid-epoch point of the curve: a snapshot taken while the workers write (Hogwild).
             // Not once the epoch's last samples are in: the epoch-end row comes next.
+            if (watch->measure) hw_measure_capture(watch->measure, NULL);  // lost updates: epoch ends only
+            // One evaluation for every point passed since the last: the others are skipped.
+            hw_train_outputs_pass_points(log, &next_eval, samples, 0);
             if (watch->snapshot(watch->snapshot_ctx, log) != HW_OK ||
-                hw_train_log_evaluate(log, watch->first_epoch + epochs_handled, samples, loss_sum, 0) != HW_OK) {
+                hw_train_outputs_evaluate(log, watch->first_epoch + epochs_handled, samples, loss_sum, 0) != HW_OK) {
                 status = HW_ERR;
                 break;
             }
-            while (next_eval <= samples) next_eval += config->eval_every;
         }
         if (joined == HW_JOIN_DONE && epochs_handled >= epochs_to_run) break;
     }
@@ -185,7 +216,7 @@ int hw_hogwild_watch_run(const hw_hogwild_watch *watch, hw_spawn_ctx *spawn, hw_
     if (status == HW_OK && result->interrupted_by) {
         status = save_interrupted(watch, log, result->interrupted_by, epochs_handled);
     } else if (status == HW_OK) {
-        hw_train_log_finish(log, samples, result);
+        hw_train_outputs_finish(log, samples, result);
         report_memory(log, control, workers);
     }
     return status;

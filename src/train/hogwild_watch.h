@@ -20,27 +20,36 @@ typedef struct {
     atomic_int epochs_done;            // epochs finished in this run (their steps in the weights)
     atomic_llong peak_rss_kb;          // its memory when it finished (see hw_memory)
     atomic_llong private_kb;
-} hw_worker_slot;
+    // A non-finite training loss (hogwild_report_diverged): set once, `diverged` last.
+    _Atomic double bad_loss;           // the loss it saw (nan, inf)
+    _Atomic double last_finite_loss;   // the last finite loss before it, or NAN
+    atomic_int diverged_epoch;         // the epoch it was training (0-based)
+    atomic_int diverged;
+} worker_slot;
 
 // In shared memory, mapped before fork.
 typedef struct {
     atomic_int released_epoch;  // workers may start epoch e once released_epoch >= e
     atomic_int stop;            // the parent asks the workers to finish now
-    hw_worker_slot slots[];     // one per worker
-} hw_hogwild_control;
+    worker_slot slots[];     // one per worker
+} hogwild_control;
 
 // Bytes of the control block for `workers`, rounded up to a cache line.
-size_t hw_hogwild_control_bytes(int workers);
+size_t hogwild_control_bytes(int workers);
 
 // ---- the worker's side ----
 // Waits at the epoch barrier until the parent has copied the end weights of epoch-1. Returns 1
 // when the worker may train `epoch`, 0 when the parent asked it to stop.
-int hw_hogwild_wait_for_epoch(hw_hogwild_control *control, int epoch);
-static inline void hw_hogwild_report(hw_worker_slot *slot, int64_t samples, double loss_sum) {
+int hogwild_wait_for_epoch(hogwild_control *control, int epoch);
+static inline void hogwild_report(worker_slot *slot, int64_t samples, double loss_sum) {
     atomic_store_explicit(&slot->samples, samples, memory_order_relaxed);
     atomic_store_explicit(&slot->loss_sum, loss_sum, memory_order_relaxed);
 }
-void hw_hogwild_report_memory(hw_worker_slot *slot);
+void hogwild_report_memory(worker_slot *slot);
+// The worker saw a non-finite training loss `loss` in `epoch` (0-based); `last_finite` is the last
+// finite one it saw (NAN: none). Its step was not applied; the worker stops training and the
+// parent ends the run (hogwild_watch_run), naming the worker.
+void hogwild_report_diverged(worker_slot *slot, int epoch, double loss, double last_finite);
 
 // HOGWILD_FAIL_WORKER=RANK:BATCHES[:abort] makes worker RANK fail (or abort) after BATCHES
 // batches: the tests use it to check that a failing worker ends the run with its message.
@@ -48,29 +57,31 @@ typedef struct {
     int rank;            // -1: off
     int after_batches;
     int by_abort;
-} hw_fault;
-void hw_fault_read(hw_fault *fault);
+} fault_plan;
+void fault_read(fault_plan *fault);
 // HW_ERR (or abort()) when worker `rank` has just done its injected batch.
-int hw_fault_check(const hw_fault *fault, int rank, int batches);
+int fault_check(const fault_plan *fault, int rank, int batches);
 
 // ---- the parent's side ----
-// Copies the current weights into log->snapshot (hw_train_log_snapshot).
-typedef int (*hw_snapshot_fn)(void *ctx, hw_train_log *log);
+// Copies the current weights into log->snapshot (hw_train_outputs_snapshot).
+typedef int (*snapshot_fn)(void *ctx, hw_train_outputs *log);
 
 typedef struct {
     const hw_train_config *config;
-    hw_hogwild_control *control;
+    hogwild_control *control;
     int64_t n_train;            // samples in one epoch
     int first_epoch;            // from --resume
-    hw_snapshot_fn snapshot;
+    snapshot_fn snapshot;
     void *snapshot_ctx;
-} hw_hogwild_watch;
+    struct hw_measure *measure;  // --measure: read at every evaluation point; NULL otherwise
+} hogwild_watch;
 
-// Watches the spawned workers until they are done, one fails, or the parent is interrupted:
+// Watches the spawned workers until they are done, one fails or diverges (a non-finite training
+// loss: hw_train_outputs_diverged, within one pass of its loop), or the parent is interrupted:
 // progress, the epoch barrier (copy, release, evaluate the copy), --eval-every points. On a
 // failure or an interrupt it stops and reaps every worker; on an interrupt it saves the current
 // weights (--save). It prints the summary of a finished run. The caller frees `spawn`.
-int hw_hogwild_watch_run(const hw_hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_log *log,
+int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_outputs *log,
                          hw_train_result *result);
 
 #endif

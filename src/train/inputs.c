@@ -13,6 +13,7 @@ void hw_train_config_default(hw_train_config *config) {
     config->model_path = "models/lenet.model";
     config->data_dir = "data/mnist";
     config->workers = 2;
+    config->replicas = 2;
     config->epochs = 1;
     config->batch_size = 64;
     config->test_batch_size = 1000;
@@ -25,9 +26,11 @@ void hw_train_config_default(hw_train_config *config) {
     config->norm = (hw_normalize){HW_MNIST_MEAN, HW_MNIST_STD};
 }
 
-int hw_run_inputs_load(hw_run_inputs *in, const hw_train_config *config) {
+int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config) {
     memset(in, 0, sizeof *in);
-    if (hw_model_load(&in->model, config->model_path) != HW_OK) return HW_ERR;
+    int loaded = config->model_text ? hw_model_parse(&in->model, config->model_text, config->model_path)
+                                    : hw_model_load(&in->model, config->model_path);
+    if (loaded != HW_OK) return HW_ERR;
     if (config->freeze && hw_model_freeze(&in->model, config->freeze) != HW_OK) {
         return hw_error_prefix("--freeze");
     }
@@ -56,10 +59,20 @@ int hw_run_inputs_load(hw_run_inputs *in, const hw_train_config *config) {
     return HW_OK;
 }
 
-void hw_run_inputs_free(hw_run_inputs *in) {
+void hw_train_inputs_free(hw_train_inputs *in) {
     hw_model_free(&in->model);
     hw_dataset_free(&in->train);
     hw_dataset_free(&in->test);
+}
+
+int hw_train_load_checkpoint(const char *path, hw_model *model, hw_ckpt_meta *meta) {
+    if (hw_ckpt_load(path, model, model->weights, meta) != HW_OK) return HW_ERR;
+    if (!hw_weights_finite(model->weights, model->n_weights)) {
+        return hw_fail("the checkpoint %s holds weights that are not finite (NaN or inf): it was saved by a run "
+                       "that diverged; use an earlier checkpoint",
+                       path);
+    }
+    return HW_OK;
 }
 
 int hw_train_start_weights(const hw_train_config *config, hw_model *model, int *first_epoch,
@@ -71,7 +84,7 @@ int hw_train_start_weights(const hw_train_config *config, hw_model *model, int *
         return HW_OK;
     }
     hw_ckpt_meta meta;
-    if (hw_ckpt_load(config->resume_path, model, model->weights, &meta) != HW_OK) return HW_ERR;
+    if (hw_train_load_checkpoint(config->resume_path, model, &meta) != HW_OK) return HW_ERR;
     if (meta.epoch >= config->epochs) {
         return hw_fail("the checkpoint %s has already trained %d epoch(s); ask for more with --epochs",
                        config->resume_path, meta.epoch);

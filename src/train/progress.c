@@ -1,6 +1,7 @@
 // progress: the live line of a run (epoch, samples, samples/s, running loss, ETA).
 #include "hw/train.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@ void hw_progress_start(hw_progress *p, int quiet, int64_t total_samples) {
     p->last_print = p->started;
     p->total_samples = total_samples;
     p->line_open = 0;
+    p->stdout_closed = 0;
 }
 
 static void format_duration(double seconds, char *buf, size_t cap) {
@@ -59,9 +61,16 @@ void hw_progress_message(hw_progress *p, const char *fmt, ...) {
         fprintf(stderr, "\r\033[K");
         p->line_open = 0;
     }
+    if (p->stdout_closed) return;
     va_list ap;
     va_start(ap, fmt);
     vfprintf(stdout, fmt, ap);
     va_end(ap);
-    fflush(stdout);
+    if (fflush(stdout) != 0 && errno == EPIPE) {
+        // Whoever read stdout is gone (`| head -1`); SIGPIPE is ignored (main.c), so the run goes
+        // on: it trains, saves its checkpoint and writes its metrics, and prints nothing more.
+        p->stdout_closed = 1;
+        clearerr(stdout);
+        if (!p->quiet) fprintf(stderr, "hogwild: stdout was closed; training goes on without printing results\n");
+    }
 }

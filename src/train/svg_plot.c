@@ -2,6 +2,7 @@
 // (test accuracy against wall time, and against samples seen), a legend, the target as a dashed line.
 #include "hw/compare.h"
 #include "hw/err.h"
+#include "svg.h"
 
 #include <errno.h>
 #include <math.h>
@@ -39,7 +40,7 @@ double hw_axis_tick(const hw_axis *axis, int i) {
 
 // A tick label with as many decimals as the step needs; with `suffix`, thousands as "k" and
 // millions as "M" (samples seen: "60k" rather than "60000").
-static void format_tick(double v, double step, double axis_max, int suffix, char *buf, size_t cap) {
+void svg_format_tick(double v, double step, double axis_max, int suffix, char *buf, size_t cap) {
     double unit = 1;
     const char *unit_name = "";
     if (suffix && axis_max >= 1e6) {
@@ -63,9 +64,23 @@ static int utf8_length(const unsigned char *s) {
     return n;
 }
 
+void svg_put_legend_text(FILE *out, double x, double y, const hw_metrics_table *run) {
+    char label[256];
+    hw_run_label(run, label, sizeof label);
+    fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" dominant-baseline=\"middle\">", x, y);
+    svg_put_text(out, label);
+    if (run->diverged) {
+        fprintf(out, " <tspan fill=\"#d62728\" font-weight=\"bold\">diverged after %lld samples, not ranked</tspan>",
+                (long long)run->diverged_at.samples_seen);
+    }
+    fputs(" <tspan fill=\"#666\">(", out);
+    svg_put_text(out, run->path);
+    fputs(")</tspan></text>\n", out);
+}
+
 // Text content or attribute value: XML-escaped; control bytes and invalid UTF-8 (from file names)
 // become '?', so that the document stays well-formed.
-static void put_text(FILE *out, const char *text) {
+void svg_put_text(FILE *out, const char *text) {
     const unsigned char *s = (const unsigned char *)text;
     while (*s) {
         if (*s == '&') fputs("&amp;", out);
@@ -100,12 +115,11 @@ enum {
     SVG_W = PANEL_X0 + 2 * PLOT_W + PANEL_GAP + 40,
 };
 
-static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                                      "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
-enum { N_COLOURS = sizeof palette / sizeof palette[0] };
+const char *const svg_palette[SVG_N_COLOURS] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                                "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
 
 // Past ten runs the colours come round again, and the lines are dashed to tell them apart.
-static const char *dash_of(int run) { return run >= N_COLOURS ? " stroke-dasharray=\"7 3\"" : ""; }
+static const char *dash_of(int run) { return run >= SVG_N_COLOURS ? " stroke-dasharray=\"7 3\"" : ""; }
 
 typedef struct {
     double x0;          // left edge of the plotting area
@@ -128,7 +142,7 @@ static double x_value(const hw_run_point *pt, int by_samples) {
     return by_samples ? (double)pt->samples_seen : pt->wall_seconds;
 }
 
-static void put_panel(FILE *out, const panel *p, int index, const hw_run_log *runs, int n_runs, double target) {
+static void put_panel(FILE *out, const panel *p, int index, const hw_metrics_table *runs, int n_runs, double target) {
     const int by_samples = index == 1;
     const double left = p->x0, right = p->x0 + PLOT_W, top = PLOT_TOP, bottom = PLOT_TOP + PLOT_H;
     fprintf(out, "<g>\n<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">%s</text>\n",
@@ -138,7 +152,7 @@ static void put_panel(FILE *out, const panel *p, int index, const hw_run_log *ru
     for (int i = 0; i < p->y.n_ticks; i++) {
         double v = hw_axis_tick(&p->y, i), y = py(p, v);
         char label[32];
-        format_tick(v, p->y.step, p->y.hi, 0, label, sizeof label);
+        svg_format_tick(v, p->y.step, p->y.hi, 0, label, sizeof label);
         fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e4e4e4\"/>\n", left, y, right, y);
         fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n", left - 5, y, left, y);
         fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\" dominant-baseline=\"middle\">%s</text>\n",
@@ -147,7 +161,7 @@ static void put_panel(FILE *out, const panel *p, int index, const hw_run_log *ru
     for (int i = 0; i < p->x.n_ticks; i++) {
         double v = hw_axis_tick(&p->x, i), x = px(p, v);
         char label[32];
-        format_tick(v, p->x.step, p->x.hi, by_samples, label, sizeof label);
+        svg_format_tick(v, p->x.step, p->x.hi, by_samples, label, sizeof label);
         fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e4e4e4\"/>\n", x, top, x, bottom);
         fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n", x, bottom, x, bottom + 5);
         fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n", x, bottom + 20, label);
@@ -174,7 +188,7 @@ static void put_panel(FILE *out, const panel *p, int index, const hw_run_log *ru
             left - 8, top - 8, PLOT_W + 16, PLOT_H + 8);
     fprintf(out, "<g clip-path=\"url(#clip%d)\">\n", index);
     for (int r = 0; r < n_runs; r++) {
-        const char *colour = palette[r % N_COLOURS];
+        const char *colour = svg_palette[r % SVG_N_COLOURS];
         const int circle = strcmp(runs[r].mode, "hogwild") == 0;
         fprintf(out, "<polyline fill=\"none\" stroke=\"%s\"%s stroke-width=\"2\" stroke-linejoin=\"round\" points=\"",
                 colour, dash_of(r));
@@ -194,7 +208,7 @@ static void put_panel(FILE *out, const panel *p, int index, const hw_run_log *ru
 // The y range: from a little below the lowest accuracy worth looking at, to 100. The evaluation
 // of the untrained model (samples_seen 0, ~10%) is left out of that minimum, or it would squash
 // every curve into the top of the panel; the target is always in range.
-static hw_axis accuracy_axis(const hw_run_log *runs, int n_runs, double target) {
+static hw_axis accuracy_axis(const hw_metrics_table *runs, int n_runs, double target) {
     double lo = target, lo_all = target;
     for (int r = 0; r < n_runs; r++) {
         for (int i = 0; i < runs[r].n_points; i++) {
@@ -213,7 +227,7 @@ static hw_axis accuracy_axis(const hw_run_log *runs, int n_runs, double target) 
     return axis;
 }
 
-int hw_compare_plot_svg(FILE *out, const hw_run_log *runs, int n_runs, double target) {
+int hw_compare_plot_svg(FILE *out, const hw_metrics_table *runs, int n_runs, double target) {
     double max_wall = 0, max_samples = 0;
     for (int r = 0; r < n_runs; r++) {
         const hw_run_point *last = &runs[r].points[runs[r].n_points - 1];
@@ -238,25 +252,19 @@ int hw_compare_plot_svg(FILE *out, const hw_run_log *runs, int n_runs, double ta
     // The legend, one row per run, under both panels.
     fprintf(out, "<g>\n");
     for (int r = 0; r < n_runs; r++) {
-        const char *colour = palette[r % N_COLOURS];
+        const char *colour = svg_palette[r % SVG_N_COLOURS];
         double y = LEGEND_TOP + r * LEGEND_ROW, x = PANEL_X0;
-        char label[256];
-        hw_run_label(&runs[r], label, sizeof label);
         fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\"%s stroke-width=\"2\"/>\n", x,
                 y, x + 28, y, colour, dash_of(r));
         put_marker(out, x + 14, y, colour, strcmp(runs[r].mode, "hogwild") == 0);
-        fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" dominant-baseline=\"middle\">", x + 38, y);
-        put_text(out, label);
-        fputs(" <tspan fill=\"#666\">(", out);
-        put_text(out, runs[r].path);
-        fputs(")</tspan></text>\n", out);
+        svg_put_legend_text(out, x + 38, y, &runs[r]);
     }
     fprintf(out, "</g>\n</svg>\n");
     if (ferror(out)) return hw_fail("error writing the SVG plot");
     return HW_OK;
 }
 
-int hw_compare_write_plot(const char *path, const hw_run_log *runs, int n_runs, double target) {
+int hw_compare_write_plot(const char *path, const hw_metrics_table *runs, int n_runs, double target) {
     FILE *f = fopen(path, "w");
     if (!f) return hw_fail_errno(errno, "cannot write the plot %s", path);
     int rc = hw_compare_plot_svg(f, runs, n_runs, target);

@@ -11,7 +11,7 @@
 
 // Fails, before anything is started, in a build without CUDA. Makes no CUDA call, so the Hogwild
 // parent may call it before it forks.
-static inline int hw_train_cuda_check_build(const char *what) {
+static inline int train_cuda_check_build(const char *what) {
     if (hw_cuda_compiled()) return HW_OK;
     return hw_fail("%s: hogwild was built without CUDA (make CUDA=0, or no nvcc was found); train with --device cpu, "
                    "or rebuild where nvcc is installed",

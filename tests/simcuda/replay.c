@@ -3,15 +3,15 @@
 
 #include "../../src/cuda/kernels.cuh"  // the kernels' per-index code (private to src/cuda/ and the tests)
 
-#include <cblas.h>
+#include "hw/blas.h"
 
 int replay_sgemm(void *unused, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                  const float *b, float beta, float *c) {
     (void)unused;
     if (m == 0 || n == 0) return HW_OK;
     col_major_gemm g = col_major_gemm_of(trans_a, trans_b, m, n, k, a, b);
-    cblas_sgemm(CblasColMajor, g.trans_first ? CblasTrans : CblasNoTrans, g.trans_second ? CblasTrans : CblasNoTrans,
-                g.m, g.n, g.k, alpha, g.first, g.ld_first, g.second, g.ld_second, beta, c, g.ldc);
+    hw_sgemm_col_major(g.trans_first ? HW_TRANS : HW_NO_TRANS, g.trans_second ? HW_TRANS : HW_NO_TRANS,
+                       g.m, g.n, g.k, alpha, g.first, g.ld_first, g.second, g.ld_second, beta, c, g.ldc);
     return HW_OK;
 }
 

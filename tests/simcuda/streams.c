@@ -7,7 +7,7 @@
 #include "sim.h"
 #include "hw/train.h"  // hw_now
 
-#include <cblas.h>
+#include "hw/blas.h"
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -216,7 +216,7 @@ cudaError_t hw_sim_launch_check(cudaStream_t stream, const hw_sim_span *spans, i
     return cudaSuccess;
 }
 
-// ---- cuBLAS: cblas_sgemm, column-major as cuBLAS ----
+// ---- cuBLAS: hw_sgemm_col_major, column-major as cuBLAS ----
 
 struct cublasContext {
     int device;
@@ -308,7 +308,7 @@ cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t trans_a, cub
                             {b, matrix_bytes(b_rows, b_cols, ldb), 0},
                             {c, matrix_bytes(m, n, ldc), 1}};
     if (hw_sim_launch_check(handle->stream, spans, 3) != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
-    cblas_sgemm(CblasColMajor, trans_a == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
-                trans_b == CUBLAS_OP_N ? CblasNoTrans : CblasTrans, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
+    hw_sgemm_col_major(trans_a == CUBLAS_OP_N ? HW_NO_TRANS : HW_TRANS, trans_b == CUBLAS_OP_N ? HW_NO_TRANS : HW_TRANS,
+                       m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -1,0 +1,24 @@
+// file: opening the files hogwild reads, safely: only regular files (a FIFO would block forever,
+// /dev/zero would never end), each kind with a documented size limit checked before reading.
+#ifndef HW_FILE_H
+#define HW_FILE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+// The limits (README.md, "Limits on inputs").
+#define HW_MODEL_FILE_MAX_BYTES (1ull << 20)      // a model file: 1 MiB of text
+#define HW_IDX_MAX_BYTES (4ull << 30)             // an IDX file's data, after gunzip: 4 GiB
+#define HW_IMAGE_FILE_MAX_BYTES (64ull << 20)     // one image file: 64 MiB
+#define HW_IMAGE_MAX_SIDE 4096                    // one image: at most 4096 pixels wide and high ...
+#define HW_IMAGE_MAX_PIXELS (4096ull * 4096ull)   // ... and 16 Mi pixels
+#define HW_CSV_MAX_BYTES (256ull << 20)           // a metrics CSV read by `hogwild compare`: 256 MiB
+
+// Opens `path` for reading if it is a regular file of at most max_bytes (0: no limit), without
+// blocking on a FIFO. Returns the descriptor (close-on-exec) and its size in *size (may be NULL);
+// -1 after hw_fail naming `what`, the path and the fault.
+int hw_open_regular(const char *path, const char *what, uint64_t max_bytes, uint64_t *size);
+// The same as a stdio stream ("rb"); NULL after hw_fail.
+FILE *hw_fopen_regular(const char *path, const char *what, uint64_t max_bytes, uint64_t *size);
+
+#endif

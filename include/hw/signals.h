@@ -1,0 +1,39 @@
+// signals: every signal handler of the program, in one place (src/signals.c).
+//
+// Two regimes in the parent, and the workers' dispositions (hw_signals_worker):
+//   while a run trains (between hw_stop_signals_catch and hw_stop_signals_release, which nest)
+//       SIGINT, SIGTERM and SIGHUP are requests to stop: the handler records the signal and unlinks
+//       the shared-memory names (hw_shm_unlink_all, async-signal-safe); the trainers poll
+//       hw_stop_signal(), stop, save (--save) and ./hogwild exits 128 + signal. A second signal,
+//       or 20 s without stopping (SIGALRM), ends the process at once. A signal the shell set to
+//       be ignored (a background job, nohup) stays ignored.
+//   otherwise, once a process holds shared-memory names (hw_signals_unlink_shm_on_death)
+//       SIGINT, SIGTERM and SIGHUP, where their action is still the default (death), unlink the
+//       names first and then end the process by the same signal.
+#ifndef HW_SIGNALS_H
+#define HW_SIGNALS_H
+
+#include <signal.h>
+
+// Installs the recording handler for the stop signals (the first of nested calls also forgets a
+// signal recorded before); hw_stop_signals_release puts the previous handlers back.
+void hw_stop_signals_catch(void);
+void hw_stop_signals_release(void);
+// The stop signal received since the outermost hw_stop_signals_catch, or 0. Still readable after
+// the release (the command line exits 128 + signal).
+int hw_stop_signal(void);
+// The stop signals (SIGINT, SIGTERM, SIGHUP) as a set: to block them around fork and around the start of
+// a library's threads (threads inherit the mask of the thread that starts them).
+void hw_stop_signal_set(sigset_t *set);
+// "SIGINT", "SIGTERM" or "SIGHUP": the stop signal's name, for "interrupted by ..." messages.
+const char *hw_stop_signal_name(int sig);
+
+// In a worker hw_spawn forked: SIGINT ignored (a terminal's Ctrl-C reaches the whole process
+// group; the parent stops its workers itself, with SIGTERM), SIGTERM and SIGHUP back to the default.
+void hw_signals_worker(void);
+
+// Installs, once, the handler that unlinks the shared-memory names before the default death by
+// SIGINT, SIGTERM or SIGHUP, for each of them whose action is the default.
+void hw_signals_unlink_shm_on_death(void);
+
+#endif

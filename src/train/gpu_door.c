@@ -1,0 +1,77 @@
+// gpu_door: the core's one way into the GPU trainers.
+//
+// In a CUDA build the GPU part (src/cuda/ and src/train/*_cuda.c, with cuBLAS, the CUDA runtime
+// and NCCL) is a separate object, libhogwild-cuda.so beside the hogwild binary, loaded with
+// dlopen() only when a run asks for a GPU: a CPU run maps no CUDA library (they take ~780 MB of
+// address space, and need not even be installed). The plugin holds no copy of the core: its
+// calls into the core resolve to the executable's own symbols (hogwild is linked -rdynamic with
+// the whole core), so there is one error message, one shm name table, one of every global.
+//
+// A binary that links the GPU code itself (the test binary; CUDA=0 and simulated builds, where
+// the trainers come with the library) calls it directly: the weak references below are then set.
+#include "hw/train.h"
+
+#include "hw/err.h"
+
+#ifdef HW_CUDA_PLUGIN
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef int (*train_fn)(const hw_train_config *, hw_train_inputs *, hw_train_result *);
+
+extern int hw_train_hogwild_cuda(const hw_train_config *, hw_train_inputs *, hw_train_result *) __attribute__((weak));
+extern int hw_train_dataparallel_cuda(const hw_train_config *, hw_train_inputs *, hw_train_result *)
+    __attribute__((weak));
+
+#define PLUGIN_NAME "libhogwild-cuda.so"
+
+// The trainer `symbol` of the plugin beside this executable; NULL after hw_fail naming the path.
+static train_fn load_trainer(const char *symbol) {
+    char path[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - sizeof PLUGIN_NAME - 1);
+    if (n <= 0) {
+        hw_fail_errno(errno, "cannot find the hogwild binary's folder (/proc/self/exe) to load " PLUGIN_NAME);
+        return NULL;
+    }
+    path[n] = '\0';
+    char *slash = strrchr(path, '/');
+    snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), PLUGIN_NAME);
+    void *plugin = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!plugin) {
+        hw_fail("cannot load the GPU part of hogwild, %s: %s (it is built by `make` with CUDA and must stay "
+                "beside the hogwild binary)",
+                path, dlerror());
+        return NULL;
+    }
+    train_fn fn;
+    *(void **)&fn = dlsym(plugin, symbol);  // POSIX: a function pointer through a void *
+    if (!fn) hw_fail("the GPU part of hogwild, %s, has no %s: rebuild it with `make`", path, symbol);
+    return fn;  // never unloaded: the CUDA runtime does not support it
+}
+
+int hw_gpu_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
+    train_fn fn = hw_train_hogwild_cuda ? hw_train_hogwild_cuda : load_trainer("hw_train_hogwild_cuda");
+    return fn ? fn(config, in, result) : HW_ERR;
+}
+
+int hw_gpu_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
+    train_fn fn =
+        hw_train_dataparallel_cuda ? hw_train_dataparallel_cuda : load_trainer("hw_train_dataparallel_cuda");
+    return fn ? fn(config, in, result) : HW_ERR;
+}
+
+#else
+
+int hw_gpu_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
+    return hw_train_hogwild_cuda(config, in, result);
+}
+
+int hw_gpu_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
+    return hw_train_dataparallel_cuda(config, in, result);
+}
+
+#endif

@@ -1,0 +1,170 @@
+// outputs: what a training run writes, the same for both trainers: evaluate snapshots of the weights, write the
+// metrics rows, save checkpoints, print epoch results, the progress line and the summary.
+#include "hw/train.h"
+
+#include "hw/ckpt.h"
+#include "hw/err.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, const hw_train_inputs *in, int first_epoch,
+                    int64_t samples_base) {
+    memset(log, 0, sizeof *log);
+    log->config = config;
+    log->in = in;
+    log->samples_base = samples_base;
+    log->last_finite_loss = NAN;
+    log->eval_model = in->model;
+    log->eval_model.owns_weights = 0;
+    log->snapshot = malloc(sizeof(float) * in->model.n_weights);
+    if (!log->snapshot) return hw_fail("out of memory for a copy of %zu weights", in->model.n_weights);
+    log->eval_model.weights = log->snapshot;
+    if (hw_workspace_alloc(&log->eval_ws, &log->eval_model, config->test_batch_size, config->seed) != HW_OK ||
+        hw_workspace_keep_from_children(&log->eval_ws) != HW_OK) {
+        return HW_ERR;
+    }
+    if (config->metrics_path && hw_metrics_open(&log->metrics, config->metrics_path, config) != HW_OK) {
+        return HW_ERR;
+    }
+    int64_t total = (int64_t)(config->epochs - first_epoch) * in->train.n;
+    hw_progress_start(&log->progress, config->quiet, total);
+    log->started = hw_now();
+    return HW_OK;
+}
+
+void hw_train_outputs_snapshot(hw_train_outputs *log, const float *weights) {
+    memcpy(log->snapshot, weights, sizeof(float) * log->in->model.n_weights);
+    log->snapshot_time = hw_now();
+}
+
+int hw_weights_finite(const float *weights, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(weights[i])) return 0;
+    }
+    return 1;
+}
+
+int hw_train_outputs_save(hw_train_outputs *log, const float *weights, int epochs_done, int64_t samples) {
+    if (!log->config->save_path) return HW_OK;
+    // Never a checkpoint of diverged weights: the file keeps the last good one.
+    if (!hw_weights_finite(weights, log->in->model.n_weights)) {
+        return hw_fail("training diverged: the weights after %lld samples seen are not finite (NaN or inf); not "
+                       "saved, %s is left as it was. Try a lower --lr (this run's: %g)",
+                       (long long)(log->samples_base + samples), log->config->save_path, (double)log->config->lr);
+    }
+    hw_ckpt_meta meta = {.epoch = epochs_done, .samples_seen = log->samples_base + samples, .seed = log->config->seed};
+    if (hw_ckpt_save(log->config->save_path, &log->in->model, weights, &meta) != HW_OK) return HW_ERR;
+    return HW_OK;
+}
+
+void hw_train_outputs_loss(hw_train_outputs *log, double loss) {
+    if (isfinite(loss)) log->last_finite_loss = loss;
+}
+
+int hw_train_outputs_diverged(hw_train_outputs *log, const char *who, const char *what, int epoch, int epochs_done,
+                          int64_t samples, double loss) {
+    const hw_train_config *config = log->config;
+    double wall = hw_now() - log->started;
+    // The row that marks the run as diverged (README, "Metrics"): nothing was evaluated.
+    log->metrics.skipped_eval_points = log->skipped_points;
+    int wrote = hw_metrics_row(&log->metrics, wall > 0 ? wall : 0, epochs_done, log->samples_base + samples, loss,
+                               NAN, NAN);
+    char metrics_error[600] = "";
+    if (wrote != HW_OK) snprintf(metrics_error, sizeof metrics_error, " (and %s)", hw_error());
+    char last[64] = "no finite training loss before it";
+    if (isfinite(log->last_finite_loss)) {
+        snprintf(last, sizeof last, "the last finite training loss was %.6g", log->last_finite_loss);
+    }
+    char kept[1100] = "";
+    if (config->save_path) snprintf(kept, sizeof kept, "; nothing was saved to %s", config->save_path);
+    return hw_fail("%s: training diverged in epoch %d/%d after %lld samples seen: %s; %s. Try a lower --lr "
+                   "(this run's: %g)%s%s",
+                   who, epoch, config->epochs, (long long)(log->samples_base + samples), what, last,
+                   (double)config->lr, kept, metrics_error);
+}
+
+void hw_train_outputs_pass_points(hw_train_outputs *log, int64_t *next_eval, int64_t samples, int epoch_end) {
+    const int64_t every = log->config->eval_every;
+    if (every <= 0) return;
+    if (!epoch_end && *next_eval <= samples) *next_eval += every;  // the point this row stands for
+    for (; *next_eval <= samples; *next_eval += every) log->skipped_points += !epoch_end || *next_eval < samples;
+}
+
+int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t samples, double loss_sum, int epoch_end) {
+    const hw_train_config *config = log->config;
+    int64_t new_samples = samples - log->last_samples;
+    double train_loss = new_samples > 0 ? (loss_sum - log->last_loss_sum) / (double)new_samples : NAN;
+    // Diverged weights are not evaluated: their numbers are no result. (The training epoch, for
+    // the message: the one that just ended, or the one under way.)
+    int epoch = epoch_end ? epochs_done : epochs_done + 1;
+    if (!hw_weights_finite(log->snapshot, log->in->model.n_weights)) {
+        if (samples == 0) {
+            return hw_fail("the weights this run starts from are not finite (NaN or inf)%s%s",
+                           config->resume_path ? ": --resume " : "", config->resume_path ? config->resume_path : "");
+        }
+        return hw_train_outputs_diverged(log, "the weights", "they are no longer finite numbers (NaN or inf)", epoch,
+                                     epochs_done, samples, NAN);
+    }
+    log->last_eval = hw_evaluate(&log->eval_model, &log->eval_ws, &log->in->test, log->in->norm,
+                                 config->test_batch_size);
+    if (!isfinite(log->last_eval.loss) || (new_samples > 0 && !isfinite(train_loss))) {
+        int test_bad = !isfinite(log->last_eval.loss);
+        double bad = test_bad ? log->last_eval.loss : train_loss;
+        char what[64];
+        snprintf(what, sizeof what, "the %s loss is %s", test_bad ? "test" : "training", isnan(bad) ? "nan" : "infinite");
+        return hw_train_outputs_diverged(log, "the evaluation", what, epoch, epochs_done, samples,
+                                     test_bad ? NAN : train_loss);
+    }
+    // The row's time is when the weights were copied, not when their evaluation ended.
+    double wall = log->snapshot_time > log->started ? log->snapshot_time - log->started : 0;
+    log->last_samples = samples;
+    log->last_loss_sum = loss_sum;
+    log->metrics.skipped_eval_points = log->skipped_points;
+    if (hw_metrics_row(&log->metrics, wall, epochs_done, log->samples_base + samples, train_loss,
+                       log->last_eval.loss, log->last_eval.accuracy) != HW_OK) {
+        return HW_ERR;
+    }
+    if (epoch_end) {
+        // Every number here is finite (checked above); no training since the last row shows "-".
+        char train_text[32] = "-";
+        if (new_samples > 0) snprintf(train_text, sizeof train_text, "%.4f", train_loss);
+        hw_progress_message(&log->progress, "epoch %d/%d  train loss %s  test loss %.4f  accuracy %.2f%%  (%.1f s)\n",
+                            epochs_done, config->epochs, train_text, log->last_eval.loss, log->last_eval.accuracy,
+                            wall);
+        if (hw_train_outputs_save(log, log->snapshot, epochs_done, samples) != HW_OK) return HW_ERR;
+    }
+    return HW_OK;
+}
+
+void hw_train_outputs_finish(hw_train_outputs *log, int64_t samples, hw_train_result *result) {
+    double now = hw_now();
+    result->wall_seconds = now - log->started;
+    result->train_seconds = (log->trained > 0 ? log->trained : now) - log->started;
+    result->samples_seen = samples;
+    result->samples_per_second = result->train_seconds > 0 ? (double)samples / result->train_seconds : 0;
+    result->test_loss = log->last_eval.loss;
+    result->test_accuracy = log->last_eval.accuracy;
+    hw_progress_message(&log->progress,
+                        "done: %lld samples, training %.3f s (%.0f samples/s), wall %.2f s; "
+                        "test loss %.4f, accuracy %.2f%%\n",
+                        (long long)samples, result->train_seconds, result->samples_per_second,
+                        result->wall_seconds, result->test_loss, result->test_accuracy);
+    if (log->skipped_points > 0) {
+        hw_progress_message(&log->progress,
+                            "note: %lld point(s) asked for by --eval-every were not evaluated: training passed them "
+                            "while an evaluation was under way (each metrics row records the samples it was "
+                            "taken at)\n",
+                            (long long)log->skipped_points);
+    }
+    if (log->metrics.failed) hw_progress_message(&log->progress, "warning: %s\n", log->metrics.failure);
+}
+
+void hw_train_outputs_close(hw_train_outputs *log) {
+    hw_metrics_close(&log->metrics);
+    hw_workspace_free(&log->eval_ws);
+    free(log->snapshot);
+    log->snapshot = NULL;
+}

@@ -1,0 +1,170 @@
+// End-to-end tests of a run whose training diverges (issue #11, item 3): with --lr 100 LeNet's
+// loss goes to NaN within a few hundred samples. The run must stop at once with exit 1 and a
+// message naming the worker or replica, the epoch, the samples seen and the last finite loss,
+// suggesting a lower --lr; keep every metrics row written before, and end the file with the row
+// that marks the run diverged; never save the diverged weights over the last good checkpoint,
+// which still loads; and print nothing that looks like a result.
+#include "e2e_util.h"
+#include "hw/ckpt.h"
+#include "hw/err.h"
+#include "hw/nn.h"
+
+TestSuite(e2e_diverge, .init = e2e_setup, .fini = e2e_teardown, .timeout = 120);
+
+enum { MAX_ROWS = 256 };
+
+// The last good checkpoint: LeNet, one epoch at the default --lr, in `mode_args`' mode.
+static char *good_checkpoint(const char *data, const char *const *mode_args) {
+    char *ckpt = e2e_path("good.safetensors");
+    const char *args[16] = {"--data", data, "--epochs", "1", "--quiet", "--save", ckpt};
+    int n = 7;
+    for (int i = 0; mode_args[i]; i++) args[n++] = mode_args[i];
+    args[n] = NULL;
+    e2e_run_result r;
+    e2e_run_argv(&r, NULL, args);
+    e2e_assert_exit(&r, 0);
+    return ckpt;
+}
+
+// --resume the good checkpoint with --lr 100 and --save to the same file (allowed: it is the
+// file the run resumed from), --epochs 3: the run diverges in epoch 2, a few hundred samples in
+// (Hogwild's workers race, so their losses vary from run to run: it may diverge later).
+//
+// Without --eval-every (`eval_every` NULL) the only evaluation before it is the resumed model's,
+// so the worker's or replica's loss is what finds it: the message names `who`. With evaluations
+// every few batches, an evaluation may find the weights or the test loss non-finite first (the
+// message then says "the weights" or "the evaluation"); either way the rows before are kept.
+static void check_divergence(const char *const *mode_args, const char *who, const char *eval_every) {
+    char *data = e2e_synth(31);
+    char *ckpt = good_checkpoint(data, mode_args);
+    size_t good_n;
+    uint8_t *good = e2e_own(read_bytes(ckpt, &good_n));
+    e2e_ckpt_info before = e2e_eval_checkpoint(data, e2e.lenet, ckpt);
+
+    char *csv = e2e_path("diverged.csv");
+    const char *args[24] = {"--data", data, "--epochs", "3", "--lr", "100", "--resume", ckpt, "--save", ckpt,
+                            "--metrics", csv, "--eval-every", eval_every};
+    int n = eval_every ? 14 : 12;
+    for (int i = 0; mode_args[i]; i++) args[n++] = mode_args[i];
+    args[n] = NULL;
+    e2e_run_result r;
+    e2e_run_argv(&r, NULL, args);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_left_nothing(&r);
+
+    // The message: who, the epoch, the samples seen, the last finite loss, what to do.
+    if (!eval_every) {
+        e2e_assert_contains(r.err, who, "stderr");
+        e2e_assert_contains(r.err, "its training loss is nan", "stderr");
+    }
+    e2e_assert_contains(r.err, "training diverged in epoch ", "stderr");
+    e2e_assert_contains(r.err, "the last finite training loss was ", "stderr");
+    e2e_assert_contains(r.err, "Try a lower --lr (this run's: 100)", "stderr");
+    e2e_assert_contains(r.err, "nothing was saved", "stderr");
+    // Where: the epoch (the resumed run's first, 2, unless the losses happen to stay finite a
+    // little longer) and the samples seen, which fall in that epoch.
+    long long said = -1;
+    int epoch = 0;
+    const char *at = strstr(r.err, "training diverged in epoch ");
+    cr_assert_eq(sscanf(at, "training diverged in epoch %d/3 after %lld samples seen", &epoch, &said), 2, "stderr: %s",
+                 r.err);
+    cr_expect(epoch >= 2 && epoch <= 3, "epoch %d: %s", epoch, r.err);
+    const char *last = strstr(r.err, "the last finite training loss was ");
+    double last_loss = strtod(last + strlen("the last finite training loss was "), NULL);
+    cr_expect(isfinite(last_loss) && last_loss > 0, "last finite loss %g: %s", last_loss, r.err);
+
+    // Nothing on stdout looks like a result: no epoch result, no summary, no NaN.
+    cr_expect_null(strstr(r.out, "done:"), "a diverged run prints no summary:\n%s", r.out);
+    char epoch_line[32];
+    snprintf(epoch_line, sizeof epoch_line, "epoch %d/3", epoch);
+    cr_expect_null(strstr(r.out, epoch_line), "no epoch result of the diverged epoch:\n%s", r.out);
+    cr_expect_null(strstr(r.out, "nan"), "stdout shows a NaN:\n%s", r.out);
+
+    // The CSV: the resumed model's row, the points before the divergence, then the row that marks it.
+    e2e_metrics_row rows[MAX_ROWS];
+    int rows_n = e2e_read_metrics_of(csv, rows, MAX_ROWS, 1);
+    cr_assert_geq(rows_n, eval_every ? 3 : 1, "the resumed model's row and the evaluations are kept, got %d",
+                  rows_n - 1);
+    cr_expect_eq(rows[0].samples, E2E_TRAIN, "the first row is the resumed model");
+    cr_expect_eq(rows[0].epoch, 1);
+    for (int i = 1; i < rows_n - 1; i++) cr_expect_gt(rows[i].samples, rows[i - 1].samples);
+    if (rows_n > 1) cr_expect_geq(rows[rows_n - 1].samples, rows[rows_n - 2].samples);
+    // It stopped at once: within the epoch where it diverged, at the samples it names.
+    cr_expect_gt(said, (long long)(epoch - 1) * E2E_TRAIN);
+    cr_expect_lt(said, (long long)epoch * E2E_TRAIN, "it went on after diverging: %lld samples", said);
+    char needle[64];
+    snprintf(needle, sizeof needle, ",%d,%lld,", epoch - 1, said);
+    char *text = e2e_read_text(csv);
+    const char *tail = text + strlen(text) - 1;
+    while (tail > text && tail[-1] != '\n') tail--;
+    e2e_assert_contains(tail, needle, "the diverged row (epoch 1 done, the samples of the message)");
+
+    // The last good checkpoint is untouched, and loads.
+    size_t after_n;
+    uint8_t *after_bytes = e2e_own(read_bytes(ckpt, &after_n));
+    cr_expect(after_n == good_n && memcmp(after_bytes, good, good_n) == 0, "the good checkpoint was overwritten");
+    e2e_ckpt_info kept = e2e_eval_checkpoint(data, e2e.lenet, ckpt);
+    cr_expect_eq(kept.epoch, 1);
+    cr_expect_eq(kept.samples, E2E_TRAIN);
+    cr_expect_eq(kept.accuracy, before.accuracy);
+}
+
+static const char *const hogwild_args[] = {"--workers", "2", NULL};
+static const char *const dataparallel_args[] = {"--mode", "dataparallel", "--replicas", "2", NULL};
+
+Test(e2e_diverge, hogwild_stops_naming_the_worker) { check_divergence(hogwild_args, "hogwild: worker ", NULL); }
+
+Test(e2e_diverge, hogwild_keeps_the_rows_before) { check_divergence(hogwild_args, NULL, "64"); }
+
+Test(e2e_diverge, dataparallel_stops_naming_the_replica) {
+    check_divergence(dataparallel_args, "hogwild: replica ", NULL);
+}
+
+Test(e2e_diverge, dataparallel_keeps_the_rows_before) { check_divergence(dataparallel_args, NULL, "64"); }
+
+// `hogwild compare` does not rank a diverged run: it says "diverged".
+Test(e2e_diverge, compare_marks_the_diverged_run) {
+    char *data = e2e_synth(32);
+    char *good_csv = e2e_path("good.csv");
+    char *bad_csv = e2e_path("bad.csv");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--data", data, "--model", e2e.mlp, "--epochs", "2", "--lr", "0.05", "--quiet", "--metrics",
+            good_csv);
+    e2e_assert_exit(&r, 0);
+    // One worker: no race, so it diverges the same way every time (at 192 samples). With two,
+    // once in a while the losses stayed finite (if huge) through the one epoch.
+    e2e_run(&r, NULL, "--data", data, "--lr", "100", "--workers", "1", "--quiet", "--metrics", bad_csv);
+    e2e_assert_exit(&r, 1);
+    char *plot = e2e_path("plot.svg");
+    e2e_run(&r, NULL, "compare", bad_csv, good_csv, "--target", "10", "--plot", plot);
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "diverged", "the table");
+    e2e_assert_contains(r.out, "fastest to 10%: good.csv", "the fastest line names the good run");
+    e2e_assert_contains(e2e_read_text(plot), "diverged", "the plot's legend");
+}
+
+// A checkpoint with NaN weights (written by an older hogwild, or by hand) is refused, not trained
+// on nor evaluated as a result.
+Test(e2e_diverge, a_checkpoint_with_nan_weights_is_refused) {
+    char *data = e2e_synth_n("data", 33, 300, 100);
+    char *ckpt = e2e_path("nan.safetensors");
+    hw_model model;
+    cr_assert_eq(hw_model_load(&model, e2e.mlp), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_model_alloc_weights(&model), HW_OK);
+    hw_model_init_weights(&model, 1);
+    model.weights[7] = NAN;
+    hw_ckpt_meta meta = {.epoch = 1, .samples_seen = 300, .seed = 1};
+    cr_assert_eq(hw_ckpt_save(ckpt, &model, model.weights, &meta), HW_OK, "%s", hw_error());
+    hw_model_free(&model);
+
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--data", data, "--model", e2e.mlp, "--eval-only", "--resume", ckpt);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, ckpt, "stderr");
+    e2e_assert_contains(r.err, "not finite", "stderr");
+    cr_expect_null(strstr(r.out, "accuracy"), "no result from NaN weights:\n%s", r.out);
+    e2e_run(&r, NULL, "--data", data, "--model", e2e.mlp, "--epochs", "2", "--resume", ckpt, "--quiet");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "not finite", "stderr");
+    e2e_assert_left_nothing(&r);
+}
