@@ -317,6 +317,21 @@ static inline void e2e_assert_contains(const char *text, const char *needle, con
     cr_assert_not_null(strstr(text, needle), "%s should contain \"%s\"; it is:\n%s", what, needle, text);
 }
 
+// `err` says "<subject> is <loss>" of a diverged loss (hw_loss_diverged): "nan", "infinite", or a
+// number above HW_LOSS_DIVERGED with "(above 1e+04)". Which one depends on how the run blew up.
+static inline void e2e_assert_diverged_loss(const char *err, const char *subject) {
+    char needle[64];
+    snprintf(needle, sizeof needle, "%s is ", subject);
+    const char *at = strstr(err, needle);
+    cr_assert_not_null(at, "stderr lacks \"%s\": %s", needle, err);
+    at += strlen(needle);
+    if (strncmp(at, "nan", 3) == 0 || strncmp(at, "infinite", 8) == 0) return;
+    char *end;
+    double loss = strtod(at, &end);
+    cr_expect(end != at && loss > 1e4, "a diverged loss is nan, infinite or above 1e4: %s", err);
+    cr_expect(strncmp(end, " (above 1e+04)", 14) == 0, "the rule's bound is named: %s", err);
+}
+
 // Writes n_train + n_test synthetic digits into e2e.dir/<name>; returns the folder.
 static inline char *e2e_synth_n(const char *name, uint64_t seed, int n_train, int n_test) {
     char *dir = e2e_path(name);
@@ -461,7 +476,8 @@ static inline int e2e_read_metrics_of(const char *path, e2e_metrics_row *rows, i
             // The row that marks the run diverged: the last, spelled so.
             cr_assert(save == NULL || strtok_r(NULL, "\n", &save) == NULL, "metrics line %d: rows after the diverged row",
                       line_no);
-            cr_assert(strcmp(fields[6], "nan") == 0 || strcmp(fields[6], "inf") == 0 || strcmp(fields[6], "-inf") == 0,
+            // train_loss: the diverged loss seen (hw_loss_diverged: nan, inf, above 1e4), or nan.
+            cr_assert(!isfinite(row->train_loss) || row->train_loss > 1e4,
                       "metrics line %d: the diverged row's train_loss is '%s'", line_no, fields[6]);
             cr_assert_str_eq(fields[8], "nan", "metrics line %d: the diverged row's accuracy", line_no);
             return n;

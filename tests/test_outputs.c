@@ -66,3 +66,23 @@ static void check_refused(float bad_value) {
 
 Test(outputs, a_nan_weight_is_never_saved) { check_refused(NAN); }
 Test(outputs, an_infinite_weight_is_never_saved) { check_refused(-INFINITY); }
+
+// The rule of a diverged run (hw_loss_diverged): NaN, inf, or a loss past 1e4; chance-level and
+// high-but-learning losses are not.
+Test(outputs, the_divergence_rule) {
+    cr_expect(hw_loss_diverged(NAN));
+    cr_expect(hw_loss_diverged(INFINITY));
+    cr_expect(hw_loss_diverged(2.5e23));
+    cr_expect(hw_loss_diverged(1.0001e4));
+    cr_expect(!hw_loss_diverged(1e4));
+    cr_expect(!hw_loss_diverged(2.302585));
+    cr_expect(!hw_loss_diverged(85.0));
+    cr_expect(!hw_loss_diverged(0.0));
+    char text[48];
+    hw_loss_describe(text, sizeof text, NAN);
+    cr_expect_str_eq(text, "nan");
+    hw_loss_describe(text, sizeof text, -INFINITY);
+    cr_expect_str_eq(text, "infinite");
+    hw_loss_describe(text, sizeof text, 2.5e23);
+    cr_expect_str_eq(text, "2.5e+23 (above 1e+04)");
+}

@@ -227,7 +227,7 @@ int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, 
 void hw_train_outputs_snapshot(hw_train_outputs *log, const float *weights);
 // Evaluates the snapshot, writes a metrics row and, at an epoch end, prints the epoch result and
 // saves the checkpoint (--save). samples and loss_sum count this run's training so far. Weights
-// that are not finite, or a test or training loss that is not, are no result: it ends the run
+// that are not finite, or a test or training loss that diverged (hw_loss_diverged), are no result: it ends the run
 // with hw_train_outputs_diverged instead (nothing printed as a result, nothing saved).
 int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t samples, double loss_sum, int epoch_end);
 // Moves *next_eval (the next --eval-every point) past `samples`, before the row about to be written
@@ -239,13 +239,22 @@ int hw_weights_finite(const float *weights, size_t n);
 // Saves `weights` as the checkpoint (--save), if one was asked for; refuses weights that are not
 // finite (NaN, inf), so that the file keeps the last good checkpoint.
 int hw_train_outputs_save(hw_train_outputs *log, const float *weights, int epochs_done, int64_t samples);
-// A training loss seen (a batch, a report window): the last finite one is remembered for the
-// message of a diverged run.
+// The rule of a diverged run, in one place: a loss that is NaN, infinite, or above
+// HW_LOSS_DIVERGED. The cross-entropy loss starts near ln(classes) (2.3 for ten classes); a mean
+// above 1e4 means the weights have blown up (a step far too large), and such a run does not come
+// back to a result: with Hogwild's racing workers its loss can stay finite (1e23, then 0 once the
+// logits saturate) while the accuracy sits at chance, so waiting for a NaN is not enough.
+#define HW_LOSS_DIVERGED 1e4
+int hw_loss_diverged(double loss);
+// What a diverged loss is, for the message: "nan", "infinite" or "2.5e+23 (above 1e+04)".
+void hw_loss_describe(char *out, size_t size, double loss);
+// A training loss seen (a batch, a report window): the last one that was not diverged is
+// remembered for the message of a diverged run.
 void hw_train_outputs_loss(hw_train_outputs *log, double loss);
 // Ends a diverged run: writes the metrics row that marks it (train_loss `loss`, the non-finite
 // loss seen, or NAN; test_loss and test_accuracy nan: nothing was evaluated) and returns HW_ERR
 // with a message naming `who` ("worker 1", "replica 0"), `what` happened, the training epoch
-// `epoch` (1-based), the samples seen, the last finite training loss, and a lower --lr to try.
+// `epoch` (1-based), the samples seen, the last training loss before it, and a lower --lr to try.
 // Nothing is saved. `samples` counts this run's samples, as for hw_train_outputs_evaluate.
 int hw_train_outputs_diverged(hw_train_outputs *log, const char *who, const char *what, int epoch, int epochs_done,
                           int64_t samples, double loss);

@@ -130,7 +130,7 @@ static int injected(const char *step, int rank) {
 
 int hw_dp_team_diverged(const hw_dp_team *team) {
     for (int k = 0; k < team->replicas; k++) {
-        if (team->replica[k].count > 0 && !isfinite(team->replica[k].loss)) return k;
+        if (team->replica[k].count > 0 && hw_loss_diverged(team->replica[k].loss)) return k;
     }
     return -1;
 }

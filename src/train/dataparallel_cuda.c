@@ -178,7 +178,7 @@ static int team_step(gpu_team *team, const hw_train_config *config, int batch, f
         int status = count > 0 ? hw_cuda_runner_loss(team->runner[k], &chunk_loss) : use_replica(team, k);
         if (status == HW_OK && count == 0) status = hw_cuda_stream_sync(team->streams[k]);
         if (status != HW_OK) return hw_error_prefix("replica %d", k);
-        if (*diverged < 0 && !isfinite(chunk_loss)) *diverged = k;
+        if (*diverged < 0 && hw_loss_diverged(chunk_loss)) *diverged = k;
         sum += (double)chunk_loss * count;
     }
     *loss = (float)(sum / batch);

@@ -35,10 +35,11 @@ static int train_epochs(const hw_train_config *config, const hw_train_inputs *in
         float loss = 0;
         int batch = 0, diverged = -1;
         while (!hw_stop_signal() && (batch = ops->step(team, &loss, &diverged)) > 0) {
-            if (diverged >= 0 || !isfinite(loss)) {
-                char who[32], what[64];
+            if (diverged >= 0 || hw_loss_diverged(loss)) {
+                char who[32], bad[48], what[80];
                 snprintf(who, sizeof who, "replica %d", diverged >= 0 ? diverged : 0);
-                snprintf(what, sizeof what, "its training loss is %s", isnan(loss) ? "nan" : "infinite");
+                hw_loss_describe(bad, sizeof bad, loss);
+                snprintf(what, sizeof what, "its training loss is %s", bad);
                 status = hw_train_outputs_diverged(log, who, what, epoch + 1, epochs_done, samples, loss);
                 break;
             }

@@ -64,8 +64,8 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
         while ((batch = hw_loader_next(loader, &x, &y)) > 0) {
             if (measure) hw_measure_step_begin(measure);
             float loss = hw_model_forward(local, ws, x, y, batch, 1);
-            if (!isfinite(loss)) {
-                // Diverged: its gradient would write NaN or inf into everyone's weights. The
+            if (hw_loss_diverged(loss)) {
+                // Diverged: its gradient would write NaN, inf or huge steps into everyone's weights. The
                 // parent ends the run naming this worker.
                 hogwild_report_diverged(slot, epoch, loss, last_finite_loss);
                 hw_loader_close(loader);

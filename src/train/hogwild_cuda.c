@@ -132,16 +132,17 @@ static int train_shard(int rank, gpu_job *job, hw_cuda_runner *runner, int64_t *
             if (batches % GPU_REPORT_EVERY == 0 || next == 0) {
                 double loss_sum = 0;
                 if (hw_cuda_runner_train_loss_sum(runner, &loss_sum) != HW_OK) return HW_ERR;
-                if (!isfinite(loss_sum)) {
+                // The mean loss of the batches since the last report: the one the rule judges.
+                double window = 0;
+                if (samples > reported_samples) window = (loss_sum - reported_sum) / (double)(samples - reported_samples);
+                if (!isfinite(loss_sum) || hw_loss_diverged(window)) {
                     // Diverged within these batches: the parent ends the run naming this worker.
                     // Their samples were trained (their steps are in the weights): they count.
                     hogwild_report(slot, samples, reported_sum);
-                    hogwild_report_diverged(slot, epoch, loss_sum, last_finite_loss);
+                    hogwild_report_diverged(slot, epoch, isfinite(loss_sum) ? window : loss_sum, last_finite_loss);
                     return hw_cuda_runner_sync(runner);
                 }
-                if (samples > reported_samples) {
-                    last_finite_loss = (loss_sum - reported_sum) / (double)(samples - reported_samples);
-                }
+                if (samples > reported_samples) last_finite_loss = window;
                 reported_samples = samples;
                 reported_sum = loss_sum;
                 hogwild_report(slot, samples, loss_sum);

@@ -108,16 +108,17 @@ static int save_interrupted(const hogwild_watch *watch, hw_train_outputs *log, i
     return HW_OK;
 }
 
-// The first worker that reported a non-finite training loss ends the run: the row that marks it
+// The first worker that reported a diverged training loss (hw_loss_diverged) ends the run: the row that marks it
 // diverged, and its message. HW_OK when none has.
 static int check_diverged(const hogwild_watch *watch, hw_train_outputs *log, int epochs_handled, int64_t samples) {
     for (int r = 0; r < watch->config->workers; r++) {
         worker_slot *slot = &watch->control->slots[r];
         if (!atomic_load(&slot->diverged)) continue;
         double loss = atomic_load(&slot->bad_loss);
-        char who[32], what[64];
+        char who[32], bad[48], what[80];
         snprintf(who, sizeof who, "worker %d", r);
-        snprintf(what, sizeof what, "its training loss is %s", isnan(loss) ? "nan" : "infinite");
+        hw_loss_describe(bad, sizeof bad, loss);
+        snprintf(what, sizeof what, "its training loss is %s", bad);
         hw_train_outputs_loss(log, atomic_load(&slot->last_finite_loss));
         return hw_train_outputs_diverged(log, who, what, atomic_load(&slot->diverged_epoch) + 1,
                                      watch->first_epoch + epochs_handled, samples, loss);

@@ -60,8 +60,16 @@ int hw_train_outputs_save(hw_train_outputs *log, const float *weights, int epoch
     return HW_OK;
 }
 
+int hw_loss_diverged(double loss) { return !isfinite(loss) || loss > HW_LOSS_DIVERGED; }
+
+void hw_loss_describe(char *out, size_t size, double loss) {
+    if (isnan(loss)) snprintf(out, size, "nan");
+    else if (isinf(loss)) snprintf(out, size, "infinite");
+    else snprintf(out, size, "%.3g (above %.0e)", loss, HW_LOSS_DIVERGED);
+}
+
 void hw_train_outputs_loss(hw_train_outputs *log, double loss) {
-    if (isfinite(loss)) log->last_finite_loss = loss;
+    if (!hw_loss_diverged(loss)) log->last_finite_loss = loss;
 }
 
 int hw_train_outputs_diverged(hw_train_outputs *log, const char *who, const char *what, int epoch, int epochs_done,
@@ -74,9 +82,9 @@ int hw_train_outputs_diverged(hw_train_outputs *log, const char *who, const char
                                NAN, NAN);
     char metrics_error[600] = "";
     if (wrote != HW_OK) snprintf(metrics_error, sizeof metrics_error, " (and %s)", hw_error());
-    char last[64] = "no finite training loss before it";
+    char last[64] = "no training loss before it";
     if (isfinite(log->last_finite_loss)) {
-        snprintf(last, sizeof last, "the last finite training loss was %.6g", log->last_finite_loss);
+        snprintf(last, sizeof last, "the last training loss before it was %.6g", log->last_finite_loss);
     }
     char kept[1100] = "";
     if (config->save_path) snprintf(kept, sizeof kept, "; nothing was saved to %s", config->save_path);
@@ -110,11 +118,12 @@ int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t sa
     }
     log->last_eval = hw_evaluate(&log->eval_model, &log->eval_ws, &log->in->test, log->in->norm,
                                  config->test_batch_size);
-    if (!isfinite(log->last_eval.loss) || (new_samples > 0 && !isfinite(train_loss))) {
-        int test_bad = !isfinite(log->last_eval.loss);
+    if (hw_loss_diverged(log->last_eval.loss) || (new_samples > 0 && hw_loss_diverged(train_loss))) {
+        int test_bad = hw_loss_diverged(log->last_eval.loss);
         double bad = test_bad ? log->last_eval.loss : train_loss;
-        char what[64];
-        snprintf(what, sizeof what, "the %s loss is %s", test_bad ? "test" : "training", isnan(bad) ? "nan" : "infinite");
+        char bad_text[48], what[80];
+        hw_loss_describe(bad_text, sizeof bad_text, bad);
+        snprintf(what, sizeof what, "the %s loss is %s", test_bad ? "test" : "training", bad_text);
         return hw_train_outputs_diverged(log, "the evaluation", what, epoch, epochs_done, samples,
                                      test_bad ? NAN : train_loss);
     }
@@ -122,6 +131,7 @@ int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t sa
     double wall = log->snapshot_time > log->started ? log->snapshot_time - log->started : 0;
     log->last_samples = samples;
     log->last_loss_sum = loss_sum;
+    if (new_samples > 0) hw_train_outputs_loss(log, train_loss);  // for a later divergence's message
     log->metrics.skipped_eval_points = log->skipped_points;
     if (hw_metrics_row(&log->metrics, wall, epochs_done, log->samples_base + samples, train_loss,
                        log->last_eval.loss, log->last_eval.accuracy) != HW_OK) {
