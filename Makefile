@@ -13,7 +13,13 @@ CC      ?= cc
 comma   := ,
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 BUILD   ?= build
-OPT     ?= -O3 -march=x86-64-v3
+# AVX2 and FMA (x86-64-v3) for the SGD step and the elementwise layers, where the CPU that builds
+# has them; the compiler's baseline elsewhere, since a binary with AVX2 instructions dies with
+# SIGILL on a CPU without them (and other architectures reject the flag). ARCH= overrides.
+X86_64_V3 := $(shell for f in avx2 fma bmi2 movbe f16c; do grep -qw $$f /proc/cpuinfo 2>/dev/null || exit 1; done && echo -march=x86-64-v3)
+ARCH    ?= $(if $(shell $(CC) $(X86_64_V3) -E -x c /dev/null >/dev/null 2>&1 && echo ok),$(X86_64_V3))
+ARCH    := $(ARCH)
+OPT     ?= -O3 $(ARCH)
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -pthread
 CFLAGS  += $(shell pkg-config --cflags stb 2>/dev/null)
@@ -103,6 +109,7 @@ all: info $(BIN) $(PLUGIN) $(BUILD)/test_hogwild
 info:
 	@echo "hogwild build: CC=$(CC) CUDA=$(if $(filter 1,$(HAVE_CUDA)),yes ($(NVCC)),$(if $(filter sim,$(HAVE_CUDA)),SIMULATED (tests/simcuda),no)) NCCL=$(if $(NCCL_FOUND),yes,no)"
 	@echo "hogwild BLAS: $(BLAS_LIB), loaded at run time (the kernels in use: ./hogwild --version)"
+	@echo "hogwild CPU code: $(if $(ARCH),$(ARCH),the compiler's baseline (this CPU lacks AVX2/FMA))"
 	@echo "GPU part: $(if $(PLUGIN),$(PLUGIN)$(comma) loaded with dlopen() only when a run asks for a GPU (CPU runs map no CUDA library),$(if $(filter sim,$(HAVE_CUDA)),linked in (the simulated device),none: --device cuda fails naming the build))"
 
 $(BUILD)/%.o: src/%.c $(wildcard include/hw/*.h) $(wildcard src/*/*.h)
