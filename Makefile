@@ -109,7 +109,7 @@ $(BUILD)/%.o: src/%.c $(wildcard include/hw/*.h) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.cu.o: src/%.cu $(wildcard include/hw/*.h) $(wildcard src/cuda/*.cuh) $(wildcard tests/simcuda/*.h)
+$(BUILD)/%.cu.o: src/%.cu $(wildcard include/hw/*.h) $(wildcard src/cuda/*.cuh) $(wildcard src/cuda/*.h) $(wildcard tests/simcuda/*.h)
 	@mkdir -p $(dir $@)
 	$(CU_CC) -c $< -o $@
 

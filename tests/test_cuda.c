@@ -12,6 +12,7 @@
 #include "hw/rng.h"
 #include "float_check.h"
 #include "gpu_tests.h"
+#include "../src/cuda/runner.h"  // the runner's state: its last log-probabilities
 
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
@@ -164,25 +165,6 @@ Test(cuda, device_index_errors) {
     cr_expect(strstr(hw_error(), "cpu is not a CUDA device") != NULL, "message: %s", hw_error());
 }
 
-Test(cuda, mixed_device_matmul_refused) {
-    if (!hw_cuda_compiled()) cr_skip_test("built without CUDA (make CUDA=0 or no nvcc)");
-    // The device check comes before any CUDA call, so this runs without a GPU too.
-    float host[4] = {0};
-    hw_tensor a = {host, {2, {2, 2}}, {HW_DEVICE_CPU, 0}};
-    hw_tensor b = {(float *)(uintptr_t)0x1000, {2, {2, 2}}, {HW_DEVICE_CUDA, 0}};
-    hw_tensor c = {(float *)(uintptr_t)0x2000, {2, {2, 2}}, {HW_DEVICE_CUDA, 1}};
-    cr_assert_eq(hw_cuda_tensor_matmul(NULL, &b, &a, &b), HW_ERR);
-    cr_expect(strstr(hw_error(), "matmul") && strstr(hw_error(), "cpu") && strstr(hw_error(), "cuda:0"), "message: %s",
-              hw_error());
-    cr_assert_eq(hw_cuda_tensor_matmul(NULL, &c, &b, &b), HW_ERR);
-    cr_expect(strstr(hw_error(), "cuda:0") && strstr(hw_error(), "cuda:1"), "message: %s", hw_error());
-    cr_assert_eq(hw_cuda_tensor_matmul(NULL, &a, &a, &a), HW_ERR);
-    cr_expect(strstr(hw_error(), "cuda tensors") != NULL, "message: %s", hw_error());
-    hw_tensor wrong = {host, {1, {4}}, {HW_DEVICE_CPU, 0}};
-    cr_assert_eq(hw_cuda_tensor_copy(&wrong, &a), HW_ERR);
-    cr_expect(strstr(hw_error(), "shapes differ") != NULL, "message: %s", hw_error());
-}
-
 Test(cuda, free_memory_check) {
     need_gpu();
     size_t free_bytes = 0, total_bytes = 0;
@@ -228,22 +210,11 @@ Test(cuda, copies_pinned_streams_events) {
     float ms = -1.0f;
     OK(hw_cuda_event_elapsed_ms(start, copied, &ms));
     cr_expect(ms >= 0.0f);
-    // device to device, and the explicit tensor copies between cpu and cuda:0
+    // device to device
     OK(hw_cuda_memcpy_d2d(b, a, N * sizeof(float), compute));
     OK(hw_cuda_stream_sync(compute));
     float *check = from_device(b, N);
     cr_expect_arr_eq(check, src, N * sizeof(float));
-    float host_out[N];
-    hw_tensor t_host = {src, {1, {N}}, {HW_DEVICE_CPU, 0}}, t_dev = {a, {1, {N}}, CUDA0};
-    hw_tensor t_out = {host_out, {1, {N}}, {HW_DEVICE_CPU, 0}};
-    OK(hw_cuda_memset(a, 0, N * sizeof(float), NULL));
-    OK(hw_cuda_stream_sync(NULL));
-    OK(hw_cuda_tensor_copy(&t_dev, &t_host));
-    OK(hw_cuda_tensor_copy(&t_out, &t_dev));
-    cr_expect_arr_eq(host_out, src, N * sizeof(float));
-    hw_tensor t_missing = {a, {1, {N}}, {HW_DEVICE_CUDA, 99}};
-    cr_expect_eq(hw_cuda_tensor_copy(&t_missing, &t_host), HW_ERR);
-    cr_expect(strstr(hw_error(), "cuda:99 does not exist") != NULL, "message: %s", hw_error());
     hw_cuda_event_destroy(start);
     hw_cuda_event_destroy(copied);
     hw_cuda_event_destroy(done);
@@ -279,16 +250,6 @@ Test(cuda, sgemm_row_major_all_transpositions) {
         char what[96];
         snprintf(what, sizeof what, "sgemm ta=%d tb=%d m=%d n=%d k=%d", ta, tb, m, n, k);
         EXPECT_CLOSE(got, c, (size_t)m * n, "%s", what);
-        // the tensor form, on cuda:0
-        if (!ta && !tb) {
-            hw_tensor A = {da, {2, {m, k}}, CUDA0}, B = {db, {2, {k, n}}, CUDA0}, C = {dc, {2, {m, n}}, CUDA0};
-            OK(hw_cuda_tensor_matmul(ctx.blas, &C, &A, &B));
-            OK(hw_cuda_stream_sync(ctx.stream));
-            ref_gemm(0, 0, m, n, k, 1.0f, a, b, 0.0f, c);
-            free(got);
-            got = from_device(dc, (size_t)m * n);
-            EXPECT_CLOSE(got, c, (size_t)m * n, "tensor matmul");
-        }
         hw_cuda_free(da);
         hw_cuda_free(db);
         hw_cuda_free(dc);
@@ -711,6 +672,24 @@ static hw_cuda_runner_config runner_config(int max_batch, uint64_t seed) {
     return c;
 }
 
+// The last forward's log-probabilities [batch, n_classes] into host memory, and its batch size:
+// read from the runner's state, since no trainer needs them on the host.
+static void runner_output(hw_cuda_runner *r, float *host, int *batch) {
+    *batch = r->batch;
+    cr_assert_gt(r->batch, 0, "no forward has run yet");
+    OK(hw_cuda_select(r->device));
+    OK(hw_cuda_memcpy_d2h(host, r->acts[r->n_layers], (size_t)r->batch * (size_t)r->n_classes * sizeof(float),
+                          r->compute));
+    OK(hw_cuda_stream_sync(r->compute));
+}
+
+// The runner's gradient buffer (n floats) into host memory, once its stream is done with it.
+static void runner_grads(hw_cuda_runner *r, float *host, size_t n) {
+    OK(hw_cuda_select(r->device));
+    OK(hw_cuda_memcpy_d2h(host, hw_cuda_runner_grads(r), n * sizeof(float), hw_cuda_runner_stream(r)));
+    OK(hw_cuda_stream_sync(hw_cuda_runner_stream(r)));
+}
+
 // One training step through the runner against the CPU layers: loss, outputs, gradients, then
 // the SGD step's weights.
 static void check_training_step(hw_model *m, hw_cuda_runner *r, float *weights, int B, uint64_t seed, uint64_t step,
@@ -728,10 +707,10 @@ static void check_training_step(hw_model *m, hw_cuda_runner *r, float *weights, 
     cr_expect(fabs(got_loss - loss) <= 1e-4 * fmax(1.0, fabs(loss)), "B=%d loss %g, want %g", B, got_loss, loss);
     float *got_logp = malloc((size_t)B * m->n_classes * 4), *got_grads = malloc(m->n_weights * 4);
     int got_batch = 0;
-    OK(hw_cuda_runner_output(r, got_logp, &got_batch));
+    runner_output(r, got_logp, &got_batch);
     cr_expect_eq(got_batch, B);
     EXPECT_CLOSE(got_logp, logp, (size_t)B * m->n_classes, "runner log-probabilities");
-    OK(hw_cuda_runner_grads_download(r, got_grads));
+    runner_grads(r, got_grads, m->n_weights);
     for (int p = 0; p < m->n_params; p++) {
         const hw_param *par = &m->params[p];
         size_t n = (size_t)hw_shape_numel(par->shape);
@@ -791,7 +770,7 @@ Test(cuda, runner_conv_net_matches_reference) {
     OK(hw_cuda_runner_forward(r, 0, &loss));
     cr_expect_eq(loss, 0.0f, "no labels, no loss");
     int batch = 0;
-    OK(hw_cuda_runner_output(r, got, &batch));
+    runner_output(r, got, &batch);
     EXPECT_CLOSE(got, logp, 4 * 7, "evaluation forward");
     cr_expect_eq(hw_cuda_runner_backward(r), HW_ERR, "backward after an evaluation forward");
     hw_cuda_runner_free(r);
@@ -835,8 +814,8 @@ Test(cuda, runner_frozen_layers_and_u8_input) {
     OK(hw_cuda_runner_forward(r, 1, &got_loss));
     OK(hw_cuda_runner_backward(r));
     int batch = 0;
-    OK(hw_cuda_runner_output(r, got, &batch));
-    OK(hw_cuda_runner_grads_download(r, got_grads));
+    runner_output(r, got, &batch);
+    runner_grads(r, got_grads, m->n_weights);
     cr_expect(fabs(got_loss - loss) <= 1e-4 * fmax(1.0, fabs(loss)), "loss %g, want %g", got_loss, loss);
     EXPECT_CLOSE(got, logp, B * 10, "mlp log-probabilities from uint8 input");
     EXPECT_CLOSE(got_grads, grads, m->n_weights, "mlp gradients");
@@ -870,10 +849,10 @@ Test(cuda, runner_queue_and_input_errors) {
     int batch = 0;
     float out[4 * 10];
     OK(hw_cuda_runner_forward(r, 1, NULL));
-    OK(hw_cuda_runner_output(r, out, &batch));
+    runner_output(r, out, &batch);
     cr_expect_eq(batch, 2, "forward takes the oldest queued batch");
     OK(hw_cuda_runner_forward(r, 0, NULL));
-    OK(hw_cuda_runner_output(r, out, &batch));
+    runner_output(r, out, &batch);
     cr_expect_eq(batch, 3);
     cr_expect_eq(hw_cuda_runner_sgd_step(r, -1.0f, 0.0f, 0.0f, 0), HW_ERR);
     cr_expect_eq(hw_cuda_runner_sgd_step(r, 0.1f, 0.0f, 0.0f, 1), HW_ERR);
@@ -1064,8 +1043,8 @@ Test(cuda, runner_matches_the_cpu_model) {
     OK(hw_cuda_runner_backward(r));
     float *gpu_logp = malloc(sizeof(float) * batch * 10), *gpu_grads = malloc(sizeof(float) * m.n_weights);
     int out_batch = 0;
-    OK(hw_cuda_runner_output(r, gpu_logp, &out_batch));
-    OK(hw_cuda_runner_grads_download(r, gpu_grads));
+    runner_output(r, gpu_logp, &out_batch);
+    runner_grads(r, gpu_grads, m.n_weights);
 
     cr_expect_eq(out_batch, batch);
     cr_expect_float_eq(gpu_loss, cpu_loss, 1e-4f * fabsf(cpu_loss), "loss: gpu %g cpu %g", gpu_loss, cpu_loss);

@@ -121,26 +121,6 @@ int hw_cuda_memcpy_d2d(void *dst_dev, const void *src_dev, size_t bytes, hw_cuda
     return without_cuda("hw_cuda_memcpy_d2d");
 }
 
-int hw_cuda_memcpy_peer(void *dst, int dst_device, const void *src, int src_device, size_t bytes,
-                        hw_cuda_stream stream) {
-    (void)dst, (void)dst_device, (void)src, (void)src_device, (void)bytes, (void)stream;
-    return without_cuda("hw_cuda_memcpy_peer");
-}
-
-// A copy between two cpu tensors needs no GPU and works; anything touching cuda:N fails.
-int hw_cuda_tensor_copy(hw_tensor *dst, const hw_tensor *src) {
-    if (!hw_shape_equal(dst->shape, src->shape)) {
-        char a[64], b[64];
-        hw_shape_format(dst->shape, a, sizeof a);
-        hw_shape_format(src->shape, b, sizeof b);
-        return hw_fail("tensor copy: shapes differ (destination %s, source %s)", a, b);
-    }
-    if (dst->device.type == HW_DEVICE_CUDA) return hw_cuda_select(dst->device);
-    if (src->device.type == HW_DEVICE_CUDA) return hw_cuda_select(src->device);
-    memcpy(dst->data, src->data, (size_t)hw_shape_numel(src->shape) * sizeof(float));
-    return HW_OK;
-}
-
 int hw_cuda_ipc_export(const void *dev_ptr, hw_cuda_ipc_handle *handle) {
     (void)dev_ptr;
     memset(handle, 0, sizeof *handle);
@@ -171,11 +151,6 @@ int hw_cuda_sgemm(hw_cublas handle, int trans_a, int trans_b, int m, int n, int 
     (void)handle, (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)b, (void)beta,
         (void)c;
     return without_cuda("hw_cuda_sgemm");
-}
-
-int hw_cuda_tensor_matmul(hw_cublas handle, hw_tensor *c, const hw_tensor *a, const hw_tensor *b) {
-    (void)handle, (void)c, (void)a, (void)b;
-    return without_cuda("matmul");
 }
 
 int hw_cuda_linear_forward(hw_cuda_ctx ctx, float *y, const float *x, const float *w, const float *bias, int batch,
@@ -345,17 +320,6 @@ int hw_cuda_runner_weights_upload(hw_cuda_runner *r, const float *host) {
 int hw_cuda_runner_weights_download(hw_cuda_runner *r, float *host) {
     (void)r, (void)host;
     return without_cuda("hw_cuda_runner_weights_download");
-}
-
-int hw_cuda_runner_grads_download(hw_cuda_runner *r, float *host) {
-    (void)r, (void)host;
-    return without_cuda("hw_cuda_runner_grads_download");
-}
-
-int hw_cuda_runner_output(hw_cuda_runner *r, float *host, int *batch) {
-    (void)r, (void)host;
-    *batch = 0;
-    return without_cuda("hw_cuda_runner_output");
 }
 
 int hw_cuda_runner_timing(hw_cuda_runner *r, double *copy_ms, double *compute_ms) {

@@ -5,81 +5,12 @@
 // slots, `compute` runs the layers. Events order them: a forward waits for its slot's copy
 // (copy_done), and the next upload into a slot waits until the forward has read it (slot_free).
 #include "check.cuh"
+#include "runner.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static_assert(HW_LAYER_KINDS == 8, "a new hw_layer_kind needs its case in forward_layer and backward_layer");
-
-// What the runner needs of one layer, derived once from the parsed model.
-typedef struct {
-    hw_layer_kind kind;
-    int line;
-    int64_t in_numel, out_numel;      // per sample
-    int channels, height, width;      // input planes (conv2d, maxpool2d, dropout2d)
-    int in_features, out_features;    // linear
-    hw_conv_dims conv;                // conv2d (batch set per call)
-    int kernel, stride;               // maxpool2d
-    float p;                          // dropout
-    int64_t weight, bias;             // offsets into the flat buffers, -1 when absent
-    int weight_trainable, bias_trainable;
-    int32_t *argmax;                  // maxpool2d: [max_batch, out_numel]
-} runner_layer;
-
-typedef struct {
-    size_t offset, count;
-} flat_range;
-
-struct hw_cuda_runner {
-    hw_device device;
-    int selected;                     // the device exists and was made current: there is something to free
-    int max_batch;
-    int n_layers;
-    runner_layer layers[HW_MAX_LAYERS];
-    int first_trainable;              // backward stops at this layer; n_layers when nothing trains
-    int n_classes;
-    int64_t in_numel;
-    size_t n_weights;
-    int n_ranges;                     // trainable parts of the flat buffer, for the SGD step
-    flat_range ranges[HW_MAX_PARAMS];
-
-    float *weights;                   // device; shared with other processes when opened by IPC
-    int owns_weights;
-    float *grads, *velocity;          // device, private
-    int sgd_started;
-
-    float *arena;                     // one allocation: activations, gradients, scratch, loss
-    float *acts[HW_MAX_LAYERS + 1];   // acts[i]: input of layer i; acts[n_layers]: log-probabilities
-    float *grad_acts[HW_MAX_LAYERS + 1];
-    float *scratch;                   // conv2d im2col and GEMM output
-    float *row_loss, *loss_dev;
-    double *train_loss_sum_dev;       // loss x batch summed over the training forwards, on the GPU
-    int32_t *argmax_arena, *correct_dev;
-    uint8_t *labels_dev;              // the labels of the batch last run forward
-
-    hw_cuda_stream copy, compute;
-    hw_cublas blas;
-
-    // staging: two pinned host slots and two device slots, filled in turn
-    size_t slot_bytes;
-    void *host_x[2], *dev_x[2];
-    uint8_t *host_labels[2], *dev_labels[2];
-    int slot_batch[2], slot_u8[2], slot_has_labels[2];
-    hw_cuda_event copy_start[2], copy_done[2], slot_free[2];
-    int copy_timed[2];
-    int queued, next_upload, next_forward;
-    float *host_scalar;               // pinned: the loss or the correct count on its way back
-
-    // the last forward
-    int batch, has_labels, training;
-    uint64_t seed, step;
-    float mean, std;
-
-    int timing;
-    hw_cuda_event compute_start, compute_end;
-    int compute_timed;
-    double copy_ms, compute_ms;
-};
 
 // One layer of the model as the runner runs it. The parser (src/nn) checked the sizes and the
 // parameters; the runner takes them as they are.
@@ -632,23 +563,6 @@ extern "C" int hw_cuda_runner_weights_upload(hw_cuda_runner *r, const float *hos
 extern "C" int hw_cuda_runner_weights_download(hw_cuda_runner *r, float *host) {
     if (use_device(r) != HW_OK) return HW_ERR;
     HW_CHECK(cudaMemcpyAsync(host, r->weights, r->n_weights * sizeof(float), cudaMemcpyDeviceToHost, r->compute));
-    HW_CHECK(cudaStreamSynchronize(r->compute));
-    return HW_OK;
-}
-
-extern "C" int hw_cuda_runner_grads_download(hw_cuda_runner *r, float *host) {
-    if (use_device(r) != HW_OK) return HW_ERR;
-    HW_CHECK(cudaMemcpyAsync(host, r->grads, r->n_weights * sizeof(float), cudaMemcpyDeviceToHost, r->compute));
-    HW_CHECK(cudaStreamSynchronize(r->compute));
-    return HW_OK;
-}
-
-extern "C" int hw_cuda_runner_output(hw_cuda_runner *r, float *host, int *batch) {
-    *batch = r->batch;
-    if (r->batch == 0) return hw_fail("GPU runner: no forward has run yet");
-    if (use_device(r) != HW_OK) return HW_ERR;
-    size_t bytes = (size_t)r->batch * (size_t)r->n_classes * sizeof(float);
-    HW_CHECK(cudaMemcpyAsync(host, r->acts[r->n_layers], bytes, cudaMemcpyDeviceToHost, r->compute));
     HW_CHECK(cudaStreamSynchronize(r->compute));
     return HW_OK;
 }
