@@ -6,12 +6,12 @@
 // device it was allocated on; copies between host and device are explicit.
 //
 // CUDA and fork: a process that has initialised CUDA cannot hand CUDA to a child it forks. Every
-// function here except hw_cuda_compiled() initialises CUDA, so a
-// trainer forks its workers FIRST and only then calls into this module (see docs/ARCHITECTURE.md).
+// function here initialises CUDA, so a trainer forks its workers FIRST and only then calls into
+// this module (see docs/ARCHITECTURE.md).
 //
 // Every CUDA, cuBLAS and NCCL call is checked; a failure returns HW_ERR with a message naming
-// the call, file:line and the library's error string (hw_error()). In a build without CUDA
-// (make CUDA=0, or no nvcc) every function fails with "hogwild was built without CUDA".
+// the call, file:line and the library's error string (hw_error()). A build without CUDA (make
+// CUDA=0, or no nvcc) has none of this module: src/train/gpu_door.c refuses a GPU run there.
 //
 // The types below are the CUDA runtime's own handle types (cudaStream_t is struct CUstream_st *,
 // cudaEvent_t is struct CUevent_st *, cublasHandle_t is struct cublasContext *), named without
@@ -37,8 +37,6 @@ typedef struct CUevent_st *hw_cuda_event;    // = cudaEvent_t
 typedef struct cublasContext *hw_cublas;     // = cublasHandle_t
 
 // ---- devices ----
-// 1 when this build has CUDA compiled in (no CUDA call is made).
-int hw_cuda_compiled(void);
 // Number of CUDA devices. Fails with "no CUDA device found: <reason>" when there is none (no
 // driver, no GPU, or CUDA_VISIBLE_DEVICES hides them all); *count is 0 then.
 int hw_cuda_device_count(int *count);

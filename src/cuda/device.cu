@@ -5,8 +5,6 @@
 
 static const size_t MIB = 1024 * 1024;
 
-extern "C" int hw_cuda_compiled(void) { return 1; }
-
 extern "C" int hw_cuda_device_count(int *count) {
     *count = 0;
     int n = 0;

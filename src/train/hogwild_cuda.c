@@ -308,12 +308,6 @@ static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_j
 
 int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
     memset(result, 0, sizeof *result);
-    char name[32];
-    hw_device_format(config->device, name, sizeof name);
-    char what[64];
-    snprintf(what, sizeof what, "--device %s", name);
-    // No CUDA call may come before the fork: this one only asks what was compiled in.
-    if (train_cuda_check_build(what) != HW_OK) return HW_ERR;
 
     // The host copy of the weights: initialised (or loaded) here, before the fork, uploaded by the
     // parent after it; the workers never read it.
