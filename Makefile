@@ -59,7 +59,7 @@ ifeq ($(HAVE_CUDA),1)
   NVCCFLAGS += -Xcompiler -fPIC
   CU_SRC  := $(wildcard src/cuda/*.cu)
   C_SRC   := $(filter-out $(GPU_C_SRC), $(C_SRC))
-  PLUGIN_C_SRC := $(GPU_C_SRC)
+  PLUGIN_C_SRC := $(GPU_C_SRC) $(wildcard src/cuda/*.c)
   PLUGIN  := $(if $(filter build,$(BUILD)),libhogwild-cuda.so,$(BUILD)/libhogwild-cuda.so)
   CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
   NCCL_FOUND := $(shell ls $(CUDA_HOME)/lib64/libnccl.so /usr/lib/x86_64-linux-gnu/libnccl.so 2>/dev/null | head -1)
@@ -73,6 +73,7 @@ else ifeq ($(HAVE_CUDA),sim)
   # tests/simcuda/'s cuda_runtime.h and cublas_v2.h, linked with tests/simcuda/*.c, which run every
   # CUDA call, cuBLAS call and kernel (layers.cu, pointwise.cu, loss.cu) at once on the host. No NCCL.
   CU_SRC  := $(patsubst %,src/cuda/%.cu,runner device blas allreduce)
+  C_SRC   += $(wildcard src/cuda/*.c)
   SIM_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(wildcard tests/simcuda/*.c))
   CU_CC    = $(CXX) -x c++ -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-exceptions -fno-rtti -D_GNU_SOURCE \
              -Iinclude -Itests/simcuda

@@ -110,7 +110,7 @@ static void cpu_layer_close(cpu_layer *c) {
 static void cpu_layer_forward(cpu_layer *c, float *y, const float *x, const float *w, const float *bias, int batch) {
     hw_layer_io io = {.batch = batch, .training = 1, .in = x, .out = y, .weight = w, .bias = bias,
                       .scratch = c->scratch, .saved = c->saved, .rng = &c->rng};
-    c->layer.type->forward(&c->layer, &io);
+    hw_cpu_backend.forward[c->layer.kind](&c->layer, &io);
 }
 
 // The backward of the last forward; any of dx, dw, db may be NULL (not computed).
@@ -119,7 +119,7 @@ static void cpu_layer_backward(cpu_layer *c, float *dx, float *dw, float *db, co
     hw_layer_io io = {.batch = batch, .training = 1, .in = x, .out = y, .weight = w, .bias = bias,
                       .scratch = c->scratch, .saved = c->saved, .rng = &c->rng,
                       .dout = dy, .din = dx, .dweight = dw, .dbias = db};
-    c->layer.type->backward(&c->layer, &io);
+    hw_cpu_backend.backward[c->layer.kind](&c->layer, &io);
 }
 
 // ---- what only the GPU defines: its dropout masks; and the SGD step as a loop ----
@@ -618,7 +618,7 @@ static double cpu_model(const hw_model *m, const float *weights, const float *x,
             int64_t plane = L->kind == HW_DROPOUT2D ? L->dims.dropout.plane : 1;
             dropout_with_gpu_masks(acts[i + 1], acts[i], (int64_t)n, plane, L->dims.dropout.p, hw_dropout_layer_seed(seed, i), step);
         } else {
-            L->type->forward(L, &io[i]);
+            hw_cpu_backend.forward[L->kind](L, &io[i]);
         }
     }
     int C = (int)hw_shape_numel(m->layers[m->n_layers - 1].out_shape);
@@ -645,7 +645,7 @@ static double cpu_model(const hw_model *m, const float *weights, const float *x,
                 dropout_with_gpu_masks(gacts[i], gacts[i + 1], (int64_t)n, plane, L->dims.dropout.p, hw_dropout_layer_seed(seed, i),
                             step);
             } else {
-                L->type->backward(L, &io[i]);
+                hw_cpu_backend.backward[L->kind](L, &io[i]);
             }
         }
     }

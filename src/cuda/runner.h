@@ -1,24 +1,10 @@
-// runner.h: the GPU runner's state, private to src/cuda/runner.cu and the tests (which read the
-// last forward's log-probabilities from it: no trainer needs them on the host).
+// runner.h: the GPU runner's state, private to src/cuda/ (runner.cu, and backend.c, whose layer
+// functions launch on its stream) and the tests (which read the last forward's log-probabilities
+// from it: no trainer needs them on the host).
 #ifndef HW_CUDA_RUNNER_PRIVATE_H
 #define HW_CUDA_RUNNER_PRIVATE_H
 
 #include "hw/cuda.h"
-
-// What the runner needs of one layer, derived once from the parsed model.
-typedef struct {
-    hw_layer_kind kind;
-    int line;
-    int64_t in_numel, out_numel;      // per sample
-    int channels, height, width;      // input planes (conv2d, maxpool2d, dropout2d)
-    int in_features, out_features;    // linear
-    hw_conv_dims conv;                // conv2d (batch set per call)
-    int kernel, stride;               // maxpool2d
-    float p;                          // dropout
-    int64_t weight, bias;             // offsets into the flat buffers, -1 when absent
-    int weight_trainable, bias_trainable;
-    int32_t *argmax;                  // maxpool2d: [max_batch, out_numel]
-} runner_layer;
 
 typedef struct {
     size_t offset, count;
@@ -29,7 +15,8 @@ struct hw_cuda_runner {
     int selected;                     // the device exists and was made current: there is something to free
     int max_batch;
     int n_layers;
-    runner_layer layers[HW_MAX_LAYERS];
+    hw_model model;                   // the layers and parameter views it runs (no text, no weights)
+    uint8_t *saved[HW_MAX_LAYERS];    // per layer, what forward keeps for backward: maxpool2d's argmax
     int first_trainable;              // backward stops at this layer; n_layers when nothing trains
     int n_classes;
     int64_t in_numel;
@@ -74,5 +61,20 @@ struct hw_cuda_runner {
     int compute_timed;
     double copy_ms, compute_ms;
 };
+
+// A conv2d layer's sizes as the kernels take them, for `batch` samples.
+static inline hw_conv_dims runner_conv_dims(const hw_conv2d_dims *d, int batch) {
+    hw_conv_dims c = {batch, d->in_c, d->in_h, d->in_w, d->out_c, d->k, d->stride, d->pad};
+    return c;
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+// The GPU backend: one forward and one backward per layer kind (backend.c), for the executor.
+extern const hw_backend hw_cuda_layers;
+#ifdef __cplusplus
+}
+#endif
 
 #endif
