@@ -118,7 +118,7 @@ static int team_queue(gpu_team *team, const hw_dataset *ds, const int64_t *order
                       int batch_size) {
     if (*pos >= n) return 0;
     int batch = (int)(n - *pos < batch_size ? n - *pos : batch_size);
-    hw_batch_gather_u8(ds, order + *pos, batch, team->x, team->y);
+    batch_gather_u8(ds, order + *pos, batch, team->x, team->y);
     for (int k = 0; k < team->replicas; k++) {
         int offset, count;
         hw_dp_chunk(batch, team->replicas, k, &offset, &count);

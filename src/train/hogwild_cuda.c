@@ -94,7 +94,7 @@ static int queue_batch(hw_cuda_runner *runner, const hw_dataset *ds, const int64
                        int64_t *pos, int batch_size, uint8_t *x, uint8_t *y) {
     if (*pos >= count) return 0;
     int batch = (int)(count - *pos < batch_size ? count - *pos : batch_size);
-    hw_batch_gather_u8(ds, shard + *pos, batch, x, y);
+    batch_gather_u8(ds, shard + *pos, batch, x, y);
     if (hw_cuda_runner_upload_u8(runner, x, y, batch) != HW_OK) return -1;
     *pos += batch;
     return batch;
