@@ -583,11 +583,40 @@ static hw_model *mlp_net(void) {
     return parsed_model("input 1 5 7\nflatten\nlinear 23\nrelu\nlinear 10\nlog_softmax\n", "test-mlp");
 }
 
-// The whole model on the CPU, through each layer's own forward and backward (src/nn), except
+// The runner's dropout on the CPU: the GPU's masks for (seed, step), hashed from the layer's
+// index (hw_layer_io.index) as the runner hashes them; outside training, the CPU's own layer.
+typedef struct {
+    uint64_t seed, step;
+} gpu_masks;
+
+static int dropout_forward_with_gpu_masks(const hw_layer *L, hw_layer_io *io) {
+    if (!io->training) return hw_cpu_backend.forward[L->kind](L, io);
+    const gpu_masks *g = io->backend;
+    int64_t plane = L->kind == HW_DROPOUT2D ? L->dims.dropout.plane : 1;
+    dropout_with_gpu_masks(io->out, io->in, (int64_t)io->batch * hw_shape_numel(L->out_shape), plane,
+                           L->dims.dropout.p, hw_dropout_layer_seed(g->seed, io->index), g->step);
+    return HW_OK;
+}
+
+static int dropout_backward_with_gpu_masks(const hw_layer *L, hw_layer_io *io) {
+    if (!io->training) return hw_cpu_backend.backward[L->kind](L, io);
+    if (!io->din) return HW_OK;
+    const gpu_masks *g = io->backend;
+    int64_t plane = L->kind == HW_DROPOUT2D ? L->dims.dropout.plane : 1;
+    dropout_with_gpu_masks(io->din, io->dout, (int64_t)io->batch * hw_shape_numel(L->out_shape), plane,
+                           L->dims.dropout.p, hw_dropout_layer_seed(g->seed, io->index), g->step);
+    return HW_OK;
+}
+
+// The whole model on the CPU, through the executor (src/nn/exec.c) and the CPU backend, except
 // dropout, which uses the runner's masks for (seed, step): loss, log-probabilities and gradients
 // (frozen parameters get zero).
 static double cpu_model(const hw_model *m, const float *weights, const float *x, const uint8_t *labels, int B,
                         int training, uint64_t seed, uint64_t step, float *logp_out, float *grads) {
+    hw_backend cpu = hw_cpu_backend;
+    cpu.forward[HW_DROPOUT] = cpu.forward[HW_DROPOUT2D] = dropout_forward_with_gpu_masks;
+    cpu.backward[HW_DROPOUT] = cpu.backward[HW_DROPOUT2D] = dropout_backward_with_gpu_masks;
+    gpu_masks masks = {seed, step};
     float *acts[HW_MAX_LAYERS + 1], *gacts[HW_MAX_LAYERS + 1];
     uint8_t *saved[HW_MAX_LAYERS];
     size_t scratch_floats = 1;
@@ -604,23 +633,14 @@ static double cpu_model(const hw_model *m, const float *weights, const float *x,
     acts[0] = malloc(in_n * 4);
     gacts[0] = malloc(in_n * 4);
     memcpy(acts[0], x, in_n * 4);
-    hw_layer_io io[HW_MAX_LAYERS];
     for (int i = 0; i < m->n_layers; i++) {
-        const hw_layer *L = &m->layers[i];
-        size_t n = (size_t)B * hw_shape_numel(L->out_shape);
+        size_t n = (size_t)B * hw_shape_numel(m->layers[i].out_shape);
         acts[i + 1] = malloc(n * 4 + 4);
         gacts[i + 1] = malloc(n * 4 + 4);
-        io[i] = (hw_layer_io){.batch = B, .training = training, .in = acts[i], .out = acts[i + 1],
-                              .weight = L->n_params > 0 ? weights + m->params[L->first_param].offset : NULL,
-                              .bias = L->n_params > 1 ? weights + m->params[L->first_param + 1].offset : NULL,
-                              .scratch = scratch, .saved = saved[i], .rng = &rng};
-        if ((L->kind == HW_DROPOUT || L->kind == HW_DROPOUT2D) && training) {
-            int64_t plane = L->kind == HW_DROPOUT2D ? L->dims.dropout.plane : 1;
-            dropout_with_gpu_masks(acts[i + 1], acts[i], (int64_t)n, plane, L->dims.dropout.p, hw_dropout_layer_seed(seed, i), step);
-        } else {
-            hw_cpu_backend.forward[L->kind](L, &io[i]);
-        }
     }
+    hw_exec_buffers bufs = {.weights = (float *)weights, .grads = grads, .acts = acts, .grad_acts = gacts,
+                            .saved = saved, .scratch = scratch, .rng = &rng, .backend = &masks};
+    OK(hw_exec_forward(&cpu, m, &bufs, B, training));
     int C = (int)hw_shape_numel(m->layers[m->n_layers - 1].out_shape);
     memcpy(logp_out, acts[m->n_layers], (size_t)B * C * 4);
     double loss = 0.0;
@@ -630,24 +650,7 @@ static double cpu_model(const hw_model *m, const float *weights, const float *x,
         float *dlogp = gacts[m->n_layers];  // d(mean NLL)/d(log-probabilities)
         memset(dlogp, 0, (size_t)B * C * 4);
         for (int b = 0; b < B; b++) dlogp[b * C + labels[b]] = -1.0f / (float)B;
-        for (int i = m->n_layers - 1; i >= 0; i--) {
-            const hw_layer *L = &m->layers[i];
-            size_t n = (size_t)B * hw_shape_numel(L->out_shape);
-            io[i].dout = gacts[i + 1];
-            io[i].din = gacts[i];
-            if (L->n_params > 0) {
-                const hw_param *pw = &m->params[L->first_param], *pb = &m->params[L->first_param + 1];
-                io[i].dweight = pw->frozen || L->frozen ? NULL : grads + pw->offset;
-                io[i].dbias = pb->frozen || L->frozen ? NULL : grads + pb->offset;
-            }
-            if (L->kind == HW_DROPOUT || L->kind == HW_DROPOUT2D) {
-                int64_t plane = L->kind == HW_DROPOUT2D ? L->dims.dropout.plane : 1;
-                dropout_with_gpu_masks(gacts[i], gacts[i + 1], (int64_t)n, plane, L->dims.dropout.p, hw_dropout_layer_seed(seed, i),
-                            step);
-            } else {
-                hw_cpu_backend.backward[L->kind](L, &io[i]);
-            }
-        }
+        OK(hw_exec_backward(&cpu, m, &bufs, B, training, hw_exec_first_trainable(m)));
     }
     for (int i = 0; i <= m->n_layers; i++) {
         free(acts[i]);

@@ -75,7 +75,8 @@ typedef struct {
     int64_t csv_hist[STALE_CSV_BINS];
 } measure_stats;
 
-// The parent's view, made before fork.
+// The parent's view, made before fork. (It keeps the hw_ prefix: include/hw/train.h names it,
+// opaque, in the metrics row.)
 typedef struct hw_measure {
     hw_shm shm;
     measure_shared *shared;
