@@ -65,7 +65,7 @@ ifeq ($(HAVE_CUDA),1)
   NVCCFLAGS += -Xcompiler -fPIC
   CU_SRC  := $(wildcard src/cuda/*.cu)
   C_SRC   := $(filter-out $(GPU_C_SRC), $(C_SRC))
-  PLUGIN_C_SRC := $(GPU_C_SRC) $(filter-out src/cuda/none.c, $(wildcard src/cuda/*.c))
+  PLUGIN_C_SRC := $(GPU_C_SRC) $(wildcard src/cuda/*.c)
   PLUGIN  := $(if $(filter build,$(BUILD)),libhogwild-cuda.so,$(BUILD)/libhogwild-cuda.so)
   CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
   NCCL_FOUND := $(shell ls $(CUDA_HOME)/lib64/libnccl.so /usr/lib/x86_64-linux-gnu/libnccl.so 2>/dev/null | head -1)
@@ -79,11 +79,15 @@ else ifeq ($(HAVE_CUDA),sim)
   # tests/simcuda/'s cuda_runtime.h and cublas_v2.h, linked with tests/simcuda/*.c, which run every
   # CUDA call, cuBLAS call and kernel (layers.cu, pointwise.cu, loss.cu) at once on the host. No NCCL.
   CU_SRC  := $(patsubst %,src/cuda/%.cu,runner device blas allreduce)
+  C_SRC   += $(wildcard src/cuda/*.c)
   SIM_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(wildcard tests/simcuda/*.c))
   CU_CC    = $(CXX) -x c++ -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-exceptions -fno-rtti -D_GNU_SOURCE \
              -Iinclude -Itests/simcuda
 else
-  C_SRC   += $(wildcard src/cuda/none.c)
+  # No CUDA: no GPU part at all. src/train/gpu_door.c refuses a GPU run naming the build, and the
+  # GPU suites (which call the cuda module) are not built; tests/test_without_cuda.c is instead.
+  C_SRC   := $(filter-out $(GPU_C_SRC), $(C_SRC))
+  CFLAGS  += -DHW_WITHOUT_CUDA=1
 endif
 CU_CC ?= $(NVCC) $(NVCCFLAGS)
 
@@ -95,7 +99,9 @@ OBJ      := $(patsubst src/%.c,$(BUILD)/%.o,$(C_SRC)) $(if $(PLUGIN),,$(GPU_OBJ)
 # ./hogwild of a CUDA build: every core symbol kept and exported, for the plugin.
 EXE_LIB   = $(if $(PLUGIN),-rdynamic -Wl$(comma)--whole-archive $(LIB) -Wl$(comma)--no-whole-archive,$(LIB))
 TEST_GPU := $(if $(PLUGIN),$(GPU_OBJ))
-TEST_SRC := $(wildcard tests/*.c) $(if $(SIM_OBJ),,tests/simcuda/replay.c)
+GPU_TESTS := tests/test_cuda.c tests/test_gpu_train.c tests/test_simcuda.c
+TEST_SRC := $(filter-out $(if $(filter 0,$(HAVE_CUDA)),$(GPU_TESTS),tests/test_without_cuda.c), $(wildcard tests/*.c)) \
+            $(if $(SIM_OBJ),,tests/simcuda/replay.c)
 TEST_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRC))
 LIB      := $(BUILD)/libhogwild.a
 
@@ -116,7 +122,7 @@ $(BUILD)/%.o: src/%.c $(wildcard include/hw/*.h) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.cu.o: src/%.cu $(wildcard include/hw/*.h) $(wildcard src/cuda/*.cuh) $(wildcard tests/simcuda/*.h)
+$(BUILD)/%.cu.o: src/%.cu $(wildcard include/hw/*.h) $(wildcard src/cuda/*.cuh) $(wildcard src/cuda/*.h) $(wildcard tests/simcuda/*.h)
 	@mkdir -p $(dir $@)
 	$(CU_CC) -c $< -o $@
 

@@ -1,4 +1,4 @@
-// tensor: shapes, device names and the device check.
+// tensor: shapes and device names.
 #include "hw/tensor.h"
 
 #include "hw/err.h"
@@ -62,16 +62,4 @@ void hw_device_format(hw_device device, char *buf, size_t cap) {
     } else {
         snprintf(buf, cap, "cuda:%d", device.index);
     }
-}
-
-int hw_device_equal(hw_device a, hw_device b) {
-    return a.type == b.type && (a.type == HW_DEVICE_CPU || a.index == b.index);
-}
-
-int hw_tensor_same_device(const hw_tensor *a, const hw_tensor *b, const char *op) {
-    if (hw_device_equal(a->device, b->device)) return HW_OK;
-    char da[32], db[32];
-    hw_device_format(a->device, da, sizeof da);
-    hw_device_format(b->device, db, sizeof db);
-    return hw_fail("%s: tensors on different devices (%s and %s); copy one of them explicitly", op, da, db);
 }

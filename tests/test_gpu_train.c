@@ -1,8 +1,8 @@
 // Tests of the GPU trainers (src/train/hogwild_cuda.c, src/train/dataparallel_cuda.c) and of the
 // gradient all-reduce they use (src/cuda/allreduce.cu), mostly through the ./hogwild binary.
 //
-// The error paths run everywhere: without a GPU (or in a build without CUDA) `--device cuda` and
-// `--gpus` must fail with exit 1 and a message that says why, leaving no process and no shared
+// The error paths run on every CUDA build (a build without CUDA has tests/test_without_cuda.c
+// instead): without a GPU `--device cuda` and `--gpus` must fail with exit 1 and a message that says why, leaving no process and no shared
 // memory behind; with a GPU the same holds for an index that does not exist. The training tests
 // need a GPU and skip, saying why, where there is none.
 #include "e2e_util.h"
@@ -22,10 +22,10 @@
 
 // ---- where the tests run ----
 
-// 1 when this build has CUDA and the machine a device (*count of them).
+// 1 when the machine has a CUDA device (*count of them).
 static int gpu_present(int *count) {
     *count = 0;
-    return hw_cuda_compiled() && hw_cuda_device_count(count) == HW_OK;
+    return hw_cuda_device_count(count) == HW_OK;
 }
 
 // Criterion names a hook after its line: keep this off the line of test_cuda.c's hook.
@@ -39,11 +39,7 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats) { gpu_suite_report(st
 // What the message about an unusable GPU must say, where there is none.
 static void expect_no_gpu_message(const char *err) {
     cr_expect(strstr(err, "CUDA") != NULL, "stderr: %s", err);
-    if (hw_cuda_compiled()) {
-        cr_expect(strstr(err, "no CUDA device") != NULL, "stderr: %s", err);
-    } else {
-        cr_expect(strstr(err, "built without CUDA") != NULL, "stderr: %s", err);
-    }
+    cr_expect(strstr(err, "no CUDA device") != NULL, "stderr: %s", err);
 }
 
 // ---- the error paths: they run on every machine ----

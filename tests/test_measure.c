@@ -65,57 +65,57 @@ Test(measure, lost_fraction_of_an_overwritten_update) {
     const float initial[2] = {1, 2}, final[2] = {1.5f, 3};
     const double a[2] = {0.5, 0}, b[2] = {0.25, 1};
     const double *applied[2] = {a, b};
-    double fraction = hw_measure_lost_fraction(initial, final, applied, 2, 0, 2);
+    double fraction = measure_lost_fraction(initial, final, applied, 2, 0, 2);
     // lost = (0.5, 1) - (0.75, 1) = (-0.25, 0); applied = (0.75, 1), norm 1.25.
     cr_expect_float_eq(fraction, 0.25 / 1.25, 1e-15, "fraction %.17g", fraction);
     const double *only_a[1] = {a};
     const float moved_by_a[2] = {1.5f, 2};
-    cr_expect_eq(hw_measure_lost_fraction(initial, moved_by_a, only_a, 1, 0, 2), 0.0, "nothing lost");
+    cr_expect_eq(measure_lost_fraction(initial, moved_by_a, only_a, 1, 0, 2), 0.0, "nothing lost");
     const double none[2] = {0, 0};
     const double *nothing[1] = {none};
-    cr_expect_eq(hw_measure_lost_fraction(initial, initial, nothing, 1, 0, 2), 0.0, "nothing applied, nothing lost");
-    cr_expect(isnan(hw_measure_lost_fraction(initial, final, nothing, 1, 0, 2)), "lost without anything applied");
+    cr_expect_eq(measure_lost_fraction(initial, initial, nothing, 1, 0, 2), 0.0, "nothing applied, nothing lost");
+    cr_expect(isnan(measure_lost_fraction(initial, final, nothing, 1, 0, 2)), "lost without anything applied");
 }
 
 // ---- the statistics of the counters ----
 
 Test(measure, stats_mean_percentiles_and_csv_bins) {
-    hw_measure_slot *slots = calloc(2, sizeof *slots);
+    measure_slot *slots = calloc(2, sizeof *slots);
     cr_assert_not_null(slots);
     // Worker 0: 98 updates at staleness 1, one at 5, one at 2000; worker 1: 100 at 0.
     atomic_store(&slots[0].steps, 100);
     atomic_store(&slots[0].overlapped, 50);
     atomic_store(&slots[0].stale_hist[1], 98);
     atomic_store(&slots[0].stale_hist[5], 1);
-    atomic_store(&slots[0].stale_hist[HW_STALE_EXACT], 1);
+    atomic_store(&slots[0].stale_hist[STALE_EXACT], 1);
     atomic_store(&slots[0].stale_sum, 98 + 5 + 2000);
     atomic_store(&slots[0].stale_max, 2000);
     atomic_store(&slots[0].update_seconds, 0.01);
     atomic_store(&slots[1].steps, 100);
     atomic_store(&slots[1].stale_hist[0], 100);
-    hw_measure_stats one, both;
-    hw_measure_stats_of(&slots[0], 1, &one);
+    measure_stats one, both;
+    measure_stats_of(&slots[0], 1, &one);
     cr_expect_eq(one.steps, 100);
     cr_expect_float_eq(one.stale_mean, 21.03, 1e-12);
     cr_expect_eq(one.stale_median, 1);
     cr_expect_eq(one.stale_p99, 5, "99 of 100 updates are at most 5");
     cr_expect_eq(one.stale_max, 2000);
     cr_expect_float_eq(one.update_us_per_step, 100.0, 1e-9);
-    hw_measure_stats_of(slots, 2, &both);
+    measure_stats_of(slots, 2, &both);
     cr_expect_eq(both.steps, 200);
     cr_expect_eq(both.overlapped, 50);
     cr_expect_eq(both.stale_median, 0, "100 of 200 at 0");
     cr_expect_eq(both.stale_p99, 1, "198 of 200 at most 1");
-    const int64_t bins[HW_STALE_CSV_BINS] = {100, 98, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1};
-    for (int b = 0; b < HW_STALE_CSV_BINS; b++) cr_expect_eq(both.csv_hist[b], bins[b], "CSV bin %d", b);
+    const int64_t bins[STALE_CSV_BINS] = {100, 98, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1};
+    for (int b = 0; b < STALE_CSV_BINS; b++) cr_expect_eq(both.csv_hist[b], bins[b], "CSV bin %d", b);
     free(slots);
 }
 
 // The hot path takes no lock: every counter it touches is a lock-free atomic on this machine
 // (a type that is not would be emulated with a lock by libatomic).
 Test(measure, counters_are_lock_free_atomics) {
-    hw_measure_shared shared;
-    hw_measure_slot *slot = calloc(1, sizeof *slot);
+    measure_shared shared;
+    measure_slot *slot = calloc(1, sizeof *slot);
     cr_assert_not_null(slot);
     cr_expect(atomic_is_lock_free(&shared.updates));
     cr_expect(atomic_is_lock_free(&shared.update_entries));
@@ -148,9 +148,9 @@ static const char *write_text(const char *dir, const char *name, const char *tex
 Test(measure, compare_reads_the_columns_and_old_files_still_load) {
     char dir[256];
     make_temp_dir(dir, sizeof dir);
-    // The header as the trainer writes it (one source for both: hw_measure_csv_header).
+    // The header as the trainer writes it (one source for both: measure_csv_header).
     char header[1024];
-    snprintf(header, sizeof header, "%s%s\n", OLD_HEADER, hw_measure_csv_header());
+    snprintf(header, sizeof header, "%s%s\n", OLD_HEADER, measure_csv_header());
     cr_assert_str_eq(header, MEASURE_HEADER);
 
     const char *measured = write_text(dir, "m.csv", MEASURE_HEADER

@@ -27,15 +27,6 @@ Test(tensor, device_parse) {
     cr_expect_eq(hw_device_parse("gpu", &d), HW_ERR);
 }
 
-Test(tensor, mixed_devices_refused) {
-    float a = 0, b = 0;
-    hw_tensor ta = {.data = &a, .device = {HW_DEVICE_CPU, 0}};
-    hw_tensor tb = {.data = &b, .device = {HW_DEVICE_CUDA, 1}};
-    cr_expect_eq(hw_tensor_same_device(&ta, &ta, "add"), HW_OK);
-    cr_expect_eq(hw_tensor_same_device(&ta, &tb, "add"), HW_ERR);
-    cr_expect(strstr(hw_error(), "cpu") && strstr(hw_error(), "cuda:1"), "message: %s", hw_error());
-}
-
 Test(rng, deterministic_and_uniform) {
     hw_rng a, b;
     hw_rng_seed(&a, 42, 7);

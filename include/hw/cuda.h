@@ -3,16 +3,15 @@
 //
 // Device semantics follow PyTorch: a device is "cpu" or "cuda:N" (hw_device, tensor.h); a
 // process works on one selected CUDA device at a time (hw_cuda_select); memory belongs to the
-// device it was allocated on; copies between devices are explicit; operations on tensors of
-// different devices are refused.
+// device it was allocated on; copies between host and device are explicit.
 //
 // CUDA and fork: a process that has initialised CUDA cannot hand CUDA to a child it forks. Every
-// function here except hw_cuda_compiled() and the tensor device checks initialises CUDA, so a
-// trainer forks its workers FIRST and only then calls into this module (see docs/ARCHITECTURE.md).
+// function here initialises CUDA, so a trainer forks its workers FIRST and only then calls into
+// this module (see docs/ARCHITECTURE.md).
 //
 // Every CUDA, cuBLAS and NCCL call is checked; a failure returns HW_ERR with a message naming
-// the call, file:line and the library's error string (hw_error()). In a build without CUDA
-// (make CUDA=0, or no nvcc) every function fails with "hogwild was built without CUDA".
+// the call, file:line and the library's error string (hw_error()). A build without CUDA (make
+// CUDA=0, or no nvcc) has none of this module: src/train/gpu_door.c refuses a GPU run there.
 //
 // The types below are the CUDA runtime's own handle types (cudaStream_t is struct CUstream_st *,
 // cudaEvent_t is struct CUevent_st *, cublasHandle_t is struct cublasContext *), named without
@@ -38,8 +37,6 @@ typedef struct CUevent_st *hw_cuda_event;    // = cudaEvent_t
 typedef struct cublasContext *hw_cublas;     // = cublasHandle_t
 
 // ---- devices ----
-// 1 when this build has CUDA compiled in (no CUDA call is made).
-int hw_cuda_compiled(void);
 // Number of CUDA devices. Fails with "no CUDA device found: <reason>" when there is none (no
 // driver, no GPU, or CUDA_VISIBLE_DEVICES hides them all); *count is 0 then.
 int hw_cuda_device_count(int *count);
@@ -85,14 +82,6 @@ int hw_cuda_event_elapsed_ms(hw_cuda_event start, hw_cuda_event end, float *ms);
 int hw_cuda_memcpy_h2d(void *dst_dev, const void *src_host, size_t bytes, hw_cuda_stream stream);
 int hw_cuda_memcpy_d2h(void *dst_host, const void *src_dev, size_t bytes, hw_cuda_stream stream);
 int hw_cuda_memcpy_d2d(void *dst_dev, const void *src_dev, size_t bytes, hw_cuda_stream stream);
-// Between the memory of two devices (cudaMemcpyPeerAsync; staged through the host when the
-// devices have no peer access).
-int hw_cuda_memcpy_peer(void *dst, int dst_device, const void *src, int src_device, size_t bytes,
-                        hw_cuda_stream stream);
-// Explicit copy between two tensors of equal shape on any devices (cpu <-> cuda:N, cuda:i <->
-// cuda:j); synchronous: it waits for all work queued on the devices involved (any stream), then
-// copies. This is how data changes device: no operation does it implicitly.
-int hw_cuda_tensor_copy(hw_tensor *dst, const hw_tensor *src);
 
 // ---- CUDA IPC: one device allocation shared by several processes ----
 // The handle is plain bytes: it can be written into host shared memory and read by another
@@ -120,8 +109,6 @@ void hw_cublas_destroy(hw_cublas handle);
 // cublasSgemm by computing C^T = op(B)^T op(A)^T. Asynchronous on the handle's stream.
 int hw_cuda_sgemm(hw_cublas handle, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                   const float *b, float beta, float *c);
-// C = A * B for 2-D tensors; every tensor on the same CUDA device (mixed devices are refused).
-int hw_cuda_tensor_matmul(hw_cublas handle, hw_tensor *c, const hw_tensor *a, const hw_tensor *b);
 
 // ---- layer kernels: the CPU layers' math on device pointers, asynchronous on `stream` ----
 // Sizes are per batch; tensors are NCHW (or [batch, features]) and contiguous. Backward
@@ -277,9 +264,6 @@ float *hw_cuda_runner_weights(hw_cuda_runner *r);
 // Host <-> device copies of the whole flat buffer (checkpoints, evaluation); they wait.
 int hw_cuda_runner_weights_upload(hw_cuda_runner *r, const float *host);
 int hw_cuda_runner_weights_download(hw_cuda_runner *r, float *host);
-int hw_cuda_runner_grads_download(hw_cuda_runner *r, float *host);
-// The last forward's log-probabilities [batch, n_classes] into host memory; *batch gets the size.
-int hw_cuda_runner_output(hw_cuda_runner *r, float *host, int *batch);
 // Milliseconds spent so far in H2D input copies and in compute (forward to step), measured with
 // events when config.timing = 1; waits for the work in flight.
 int hw_cuda_runner_timing(hw_cuda_runner *r, double *copy_ms, double *compute_ms);

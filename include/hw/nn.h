@@ -23,8 +23,9 @@ typedef struct hw_layer_type hw_layer_type;
 enum { HW_LAYER_MAX_ARGS = 4, HW_LAYER_MAX_PARAMS = 2, HW_LAYER_MAX_NUMEL = 1 << 28 };
 
 // The kinds of layer. hw_layer_types[] (src/nn/layers.c) has one row per kind, in this order,
-// and every backend one case per kind: a static_assert beside each of them on HW_LAYER_KINDS
-// makes a new kind fail to compile until every table has its row.
+// and so has every backend's hw_backend table (the CPU's in src/nn/layers.c, the GPU's in
+// src/cuda/backend.c): a static_assert beside each of them on HW_LAYER_KINDS makes a new kind
+// fail to compile until every table has its row.
 typedef enum {
     HW_LINEAR,
     HW_CONV2D,
@@ -83,18 +84,20 @@ struct hw_layer {
     } dims;
 };
 
-// What one call of a layer's forward or backward works on. Activations are [batch, shape]
-// row-major float32 (NCHW for images), one sample after another.
+// What one call of a layer's forward or backward works on, on the backend's device. Activations
+// are [batch, shape] row-major float32 (NCHW for images), one sample after another.
 typedef struct {
     int batch;
     int training;             // dropout on; in backward, the mode of the forward it follows
+    int index;                // the layer's index in the model (the GPU's dropout seed)
     const float *in;          // [batch, in_shape]
     float *out;               // [batch, out_shape]; forward writes it, backward may read it
     const float *weight;      // the layer's parameters (NULL when it has none)
     const float *bias;
     float *scratch;           // type->scratch_floats(layer, batch) floats, free for this call only
     uint8_t *saved;           // ws->saved[i]: type->saved_bytes(layer, batch) bytes forward keeps for backward
-    hw_rng *rng;              // the workspace RNG (dropout)
+    hw_rng *rng;              // the workspace RNG (CPU dropout)
+    void *backend;            // the backend's own state (the GPU runner: stream, labels, loss); CPU: NULL
     // backward only: every output is overwritten, never accumulated
     const float *dout;        // d loss / d out
     float *din;               // d loss / d in; NULL: not needed (first layer, frozen prefix)
@@ -102,9 +105,11 @@ typedef struct {
     float *dbias;             // NULL: frozen, not computed
 } hw_layer_io;
 
-// A kind of layer. Adding one = one source file in src/nn/ defining a `const hw_layer_type`,
-// plus its hw_layer_kind and one row in hw_layer_types[] (src/nn/layers.c). Everything else (parser, summary,
-// workspace sizes, initialisation, the gradient-check test) finds it through the table.
+// A kind of layer as the parser knows it. Adding one = its hw_layer_kind; one source file in
+// src/nn/ defining a `const hw_layer_type` and its CPU forward and backward; one row in
+// hw_layer_types[] and one in hw_cpu_backend (src/nn/layers.c); and, for the GPU, its kernels and
+// one row in src/cuda/backend.c. Everything else (parser, summary, workspace sizes,
+// initialisation, the executor, the gradient-check test) finds it through the tables.
 struct hw_layer_type {
     hw_layer_kind kind;       // its row in hw_layer_types[]
     const char *name;         // the word in the model file: "conv2d"
@@ -117,8 +122,6 @@ struct hw_layer_type {
     // Checks args against layer->in_shape; sets dims and out_shape and the parameter shapes.
     // On failure hw_fail()s naming what was expected (the parser prefixes "file:line: ").
     int (*configure)(hw_layer *layer, hw_shape *param_shapes);
-    void (*forward)(const hw_layer *layer, hw_layer_io *io);
-    void (*backward)(const hw_layer *layer, hw_layer_io *io);
     size_t (*scratch_floats)(const hw_layer *layer, int batch);  // NULL: none
     size_t (*saved_bytes)(const hw_layer *layer, int batch);     // NULL: none
     double (*flops)(const hw_layer *layer);                      // forward, per sample; NULL: 0
@@ -197,7 +200,45 @@ void hw_model_summary(const hw_model *model, FILE *out);
 // Multiply-adds x 2 of one sample's forward pass (for the compute-floor figure in bench/).
 double hw_model_forward_flops(const hw_model *model);
 
-// ---- running ----
+// ---- the executor: one walk over the layers for every backend ----
+// A layer's forward or backward on one backend: HW_OK, or HW_ERR with the message set.
+// Backward overwrites the gradients it is given and skips any that are NULL (din, dweight, dbias).
+typedef int (*hw_layer_fn)(const hw_layer *layer, hw_layer_io *io);
+
+// A backend: how one device runs each kind of layer, one row per hw_layer_kind.
+typedef struct {
+    hw_layer_fn forward[HW_LAYER_KINDS];
+    hw_layer_fn backward[HW_LAYER_KINDS];
+} hw_backend;
+
+// The CPU's rows: the functions of src/nn/<kind>.c.
+extern const hw_backend hw_cpu_backend;
+
+// What one walk works on, in the backend's memory: the flat weights and gradients,
+// acts[0..n_layers] (acts[i] the input of layer i) and their gradients, per-layer saved state
+// (NULL entries where a layer keeps none), the shared scratch, the CPU's dropout RNG and the
+// backend's own state.
+typedef struct {
+    float *weights, *grads;
+    float **acts, **grad_acts;
+    uint8_t **saved;
+    float *scratch;
+    hw_rng *rng;
+    void *backend;
+} hw_exec_buffers;
+
+// Forward of every layer over `batch` samples of b->acts[0]; fails naming the layer.
+int hw_exec_forward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int batch,
+                    int training);
+// Backward from b->grad_acts[n_layers] (the loss's gradient, which the caller has set) down to layer
+// `first` (hw_exec_first_trainable): frozen parameters get no gradient, and neither does the input
+// of layer `first`. Fails naming the layer.
+int hw_exec_backward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int batch,
+                     int training, int first);
+// The first layer with a parameter that is not frozen; n_layers when none is.
+int hw_exec_first_trainable(const hw_model *model);
+
+// ---- running on the CPU ----
 // Everything one worker needs to run `model` on batches of up to max_batch samples, zeroed;
 // `seed` seeds its dropout RNG. The workspace does not depend on the weights (bind at will).
 int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, uint64_t seed);

@@ -23,14 +23,6 @@ typedef struct {
     int index;  // the CUDA ordinal; 0 for the CPU
 } hw_device;
 
-// A float tensor that knows where its memory is. Operations on tensors of different devices are
-// refused (hw_tensor_same_device); copies between devices are explicit (cuda module).
-typedef struct {
-    float *data;
-    hw_shape shape;
-    hw_device device;
-} hw_tensor;
-
 // One parameter: a named view into the flat buffer, named as the PyTorch state_dict names it.
 typedef struct {
     char name[HW_NAME_CAP];  // e.g. "conv1.weight"
@@ -49,8 +41,5 @@ void hw_shape_format(hw_shape shape, char *buf, size_t cap);
 int hw_device_parse(const char *text, hw_device *out);
 // Writes "cpu" or "cuda:N" into buf.
 void hw_device_format(hw_device device, char *buf, size_t cap);
-int hw_device_equal(hw_device a, hw_device b);
-// HW_OK when both tensors are on one device; otherwise fails naming both devices and `op`.
-int hw_tensor_same_device(const hw_tensor *a, const hw_tensor *b, const char *op);
 
 #endif

@@ -33,27 +33,3 @@ extern "C" int hw_cuda_sgemm(hw_cublas handle, int trans_a, int trans_b, int m, 
                          &beta, c, g.ldc));
     return HW_OK;
 }
-
-extern "C" int hw_cuda_tensor_matmul(hw_cublas handle, hw_tensor *c, const hw_tensor *a, const hw_tensor *b) {
-    if (hw_tensor_same_device(a, b, "matmul") != HW_OK) return HW_ERR;
-    if (hw_tensor_same_device(c, a, "matmul") != HW_OK) return HW_ERR;
-    if (a->device.type != HW_DEVICE_CUDA) {
-        return hw_fail("matmul: the tensors are on cpu; hw_cuda_tensor_matmul runs on cuda tensors");
-    }
-    if (a->shape.ndim != 2 || b->shape.ndim != 2 || c->shape.ndim != 2 || a->shape.dims[1] != b->shape.dims[0] ||
-        c->shape.dims[0] != a->shape.dims[0] || c->shape.dims[1] != b->shape.dims[1]) {
-        char sa[64], sb[64], sc[64];
-        hw_shape_format(a->shape, sa, sizeof sa);
-        hw_shape_format(b->shape, sb, sizeof sb);
-        hw_shape_format(c->shape, sc, sizeof sc);
-        return hw_fail("matmul: shapes do not fit: %s x %s -> %s", sa, sb, sc);
-    }
-    int current = -1;
-    HW_CHECK(cudaGetDevice(&current));
-    if (current != a->device.index) {
-        return hw_fail("matmul: the tensors are on cuda:%d but the current device is cuda:%d (hw_cuda_select it)",
-                       a->device.index, current);
-    }
-    return hw_cuda_sgemm(handle, 0, 0, (int)a->shape.dims[0], (int)b->shape.dims[1], (int)a->shape.dims[1], 1.0f,
-                         a->data, b->data, 0.0f, c->data);
-}

@@ -55,7 +55,7 @@ static inline const char *hw_status_hint(cudaError_t status) {
 
 // cudaSuccess when the current device can run this binary's kernels (it has machine code or PTX
 // for the device's architecture); the runtime's error otherwise. In pointwise.cu, with the kernels.
-extern "C" cudaError_t hw_cuda_kernels_runnable(void);
+extern "C" cudaError_t cuda_kernels_runnable(void);
 
 // Kernels use grid-stride loops: the loop below visits every index in [0, n) once, whatever the
 // grid, and hw_blocks caps the grid so that any n fits.

@@ -5,8 +5,6 @@
 
 static const size_t MIB = 1024 * 1024;
 
-extern "C" int hw_cuda_compiled(void) { return 1; }
-
 extern "C" int hw_cuda_device_count(int *count) {
     *count = 0;
     int n = 0;
@@ -48,7 +46,7 @@ extern "C" int hw_cuda_select(hw_device device) {
     // per device and process: DataParallel selects its replicas' devices at every step.
     static unsigned char runnable[256];
     if (device.index < (int)sizeof runnable && runnable[device.index]) return HW_OK;
-    cudaError_t status = hw_cuda_kernels_runnable();  // pointwise.cu
+    cudaError_t status = cuda_kernels_runnable();  // pointwise.cu
     if (status == cudaSuccess && device.index < (int)sizeof runnable) runnable[device.index] = 1;
     if (status != cudaSuccess) {
         cudaGetLastError();
@@ -204,48 +202,6 @@ extern "C" int hw_cuda_memcpy_d2h(void *dst_host, const void *src_dev, size_t by
 extern "C" int hw_cuda_memcpy_d2d(void *dst_dev, const void *src_dev, size_t bytes, hw_cuda_stream stream) {
     if (bytes == 0) return HW_OK;
     HW_CHECK(cudaMemcpyAsync(dst_dev, src_dev, bytes, cudaMemcpyDeviceToDevice, stream));
-    return HW_OK;
-}
-
-extern "C" int hw_cuda_memcpy_peer(void *dst, int dst_device, const void *src, int src_device, size_t bytes,
-                                   hw_cuda_stream stream) {
-    if (bytes == 0) return HW_OK;
-    HW_CHECK(cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, stream));
-    return HW_OK;
-}
-
-extern "C" int hw_cuda_tensor_copy(hw_tensor *dst, const hw_tensor *src) {
-    if (!hw_shape_equal(dst->shape, src->shape)) {
-        char a[64], b[64];
-        hw_shape_format(dst->shape, a, sizeof a);
-        hw_shape_format(src->shape, b, sizeof b);
-        return hw_fail("tensor copy: shapes differ (destination %s, source %s)", a, b);
-    }
-    size_t bytes = (size_t)hw_shape_numel(src->shape) * sizeof(float);
-    int dst_cuda = dst->device.type == HW_DEVICE_CUDA, src_cuda = src->device.type == HW_DEVICE_CUDA;
-    if (!dst_cuda && !src_cuda) {
-        memcpy(dst->data, src->data, bytes);
-        return HW_OK;
-    }
-    // The CUDA side selects the device (and so checks that it exists); the copy waits. cudaMemcpy
-    // runs on the legacy stream, which every stream of this module (cudaStreamNonBlocking) runs
-    // beside, not after: wait for the devices' queued work first, or the copy could read a tensor
-    // before the kernel writing it has run, or be overwritten by a kernel still to run.
-    if (hw_cuda_select(src_cuda ? src->device : dst->device) != HW_OK) return HW_ERR;
-    HW_CHECK(cudaDeviceSynchronize());
-    if (dst_cuda && src_cuda) {
-        if (dst->device.index == src->device.index) {
-            HW_CHECK(cudaMemcpy(dst->data, src->data, bytes, cudaMemcpyDeviceToDevice));
-        } else {
-            if (hw_cuda_select(dst->device) != HW_OK) return HW_ERR;
-            HW_CHECK(cudaDeviceSynchronize());
-            HW_CHECK(cudaMemcpyPeer(dst->data, dst->device.index, src->data, src->device.index, bytes));
-        }
-    } else if (dst_cuda) {
-        HW_CHECK(cudaMemcpy(dst->data, src->data, bytes, cudaMemcpyHostToDevice));
-    } else {
-        HW_CHECK(cudaMemcpy(dst->data, src->data, bytes, cudaMemcpyDeviceToHost));
-    }
     return HW_OK;
 }
 

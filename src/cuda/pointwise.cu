@@ -123,7 +123,7 @@ extern "C" int hw_cuda_add(hw_cuda_stream stream, float *y, const float *x, int6
 // device has machine code or PTX for it in this binary.
 __global__ static void probe_kernel(void) {}
 
-extern "C" cudaError_t hw_cuda_kernels_runnable(void) {
+extern "C" cudaError_t cuda_kernels_runnable(void) {
     cudaFuncAttributes attributes;
     return cudaFuncGetAttributes(&attributes, probe_kernel);
 }

@@ -5,128 +5,10 @@
 // slots, `compute` runs the layers. Events order them: a forward waits for its slot's copy
 // (copy_done), and the next upload into a slot waits until the forward has read it (slot_free).
 #include "check.cuh"
+#include "runner.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static_assert(HW_LAYER_KINDS == 8, "a new hw_layer_kind needs its case in forward_layer and backward_layer");
-
-// What the runner needs of one layer, derived once from the parsed model.
-typedef struct {
-    hw_layer_kind kind;
-    int line;
-    int64_t in_numel, out_numel;      // per sample
-    int channels, height, width;      // input planes (conv2d, maxpool2d, dropout2d)
-    int in_features, out_features;    // linear
-    hw_conv_dims conv;                // conv2d (batch set per call)
-    int kernel, stride;               // maxpool2d
-    float p;                          // dropout
-    int64_t weight, bias;             // offsets into the flat buffers, -1 when absent
-    int weight_trainable, bias_trainable;
-    int32_t *argmax;                  // maxpool2d: [max_batch, out_numel]
-} runner_layer;
-
-typedef struct {
-    size_t offset, count;
-} flat_range;
-
-struct hw_cuda_runner {
-    hw_device device;
-    int selected;                     // the device exists and was made current: there is something to free
-    int max_batch;
-    int n_layers;
-    runner_layer layers[HW_MAX_LAYERS];
-    int first_trainable;              // backward stops at this layer; n_layers when nothing trains
-    int n_classes;
-    int64_t in_numel;
-    size_t n_weights;
-    int n_ranges;                     // trainable parts of the flat buffer, for the SGD step
-    flat_range ranges[HW_MAX_PARAMS];
-
-    float *weights;                   // device; shared with other processes when opened by IPC
-    int owns_weights;
-    float *grads, *velocity;          // device, private
-    int sgd_started;
-
-    float *arena;                     // one allocation: activations, gradients, scratch, loss
-    float *acts[HW_MAX_LAYERS + 1];   // acts[i]: input of layer i; acts[n_layers]: log-probabilities
-    float *grad_acts[HW_MAX_LAYERS + 1];
-    float *scratch;                   // conv2d im2col and GEMM output
-    float *row_loss, *loss_dev;
-    double *train_loss_sum_dev;       // loss x batch summed over the training forwards, on the GPU
-    int32_t *argmax_arena, *correct_dev;
-    uint8_t *labels_dev;              // the labels of the batch last run forward
-
-    hw_cuda_stream copy, compute;
-    hw_cublas blas;
-
-    // staging: two pinned host slots and two device slots, filled in turn
-    size_t slot_bytes;
-    void *host_x[2], *dev_x[2];
-    uint8_t *host_labels[2], *dev_labels[2];
-    int slot_batch[2], slot_u8[2], slot_has_labels[2];
-    hw_cuda_event copy_start[2], copy_done[2], slot_free[2];
-    int copy_timed[2];
-    int queued, next_upload, next_forward;
-    float *host_scalar;               // pinned: the loss or the correct count on its way back
-
-    // the last forward
-    int batch, has_labels, training;
-    uint64_t seed, step;
-    float mean, std;
-
-    int timing;
-    hw_cuda_event compute_start, compute_end;
-    int compute_timed;
-    double copy_ms, compute_ms;
-};
-
-// One layer of the model as the runner runs it. The parser (src/nn) checked the sizes and the
-// parameters; the runner takes them as they are.
-static void describe_layer(const hw_model *model, int i, runner_layer *out) {
-    const hw_layer *layer = &model->layers[i];
-    memset(out, 0, sizeof *out);
-    out->kind = layer->kind;
-    out->line = layer->line;
-    out->weight = out->bias = -1;
-    out->in_numel = hw_shape_numel(layer->in_shape);
-    out->out_numel = hw_shape_numel(layer->out_shape);
-    switch (layer->kind) {
-    case HW_LINEAR:
-        out->in_features = layer->dims.linear.in;
-        out->out_features = layer->dims.linear.out;
-        break;
-    case HW_CONV2D: {
-        const hw_conv2d_dims *d = &layer->dims.conv2d;
-        out->conv = (hw_conv_dims){0, d->in_c, d->in_h, d->in_w, d->out_c, d->k, d->stride, d->pad};
-        break;
-    }
-    case HW_MAXPOOL2D:
-        out->channels = layer->dims.maxpool2d.c;
-        out->height = layer->dims.maxpool2d.in_h;
-        out->width = layer->dims.maxpool2d.in_w;
-        out->kernel = layer->dims.maxpool2d.k;
-        out->stride = layer->dims.maxpool2d.stride;
-        break;
-    case HW_DROPOUT:
-    case HW_DROPOUT2D:
-        out->channels = layer->dims.dropout.c;
-        out->p = layer->dims.dropout.p;
-        break;
-    default:
-        break;
-    }
-    if (layer->n_params > 0) {
-        const hw_param *w = &model->params[layer->first_param];
-        out->weight = (int64_t)w->offset;
-        out->weight_trainable = !w->frozen && !layer->frozen;
-    }
-    if (layer->n_params > 1) {
-        const hw_param *b = &model->params[layer->first_param + 1];
-        out->bias = (int64_t)b->offset;
-        out->bias_trainable = !b->frozen && !layer->frozen;
-    }
-}
 
 // The trainable parameters as ranges of the flat buffer, adjacent ones merged: the SGD step is
 // one kernel per range (usually one for the whole buffer).
@@ -205,6 +87,9 @@ extern "C" void hw_cuda_runner_free(hw_cuda_runner *r) {
 
 static size_t round_up(size_t n) { return (n + 63) & ~(size_t)63; }  // keeps every carve 256-byte aligned
 
+// Floats of one sample's output of `layer`.
+static size_t out_numel(const hw_layer *layer) { return (size_t)hw_shape_numel(layer->out_shape); }
+
 static int runner_init(hw_cuda_runner *r, const hw_model *model, const hw_cuda_runner_config *c) {
     if (c->max_batch < 1) return hw_fail("GPU runner: max_batch %d must be at least 1", c->max_batch);
     if (!(c->std > 0.0f)) return hw_fail("GPU runner: input std %g must be > 0", (double)c->std);
@@ -221,28 +106,28 @@ static int runner_init(hw_cuda_runner *r, const hw_model *model, const hw_cuda_r
     r->mean = c->mean;
     r->std = c->std;
     r->timing = c->timing;
-    r->first_trainable = model->n_layers;
+    r->model = *model;  // the layers and parameter views; not the text nor the weights, which it does not own
+    r->model.text = NULL;
+    r->model.weights = NULL;
+    r->model.owns_weights = 0;
+    r->first_trainable = hw_exec_first_trainable(model);
     size_t scratch_floats = 0, argmax_ints = 0;
     for (int i = 0; i < model->n_layers; i++) {
-        runner_layer *L = &r->layers[i];
-        describe_layer(model, i, L);
-        if ((L->weight_trainable || L->bias_trainable) && r->first_trainable == model->n_layers) r->first_trainable = i;
-        if (L->kind == HW_CONV2D) {
-            hw_conv_dims d = L->conv;
-            d.batch = c->max_batch;
-            size_t need = hw_cuda_conv2d_scratch_floats(d);
+        const hw_layer *layer = &model->layers[i];
+        if (layer->kind == HW_CONV2D) {
+            size_t need = hw_cuda_conv2d_scratch_floats(runner_conv_dims(&layer->dims.conv2d, c->max_batch));
             if (need > scratch_floats) scratch_floats = need;
         }
-        if (L->kind == HW_MAXPOOL2D) argmax_ints += round_up((size_t)c->max_batch * (size_t)L->out_numel);
+        if (layer->kind == HW_MAXPOOL2D) argmax_ints += round_up((size_t)c->max_batch * out_numel(layer));
     }
-    r->n_classes = (int)r->layers[model->n_layers - 1].out_numel;
+    r->n_classes = (int)out_numel(&model->layers[model->n_layers - 1]);
     collect_ranges(r, model);
 
     // Everything the runner allocates, checked against the free memory first.
     size_t B = (size_t)c->max_batch;
     size_t arena_floats = round_up(B * (size_t)r->in_numel);  // acts[0]
     for (int i = 0; i < r->n_layers; i++) {
-        if (r->layers[i].kind != HW_FLATTEN) arena_floats += 2 * round_up(B * (size_t)r->layers[i].out_numel);
+        if (model->layers[i].kind != HW_FLATTEN) arena_floats += 2 * round_up(B * out_numel(&model->layers[i]));
     }
     arena_floats += round_up(scratch_floats) + round_up(B) + 64;  // scratch, row losses, the loss
     r->slot_bytes = B * (size_t)r->in_numel * sizeof(float);
@@ -297,19 +182,19 @@ static int runner_init(hw_cuda_runner *r, const hw_model *model, const hw_cuda_r
     next += round_up(B * (size_t)r->in_numel);
     int32_t *next_argmax = r->argmax_arena;
     for (int i = 0; i < r->n_layers; i++) {
-        runner_layer *L = &r->layers[i];
-        if (L->kind == HW_FLATTEN) {
+        const hw_layer *layer = &model->layers[i];
+        if (layer->kind == HW_FLATTEN) {
             r->acts[i + 1] = r->acts[i];
             r->grad_acts[i + 1] = r->grad_acts[i];
             continue;
         }
-        size_t n = round_up(B * (size_t)L->out_numel);
+        size_t n = round_up(B * out_numel(layer));
         r->acts[i + 1] = next;
         r->grad_acts[i + 1] = next + n;
         next += 2 * n;
-        if (L->kind == HW_MAXPOOL2D) {
-            L->argmax = next_argmax;
-            next_argmax += round_up(B * (size_t)L->out_numel);
+        if (layer->kind == HW_MAXPOOL2D) {
+            r->saved[i] = (uint8_t *)next_argmax;
+            next_argmax += round_up(B * out_numel(layer));
         }
     }
     // A flatten right after the input aliases grad_acts[0] (NULL); backward never writes it
@@ -415,45 +300,17 @@ static int mark_compute_end(hw_cuda_runner *r) {
     return HW_OK;
 }
 
-static hw_cuda_ctx ctx_of(const hw_cuda_runner *r) { return hw_cuda_ctx{r->compute, r->blas}; }
-
-static int forward_layer(hw_cuda_runner *r, int i) {
-    const runner_layer *L = &r->layers[i];
-    const float *x = r->acts[i];
-    float *y = r->acts[i + 1];
-    const int B = r->batch;
-    const float *w = L->weight >= 0 ? r->weights + L->weight : NULL;
-    const float *bias = L->bias >= 0 ? r->weights + L->bias : NULL;
-    int64_t n = (int64_t)B * L->out_numel;
-    switch (L->kind) {
-    case HW_LINEAR:
-        return hw_cuda_linear_forward(ctx_of(r), y, x, w, bias, B, L->in_features, L->out_features);
-    case HW_CONV2D: {
-        hw_conv_dims d = L->conv;
-        d.batch = B;
-        return hw_cuda_conv2d_forward(ctx_of(r), y, x, w, bias, d, r->scratch);
-    }
-    case HW_MAXPOOL2D:
-        return hw_cuda_maxpool2d_forward(r->compute, y, L->argmax, x, B, L->channels, L->height, L->width, L->kernel,
-                                         L->stride);
-    case HW_RELU:
-        return hw_cuda_relu_forward(r->compute, y, x, n);
-    case HW_DROPOUT:
-        if (!r->training) return hw_cuda_memcpy_d2d(y, x, (size_t)n * sizeof(float), r->compute);
-        return hw_cuda_dropout_forward(r->compute, y, x, n, L->p, hw_dropout_layer_seed(r->seed, i), r->step);
-    case HW_DROPOUT2D:
-        if (!r->training) return hw_cuda_memcpy_d2d(y, x, (size_t)n * sizeof(float), r->compute);
-        return hw_cuda_dropout2d_forward(r->compute, y, x, (int64_t)B * L->channels, L->in_numel / L->channels, L->p,
-                                         hw_dropout_layer_seed(r->seed, i), r->step);
-    case HW_FLATTEN:
-        return HW_OK;  // a view: acts[i + 1] == acts[i]
-    case HW_LOG_SOFTMAX:
-        return hw_cuda_log_softmax_nll_forward(r->compute, y, r->loss_dev, x, r->has_labels ? r->labels_dev : NULL, B,
-                                               (int)L->out_numel, r->row_loss);
-    case HW_LAYER_KINDS:
-        break;
-    }
-    return hw_fail("GPU runner: unknown layer kind %d", (int)L->kind);
+// The runner's device buffers as the executor (src/nn/exec.c) walks them with hw_cuda_layers.
+static hw_exec_buffers buffers_of(hw_cuda_runner *r) {
+    hw_exec_buffers b = {};
+    b.weights = r->weights;
+    b.grads = r->grads;
+    b.acts = r->acts;
+    b.grad_acts = r->grad_acts;
+    b.saved = r->saved;
+    b.scratch = r->scratch;
+    b.backend = r;
+    return b;
 }
 
 extern "C" int hw_cuda_runner_forward(hw_cuda_runner *r, int training, float *loss) {
@@ -484,9 +341,8 @@ extern "C" int hw_cuda_runner_forward(hw_cuda_runner *r, int training, float *lo
     HW_CHECK(cudaEventRecord(r->slot_free[s], r->compute));
     r->next_forward = 1 - s;
     r->queued--;
-    for (int i = 0; i < r->n_layers; i++) {
-        if (forward_layer(r, i) != HW_OK) return hw_error_prefix("forward, layer %d", i);
-    }
+    hw_exec_buffers b = buffers_of(r);
+    if (hw_exec_forward(&hw_cuda_layers, &r->model, &b, r->batch, training) != HW_OK) return HW_ERR;
     if (training && r->has_labels &&
         hw_cuda_accumulate_loss(r->compute, r->train_loss_sum_dev, r->loss_dev, r->batch) != HW_OK) {
         return HW_ERR;
@@ -502,54 +358,14 @@ extern "C" int hw_cuda_runner_forward(hw_cuda_runner *r, int training, float *lo
     return HW_OK;
 }
 
-static int backward_layer(hw_cuda_runner *r, int i) {
-    const runner_layer *L = &r->layers[i];
-    const int B = r->batch;
-    const float *x = r->acts[i], *y = r->acts[i + 1];
-    const float *dy = r->grad_acts[i + 1];
-    float *dx = i > r->first_trainable ? r->grad_acts[i] : NULL;  // no gradient below the first trainable layer
-    int64_t n = (int64_t)B * L->out_numel;
-    float *dw = L->weight >= 0 && L->weight_trainable ? r->grads + L->weight : NULL;
-    float *dbias = L->bias >= 0 && L->bias_trainable ? r->grads + L->bias : NULL;
-    const float *w = L->weight >= 0 ? r->weights + L->weight : NULL;
-    switch (L->kind) {
-    case HW_LINEAR:
-        return hw_cuda_linear_backward(ctx_of(r), dx, dw, dbias, dy, x, w, B, L->in_features, L->out_features);
-    case HW_CONV2D: {
-        hw_conv_dims d = L->conv;
-        d.batch = B;
-        return hw_cuda_conv2d_backward(ctx_of(r), dx, dw, dbias, dy, x, w, d, r->scratch);
-    }
-    case HW_MAXPOOL2D:
-        if (!dx) return HW_OK;
-        return hw_cuda_maxpool2d_backward(r->compute, dx, dy, L->argmax, B, L->channels, L->height, L->width, L->kernel,
-                                          L->stride);
-    case HW_RELU:
-        return dx ? hw_cuda_relu_backward(r->compute, dx, dy, y, n) : HW_OK;
-    case HW_DROPOUT:
-        if (!dx) return HW_OK;
-        return hw_cuda_dropout_backward(r->compute, dx, dy, n, L->p, hw_dropout_layer_seed(r->seed, i), r->step);
-    case HW_DROPOUT2D:
-        if (!dx) return HW_OK;
-        return hw_cuda_dropout2d_backward(r->compute, dx, dy, (int64_t)B * L->channels, L->in_numel / L->channels,
-                                          L->p, hw_dropout_layer_seed(r->seed, i), r->step);
-    case HW_FLATTEN:
-        return HW_OK;  // grad_acts[i] == grad_acts[i + 1]
-    case HW_LOG_SOFTMAX:
-        return dx ? hw_cuda_log_softmax_nll_backward(r->compute, dx, y, r->labels_dev, B, (int)L->out_numel) : HW_OK;
-    case HW_LAYER_KINDS:
-        break;
-    }
-    return hw_fail("GPU runner: unknown layer kind %d", (int)L->kind);
-}
-
 extern "C" int hw_cuda_runner_backward(hw_cuda_runner *r) {
     if (!r->training || !r->has_labels || r->batch == 0) {
         return hw_fail("GPU runner: backward needs a training forward with labels before it");
     }
     if (use_device(r) != HW_OK) return HW_ERR;
-    for (int i = r->n_layers - 1; i >= r->first_trainable; i--) {
-        if (backward_layer(r, i) != HW_OK) return hw_error_prefix("backward, layer %d", i);
+    hw_exec_buffers b = buffers_of(r);
+    if (hw_exec_backward(&hw_cuda_layers, &r->model, &b, r->batch, r->training, r->first_trainable) != HW_OK) {
+        return HW_ERR;
     }
     return mark_compute_end(r);
 }
@@ -632,23 +448,6 @@ extern "C" int hw_cuda_runner_weights_upload(hw_cuda_runner *r, const float *hos
 extern "C" int hw_cuda_runner_weights_download(hw_cuda_runner *r, float *host) {
     if (use_device(r) != HW_OK) return HW_ERR;
     HW_CHECK(cudaMemcpyAsync(host, r->weights, r->n_weights * sizeof(float), cudaMemcpyDeviceToHost, r->compute));
-    HW_CHECK(cudaStreamSynchronize(r->compute));
-    return HW_OK;
-}
-
-extern "C" int hw_cuda_runner_grads_download(hw_cuda_runner *r, float *host) {
-    if (use_device(r) != HW_OK) return HW_ERR;
-    HW_CHECK(cudaMemcpyAsync(host, r->grads, r->n_weights * sizeof(float), cudaMemcpyDeviceToHost, r->compute));
-    HW_CHECK(cudaStreamSynchronize(r->compute));
-    return HW_OK;
-}
-
-extern "C" int hw_cuda_runner_output(hw_cuda_runner *r, float *host, int *batch) {
-    *batch = r->batch;
-    if (r->batch == 0) return hw_fail("GPU runner: no forward has run yet");
-    if (use_device(r) != HW_OK) return HW_ERR;
-    size_t bytes = (size_t)r->batch * (size_t)r->n_classes * sizeof(float);
-    HW_CHECK(cudaMemcpyAsync(host, r->acts[r->n_layers], bytes, cudaMemcpyDeviceToHost, r->compute));
     HW_CHECK(cudaStreamSynchronize(r->compute));
     return HW_OK;
 }

@@ -222,7 +222,7 @@ static void col2im(const hw_conv2d_dims *d, const float *cols, float *dx) {
     }
 }
 
-static void conv2d_forward(const hw_layer *layer, hw_layer_io *io) {
+int nn_conv2d_forward(const hw_layer *layer, hw_layer_io *io) {
     hw_conv2d_dims d = layer->dims.conv2d;
     int kk = d.in_c * d.k * d.k, out_hw = d.out_h * d.out_w;
     size_t in_size = (size_t)d.in_c * d.in_h * d.in_w, out_size = (size_t)d.out_c * out_hw;
@@ -242,9 +242,10 @@ static void conv2d_forward(const hw_layer *layer, hw_layer_io *io) {
             for (int i = 0; i < out_hw; i++) yo[i] += bias;
         }
     }
+    return HW_OK;
 }
 
-static void conv2d_backward(const hw_layer *layer, hw_layer_io *io) {
+int nn_conv2d_backward(const hw_layer *layer, hw_layer_io *io) {
     hw_conv2d_dims d = layer->dims.conv2d;
     int kk = d.in_c * d.k * d.k, out_hw = d.out_h * d.out_w;
     size_t in_size = (size_t)d.in_c * d.in_h * d.in_w, out_size = (size_t)d.out_c * out_hw;
@@ -293,6 +294,7 @@ static void conv2d_backward(const hw_layer *layer, hw_layer_io *io) {
         }
     }
     if (io->dweight && transposed) transpose(dw_t, kk, d.out_c, io->dweight);
+    return HW_OK;
 }
 
 static double conv2d_flops(const hw_layer *layer) {
@@ -318,8 +320,6 @@ const hw_layer_type hw_layer_conv2d = {
     .keys = {"stride", "padding"},
     .param_names = {"weight", "bias"},
     .configure = conv2d_configure,
-    .forward = conv2d_forward,
-    .backward = conv2d_backward,
     .scratch_floats = conv2d_scratch_floats,
     .saved_bytes = conv2d_saved_bytes,
     .flops = conv2d_flops,

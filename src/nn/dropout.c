@@ -33,12 +33,12 @@ static size_t dropout_saved_bytes(const hw_layer *layer, int batch) {
 // p = 1 drops everything; the kept values' scale is then irrelevant.
 static float keep_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
 
-static void dropout_forward(const hw_layer *layer, hw_layer_io *io) {
+int nn_dropout_forward(const hw_layer *layer, hw_layer_io *io) {
     size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
     float p = layer->dims.dropout.p;
     if (!io->training) {
         if (io->out != io->in) memcpy(io->out, io->in, sizeof(float) * n);
-        return;
+        return HW_OK;
     }
     float scale = keep_scale(p);
     for (size_t i = 0; i < n; i++) {
@@ -46,18 +46,20 @@ static void dropout_forward(const hw_layer *layer, hw_layer_io *io) {
         io->saved[i] = keep;
         io->out[i] = keep ? io->in[i] * scale : 0.0f;
     }
+    return HW_OK;
 }
 
-static void dropout_backward(const hw_layer *layer, hw_layer_io *io) {
-    if (!io->din) return;
+int nn_dropout_backward(const hw_layer *layer, hw_layer_io *io) {
+    if (!io->din) return HW_OK;
     size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
     float p = layer->dims.dropout.p;
     if (!io->training) {  // after an evaluation forward: the identity
         if (io->din != io->dout) memcpy(io->din, io->dout, sizeof(float) * n);
-        return;
+        return HW_OK;
     }
     float scale = keep_scale(p);
     for (size_t i = 0; i < n; i++) io->din[i] = io->saved[i] ? io->dout[i] * scale : 0.0f;
+    return HW_OK;
 }
 
 static void dropout_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {
@@ -74,8 +76,6 @@ const hw_layer_type hw_layer_dropout = {
     .min_args = 0,
     .max_args = 1,
     .configure = dropout_configure,
-    .forward = dropout_forward,
-    .backward = dropout_backward,
     .saved_bytes = dropout_saved_bytes,
     .example = dropout_example,
 };

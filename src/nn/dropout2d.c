@@ -21,12 +21,12 @@ static size_t dropout2d_saved_bytes(const hw_layer *layer, int batch) {
     return (size_t)batch * (size_t)layer->dims.dropout.c;
 }
 
-static void dropout2d_forward(const hw_layer *layer, hw_layer_io *io) {
+int nn_dropout2d_forward(const hw_layer *layer, hw_layer_io *io) {
     size_t planes = (size_t)io->batch * (size_t)layer->dims.dropout.c;
     size_t plane = (size_t)layer->dims.dropout.plane;
     if (!io->training) {
         if (io->out != io->in) memcpy(io->out, io->in, sizeof(float) * planes * plane);
-        return;
+        return HW_OK;
     }
     float p = layer->dims.dropout.p;
     float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
@@ -38,15 +38,16 @@ static void dropout2d_forward(const hw_layer *layer, hw_layer_io *io) {
         float s = keep ? scale : 0.0f;
         for (size_t i = 0; i < plane; i++) y[i] = x[i] * s;
     }
+    return HW_OK;
 }
 
-static void dropout2d_backward(const hw_layer *layer, hw_layer_io *io) {
-    if (!io->din) return;
+int nn_dropout2d_backward(const hw_layer *layer, hw_layer_io *io) {
+    if (!io->din) return HW_OK;
     size_t planes = (size_t)io->batch * (size_t)layer->dims.dropout.c;
     size_t plane = (size_t)layer->dims.dropout.plane;
     if (!io->training) {
         if (io->din != io->dout) memcpy(io->din, io->dout, sizeof(float) * planes * plane);
-        return;
+        return HW_OK;
     }
     float p = layer->dims.dropout.p;
     float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
@@ -56,6 +57,7 @@ static void dropout2d_backward(const hw_layer *layer, hw_layer_io *io) {
         float s = io->saved[c] ? scale : 0.0f;
         for (size_t i = 0; i < plane; i++) dx[i] = dy[i] * s;
     }
+    return HW_OK;
 }
 
 static void dropout2d_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {
@@ -72,8 +74,6 @@ const hw_layer_type hw_layer_dropout2d = {
     .min_args = 0,
     .max_args = 1,
     .configure = dropout2d_configure,
-    .forward = dropout2d_forward,
-    .backward = dropout2d_backward,
     .saved_bytes = dropout2d_saved_bytes,
     .example = dropout2d_example,
 };

@@ -11,15 +11,17 @@ static int flatten_configure(hw_layer *layer, hw_shape *params) {
     return 0;
 }
 
-static void flatten_forward(const hw_layer *layer, hw_layer_io *io) {
+int nn_flatten_forward(const hw_layer *layer, hw_layer_io *io) {
     size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
     if (io->out != io->in) memcpy(io->out, io->in, sizeof(float) * n);
+    return HW_OK;
 }
 
-static void flatten_backward(const hw_layer *layer, hw_layer_io *io) {
-    if (!io->din) return;
+int nn_flatten_backward(const hw_layer *layer, hw_layer_io *io) {
+    if (!io->din) return HW_OK;
     size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
     if (io->din != io->dout) memcpy(io->din, io->dout, sizeof(float) * n);
+    return HW_OK;
 }
 
 static void flatten_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {
@@ -34,7 +36,5 @@ const hw_layer_type hw_layer_flatten = {
     .usage = "(no arguments)",
     .name_prefix = "flatten",
     .configure = flatten_configure,
-    .forward = flatten_forward,
-    .backward = flatten_backward,
     .example = flatten_example,
 };

@@ -24,7 +24,7 @@ static int linear_configure(hw_layer *layer, hw_shape *params) {
     return HW_OK;
 }
 
-static void linear_forward(const hw_layer *layer, hw_layer_io *io) {
+int nn_linear_forward(const hw_layer *layer, hw_layer_io *io) {
     int in = layer->dims.linear.in, out = layer->dims.linear.out;
     // [batch, in] x [out, in]^T: one GEMM for the whole batch, then the bias on each row.
     hw_sgemm(HW_NO_TRANS, HW_TRANS, io->batch, out, in, 1.0f, io->in, in, io->weight, in, 0.0f, io->out, out);
@@ -32,9 +32,10 @@ static void linear_forward(const hw_layer *layer, hw_layer_io *io) {
         float *row = io->out + (size_t)b * out;
         for (int j = 0; j < out; j++) row[j] += io->bias[j];
     }
+    return HW_OK;
 }
 
-static void linear_backward(const hw_layer *layer, hw_layer_io *io) {
+int nn_linear_backward(const hw_layer *layer, hw_layer_io *io) {
     int in = layer->dims.linear.in, out = layer->dims.linear.out;
     if (io->dweight) {  // dW [out, in] = dY^T [out, batch] x X [batch, in]
         hw_sgemm(HW_TRANS, HW_NO_TRANS, out, in, io->batch, 1.0f, io->dout, out, io->in, in, 0.0f, io->dweight, in);
@@ -49,6 +50,7 @@ static void linear_backward(const hw_layer *layer, hw_layer_io *io) {
     if (io->din) {  // dX [batch, in] = dY [batch, out] x W [out, in]
         hw_sgemm(HW_NO_TRANS, HW_NO_TRANS, io->batch, in, out, 1.0f, io->dout, out, io->weight, in, 0.0f, io->din, in);
     }
+    return HW_OK;
 }
 
 static double linear_flops(const hw_layer *layer) { return 2.0 * layer->dims.linear.in * layer->dims.linear.out; }
@@ -68,8 +70,6 @@ const hw_layer_type hw_layer_linear = {
     .max_args = 1,
     .param_names = {"weight", "bias"},
     .configure = linear_configure,
-    .forward = linear_forward,
-    .backward = linear_backward,
     .flops = linear_flops,
     .example = linear_example,
 };

@@ -14,7 +14,7 @@ static int log_softmax_configure(hw_layer *layer, hw_shape *params) {
     return 0;
 }
 
-static void log_softmax_forward(const hw_layer *layer, hw_layer_io *io) {
+int nn_log_softmax_forward(const hw_layer *layer, hw_layer_io *io) {
     int n = (int)layer->in_shape.dims[0];
     for (int b = 0; b < io->batch; b++) {
         const float *x = io->in + (size_t)b * n;
@@ -26,11 +26,12 @@ static void log_softmax_forward(const hw_layer *layer, hw_layer_io *io) {
         float shift = max + (float)log(sum);
         for (int i = 0; i < n; i++) y[i] = x[i] - shift;
     }
+    return HW_OK;
 }
 
 // din = dout - softmax * sum(dout), softmax = exp(out).
-static void log_softmax_backward(const hw_layer *layer, hw_layer_io *io) {
-    if (!io->din) return;
+int nn_log_softmax_backward(const hw_layer *layer, hw_layer_io *io) {
+    if (!io->din) return HW_OK;
     int n = (int)layer->in_shape.dims[0];
     for (int b = 0; b < io->batch; b++) {
         const float *y = io->out + (size_t)b * n, *dy = io->dout + (size_t)b * n;
@@ -39,6 +40,7 @@ static void log_softmax_backward(const hw_layer *layer, hw_layer_io *io) {
         for (int i = 0; i < n; i++) sum += dy[i];
         for (int i = 0; i < n; i++) dx[i] = dy[i] - expf(y[i]) * sum;
     }
+    return HW_OK;
 }
 
 static double log_softmax_flops(const hw_layer *layer) { return 4.0 * (double)layer->in_shape.dims[0]; }
@@ -56,8 +58,6 @@ const hw_layer_type hw_layer_log_softmax = {
     .name_prefix = "log_softmax",
     .is_loss = 1,
     .configure = log_softmax_configure,
-    .forward = log_softmax_forward,
-    .backward = log_softmax_backward,
     .flops = log_softmax_flops,
     .example = log_softmax_example,
 };

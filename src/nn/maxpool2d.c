@@ -88,7 +88,7 @@ static void pool_plane_2x2(const float *restrict x, float *restrict y, int32_t *
     }
 }
 
-static void maxpool2d_forward(const hw_layer *layer, hw_layer_io *io) {
+int nn_maxpool2d_forward(const hw_layer *layer, hw_layer_io *io) {
     const hw_maxpool2d_dims *d = &layer->dims.maxpool2d;
     int k = d->k, stride = d->stride, out_h = d->out_h, out_w = d->out_w, in_h = d->in_h, in_w = d->in_w;
     int planes = io->batch * d->c;
@@ -103,10 +103,11 @@ static void maxpool2d_forward(const hw_layer *layer, hw_layer_io *io) {
             pool_plane(x, y, args + p * out_plane, in_w, out_h, out_w, k, stride);
         }
     }
+    return HW_OK;
 }
 
-static void maxpool2d_backward(const hw_layer *layer, hw_layer_io *io) {
-    if (!io->din) return;
+int nn_maxpool2d_backward(const hw_layer *layer, hw_layer_io *io) {
+    if (!io->din) return HW_OK;
     const hw_maxpool2d_dims *d = &layer->dims.maxpool2d;
     int k = d->k, stride = d->stride, out_h = d->out_h, out_w = d->out_w, in_h = d->in_h, in_w = d->in_w;
     int planes = io->batch * d->c;
@@ -123,6 +124,7 @@ static void maxpool2d_backward(const hw_layer *layer, hw_layer_io *io) {
             for (size_t o = 0; o < out_plane; o++) dx[arg[o]] += dy[o];
         }
     }
+    return HW_OK;
 }
 
 static void maxpool2d_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {
@@ -146,8 +148,6 @@ const hw_layer_type hw_layer_maxpool2d = {
     .max_args = 1,
     .keys = {"stride"},
     .configure = maxpool2d_configure,
-    .forward = maxpool2d_forward,
-    .backward = maxpool2d_backward,
     .saved_bytes = maxpool2d_saved_bytes,
     .example = maxpool2d_example,
 };

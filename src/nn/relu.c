@@ -11,7 +11,7 @@ static int relu_configure(hw_layer *layer, hw_shape *params) {
 }
 
 // The loops read every operand unconditionally so that they compile to vector selects.
-static void relu_forward(const hw_layer *layer, hw_layer_io *io) {
+int nn_relu_forward(const hw_layer *layer, hw_layer_io *io) {
     size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
     const float *restrict x = io->in;
     float *restrict y = io->out;
@@ -19,10 +19,11 @@ static void relu_forward(const hw_layer *layer, hw_layer_io *io) {
         float v = x[i];
         y[i] = v < 0.0f ? 0.0f : v;  // a NaN passes, as in torch.relu
     }
+    return HW_OK;
 }
 
-static void relu_backward(const hw_layer *layer, hw_layer_io *io) {
-    if (!io->din) return;
+int nn_relu_backward(const hw_layer *layer, hw_layer_io *io) {
+    if (!io->din) return HW_OK;
     size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
     const float *restrict y = io->out, *restrict dy = io->dout;
     float *restrict dx = io->din;
@@ -30,6 +31,7 @@ static void relu_backward(const hw_layer *layer, hw_layer_io *io) {
         float g = dy[i];
         dx[i] = y[i] > 0.0f ? g : 0.0f;
     }
+    return HW_OK;
 }
 
 static void relu_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {
@@ -44,7 +46,5 @@ const hw_layer_type hw_layer_relu = {
     .usage = "(no arguments)",
     .name_prefix = "relu",
     .configure = relu_configure,
-    .forward = relu_forward,
-    .backward = relu_backward,
     .example = relu_example,
 };

@@ -1,4 +1,5 @@
-// Running a model: the workspace, forward with the fused NLL loss, backward into the flat gradient.
+// Running a model on the CPU: the workspace, forward (through the executor, src/nn/exec.c) and the
+// NLL loss, backward from the loss into the flat gradient.
 #include "hw/nn.h"
 
 #include "hw/err.h"
@@ -101,24 +102,15 @@ int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, u
     return HW_OK;
 }
 
-// The views of layer `layer`'s parameters in `base` (weights or gradients); NULL where it has none.
-static float *param_view(const hw_model *model, const hw_layer *layer, int i, float *base) {
-    if (i >= layer->n_params) return NULL;
-    return base + model->params[layer->first_param + i].offset;
-}
-
-// What layer i's forward and backward work on, in the mode of the last forward (ws->training).
-static hw_layer_io layer_io(const hw_model *model, hw_workspace *ws, int i, int batch) {
-    const hw_layer *layer = &model->layers[i];
-    return (hw_layer_io){
-        .batch = batch,
-        .training = ws->training,
-        .in = ws->acts[i],
-        .out = ws->acts[i + 1],
-        .weight = param_view(model, layer, 0, model->weights),
-        .bias = param_view(model, layer, 1, model->weights),
+// The workspace's buffers as the executor walks them, on the CPU.
+static hw_exec_buffers buffers_of(const hw_model *model, hw_workspace *ws) {
+    return (hw_exec_buffers){
+        .weights = model->weights,
+        .grads = ws->grads,
+        .acts = ws->acts,
+        .grad_acts = ws->grad_acts,
+        .saved = ws->saved,
         .scratch = ws->scratch,
-        .saved = ws->saved[i],
         .rng = &ws->rng,
     };
 }
@@ -137,11 +129,8 @@ float hw_model_forward(const hw_model *model, hw_workspace *ws, const float *x, 
     // The input is read where it is; it must stay valid until backward.
     ws->acts[0] = (float *)x;
     ws->training = training;
-    for (int i = 0; i < model->n_layers; i++) {
-        const hw_layer *layer = &model->layers[i];
-        hw_layer_io io = layer_io(model, ws, i, batch);
-        layer->type->forward(layer, &io);
-    }
+    hw_exec_buffers bufs = buffers_of(model, ws);
+    hw_exec_forward(&hw_cpu_backend, model, &bufs, batch, training);  // the CPU's layers cannot fail
     if (!labels) return 0.0f;
     // mean negative log-likelihood (F.nll_loss, reduction 'mean')
     const float *logp = ws->acts[model->n_layers];
@@ -153,24 +142,13 @@ float hw_model_forward(const hw_model *model, hw_workspace *ws, const float *x, 
     return (float)(sum / batch);
 }
 
-// The first layer with a parameter that is not frozen (n_layers when none).
-static int first_trainable_layer(const hw_model *model) {
-    for (int i = 0; i < model->n_layers; i++) {
-        const hw_layer *layer = &model->layers[i];
-        for (int j = 0; j < layer->n_params; j++) {
-            if (!model->params[layer->first_param + j].frozen) return i;
-        }
-    }
-    return model->n_layers;
-}
-
 int hw_model_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labels, int batch) {
     // A bad call must not return quietly: the step after it would apply the previous gradients.
     if (batch < 1 || batch > ws->max_batch) {
         return hw_fail("backward: batch of %d outside [1, %d] (the workspace's max_batch)", batch, ws->max_batch);
     }
     if (!labels) return hw_fail("backward: no labels (the loss needs them)");
-    int first = first_trainable_layer(model);
+    int first = hw_exec_first_trainable(model);
     ws->first_trainable = first;
     if (first == model->n_layers) return HW_OK;  // nothing trains: no gradient to compute
     // d(mean NLL)/d(log-probs): -1/batch at each sample's label, 0 elsewhere
@@ -180,23 +158,8 @@ int hw_model_backward(const hw_model *model, hw_workspace *ws, const uint8_t *la
     for (int b = 0; b < batch; b++) {
         if (labels[b] < classes) g[(size_t)b * classes + labels[b]] = -1.0f / (float)batch;
     }
-    for (int i = model->n_layers - 1; i >= first; i--) {
-        const hw_layer *layer = &model->layers[i];
-        float *dweight = NULL, *dbias = NULL;
-        if (layer->n_params > 0 && !model->params[layer->first_param].frozen) {
-            dweight = param_view(model, layer, 0, ws->grads);
-        }
-        if (layer->n_params > 1 && !model->params[layer->first_param + 1].frozen) {
-            dbias = param_view(model, layer, 1, ws->grads);
-        }
-        hw_layer_io io = layer_io(model, ws, i, batch);
-        io.dout = ws->grad_acts[i + 1];
-        io.din = i > first ? ws->grad_acts[i] : NULL;
-        io.dweight = dweight;
-        io.dbias = dbias;
-        layer->type->backward(layer, &io);
-    }
-    return HW_OK;
+    hw_exec_buffers bufs = buffers_of(model, ws);
+    return hw_exec_backward(&hw_cpu_backend, model, &bufs, batch, ws->training, first);
 }
 
 int hw_model_count_correct(const hw_model *model, const hw_workspace *ws, const uint8_t *labels, int batch) {

@@ -118,7 +118,7 @@ static int team_queue(gpu_team *team, const hw_dataset *ds, const int64_t *order
                       int batch_size) {
     if (*pos >= n) return 0;
     int batch = (int)(n - *pos < batch_size ? n - *pos : batch_size);
-    hw_batch_gather_u8(ds, order + *pos, batch, team->x, team->y);
+    batch_gather_u8(ds, order + *pos, batch, team->x, team->y);
     for (int k = 0; k < team->replicas; k++) {
         int offset, count;
         hw_dp_chunk(batch, team->replicas, k, &offset, &count);
@@ -228,7 +228,6 @@ static int gpu_snapshot(void *arg, hw_train_outputs *log) {
 
 int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
     memset(result, 0, sizeof *result);
-    if (train_cuda_check_build("DataParallel on GPUs") != HW_OK) return HW_ERR;
     const int K = config->replicas;
     if (K < 1) return hw_fail("DataParallel on GPUs needs at least one replica, got %d", K);
     hw_model *model = &in->model;

@@ -7,18 +7,20 @@
 // calls into the core resolve to the executable's own symbols (hogwild is linked -rdynamic with
 // the whole core), so there is one error message, one shm name table, one of every global.
 //
-// A binary that links the GPU code itself (the test binary; CUDA=0 and simulated builds, where
-// the trainers come with the library) calls it directly: the weak references below are then set.
+// A binary that links the GPU code itself (the test binary; the simulated build, where the
+// trainers come with the library) calls it directly: the weak references below are then set.
+// A build without CUDA (make CUDA=0, or no nvcc) has no GPU part: the door refuses, naming it.
 #include "hw/train.h"
 
 #include "hw/err.h"
+
+#include <stdio.h>
+#include <string.h>
 
 #ifdef HW_CUDA_PLUGIN
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 typedef int (*train_fn)(const hw_train_config *, hw_train_inputs *, hw_train_result *);
@@ -62,6 +64,28 @@ int hw_gpu_train_dataparallel(const hw_train_config *config, hw_train_inputs *in
     train_fn fn =
         hw_train_dataparallel_cuda ? hw_train_dataparallel_cuda : load_trainer("hw_train_dataparallel_cuda");
     return fn ? fn(config, in, result) : HW_ERR;
+}
+
+#elif defined(HW_WITHOUT_CUDA)
+
+static int without_cuda(const char *what, hw_train_result *result) {
+    memset(result, 0, sizeof *result);
+    return hw_fail("%s: hogwild was built without CUDA (make CUDA=0, or no nvcc was found); train with --device cpu, "
+                   "or rebuild where nvcc is installed",
+                   what);
+}
+
+int hw_gpu_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
+    (void)in;
+    char name[32], what[64];
+    hw_device_format(config->device, name, sizeof name);
+    snprintf(what, sizeof what, "--device %s", name);
+    return without_cuda(what, result);
+}
+
+int hw_gpu_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
+    (void)config, (void)in;
+    return without_cuda("DataParallel on GPUs", result);
 }
 
 #else

@@ -46,12 +46,12 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
     int64_t samples = 0;
     double loss_sum = 0, last_finite_loss = NAN;
     int batches = 0;
-    hw_measure_worker measured, *measure = NULL;  // --measure
-    if (job->measure) hw_measure_worker_open(measure = &measured, job->measure, rank);
+    measure_worker measured, *measure = NULL;  // --measure
+    if (job->measure) measure_worker_open(measure = &measured, job->measure, rank);
     for (int epoch = job->first_epoch; epoch < config->epochs; epoch++) {
         if (!hogwild_wait_for_epoch(job->control, epoch)) return HW_OK;
         memcpy(local->weights, model->weights, sizeof(float) * model->n_weights);
-        if (measure) hw_measure_weights_read(measure);
+        if (measure) measure_weights_read(measure);
         int64_t count = hw_sampler_shard_size(train->n, config->workers, rank);
         if (hw_sampler_shard(shard, train->n, config->workers, rank, epoch, config->seed) != HW_OK) return HW_ERR;
         hw_loader *loader;
@@ -62,7 +62,7 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
         const uint8_t *y;
         int batch;
         while ((batch = hw_loader_next(loader, &x, &y)) > 0) {
-            if (measure) hw_measure_step_begin(measure);
+            if (measure) measure_step_begin(measure);
             float loss = hw_model_forward(local, ws, x, y, batch, 1);
             if (hw_loss_diverged(loss)) {
                 // Diverged: its gradient would write NaN, inf or huge steps into everyone's weights. The
@@ -78,7 +78,7 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
             }
             // THE Hogwild update: straight onto the shared weights, no lock.
             if (measure) {
-                hw_measure_update(measure, opt, model, model->weights, ws->grads, local->weights);
+                measure_update(measure, opt, model, model->weights, ws->grads, local->weights);
             } else {
                 hw_sgd_step_and_copy(opt, model, model->weights, ws->grads, local->weights);
             }
@@ -152,7 +152,7 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
     hw_measure measure = {0};
     int status = hw_train_start_weights(config, model, &job.first_epoch, &samples_before);
     atomic_store(&control->released_epoch, job.first_epoch);
-    if (status == HW_OK && config->measure && (status = hw_measure_open(&measure, model, config->workers)) == HW_OK) {
+    if (status == HW_OK && config->measure && (status = measure_open(&measure, model, config->workers)) == HW_OK) {
         job.measure = &measure;
     }
     if (status == HW_OK) status = hw_train_outputs_open(&log, config, in, job.first_epoch, samples_before);
@@ -175,9 +175,9 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
                                   .measure = job.measure};
         status = hogwild_watch_run(&watch, &spawn, &log, result);
         hw_spawn_free(&spawn);
-        if (status == HW_OK && !result->interrupted_by && job.measure) hw_measure_report(job.measure, &log.progress);
+        if (status == HW_OK && !result->interrupted_by && job.measure) measure_report(job.measure, &log.progress);
     }
-    hw_measure_close(&measure);
+    measure_close(&measure);
     hw_train_outputs_close(&log);
     hw_model_bind_weights(model, NULL);
     hw_shm_close(&shm);

@@ -94,7 +94,7 @@ static int queue_batch(hw_cuda_runner *runner, const hw_dataset *ds, const int64
                        int64_t *pos, int batch_size, uint8_t *x, uint8_t *y) {
     if (*pos >= count) return 0;
     int batch = (int)(count - *pos < batch_size ? count - *pos : batch_size);
-    hw_batch_gather_u8(ds, shard + *pos, batch, x, y);
+    batch_gather_u8(ds, shard + *pos, batch, x, y);
     if (hw_cuda_runner_upload_u8(runner, x, y, batch) != HW_OK) return -1;
     *pos += batch;
     return batch;
@@ -309,12 +309,6 @@ static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_j
 
 int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
     memset(result, 0, sizeof *result);
-    char name[32];
-    hw_device_format(config->device, name, sizeof name);
-    char what[64];
-    snprintf(what, sizeof what, "--device %s", name);
-    // No CUDA call may come before the fork: this one only asks what was compiled in.
-    if (train_cuda_check_build(what) != HW_OK) return HW_ERR;
 
     // The host copy of the weights: initialised (or loaded) here, before the fork, uploaded by the
     // parent after it; the workers never read it.

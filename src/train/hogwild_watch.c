@@ -180,7 +180,7 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
                 status = HW_ERR;
                 break;
             }
-            if (watch->measure) hw_measure_capture(watch->measure, log->snapshot);  // the workers wait
+            if (watch->measure) measure_capture(watch->measure, log->snapshot);  // the workers wait
             epochs_handled++;
             if (epochs_handled == epochs_to_run) {
                 // Training is over: its time ends at the last join, before the final evaluation.
@@ -198,7 +198,7 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
         } else if (next_eval > 0 && samples >= next_eval && samples < (int64_t)(epochs_handled + 1) * watch->n_train) {
             // A mid-epoch point of the curve: a snapshot taken while the workers write (Hogwild).
             // Not once the epoch's last samples are in: the epoch-end row comes next.
-            if (watch->measure) hw_measure_capture(watch->measure, NULL);  // lost updates: epoch ends only
+            if (watch->measure) measure_capture(watch->measure, NULL);  // lost updates: epoch ends only
             // One evaluation for every point passed since the last: the others are skipped.
             hw_train_outputs_pass_points(log, &next_eval, samples, 0);
             if (watch->snapshot(watch->snapshot_ctx, log) != HW_OK ||

@@ -11,21 +11,21 @@
 static size_t round_up(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 
 // The shared region: head, one slot per worker, one buffer of n_weights doubles per worker.
-static size_t slots_offset(void) { return round_up(sizeof(hw_measure_shared)); }
-static size_t buffers_offset(int workers) { return slots_offset() + sizeof(hw_measure_slot) * (size_t)workers; }
+static size_t slots_offset(void) { return round_up(sizeof(measure_shared)); }
+static size_t buffers_offset(int workers) { return slots_offset() + sizeof(measure_slot) * (size_t)workers; }
 static size_t buffer_bytes(size_t n_weights) { return round_up(sizeof(double) * n_weights); }
 
-static hw_measure_slot *slot_of(hw_measure_shared *shared, int rank) {
-    return (hw_measure_slot *)((char *)shared + slots_offset()) + rank;
+static measure_slot *slot_of(measure_shared *shared, int rank) {
+    return (measure_slot *)((char *)shared + slots_offset()) + rank;
 }
 
-static double *applied_of(hw_measure_shared *shared, int workers, size_t n_weights, int rank) {
+static double *applied_of(measure_shared *shared, int workers, size_t n_weights, int rank) {
     return (double *)((char *)shared + buffers_offset(workers) + buffer_bytes(n_weights) * (size_t)rank);
 }
 
 // ---- the parent ----
 
-int hw_measure_open(hw_measure *m, const hw_model *model, int workers) {
+int measure_open(hw_measure *m, const hw_model *model, int workers) {
     memset(m, 0, sizeof *m);
     m->workers = workers;
     m->model = model;
@@ -37,12 +37,12 @@ int hw_measure_open(hw_measure *m, const hw_model *model, int workers) {
     m->lost_per_param = malloc(sizeof(double) * (size_t)(model->n_params > 0 ? model->n_params : 1));
     if (!m->initial || !m->lost_per_param) return hw_fail("--measure: out of memory for a copy of the weights");
     memcpy(m->initial, model->weights, sizeof(float) * model->n_weights);
-    hw_measure_stats_of(slot_of(m->shared, 0), workers, &m->total);  // no steps yet: nan means
+    measure_stats_of(slot_of(m->shared, 0), workers, &m->total);  // no steps yet: nan means
     for (int p = 0; p < model->n_params; p++) m->lost_per_param[p] = NAN;
     return HW_OK;
 }
 
-void hw_measure_close(hw_measure *m) {
+void measure_close(hw_measure *m) {
     hw_shm_close(&m->shm);
     free(m->initial);
     free(m->lost_per_param);
@@ -55,29 +55,29 @@ void hw_measure_close(hw_measure *m) {
 static int64_t percentile(const int64_t *hist, int64_t total, double share) {
     int64_t need = (int64_t)ceil(share * (double)total), seen = 0;
     if (need < 1) need = 1;
-    for (int s = 0; s < HW_STALE_BINS; s++) {
+    for (int s = 0; s < STALE_BINS; s++) {
         seen += hist[s];
         if (seen >= need) return s;
     }
-    return HW_STALE_EXACT;
+    return STALE_EXACT;
 }
 
 // The CSV bin of staleness s: 0, 1, then [2^(k-1), 2^k) in bin k, and 1024 or more in the last.
 static int csv_bin(int s) {
     int bin = 0;
-    while (s > 0 && bin < HW_STALE_CSV_BINS - 1) {
+    while (s > 0 && bin < STALE_CSV_BINS - 1) {
         s >>= 1;
         bin++;
     }
     return bin;
 }
 
-void hw_measure_stats_of(const hw_measure_slot *slots, int n_slots, hw_measure_stats *st) {
+void measure_stats_of(const measure_slot *slots, int n_slots, measure_stats *st) {
     memset(st, 0, sizeof *st);
-    int64_t hist[HW_STALE_BINS] = {0};
+    int64_t hist[STALE_BINS] = {0};
     double stale_sum = 0, us_sum = 0, compute = 0, update = 0;
     for (int r = 0; r < n_slots; r++) {
-        const hw_measure_slot *slot = &slots[r];
+        const measure_slot *slot = &slots[r];
         st->steps += atomic_load_explicit(&slot->steps, memory_order_relaxed);
         st->overlapped += atomic_load_explicit(&slot->overlapped, memory_order_relaxed);
         stale_sum += (double)atomic_load_explicit(&slot->stale_sum, memory_order_relaxed);
@@ -88,9 +88,9 @@ void hw_measure_stats_of(const hw_measure_slot *slots, int n_slots, hw_measure_s
         if (us_max > st->stale_us_max) st->stale_us_max = us_max;
         compute += atomic_load_explicit(&slot->compute_seconds, memory_order_relaxed);
         update += atomic_load_explicit(&slot->update_seconds, memory_order_relaxed);
-        for (int s = 0; s < HW_STALE_BINS; s++) hist[s] += atomic_load_explicit(&slot->stale_hist[s], memory_order_relaxed);
+        for (int s = 0; s < STALE_BINS; s++) hist[s] += atomic_load_explicit(&slot->stale_hist[s], memory_order_relaxed);
     }
-    for (int s = 0; s < HW_STALE_BINS; s++) st->csv_hist[csv_bin(s)] += hist[s];
+    for (int s = 0; s < STALE_BINS; s++) st->csv_hist[csv_bin(s)] += hist[s];
     if (st->steps == 0) {
         st->stale_mean = st->stale_us_mean = st->stale_us_max = NAN;
         st->compute_us_per_step = st->update_us_per_step = NAN;
@@ -104,7 +104,7 @@ void hw_measure_stats_of(const hw_measure_slot *slots, int n_slots, hw_measure_s
     // The slots are read while workers may still write them: keep the percentiles consistent
     // with the histogram actually read.
     int64_t counted = 0;
-    for (int s = 0; s < HW_STALE_BINS; s++) counted += hist[s];
+    for (int s = 0; s < STALE_BINS; s++) counted += hist[s];
     st->stale_median = percentile(hist, counted, 0.5);
     st->stale_p99 = percentile(hist, counted, 0.99);
 }
@@ -129,15 +129,15 @@ static double fraction(double lost_sq, double applied_sq) {
     return applied_sq > 0 ? sqrt(lost_sq / applied_sq) : NAN;  // lost, yet nothing applied: no fraction
 }
 
-double hw_measure_lost_fraction(const float *initial, const float *final, const double *const *applied,
+double measure_lost_fraction(const float *initial, const float *final, const double *const *applied,
                                 int workers, size_t begin, size_t end) {
     double lost_sq = 0, applied_sq = 0;
     lost_sums(initial, final, applied, workers, begin, end, &lost_sq, &applied_sq);
     return fraction(lost_sq, applied_sq);
 }
 
-void hw_measure_capture(hw_measure *m, const float *end_weights) {
-    hw_measure_stats_of(slot_of(m->shared, 0), m->workers, &m->total);
+void measure_capture(hw_measure *m, const float *end_weights) {
+    measure_stats_of(slot_of(m->shared, 0), m->workers, &m->total);
     m->lost_total = NAN;
     if (!end_weights) return;
     const hw_model *model = m->model;
@@ -160,9 +160,9 @@ void hw_measure_capture(hw_measure *m, const float *end_weights) {
     m->lost_total = fraction(lost_sq, applied_sq);
 }
 
-static void print_stats_row(hw_progress *progress, const char *who, const hw_measure_stats *st) {
+static void print_stats_row(hw_progress *progress, const char *who, const measure_stats *st) {
     char p99[32], max[32];
-    snprintf(p99, sizeof p99, "%s%lld", st->stale_p99 >= HW_STALE_EXACT ? ">=" : "", (long long)st->stale_p99);
+    snprintf(p99, sizeof p99, "%s%lld", st->stale_p99 >= STALE_EXACT ? ">=" : "", (long long)st->stale_p99);
     snprintf(max, sizeof max, "%lld", (long long)st->stale_max);
     double overlap = st->steps > 0 ? 100.0 * (double)st->overlapped / (double)st->steps : NAN;
     hw_progress_message(progress, "  %-7s %9lld %8.2f %6lld %6s %6s %10.0f %10.0f %9.1f%% %10.1f %10.1f\n", who,
@@ -171,7 +171,7 @@ static void print_stats_row(hw_progress *progress, const char *who, const hw_mea
                         st->update_us_per_step);
 }
 
-void hw_measure_report(const hw_measure *m, hw_progress *progress) {
+void measure_report(const hw_measure *m, hw_progress *progress) {
     hw_progress_message(progress,
                         "measure: staleness = other workers' updates between reading the weights and writing "
                         "the update\n"
@@ -179,8 +179,8 @@ void hw_measure_report(const hw_measure *m, hw_progress *progress) {
                         "worker", "updates", "mean", "median", "p99", "max", "mean us", "max us", "overlap",
                         "fwd+bwd us", "update us");
     for (int r = 0; r < m->workers; r++) {
-        hw_measure_stats st;
-        hw_measure_stats_of(slot_of(m->shared, r), 1, &st);
+        measure_stats st;
+        measure_stats_of(slot_of(m->shared, r), 1, &st);
         char who[16];
         snprintf(who, sizeof who, "%d", r);
         print_stats_row(progress, who, &st);
@@ -188,11 +188,11 @@ void hw_measure_report(const hw_measure *m, hw_progress *progress) {
     if (m->workers > 1) print_stats_row(progress, "all", &m->total);
     hw_progress_message(progress, "  staleness histogram, updates per bin [0] [1] [2,4) [4,8) ... [512,1024) [1024,inf):\n");
     for (int r = 0; r < m->workers; r++) {
-        hw_measure_stats st;
-        hw_measure_stats_of(slot_of(m->shared, r), 1, &st);
-        char line[HW_STALE_CSV_BINS * 22];
+        measure_stats st;
+        measure_stats_of(slot_of(m->shared, r), 1, &st);
+        char line[STALE_CSV_BINS * 22];
         size_t used = 0;
-        for (int b = 0; b < HW_STALE_CSV_BINS; b++) {
+        for (int b = 0; b < STALE_CSV_BINS; b++) {
             used += (size_t)snprintf(line + used, sizeof line - used, " %lld", (long long)st.csv_hist[b]);
         }
         hw_progress_message(progress, "  %-7d%s\n", r, line);
@@ -206,23 +206,23 @@ void hw_measure_report(const hw_measure *m, hw_progress *progress) {
     }
 }
 
-const char *hw_measure_csv_header(void) {
+const char *measure_csv_header(void) {
     return ",updates,staleness_mean,staleness_median,staleness_p99,staleness_max,staleness_us_mean,"
            "staleness_us_max,overlap_fraction,compute_us_per_step,update_us_per_step,lost_fraction,"
            "staleness_histogram";
 }
 
-int hw_measure_csv_fields(const hw_measure *m, char *buf, size_t cap) {
-    hw_measure_stats none = {.stale_mean = NAN, .stale_us_mean = NAN, .stale_us_max = NAN,
+int measure_csv_fields(const hw_measure *m, char *buf, size_t cap) {
+    measure_stats none = {.stale_mean = NAN, .stale_us_mean = NAN, .stale_us_max = NAN,
                              .compute_us_per_step = NAN, .update_us_per_step = NAN};
-    const hw_measure_stats *st = m ? &m->total : &none;
+    const measure_stats *st = m ? &m->total : &none;
     double overlap = st->steps > 0 ? (double)st->overlapped / (double)st->steps : NAN;
     double lost = m ? m->lost_total : NAN;
     int used = snprintf(buf, cap, ",%lld,%.4f,%lld,%lld,%lld,%.1f,%.1f,%.6f,%.2f,%.2f,%.6g,", (long long)st->steps,
                         st->stale_mean, (long long)st->stale_median, (long long)st->stale_p99,
                         (long long)st->stale_max, st->stale_us_mean, st->stale_us_max, overlap,
                         st->compute_us_per_step, st->update_us_per_step, lost);
-    for (int b = 0; b < HW_STALE_CSV_BINS && used >= 0 && (size_t)used < cap; b++) {
+    for (int b = 0; b < STALE_CSV_BINS && used >= 0 && (size_t)used < cap; b++) {
         used += snprintf(buf + used, cap - (size_t)used, "%s%lld", b ? ";" : "", (long long)st->csv_hist[b]);
     }
     return used;
@@ -230,14 +230,14 @@ int hw_measure_csv_fields(const hw_measure *m, char *buf, size_t cap) {
 
 // ---- a worker ----
 
-void hw_measure_worker_open(hw_measure_worker *w, hw_measure *m, int rank) {
+void measure_worker_open(measure_worker *w, hw_measure *m, int rank) {
     memset(w, 0, sizeof *w);
     w->shared = m->shared;
     w->slot = slot_of(m->shared, rank);
     w->applied = applied_of(m->shared, m->workers, m->model->n_weights, rank);
 }
 
-void hw_measure_weights_read(hw_measure_worker *w) {
+void measure_weights_read(measure_worker *w) {
     w->read_update = atomic_load(&w->shared->updates);
     w->read_time = hw_now();
 }
@@ -251,9 +251,9 @@ static void add_seconds(_Atomic double *sum, double by) {
     atomic_store_explicit(sum, atomic_load_explicit(sum, memory_order_relaxed) + by, memory_order_relaxed);
 }
 
-void hw_measure_update(hw_measure_worker *w, hw_sgd *opt, const hw_model *model, float *weights,
+void measure_update(measure_worker *w, hw_sgd *opt, const hw_model *model, float *weights,
                        const float *grads, float *copy) {
-    hw_measure_shared *shared = w->shared;
+    measure_shared *shared = w->shared;
     double begin = hw_now();
     long long entered = atomic_fetch_add(&shared->update_entries, 1);
     int others_inside = atomic_fetch_add(&shared->in_update, 1);
@@ -263,7 +263,7 @@ void hw_measure_update(hw_measure_worker *w, hw_sgd *opt, const hw_model *model,
     long long landed = atomic_fetch_add(&shared->updates, 1);  // updates before this one
     double end = hw_now();
 
-    hw_measure_slot *slot = w->slot;
+    measure_slot *slot = w->slot;
     long long stale = landed - w->read_update;
     double stale_us = (end - w->read_time) * 1e6;
     add_count(&slot->steps, 1);
@@ -272,7 +272,7 @@ void hw_measure_update(hw_measure_worker *w, hw_sgd *opt, const hw_model *model,
     if (stale > atomic_load_explicit(&slot->stale_max, memory_order_relaxed)) {
         atomic_store_explicit(&slot->stale_max, stale, memory_order_relaxed);
     }
-    add_count(&slot->stale_hist[stale < HW_STALE_EXACT ? stale : HW_STALE_EXACT], 1);
+    add_count(&slot->stale_hist[stale < STALE_EXACT ? stale : STALE_EXACT], 1);
     add_seconds(&slot->stale_us_sum, stale_us);
     if (stale_us > atomic_load_explicit(&slot->stale_us_max, memory_order_relaxed)) {
         atomic_store_explicit(&slot->stale_us_max, stale_us, memory_order_relaxed);

@@ -40,10 +40,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-// Staleness counts 0 .. HW_STALE_EXACT - 1 are counted exactly; the last bin holds the rest.
-enum { HW_STALE_EXACT = 1024, HW_STALE_BINS = HW_STALE_EXACT + 1 };
+// Staleness counts 0 .. STALE_EXACT - 1 are counted exactly; the last bin holds the rest.
+enum { STALE_EXACT = 1024, STALE_BINS = STALE_EXACT + 1 };
 // The CSV's histogram: bins [0], [1], [2,4), [4,8), ..., [512,1024), [1024, inf).
-enum { HW_STALE_CSV_BINS = 12 };
+enum { STALE_CSV_BINS = 12 };
 
 // One worker's counts, written by that worker only (relaxed atomic stores), read by the parent.
 typedef struct {
@@ -55,35 +55,36 @@ typedef struct {
     _Atomic double stale_us_max;
     _Atomic double compute_seconds;       // forward + backward, all steps
     _Atomic double update_seconds;        // the SGD pass over the shared weights, all steps
-    atomic_llong stale_hist[HW_STALE_BINS];
-} hw_measure_slot;
+    atomic_llong stale_hist[STALE_BINS];
+} measure_slot;
 
 // The head of the shared region; the slots and each worker's applied-increment buffer follow.
 typedef struct {
     alignas(64) atomic_llong updates;     // updates landed, all workers
     atomic_llong update_entries;          // updates begun, all workers
     atomic_int in_update;                 // workers inside their update now
-} hw_measure_shared;
+} measure_shared;
 
 // Staleness and contention of several workers together, or one.
 typedef struct {
     int64_t steps;
     int64_t overlapped;
     double stale_mean, stale_us_mean, stale_us_max;
-    int64_t stale_median, stale_p99, stale_max;    // HW_STALE_EXACT means "HW_STALE_EXACT or more"
+    int64_t stale_median, stale_p99, stale_max;    // STALE_EXACT means "STALE_EXACT or more"
     double compute_us_per_step, update_us_per_step;
-    int64_t csv_hist[HW_STALE_CSV_BINS];
-} hw_measure_stats;
+    int64_t csv_hist[STALE_CSV_BINS];
+} measure_stats;
 
-// The parent's view, made before fork.
+// The parent's view, made before fork. (It keeps the hw_ prefix: include/hw/train.h names it,
+// opaque, in the metrics row.)
 typedef struct hw_measure {
     hw_shm shm;
-    hw_measure_shared *shared;
+    measure_shared *shared;
     int workers;
     const hw_model *model;
     float *initial;                       // the weights this run started from (private)
-    // At the last evaluation point (hw_measure_capture), for the metrics row and the summary:
-    hw_measure_stats total;
+    // At the last evaluation point (measure_capture), for the metrics row and the summary:
+    measure_stats total;
     double lost_total;                    // NAN until an epoch end
     double *lost_per_param;               // model->n_params fractions; NAN for frozen parameters
 } hw_measure;
@@ -91,43 +92,43 @@ typedef struct hw_measure {
 // ---- the parent ----
 // Maps the shared counters, slots and buffers for `workers` and keeps a copy of the initial
 // weights (call after they are set, before fork).
-int hw_measure_open(hw_measure *m, const hw_model *model, int workers);
-void hw_measure_close(hw_measure *m);
+int measure_open(hw_measure *m, const hw_model *model, int workers);
+void measure_close(hw_measure *m);
 // Reads every worker's counts into m->total. With `end_weights` (the weights at an epoch end,
 // while every worker waits at the barrier or has exited) also the lost-update fractions.
-void hw_measure_capture(hw_measure *m, const float *end_weights);
+void measure_capture(hw_measure *m, const float *end_weights);
 // The block printed after training: per worker and in total, and the lost fraction per tensor.
-void hw_measure_report(const hw_measure *m, hw_progress *progress);
+void measure_report(const hw_measure *m, hw_progress *progress);
 // The CSV columns of --measure (appended after the usual ones), and one row's fields, each
 // starting with a comma, into buf (snprintf's return: the length it needed); `m` may be NULL (a
 // row before any measurement: nan and zeros).
-const char *hw_measure_csv_header(void);
-int hw_measure_csv_fields(const hw_measure *m, char *buf, size_t cap);
+const char *measure_csv_header(void);
+int measure_csv_fields(const hw_measure *m, char *buf, size_t cap);
 
 // Staleness, contention and times of `n_slots` slots (for a worker: 1).
-void hw_measure_stats_of(const hw_measure_slot *slots, int n_slots, hw_measure_stats *stats);
+void measure_stats_of(const measure_slot *slots, int n_slots, measure_stats *stats);
 // ||lost|| / ||applied|| over weights [begin, end): 0 when nothing was lost, NAN when something
 // was lost but nothing applied.
-double hw_measure_lost_fraction(const float *initial, const float *final, const double *const *applied,
+double measure_lost_fraction(const float *initial, const float *final, const double *const *applied,
                                 int workers, size_t begin, size_t end);
 
 // ---- a worker (after fork) ----
 typedef struct {
-    hw_measure_shared *shared;
-    hw_measure_slot *slot;
+    measure_shared *shared;
+    measure_slot *slot;
     double *applied;                      // this worker's sums of applied increments
     int64_t read_update;                  // the counter when the weights behind the next gradient were read
     double read_time;                     // and the time (monotonic seconds)
     double step_start;                    // when this step's forward began
-} hw_measure_worker;
+} measure_worker;
 
-void hw_measure_worker_open(hw_measure_worker *w, hw_measure *m, int rank);
+void measure_worker_open(measure_worker *w, hw_measure *m, int rank);
 // The worker has just read the shared weights (the memcpy at an epoch's start).
-void hw_measure_weights_read(hw_measure_worker *w);
+void measure_weights_read(measure_worker *w);
 // Before the forward of a step.
-static inline void hw_measure_step_begin(hw_measure_worker *w) { w->step_start = hw_now(); }
+static inline void measure_step_begin(measure_worker *w) { w->step_start = hw_now(); }
 // The measured update: hw_sgd_step_and_copy with the applied increments summed, timed and counted.
-void hw_measure_update(hw_measure_worker *w, hw_sgd *opt, const hw_model *model, float *weights,
+void measure_update(measure_worker *w, hw_sgd *opt, const hw_model *model, float *weights,
                        const float *grads, float *copy);
 
 #endif

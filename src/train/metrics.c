@@ -55,7 +55,7 @@ int hw_metrics_open(hw_metrics *m, const char *path, const hw_train_config *conf
     }
     m->with_measure = config->measure;
     char line[1024];
-    int len = snprintf(line, sizeof line, "%s%s\n", header, m->with_measure ? hw_measure_csv_header() : "");
+    int len = snprintf(line, sizeof line, "%s%s\n", header, m->with_measure ? measure_csv_header() : "");
     int err = len > 0 && (size_t)len < sizeof line ? write_whole(m, line, (size_t)len) : EOVERFLOW;
     if (err) {
         close(m->fd);
@@ -84,7 +84,7 @@ int hw_metrics_row(hw_metrics *m, double wall_seconds, int epoch, int64_t sample
                        wall_seconds, epoch, (long long)samples_seen, train_text, test_text, accuracy_text,
                        (long long)m->skipped_eval_points);
     if (m->with_measure && len > 0 && (size_t)len < sizeof row) {
-        len += hw_measure_csv_fields(m->measure, row + len, sizeof row - (size_t)len);
+        len += measure_csv_fields(m->measure, row + len, sizeof row - (size_t)len);
     }
     int err = EOVERFLOW;
     if (len > 0 && (size_t)len + 1 < sizeof row) {

@@ -9,18 +9,9 @@
 #include <stdint.h>
 #include <string.h>
 
-// Fails, before anything is started, in a build without CUDA. Makes no CUDA call, so the Hogwild
-// parent may call it before it forks.
-static inline int train_cuda_check_build(const char *what) {
-    if (hw_cuda_compiled()) return HW_OK;
-    return hw_fail("%s: hogwild was built without CUDA (make CUDA=0, or no nvcc was found); train with --device cpu, "
-                   "or rebuild where nvcc is installed",
-                   what);
-}
-
 // The raw uint8 samples and labels at `indices`: the GPU runner uploads the bytes (a quarter of
 // the floats) and normalises them on the device, as hw_batch_fill does on the host.
-static inline void hw_batch_gather_u8(const hw_dataset *ds, const int64_t *indices, int count, uint8_t *x,
+static inline void batch_gather_u8(const hw_dataset *ds, const int64_t *indices, int count, uint8_t *x,
                                       uint8_t *y) {
     const size_t sample = (size_t)ds->channels * (size_t)ds->height * (size_t)ds->width;
     for (int i = 0; i < count; i++) {

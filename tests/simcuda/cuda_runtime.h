@@ -124,7 +124,7 @@ cudaError_t cudaIpcOpenMemHandle(void **ptr, cudaIpcMemHandle_t handle, unsigned
 cudaError_t cudaIpcCloseMemHandle(void *ptr);
 
 // The real cudaFuncGetAttributes takes a kernel; the simulated kernels are host functions
-// (tests/simcuda/kernels.c), which answer for themselves (hw_cuda_kernels_runnable).
+// (tests/simcuda/kernels.c), which answer for themselves (cuda_kernels_runnable).
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attributes, const void *kernel);
 
 // ---- for the simulated kernels (tests/simcuda/kernels.c), not part of CUDA ----

@@ -186,7 +186,7 @@ int hw_cuda_add(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
 }
 
 // The simulated device runs every kernel, unless HW_SIM_NO_KERNEL_IMAGE=1 says it is too old.
-cudaError_t hw_cuda_kernels_runnable(void) {
+cudaError_t cuda_kernels_runnable(void) {
     cudaFuncAttributes attributes;
     return cudaFuncGetAttributes(&attributes, NULL);
 }
