@@ -11,14 +11,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-make -s build/libhogwild.a >/dev/null
-# The library's own compile and link flags, as the Makefile computed them (CUDA, NCCL, BLAS).
-flags() { make -s --no-print-directory --eval="print-flags: ; @echo \$($1)" print-flags; }
-CC_BIN="$(flags CC)"
-mkdir -p build bench/out
-$CC_BIN $(flags CFLAGS) bench/gpu_bench.c build/libhogwild.a -o build/gpu_bench $(flags LDLIBS)
+# Linked by the Makefile's bench rule: the core library plus the GPU objects (in a CUDA build they
+# are not in build/libhogwild.a but in the plugin), with cuBLAS, the CUDA runtime and NCCL.
+make -s build/bench_gpu_bench >/dev/null
+mkdir -p bench/out
+gpu_bench=build/bench_gpu_bench
 
-if ! probe="$(build/gpu_bench --probe)"; then
+if ! probe="$($gpu_bench --probe)"; then
     echo "gpu_bench: NO GPU — nothing measured. ${probe}"
     exit 1
 fi
@@ -34,7 +33,7 @@ out=bench/out/gpu_bench.md
         for batch in 64 512; do
             for workers in 1 4; do
                 # one process per configuration: CUDA must be initialised after the fork of the workers
-                build/gpu_bench --model "$model" --batch "$batch" --workers "$workers" \
+                $gpu_bench --model "$model" --batch "$batch" --workers "$workers" \
                     ${STEPS:+--steps "$STEPS"} $header
                 header=
             done
