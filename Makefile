@@ -2,6 +2,7 @@
 #
 #   make              build everything it can find the tools for (CUDA when nvcc is found)
 #   make CUDA=0       build without CUDA even where nvcc is installed
+#   make MPI=0        build without MPI even where Open MPI is installed
 #   make test         build and run the Criterion suite, the IDX fuzzer and make sim
 #   make asan         the test suite and make sim under AddressSanitizer + UBSan (build-asan*/)
 #   make CC=clang     any C11 compiler; the build is -Wall -Wextra -Werror clean with gcc and clang
@@ -46,6 +47,25 @@ NVCCFLAGS   ?= -O3 -g -std=c++17 $(CUDA_ARCH)
 NVCCFLAGS   += -Iinclude -Xcompiler -Wall,-Wextra,-Werror -DHW_HAVE_CUDA=1
 
 C_SRC   := $(filter-out src/main.c src/cuda/%, $(wildcard src/*.c src/*/*.c))
+
+# ---- MPI (src/comm/): on when Open MPI's mpicc is found, off with MPI=0 ----
+# Runs across machines under mpirun (README, "Several machines"). Linked, not initialised: a
+# plain ./hogwild never calls MPI_Init. Without MPI, src/comm/none.c refuses a several-rank job.
+MPICC ?= $(shell command -v mpicc 2>/dev/null)
+ifeq ($(MPI),0)
+  HAVE_MPI := 0
+else ifneq ($(MPICC),)
+  HAVE_MPI := 1
+else
+  HAVE_MPI := 0
+endif
+ifeq ($(HAVE_MPI),1)
+  CFLAGS += -DHW_HAVE_MPI=1 $(shell $(MPICC) --showme:compile)
+  LDLIBS += $(shell $(MPICC) --showme:link)
+  C_SRC  := $(filter-out src/comm/none.c, $(C_SRC))
+else
+  C_SRC  := $(filter-out $(filter-out src/comm/none.c src/comm/detect.c, $(wildcard src/comm/*.c)), $(C_SRC))
+endif
 CU_SRC  :=
 # The GPU part in a CUDA build: src/cuda/ and the GPU trainers, built as the shared object
 # libhogwild-cuda.so beside the binary, which src/train/gpu_door.c dlopen()s only when a run asks
@@ -101,7 +121,7 @@ all: info $(BIN) $(PLUGIN) $(BUILD)/test_hogwild
 	@echo "hogwild BLAS in use here: $$(./$(BIN) --version | sed -n 's/^BLAS: //p')"
 
 info:
-	@echo "hogwild build: CC=$(CC) CUDA=$(if $(filter 1,$(HAVE_CUDA)),yes ($(NVCC)),$(if $(filter sim,$(HAVE_CUDA)),SIMULATED (tests/simcuda),no)) NCCL=$(if $(NCCL_FOUND),yes,no)"
+	@echo "hogwild build: CC=$(CC) CUDA=$(if $(filter 1,$(HAVE_CUDA)),yes ($(NVCC)),$(if $(filter sim,$(HAVE_CUDA)),SIMULATED (tests/simcuda),no)) NCCL=$(if $(NCCL_FOUND),yes,no) MPI=$(if $(filter 1,$(HAVE_MPI)),yes ($(MPICC)),no)"
 	@echo "hogwild BLAS: $(BLAS_LIB), loaded at run time (the kernels in use: ./hogwild --version)"
 	@echo "GPU part: $(if $(PLUGIN),$(PLUGIN)$(comma) loaded with dlopen() only when a run asks for a GPU (CPU runs map no CUDA library),$(if $(filter sim,$(HAVE_CUDA)),linked in (the simulated device),none: --device cuda fails naming the build))"
 

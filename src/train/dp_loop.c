@@ -36,8 +36,15 @@ static int train_epochs(const hw_train_config *config, const hw_train_inputs *in
         int batch = 0, diverged = -1;
         while (!hw_stop_signal() && (batch = ops->step(team, &loss, &diverged)) > 0) {
             if (diverged >= 0 || !isfinite(loss)) {
-                char who[32], what[64];
-                snprintf(who, sizeof who, "replica %d", diverged >= 0 ? diverged : 0);
+                char who[48], what[64];
+                int replica = diverged >= 0 ? diverged : 0;
+                if (config->world.size > 1) {
+                    // Across ranks the replica is counted over the world: rank r holds r*K .. r*K+K-1.
+                    snprintf(who, sizeof who, "rank %d replica %d", replica / config->replicas,
+                             replica % config->replicas);
+                } else {
+                    snprintf(who, sizeof who, "replica %d", replica);
+                }
                 snprintf(what, sizeof what, "its training loss is %s", isnan(loss) ? "nan" : "infinite");
                 status = hw_train_outputs_diverged(log, who, what, epoch + 1, epochs_done, samples, loss);
                 break;

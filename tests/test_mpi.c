@@ -1,0 +1,268 @@
+// End-to-end tests of training across ranks (include/hw/comm.h, src/comm/): ./hogwild run by
+// Open MPI's mpirun on this host with 2 and 3 ranks, DataParallel and Hogwild, and the faults:
+// a failing rank or worker ends the job with exit 1 naming the rank, a stuck round ends it
+// at --sync-timeout, and nothing is left behind. Skipped, saying so, where mpirun is missing.
+#include "e2e_util.h"
+#include "skip_report.h"
+
+// Each test's MPI files go to folders of its own, so that tests running at once cannot mask each
+// other's leftovers: Open MPI's session folder (orte_tmpdir_base, /tmp by default) in the test's
+// folder, and its shared memory segments (btl_vader_backing_directory, /dev/shm by default) in a
+// folder of /dev/shm, both checked empty after each job (assert_mpi_left_nothing).
+static char session_dir[1100], shm_dir[64];
+
+static void mpi_teardown(void) {
+    e2e_teardown();
+    if (shm_dir[0]) rm_tree(shm_dir);
+}
+
+TestSuite(mpi, .init = e2e_setup, .fini = mpi_teardown, .timeout = 180);
+// (Criterion names a hook after its line: this one must not share a line number with another file's.)
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) { skip_report(stats, "mpi", NULL); }
+
+// mpirun as these tests start it: as root it needs both variables; more ranks and workers than
+// the 2 cores of CI need --oversubscribe, and several ranks on one host --bind-to none.
+static char mpirun_path[1024];
+
+static void need_mpirun(void) {
+    const char *path = getenv("PATH");
+    char dirs[4096];
+    snprintf(dirs, sizeof dirs, "%s", path ? path : "/usr/bin:/bin");
+    for (char *dir = strtok(dirs, ":"); dir; dir = strtok(NULL, ":")) {
+        snprintf(mpirun_path, sizeof mpirun_path, "%s/mpirun", dir);
+        if (access(mpirun_path, X_OK) == 0) break;
+        mpirun_path[0] = '\0';
+    }
+    if (!mpirun_path[0]) cr_skip_test("mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev)");
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    snprintf(session_dir, sizeof session_dir, "%s/mpi-session", e2e.dir);
+    cr_assert_eq(mkdir(session_dir, 0700), 0, "mkdir %s: %s", session_dir, strerror(errno));
+    snprintf(shm_dir, sizeof shm_dir, "/dev/shm/hw-test-mpi-XXXXXX");
+    cr_assert_not_null(mkdtemp(shm_dir), "mkdtemp in /dev/shm: %s", strerror(errno));
+    setenv("OMPI_MCA_orte_tmpdir_base", session_dir, 1);
+    setenv("OMPI_MCA_btl_vader_backing_directory", shm_dir, 1);
+}
+
+// Entries under `dir`, recursively, not counting `dir` itself.
+static int count_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        n += 1 + count_entries(path);
+    }
+    closedir(d);
+    return n;
+}
+
+// After mpirun has exited: within a few seconds (the ranks it killed may still be dying) no
+// process of the job is left, nor any MPI session file or shared memory segment.
+static void assert_mpi_left_nothing(void) {
+    double deadline = hw_now() + 5;
+    pid_t kids[16];
+    while (e2e_children_of(getpid(), kids, 16) > 0 && hw_now() < deadline) {
+        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        }
+        e2e_sleep_ms(20);
+    }
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+    e2e_assert_no_leftover_processes();
+    cr_expect_eq(count_entries(shm_dir), 0, "MPI shared memory left in %s", shm_dir);
+    cr_expect_eq(count_entries(session_dir), 0, "MPI session files left in %s", session_dir);
+}
+
+// Runs mpirun with `args` (NULL-terminated; HW stands for $HW_BIN), through the e2e harness: its
+// output files, its time limit, its leftover-process check.
+static void mpi_start(e2e_run_result *r, const char *const *args) {
+    const char *argv[80];
+    int argc = 0;
+    const char *head[] = {"--oversubscribe", "--bind-to", "none", NULL};
+    for (int i = 0; head[i]; i++) argv[argc++] = head[i];
+    char bin[1024];
+    snprintf(bin, sizeof bin, "%s", e2e.bin);
+    for (int i = 0; args[i]; i++) {
+        cr_assert_lt(argc, 78);
+        argv[argc++] = strcmp(args[i], "HW") == 0 ? bin : args[i];
+    }
+    argv[argc] = NULL;
+    snprintf(e2e.bin, sizeof e2e.bin, "%s", mpirun_path);
+    e2e_start_argv(r, NULL, argv);
+    snprintf(e2e.bin, sizeof e2e.bin, "%s", bin);
+}
+#define mpi_run(r, ...)                                         \
+    do {                                                        \
+        mpi_start((r), (const char *const[]){__VA_ARGS__, NULL}); \
+        e2e_wait_within((r), 120);                              \
+    } while (0)
+
+static int count_lines_with(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *at = text; (at = strstr(at, needle)) != NULL; at += strlen(needle)) n++;
+    return n;
+}
+
+// The floats of a checkpoint's tensors (owned until teardown).
+static const float *checkpoint_floats(const char *path, size_t *count) {
+    size_t n, bytes;
+    const uint8_t *file = e2e_own(read_bytes(path, &n));
+    const uint8_t *data = e2e_safetensors_data(file, n, &bytes);
+    *count = bytes / sizeof(float);
+    return (const float *)data;
+}
+
+static void check_dataparallel(const char *ranks) {
+    need_mpirun();
+    char *data = e2e_synth(61);
+    char *metrics = e2e_path("dp.csv");
+    e2e_run_result r;
+    mpi_run(&r, "-np", ranks, "HW", "--mode", "dataparallel", "--replicas", "2", "--model", e2e.mlp, "--data", data,
+            "--epochs", "2", "--metrics", metrics);
+    e2e_assert_exit(&r, 0);
+    char header[64];
+    snprintf(header, sizeof header, "DataParallel, %s ranks x replicas 2", ranks);
+    e2e_assert_contains(r.out, header, "stdout");
+    // Rank 0 prints for the job: one header, one line per epoch, one summary.
+    cr_expect_eq(count_lines_with(r.out, "hogwild: DataParallel"), 1, "more than one rank printed:\n%s", r.out);
+    cr_expect_eq(count_lines_with(r.out, "epoch 2/2"), 1, "%s", r.out);
+    e2e_done_line done = e2e_parse_done(r.out);
+    cr_expect_eq(done.samples, 2 * E2E_TRAIN);
+    cr_expect_gt(done.accuracy, 60, "accuracy %.2f%% after 2 epochs", done.accuracy);
+    e2e_metrics_row rows[8];
+    cr_assert_eq(e2e_read_metrics(metrics, rows, 8), 3);
+    cr_expect_eq(rows[2].samples, 2 * E2E_TRAIN);
+    assert_mpi_left_nothing();
+}
+
+Test(mpi, dataparallel_on_two_ranks_trains_and_rank_0_alone_reports) { check_dataparallel("2"); }
+Test(mpi, dataparallel_on_three_ranks_trains_and_rank_0_alone_reports) { check_dataparallel("3"); }
+
+// The global batch split over 2 ranks x 2 replicas is the batch split over 4 replicas of one
+// process: the same weights after an epoch, up to float rounding (the sum's order differs).
+Test(mpi, dataparallel_two_ranks_of_two_replicas_equal_one_process_of_four) {
+    need_mpirun();
+    char *data = e2e_synth(62);
+    char *across = e2e_path("across.safetensors"), *one = e2e_path("one.safetensors");
+    e2e_run_result r;
+    mpi_run(&r, "-np", "2", "HW", "--mode", "dataparallel", "--replicas", "2", "--model", e2e.mlp, "--data", data,
+            "--quiet", "--save", across);
+    e2e_assert_exit(&r, 0);
+    e2e_run(&r, NULL, "--mode", "dataparallel", "--replicas", "4", "--model", e2e.mlp, "--data", data, "--quiet",
+            "--save", one);
+    e2e_assert_exit(&r, 0);
+    size_t n_across, n_one;
+    const float *a = checkpoint_floats(across, &n_across), *b = checkpoint_floats(one, &n_one);
+    cr_assert_eq(n_across, n_one);
+    double worst = 0, differ = 0;
+    for (size_t i = 0; i < n_one; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > worst) worst = d;
+        differ += a[i] != b[i];
+    }
+    cr_expect_lt(worst, 1e-6, "largest difference %g over %zu weights", worst, n_one);
+    // Not trivially equal either: had the ranks each trained the whole batch, or one rank alone
+    // stepped, the difference would be of the order of the steps (checked by the tolerance).
+    cr_log_info("2 ranks x 2 replicas vs 1 x 4: %.0f of %zu weights differ, by %g at most", differ, n_one, worst);
+}
+
+// A rank that fails ends the job: exit 1, the message names the rank, no process or MPI shared
+// memory is left. Rank 1 alone fails (an MPMD command line gives it its own environment).
+Test(mpi, dataparallel_a_failing_rank_ends_the_job_naming_it) {
+    need_mpirun();
+    char *data = e2e_synth(63);
+    e2e_run_result r;
+    double started = hw_now();
+    mpi_run(&r, "-np", "1", "HW", "--mode", "dataparallel", "--model", e2e.mlp, "--data", data, "--epochs", "3", ":",
+            "-np", "1", "-x", "HOGWILD_FAIL_DP_SETUP=thread:1", "HW", "--mode", "dataparallel", "--model", e2e.mlp,
+            "--data", data, "--epochs", "3");
+    double took = hw_now() - started;
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "hogwild (rank 1 of 2)", "stderr");
+    e2e_assert_contains(r.err, "replica 1", "stderr");
+    cr_expect_lt(took, 30, "the job took %.1f s to end", took);
+    assert_mpi_left_nothing();
+}
+
+// ---- without mpirun ----
+
+// A plain run calls no MPI: its parent process stays one thread (MPI_Init would start two), while
+// a rank under mpirun has MPI's threads, which shows the count can tell.
+static int max_threads_while_running(pid_t pid, e2e_run_result *r) {
+    int most = 0;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    for (;;) {
+        DIR *dir = opendir(path);
+        if (dir) {
+            int n = 0;
+            struct dirent *e;
+            while ((e = readdir(dir)) != NULL) n += e->d_name[0] != '.';
+            closedir(dir);
+            if (n > most) most = n;
+        }
+        int status;
+        if (waitpid(r->pid, &status, WNOHANG) == r->pid) {
+            r->status = status;
+            e2e.running = 0;
+            return most;
+        }
+        e2e_sleep_ms(5);
+    }
+}
+
+Test(mpi, a_plain_run_starts_no_mpi_threads_and_a_rank_does) {
+    char *data = e2e_synth_n("big", 67, 20000, 200);
+    e2e_run_result r;
+    e2e_start_argv(&r, NULL, (const char *const[]){"--model", e2e.mlp, "--data", data, "--quiet", "--workers", "1",
+                                                   "--epochs", "2", NULL});
+    int plain = max_threads_while_running(r.pid, &r);
+    e2e_assert_exit(&r, 0);
+    cr_expect_eq(plain, 1, "a plain Hogwild parent ran %d threads", plain);
+
+    need_mpirun();
+    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--model", e2e.mlp, "--data", data, "--quiet", "--mode",
+                                        "dataparallel", "--replicas", "1", "--epochs", "2", NULL});
+    pid_t ranks[4];
+    double deadline = hw_now() + 30;
+    while (e2e_children_of(r.pid, ranks, 4) < 2 && hw_now() < deadline) e2e_sleep_ms(5);
+    cr_assert_geq(e2e_children_of(r.pid, ranks, 4), 1);
+    int most = 0;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)ranks[0]);
+    while (waitpid(r.pid, &r.status, WNOHANG) == 0) {
+        DIR *dir = opendir(path);
+        if (dir) {
+            int n = 0;
+            struct dirent *e;
+            while ((e = readdir(dir)) != NULL) n += e->d_name[0] != '.';
+            closedir(dir);
+            if (n > most) most = n;
+        }
+        e2e_sleep_ms(5);
+    }
+    e2e.running = 0;
+    cr_expect(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    cr_expect_gt(most, 1, "a rank under mpirun ran %d thread(s): the count cannot tell MPI's threads", most);
+}
+
+Test(mpi, sync_flags_without_mpirun_are_refused) {
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--sync-every", "100ms");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "mpirun", "stderr");
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--sync-every", "10xs");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "--sync-every expects", "stderr");
+}
+
+Test(mpi, a_malformed_mpirun_environment_is_named) {
+    e2e_run_result r;
+    e2e_run(&r, "OMPI_COMM_WORLD_SIZE=two", "--model", e2e.mlp, "--quiet");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "OMPI_COMM_WORLD_SIZE", "stderr");
+}
