@@ -390,9 +390,6 @@ static int check_world(hw_train_config *config, int sync_given) {
                            "%s or run one process", "cuda");
     }
     if (config->eval_only) return usage_error("--eval-only evaluates in one process: run it without mpirun%s", "");
-    if (config->mode == HW_MODE_HOGWILD) {
-        return usage_error("Hogwild across ranks is not built yet: run --mode dataparallel under mpirun%s", "");
-    }
     if (config->mode == HW_MODE_DATAPARALLEL && sync_given) {
         return usage_error("--sync-every and --sync-timeout are for Hogwild across ranks; DataParallel sums the "
                            "gradients every step%s", "");

@@ -188,6 +188,80 @@ Test(mpi, dataparallel_a_failing_rank_ends_the_job_naming_it) {
     assert_mpi_left_nothing();
 }
 
+static void check_hogwild(const char *ranks, const char *workers) {
+    need_mpirun();
+    char *data = e2e_synth(64);
+    char *metrics = e2e_path("hw.csv"), *ckpt = e2e_path("hw.safetensors");
+    e2e_run_result r;
+    mpi_run(&r, "-np", ranks, "HW", "--workers", workers, "--model", e2e.mlp, "--data", data, "--epochs", "2",
+            "--sync-every", "20ms", "--metrics", metrics, "--save", ckpt);
+    e2e_assert_exit(&r, 0);
+    char header[64];
+    snprintf(header, sizeof header, "Hogwild, %s ranks x workers %s", ranks, workers);
+    e2e_assert_contains(r.out, header, "stdout");
+    cr_expect_eq(count_lines_with(r.out, "hogwild: Hogwild"), 1, "more than one rank printed:\n%s", r.out);
+    char coupling[64];
+    snprintf(coupling, sizeof coupling, "coupling (rank 0 of %s): ", ranks);
+    e2e_assert_contains(r.out, coupling, "stdout");
+    long long rounds = 0;
+    cr_assert_eq(sscanf(strstr(r.out, coupling) + strlen(coupling), "%lld rounds", &rounds), 1);
+    cr_expect_geq(rounds, 2, "%lld coupling rounds for 2 epochs", rounds);
+    // Every rank's samples are counted at the epoch ends: the world's, exactly.
+    e2e_metrics_row rows[8];
+    cr_assert_eq(e2e_read_metrics(metrics, rows, 8), 3);
+    cr_expect_eq(rows[1].samples, E2E_TRAIN);
+    cr_expect_eq(rows[2].samples, 2 * E2E_TRAIN);
+    // The ranks learned together: on one node these settings reach well above 60% (the MLP on the
+    // synthetic digits); a node whose changes were lost, or added twice, would not.
+    cr_expect_gt(rows[2].accuracy, 60, "accuracy %.2f%%", rows[2].accuracy);
+    cr_expect_eq(e2e_eval_checkpoint(data, e2e.mlp, ckpt).epoch, 2);
+    assert_mpi_left_nothing();
+}
+
+Test(mpi, hogwild_on_two_ranks_of_two_workers_learns_and_counts_the_world) { check_hogwild("2", "2"); }
+Test(mpi, hogwild_on_three_ranks_of_one_worker_learns_and_counts_the_world) { check_hogwild("3", "1"); }
+
+Test(mpi, hogwild_a_failing_worker_ends_the_job_naming_its_rank) {
+    need_mpirun();
+    char *data = e2e_synth(65);
+    e2e_run_result r;
+    double started = hw_now();
+    mpi_run(&r, "-np", "1", "HW", "--model", e2e.mlp, "--data", data, "--epochs", "20", ":", "-np", "1", "-x",
+            "HOGWILD_FAIL_WORKER=1:5", "HW", "--model", e2e.mlp, "--data", data, "--epochs", "20");
+    double took = hw_now() - started;
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "hogwild (rank 1 of 2)", "stderr");
+    e2e_assert_contains(r.err, "worker 1", "stderr");
+    e2e_assert_contains(r.err, "HOGWILD_FAIL_WORKER", "stderr");
+    cr_expect_lt(took, 30, "the job took %.1f s to end", took);
+    assert_mpi_left_nothing();
+}
+
+// A rank that stops answering (SIGSTOP: alive, but its rounds never progress) makes the others'
+// round overrun --sync-timeout: a clear error, exit 1, not a hang.
+Test(mpi, hogwild_a_round_past_sync_timeout_ends_the_job) {
+    need_mpirun();
+    char *data = e2e_synth(66);
+    e2e_run_result r;
+    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data,
+                                        "--epochs", "1000", "--quiet", "--sync-every", "10ms", "--sync-timeout", "2",
+                                        NULL});
+    // The ranks are mpirun's children; stop one once both run.
+    pid_t ranks[4];
+    double deadline = hw_now() + 30;
+    while (e2e_children_of(r.pid, ranks, 4) < 2 && hw_now() < deadline) e2e_sleep_ms(20);
+    cr_assert_eq(e2e_children_of(r.pid, ranks, 4), 2, "mpirun did not start 2 ranks");
+    e2e_sleep_ms(1500);
+    kill(ranks[0], SIGSTOP);
+    double stopped = hw_now();
+    e2e_wait_within(&r, 60);
+    double took = hw_now() - stopped;
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "--sync-timeout", "stderr");
+    cr_expect_lt(took, 20, "the job took %.1f s to end after a rank stopped", took);
+    assert_mpi_left_nothing();
+}
+
 // ---- without mpirun ----
 
 // A plain run calls no MPI: its parent process stays one thread (MPI_Init would start two), while
@@ -225,8 +299,8 @@ Test(mpi, a_plain_run_starts_no_mpi_threads_and_a_rank_does) {
     cr_expect_eq(plain, 1, "a plain Hogwild parent ran %d threads", plain);
 
     need_mpirun();
-    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--model", e2e.mlp, "--data", data, "--quiet", "--mode",
-                                        "dataparallel", "--replicas", "1", "--epochs", "2", NULL});
+    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--model", e2e.mlp, "--data", data, "--quiet", "--workers",
+                                        "1", "--epochs", "2", NULL});
     pid_t ranks[4];
     double deadline = hw_now() + 30;
     while (e2e_children_of(r.pid, ranks, 4) < 2 && hw_now() < deadline) e2e_sleep_ms(5);

@@ -2,6 +2,7 @@
 // Hogwild run, shared by the CPU (hogwild.c) and GPU (hogwild_cuda.c) trainers.
 #include "hogwild_watch.h"
 
+#include "hw/comm.h"
 #include "hw/err.h"
 #include "hw/signals.h"
 #include "measure.h"
@@ -159,6 +160,22 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
         hw_join_status joined = hw_join(spawn, 0.01);
         int min_done;
         sum_slots(control, workers, &samples, &loss_sum, &min_done);
+        int epoch_end = min_done > epochs_handled;
+        if (watch->couple) {
+            // Across ranks: one step of the coupling (src/comm/couple.c), which never waits. The
+            // epoch ends only when every rank's end-of-epoch changes are in, the same on every
+            // rank; the counters are the world's, as the others last reported them.
+            if ((status = hw_couple_poll(watch->couple, epoch_end, samples, loss_sum)) != HW_OK) break;
+            if (epoch_end) {
+                char when[64];
+                snprintf(when, sizeof when, "the end of epoch %d", watch->first_epoch + epochs_handled + 1);
+                if ((status = hw_couple_epoch_agreed(watch->couple, when, &epoch_end)) != HW_OK) break;
+            }
+            hw_couple_view others;
+            hw_couple_view_read(watch->couple, &others);
+            samples += others.others_samples;
+            loss_sum += others.others_loss_sum;
+        }
         if (samples - loss_window_samples >= 2000) {
             running_loss = (loss_sum - loss_window_sum) / (double)(samples - loss_window_samples);
             loss_window_samples = samples;
@@ -171,7 +188,7 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
 
         if (run_ended(joined, spawn, result, &status)) break;
 
-        if (min_done > epochs_handled) {
+        if (epoch_end) {
             // Every worker has finished this epoch and waits at the barrier (or has exited after
             // the last epoch): the weights are the end-of-epoch weights. Copy them, let the
             // workers go on, and evaluate the copy while they train.
