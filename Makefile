@@ -49,8 +49,11 @@ NVCCFLAGS   += -Iinclude -Xcompiler -Wall,-Wextra,-Werror -DHW_HAVE_CUDA=1
 C_SRC   := $(filter-out src/main.c src/cuda/%, $(wildcard src/*.c src/*/*.c))
 
 # ---- MPI (src/comm/): on when Open MPI's mpicc is found, off with MPI=0 ----
-# Runs across machines under mpirun (README, "Several machines"). Linked, not initialised: a
-# plain ./hogwild never calls MPI_Init. Without MPI, src/comm/none.c refuses a several-rank job.
+# Runs across machines under mpirun (README, "Several machines"). The MPI side of src/comm/ is
+# the shared object libhogwild-mpi.so beside the binary, which src/comm/door.c dlopen()s only in a
+# rank of a job of several: a plain ./hogwild maps no MPI library and never calls MPI_Init. Its
+# calls into the core resolve to the executable's symbols (linked -rdynamic). The test binary
+# links the MPI side directly. Without MPI, door.c refuses a several-rank job naming the build.
 MPICC ?= $(shell command -v mpicc 2>/dev/null)
 ifeq ($(MPI),0)
   HAVE_MPI := 0
@@ -59,12 +62,15 @@ else ifneq ($(MPICC),)
 else
   HAVE_MPI := 0
 endif
+MPI_C_SRC := $(filter-out src/comm/door.c src/comm/detect.c, $(wildcard src/comm/*.c))
+C_SRC     := $(filter-out $(MPI_C_SRC), $(C_SRC))
+MPI_PLUGIN :=
 ifeq ($(HAVE_MPI),1)
-  CFLAGS += -DHW_HAVE_MPI=1 $(shell $(MPICC) --showme:compile)
-  LDLIBS += $(shell $(MPICC) --showme:link)
-  C_SRC  := $(filter-out src/comm/none.c, $(C_SRC))
-else
-  C_SRC  := $(filter-out $(filter-out src/comm/none.c src/comm/detect.c, $(wildcard src/comm/*.c)), $(C_SRC))
+  CFLAGS     += -DHW_HAVE_MPI=1
+  MPI_CFLAGS := $(shell $(MPICC) --showme:compile) -fPIC
+  MPI_LIBS   := $(shell $(MPICC) --showme:link)
+  MPI_OBJ    := $(patsubst src/%.c,$(BUILD)/%.o,$(MPI_C_SRC))
+  MPI_PLUGIN := $(if $(filter build,$(BUILD)),libhogwild-mpi.so,$(BUILD)/libhogwild-mpi.so)
 endif
 CU_SRC  :=
 # The GPU part in a CUDA build: src/cuda/ and the GPU trainers, built as the shared object
@@ -106,8 +112,10 @@ CU_CC ?= $(NVCC) $(NVCCFLAGS)
 # The GPU objects: in the plugin (CUDA build) or in the library (simulated build).
 GPU_OBJ  := $(patsubst src/%.c,$(BUILD)/%.o,$(PLUGIN_C_SRC)) $(patsubst src/%.cu,$(BUILD)/%.cu.o,$(CU_SRC))
 OBJ      := $(patsubst src/%.c,$(BUILD)/%.o,$(C_SRC)) $(if $(PLUGIN),,$(GPU_OBJ)) $(SIM_OBJ)
-# ./hogwild of a CUDA build: every core symbol kept and exported, for the plugin.
-EXE_LIB   = $(if $(PLUGIN),-rdynamic -Wl$(comma)--whole-archive $(LIB) -Wl$(comma)--no-whole-archive,$(LIB))
+# ./hogwild of a CUDA build: every core symbol kept and exported, for the plugin. With MPI: the
+# core symbols it links exported, for the MPI plugin (which needs only the error functions).
+EXE_LIB   = $(if $(PLUGIN),-rdynamic -Wl$(comma)--whole-archive $(LIB) -Wl$(comma)--no-whole-archive,$(LIB)) \
+            $(if $(MPI_PLUGIN),-rdynamic)
 TEST_GPU := $(if $(PLUGIN),$(GPU_OBJ))
 TEST_SRC := $(wildcard tests/*.c) $(if $(SIM_OBJ),,tests/simcuda/replay.c)
 TEST_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRC))
@@ -117,7 +125,7 @@ LIB      := $(BUILD)/libhogwild.a
 # ./hogwild is the default build's; another BUILD= (CUDA=0, clang, asan, sim) builds its own
 # $(BUILD)/hogwild, so that it cannot replace ./hogwild with a binary make test would then trust.
 BIN := $(if $(filter build,$(BUILD)),hogwild,$(BUILD)/hogwild)
-all: info $(BIN) $(PLUGIN) $(BUILD)/test_hogwild
+all: info $(BIN) $(PLUGIN) $(MPI_PLUGIN) $(BUILD)/test_hogwild
 	@echo "hogwild BLAS in use here: $$(./$(BIN) --version | sed -n 's/^BLAS: //p')"
 
 info:
@@ -139,8 +147,15 @@ $(LIB): $(OBJ)
 
 # ./hogwild, and $(BUILD)/hogwild for builds that must not replace it (make asan). In a CUDA build
 # it needs the plugin beside it, so the plugin is built with it.
-hogwild $(BUILD)/hogwild: $(BUILD)/main.o $(LIB) | $(PLUGIN)
+hogwild $(BUILD)/hogwild: $(BUILD)/main.o $(LIB) | $(PLUGIN) $(MPI_PLUGIN)
 	$(CC) $(CFLAGS) $(BUILD)/main.o $(EXE_LIB) -o $@ $(LDLIBS) -ldl
+
+# The MPI side as a shared object (src/comm/door.c loads it); its objects see mpi.h.
+ifneq ($(MPI_PLUGIN),)
+$(MPI_OBJ): CFLAGS += $(MPI_CFLAGS)
+$(MPI_PLUGIN): $(MPI_OBJ)
+	$(CC) -shared $(MPI_OBJ) -o $@ $(MPI_LIBS)
+endif
 
 # The GPU part as a shared object; its undefined core symbols resolve to the executable's.
 ifneq ($(PLUGIN),)
@@ -154,8 +169,8 @@ $(BUILD)/tests/%.o: tests/%.c $(wildcard include/hw/*.h) $(wildcard tests/*.h te
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -c $< -o $@
 
-$(BUILD)/test_hogwild: $(TEST_OBJ) $(TEST_GPU) $(LIB)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(CUDA_LIBS) -lcriterion
+$(BUILD)/test_hogwild: $(TEST_OBJ) $(TEST_GPU) $(MPI_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(CUDA_LIBS) $(MPI_LIBS) -lcriterion
 
 # Benchmarks: bench/<name>.c -> $(BUILD)/bench_<name>, linked like ./hogwild.
 $(BUILD)/bench_%: bench/%.c $(LIB) $(TEST_GPU) $(wildcard include/hw/*.h)
@@ -213,4 +228,4 @@ asan:
 	    echo "make asan: sanitizer reports, above"; exit 1; fi
 
 clean:
-	rm -rf build build-asan build-sim build-asan-sim hogwild libhogwild-cuda.so
+	rm -rf build build-asan build-sim build-asan-sim hogwild libhogwild-cuda.so libhogwild-mpi.so

@@ -136,6 +136,7 @@ static void check_dataparallel(const char *ranks) {
     e2e_metrics_row rows[8];
     cr_assert_eq(e2e_read_metrics(metrics, rows, 8), 3);
     cr_expect_eq(rows[2].samples, 2 * E2E_TRAIN);
+    cr_expect_eq(rows[2].workers, 2 * atoi(ranks), "the metrics count the world's replicas");
     assert_mpi_left_nothing();
 }
 
@@ -210,6 +211,7 @@ static void check_hogwild(const char *ranks, const char *workers) {
     e2e_metrics_row rows[8];
     cr_assert_eq(e2e_read_metrics(metrics, rows, 8), 3);
     cr_expect_eq(rows[1].samples, E2E_TRAIN);
+    cr_expect_eq(rows[1].workers, atoi(ranks) * atoi(workers), "the metrics count the world's workers");
     cr_expect_eq(rows[2].samples, 2 * E2E_TRAIN);
     // The ranks learned together: on one node these settings reach well above 60% (the MLP on the
     // synthetic digits); a node whose changes were lost, or added twice, would not.
@@ -237,6 +239,19 @@ Test(mpi, hogwild_a_failing_worker_ends_the_job_naming_its_rank) {
     assert_mpi_left_nothing();
 }
 
+// The threads of process `pid` now (0 once it is gone).
+static int thread_count(pid_t pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *dir = opendir(path);
+    if (!dir) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) n += e->d_name[0] != '.';
+    closedir(dir);
+    return n;
+}
+
 // A rank that stops answering (SIGSTOP: alive, but its rounds never progress) makes the others'
 // round overrun --sync-timeout: a clear error, exit 1, not a hang.
 Test(mpi, hogwild_a_round_past_sync_timeout_ends_the_job) {
@@ -251,7 +266,10 @@ Test(mpi, hogwild_a_round_past_sync_timeout_ends_the_job) {
     double deadline = hw_now() + 30;
     while (e2e_children_of(r.pid, ranks, 4) < 2 && hw_now() < deadline) e2e_sleep_ms(20);
     cr_assert_eq(e2e_children_of(r.pid, ranks, 4), 2, "mpirun did not start 2 ranks");
-    e2e_sleep_ms(1500);
+    // Once MPI_Init is done in both (its threads are there) the ranks train and couple; a rank
+    // stopped before, inside MPI_Init, would hang the other there, where no round is in flight.
+    while ((thread_count(ranks[0]) < 2 || thread_count(ranks[1]) < 2) && hw_now() < deadline) e2e_sleep_ms(20);
+    e2e_sleep_ms(1000);
     kill(ranks[0], SIGSTOP);
     double stopped = hw_now();
     e2e_wait_within(&r, 60);
@@ -266,19 +284,32 @@ Test(mpi, hogwild_a_round_past_sync_timeout_ends_the_job) {
 
 // A plain run calls no MPI: its parent process stays one thread (MPI_Init would start two), while
 // a rank under mpirun has MPI's threads, which shows the count can tell.
-static int max_threads_while_running(pid_t pid, e2e_run_result *r) {
+// Whether process `pid` has Open MPI's library mapped now, once it runs hogwild (before its
+// exec the child is a copy of this test binary, which links MPI).
+static int maps_libmpi(pid_t pid) {
+    char path[64], line[1024], exe[1024];
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(path, exe, sizeof exe - 1);
+    if (n <= 0) return 0;
+    exe[n] = '\0';
+    if (strcmp(exe, e2e.bin) != 0) return 0;
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    FILE *maps = fopen(path, "r");
+    if (!maps) return 0;
+    int found = 0;
+    while (!found && fgets(line, sizeof line, maps)) found = strstr(line, "libmpi.so") != NULL;
+    fclose(maps);
+    return found;
+}
+
+// The most threads `pid` ran until the run `r` ended; *mpi_mapped: whether it ever mapped libmpi.
+static int max_threads_while_running(pid_t pid, e2e_run_result *r, int *mpi_mapped) {
     int most = 0;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    *mpi_mapped = 0;
     for (;;) {
-        DIR *dir = opendir(path);
-        if (dir) {
-            int n = 0;
-            struct dirent *e;
-            while ((e = readdir(dir)) != NULL) n += e->d_name[0] != '.';
-            closedir(dir);
-            if (n > most) most = n;
-        }
+        int n = thread_count(pid);
+        if (n > most) most = n;
+        if (!*mpi_mapped) *mpi_mapped = maps_libmpi(pid);
         int status;
         if (waitpid(r->pid, &status, WNOHANG) == r->pid) {
             r->status = status;
@@ -294,9 +325,11 @@ Test(mpi, a_plain_run_starts_no_mpi_threads_and_a_rank_does) {
     e2e_run_result r;
     e2e_start_argv(&r, NULL, (const char *const[]){"--model", e2e.mlp, "--data", data, "--quiet", "--workers", "1",
                                                    "--epochs", "2", NULL});
-    int plain = max_threads_while_running(r.pid, &r);
+    int mapped;
+    int plain = max_threads_while_running(r.pid, &r, &mapped);
     e2e_assert_exit(&r, 0);
     cr_expect_eq(plain, 1, "a plain Hogwild parent ran %d threads", plain);
+    cr_expect_not(mapped, "a plain run mapped Open MPI's library");
 
     need_mpirun();
     mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--model", e2e.mlp, "--data", data, "--quiet", "--workers",
@@ -305,23 +338,10 @@ Test(mpi, a_plain_run_starts_no_mpi_threads_and_a_rank_does) {
     double deadline = hw_now() + 30;
     while (e2e_children_of(r.pid, ranks, 4) < 2 && hw_now() < deadline) e2e_sleep_ms(5);
     cr_assert_geq(e2e_children_of(r.pid, ranks, 4), 1);
-    int most = 0;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)ranks[0]);
-    while (waitpid(r.pid, &r.status, WNOHANG) == 0) {
-        DIR *dir = opendir(path);
-        if (dir) {
-            int n = 0;
-            struct dirent *e;
-            while ((e = readdir(dir)) != NULL) n += e->d_name[0] != '.';
-            closedir(dir);
-            if (n > most) most = n;
-        }
-        e2e_sleep_ms(5);
-    }
-    e2e.running = 0;
+    int most = max_threads_while_running(ranks[0], &r, &mapped);
     cr_expect(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
     cr_expect_gt(most, 1, "a rank under mpirun ran %d thread(s): the count cannot tell MPI's threads", most);
+    cr_expect(mapped, "a rank under mpirun never mapped libmpi: the check cannot tell");
 }
 
 Test(mpi, sync_flags_without_mpirun_are_refused) {

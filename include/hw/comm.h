@@ -1,15 +1,17 @@
 // comm: training across machines. Every coupling between ranks of an mpirun job is here, on Open
 // MPI (src/comm/); nothing else in hogwild calls MPI. A plain ./hogwild, not started by mpirun,
-// calls none of it: no MPI_Init, no MPI threads.
+// calls none of it: no MPI_Init, no MPI threads, no MPI library loaded.
 //
-//   world.c    who this process is (from mpirun's environment, before any MPI call), MPI_Init,
-//              MPI_Finalize, and ending the whole job on a failure
+//   detect.c   who this process is, from mpirun's environment, before any MPI call
+//   door.c     the core's way in: loads the MPI side (libhogwild-mpi.so beside the binary) at
+//              hw_comm_init, and forwards every call below to it; without MPI, fails naming the build
+//   world.c    MPI_Init, MPI_Finalize, and ending the whole job on a failure (MPI_Abort)
 //   reduce.c   DataParallel across ranks: the gradient sum (MPI_Allreduce) and the check that
 //              every rank holds the same weights (a hash reduced with MIN and MAX)
 //   couple.c   Hogwild across ranks: the asynchronous rounds of the parent's watch loop
 //              (MPI_Iallreduce polled with MPI_Test) that add the other nodes' changes into the
 //              node's live shared weights
-//   none.c     the same calls in a build without MPI (make MPI=0): they fail naming the build
+//   ops.c      the MPI side's table of these calls, which door.c looks up (src/comm/comm_mpi.h)
 #ifndef HW_COMM_H
 #define HW_COMM_H
 

@@ -55,7 +55,7 @@ struct hw_couple {
     // The report.
     int64_t rounds;
     double flight_sum, flight_max;   // seconds from a round's change to its sum landing
-    double busy;                     // seconds in hw_couple_poll: the watch loop's cost of coupling
+    double busy;                     // seconds in comm_mpi_couple_poll: the watch loop's cost of coupling
     double opened;
 };
 
@@ -65,7 +65,7 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int hw_couple_open(hw_couple **out, float *live, size_t n, const hw_couple_plan *plan, const hw_world *world) {
+int comm_mpi_couple_open(hw_couple **out, float *live, size_t n, const hw_couple_plan *plan, const hw_world *world) {
     *out = NULL;
     if (n > INT_MAX) return hw_fail("Hogwild across ranks: %zu weights is more than one MPI message holds", n);
     hw_couple *c = calloc(1, sizeof *c);
@@ -78,7 +78,7 @@ int hw_couple_open(hw_couple **out, float *live, size_t n, const hw_couple_plan 
     c->send = malloc(sizeof(float) * n);
     c->sum = malloc(sizeof(float) * n);
     if (!c->agreed || !c->send || !c->sum) {
-        hw_couple_close(c);
+        comm_mpi_couple_close(c);
         return hw_fail("out of memory for the coupling's 3 copies of %zu weights", n);
     }
     memcpy(c->agreed, live, sizeof(float) * n);
@@ -120,7 +120,7 @@ static void round_apply(hw_couple *c, double now) {
     if (flight > c->flight_max) c->flight_max = flight;
 }
 
-int hw_couple_poll(hw_couple *c, int at_barrier, int64_t samples, double loss_sum) {
+int comm_mpi_couple_poll(hw_couple *c, int at_barrier, int64_t samples, double loss_sum) {
     double entered = now_seconds();
     int status = HW_OK;
     if (c->in_flight) {
@@ -148,21 +148,21 @@ int hw_couple_poll(hw_couple *c, int at_barrier, int64_t samples, double loss_su
     return status;
 }
 
-int hw_couple_epoch_agreed(hw_couple *c, const char *when, int *agreed) {
+int comm_mpi_couple_epoch_agreed(hw_couple *c, const char *when, int *agreed) {
     *agreed = 0;
     if (c->in_flight || !c->all_at_barrier) return HW_OK;
     // Every rank's workers wait at the barrier and every change is in `agreed`: the live weights
     // become exactly the agreed ones, the same on every rank, which is checked.
     memcpy(c->live, c->agreed, sizeof(float) * c->n);
     c->all_at_barrier = 0;
-    if (hw_comm_weights_agree(c->agreed, c->n, when) != HW_OK) return HW_ERR;
+    if (comm_mpi_weights_agree(c->agreed, c->n, when) != HW_OK) return HW_ERR;
     *agreed = 1;
     return HW_OK;
 }
 
-void hw_couple_view_read(const hw_couple *c, hw_couple_view *view) { *view = c->view; }
+void comm_mpi_couple_view_read(const hw_couple *c, hw_couple_view *view) { *view = c->view; }
 
-void hw_couple_report(const hw_couple *c, char *text, size_t cap) {
+void comm_mpi_couple_report(const hw_couple *c, char *text, size_t cap) {
     double wall = now_seconds() - c->opened;
     char every[64];
     if (c->plan.every_samples > 0) snprintf(every, sizeof every, "%lld samples", (long long)c->plan.every_samples);
@@ -177,7 +177,7 @@ void hw_couple_report(const hw_couple *c, char *text, size_t cap) {
              wall > 0 ? 100 * c->busy / wall : 0.0, wall);
 }
 
-void hw_couple_close(hw_couple *c) {
+void comm_mpi_couple_close(hw_couple *c) {
     if (!c) return;
     if (c->in_flight) {
         // An error ended the run with a round in flight; the job is being aborted, and freeing its

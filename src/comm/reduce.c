@@ -9,7 +9,7 @@
 #include <mpi.h>
 #include <string.h>
 
-int hw_comm_sum(float *buf, size_t n) {
+int comm_mpi_sum(float *buf, size_t n) {
     // MPI counts are ints: a model beyond 2^31 floats goes in pieces.
     for (size_t done = 0; done < n;) {
         int count = n - done > INT_MAX ? INT_MAX : (int)(n - done);
@@ -20,7 +20,7 @@ int hw_comm_sum(float *buf, size_t n) {
     return HW_OK;
 }
 
-int hw_comm_min_int(int *value) {
+int comm_mpi_min_int(int *value) {
     int code = MPI_Allreduce(MPI_IN_PLACE, value, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     return code == MPI_SUCCESS ? HW_OK : comm_mpi_failed(code, "MPI_Allreduce (MIN)");
 }
@@ -33,7 +33,7 @@ static uint64_t weights_hash(const float *weights, size_t n) {
     return hash;
 }
 
-int hw_comm_weights_agree(const float *weights, size_t n, const char *when) {
+int comm_mpi_weights_agree(const float *weights, size_t n, const char *when) {
     uint64_t mine = weights_hash(weights, n), low = mine, high = mine;
     int code = MPI_Allreduce(MPI_IN_PLACE, &low, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
     if (code == MPI_SUCCESS) code = MPI_Allreduce(MPI_IN_PLACE, &high, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);

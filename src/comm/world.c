@@ -6,8 +6,6 @@
 
 #include <mpi.h>
 
-int hw_comm_built(void) { return 1; }
-
 int comm_mpi_failed(int code, const char *what) {
     char text[MPI_MAX_ERROR_STRING] = "";
     int length = 0;
@@ -17,7 +15,7 @@ int comm_mpi_failed(int code, const char *what) {
     return hw_fail("rank %d: %s failed: %s", rank, what, text);
 }
 
-int hw_comm_init(const hw_world *world) {
+int comm_mpi_init(const hw_world *world) {
     int provided = 0;
     // FUNNELED: DataParallel's replica threads and the Hogwild workers never call MPI; only the
     // thread that initialised it does.
@@ -43,10 +41,10 @@ static int initialised(void) {
     return init && !final;
 }
 
-void hw_comm_finalize(void) {
+void comm_mpi_finalize(void) {
     if (initialised()) MPI_Finalize();
 }
 
-void hw_comm_abort(int code) {
+void comm_mpi_abort(int code) {
     if (initialised()) MPI_Abort(MPI_COMM_WORLD, code);
 }
