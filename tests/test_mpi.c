@@ -11,7 +11,14 @@
 // folder of /dev/shm, both checked empty after each job (assert_mpi_left_nothing).
 static char session_dir[1100], shm_dir[64];
 
+static char netns_tool[1000], netns_name[32], netns_n[8];  // the two hosts of need_two_hosts
+
 static void mpi_teardown(void) {
+    if (netns_name[0]) {
+        char command[1400];
+        snprintf(command, sizeof command, "%s down %s", netns_tool, netns_name);
+        if (system(command) != 0) fprintf(stderr, "could not remove the network namespaces %s-a/b\n", netns_name);
+    }
     e2e_teardown();
     if (shm_dir[0]) rm_tree(shm_dir);
 }
@@ -278,6 +285,100 @@ Test(mpi, hogwild_a_round_past_sync_timeout_ends_the_job) {
     e2e_assert_contains(r.err, "--sync-timeout", "stderr");
     cr_expect_lt(took, 20, "the job took %.1f s to end after a rank stopped", took);
     assert_mpi_left_nothing();
+}
+
+// ---- two hosts: network namespaces on this machine (tests/tools/netns_hosts.sh) ----
+
+// Two hosts, NAME-a and NAME-b, for this test (removed at teardown); `rate` (e.g. "100mbit")
+// limits their link with tbf. Skipped, saying why, where namespaces are not permitted.
+static void need_two_hosts(const char *rate) {
+    need_mpirun();
+    snprintf(netns_tool, sizeof netns_tool, "%.900s/tests/tools/netns_hosts.sh", e2e.root);
+    // A name and subnet of this test's own: the suite's tests run at once.
+    snprintf(netns_name, sizeof netns_name, "hw%d", (int)(getpid() % 100000));
+    snprintf(netns_n, sizeof netns_n, "%d", (int)(getpid() % 200) + 20);
+    char command[1400];
+    snprintf(command, sizeof command, "%s up %s %s %s", netns_tool, netns_name, netns_n, rate ? rate : "");
+    int status = system(command);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+        netns_name[0] = '\0';
+        cr_skip_test("network namespaces are not permitted here (ip netns add needs root and CAP_SYS_ADMIN)");
+    }
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s failed", command);
+}
+
+// mpirun on host a with one rank on each host, as netns_hosts.sh starts it.
+static void hosts_start(e2e_run_result *r, const char *const *args) {
+    const char *argv[80];
+    int argc = 0;
+    const char *head[] = {"mpirun", netns_name, netns_n, "-np", "2", "--oversubscribe", "--bind-to", "none", NULL};
+    for (int i = 0; head[i]; i++) argv[argc++] = head[i];
+    char bin[1024];
+    snprintf(bin, sizeof bin, "%s", e2e.bin);
+    for (int i = 0; args[i]; i++) {
+        cr_assert_lt(argc, 78);
+        argv[argc++] = strcmp(args[i], "HW") == 0 ? bin : args[i];
+    }
+    argv[argc] = NULL;
+    snprintf(e2e.bin, sizeof e2e.bin, "%s", netns_tool);
+    e2e_start_argv(r, NULL, argv);
+    snprintf(e2e.bin, sizeof e2e.bin, "%s", bin);
+}
+#define hosts_run(r, ...)                                          \
+    do {                                                           \
+        hosts_start((r), (const char *const[]){__VA_ARGS__, NULL}); \
+        e2e_wait_within((r), 150);                                 \
+    } while (0)
+
+// Both modes across the two hosts: each rank on its own host (hostname says so), the world's
+// samples counted, nothing left behind. Returns the samples/s of each mode (Hogwild, DataParallel).
+static void check_two_hosts(double *hogwild_rate, double *dp_rate) {
+    char *data = e2e_synth(68);
+    e2e_run_result r;
+    hosts_run(&r, "hostname");
+    e2e_assert_exit(&r, 0);
+    char host_a[48], host_b[48];
+    snprintf(host_a, sizeof host_a, "%s-a\n", netns_name);
+    snprintf(host_b, sizeof host_b, "%s-b\n", netns_name);
+    e2e_assert_contains(r.out, host_a, "the ranks' hostnames");
+    e2e_assert_contains(r.out, host_b, "the ranks' hostnames");
+
+    char *metrics = e2e_path("hosts-hw.csv");
+    hosts_run(&r, "HW", "--workers", "1", "--model", e2e.mlp, "--data", data, "--epochs", "2", "--sync-every", "20ms",
+              "--metrics", metrics);
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "coupling (rank 0 of 2)", "stdout");
+    e2e_metrics_row rows[8];
+    cr_assert_eq(e2e_read_metrics(metrics, rows, 8), 3);
+    cr_expect_eq(rows[2].samples, 2 * E2E_TRAIN);
+    cr_expect_gt(rows[2].accuracy, 60, "accuracy %.2f%%", rows[2].accuracy);
+    double rate;
+    cr_assert_eq(sscanf(strstr(r.out, "done: "), "done: %*d samples, training %*f s (%lf samples/s)", &rate), 1);
+    *hogwild_rate = rate;
+
+    metrics = e2e_path("hosts-dp.csv");
+    hosts_run(&r, "HW", "--mode", "dataparallel", "--replicas", "1", "--model", e2e.mlp, "--data", data, "--epochs", "1",
+              "--metrics", metrics);
+    e2e_assert_exit(&r, 0);
+    cr_assert_eq(e2e_read_metrics(metrics, rows, 8), 2);
+    cr_expect_eq(rows[1].samples, E2E_TRAIN);
+    cr_assert_eq(sscanf(strstr(r.out, "done: "), "done: %*d samples, training %*f s (%lf samples/s)", &rate), 1);
+    *dp_rate = rate;
+    assert_mpi_left_nothing();
+}
+
+Test(mpi, two_hosts_over_network_namespaces_train_in_both_modes) {
+    need_two_hosts(NULL);
+    double hogwild_rate, dp_rate;
+    check_two_hosts(&hogwild_rate, &dp_rate);
+    cr_log_info("2 hosts: Hogwild %.0f samples/s, DataParallel %.0f samples/s", hogwild_rate, dp_rate);
+}
+
+Test(mpi, two_hosts_limited_to_100_mbit_train_in_both_modes) {
+    need_two_hosts("100mbit");
+    double hogwild_rate, dp_rate;
+    check_two_hosts(&hogwild_rate, &dp_rate);
+    cr_log_info("2 hosts at 100 Mbit/s: Hogwild %.0f samples/s, DataParallel %.0f samples/s", hogwild_rate, dp_rate);
 }
 
 // ---- without mpirun ----
