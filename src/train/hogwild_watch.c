@@ -8,6 +8,7 @@
 #include "measure.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +143,56 @@ static int run_ended(hw_join_status joined, const hw_spawn_ctx *spawn, hw_train_
     return 0;
 }
 
+// ---- evaluations that do not stall the coupling between ranks ----
+
+typedef struct {
+    hw_train_outputs *log;
+    int epochs_done, epoch_end;
+    int64_t samples;
+    double loss_sum;
+    int status;
+    char error[1024];       // hw_error() is per thread: the message comes back in here
+    atomic_int done;
+} evaluation;
+
+static void *evaluation_thread(void *arg) {
+    evaluation *e = arg;
+    e->status = hw_train_outputs_evaluate(e->log, e->epochs_done, e->samples, e->loss_sum, e->epoch_end);
+    if (e->status != HW_OK) snprintf(e->error, sizeof e->error, "%s", hw_error());
+    atomic_store(&e->done, 1);
+    return NULL;
+}
+
+// hw_train_outputs_evaluate. Across ranks rank 0 evaluates in a thread while this thread keeps
+// polling the coupling (MPI progresses only inside MPI calls, and only this thread makes them):
+// a test-set evaluation takes seconds, and every rank's round in flight would wait that long.
+static int evaluate(const hogwild_watch *watch, hw_train_outputs *log, int epochs_done, int64_t samples,
+                    double loss_sum, int epoch_end) {
+    if (!watch->couple || watch->config->world.rank != 0) {
+        return hw_train_outputs_evaluate(log, epochs_done, samples, loss_sum, epoch_end);
+    }
+    evaluation e = {.log = log, .epochs_done = epochs_done, .epoch_end = epoch_end, .samples = samples,
+                    .loss_sum = loss_sum};
+    atomic_init(&e.done, 0);
+    pthread_t thread;
+    int err = pthread_create(&thread, NULL, evaluation_thread, &e);
+    if (err) return hw_train_outputs_evaluate(log, epochs_done, samples, loss_sum, epoch_end);
+    int status = HW_OK;
+    while (!atomic_load(&e.done)) {
+        // Not "at the barrier" while evaluating: the main loop flags that once the evaluation ends.
+        int64_t node_samples;
+        double node_loss;
+        int min_done;
+        sum_slots(watch->control, watch->config->workers, &node_samples, &node_loss, &min_done);
+        if (status == HW_OK) status = hw_couple_poll(watch->couple, 0, node_samples, node_loss);
+        struct timespec pause = {0, 5 * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    pthread_join(thread, NULL);
+    if (e.status != HW_OK) return hw_fail("%s", e.error);
+    return status;
+}
+
 int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_outputs *log,
                          hw_train_result *result) {
     const hw_train_config *config = watch->config;
@@ -207,7 +258,7 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
             atomic_store(&control->released_epoch, watch->first_epoch + epochs_handled);
             // Points before this epoch end that no mid-epoch evaluation took are skipped.
             hw_train_outputs_pass_points(log, &next_eval, samples, 1);
-            if (hw_train_outputs_evaluate(log, watch->first_epoch + epochs_handled, samples, loss_sum, 1) != HW_OK) {
+            if (evaluate(watch, log, watch->first_epoch + epochs_handled, samples, loss_sum, 1) != HW_OK) {
                 status = HW_ERR;
                 break;
             }
@@ -218,7 +269,7 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
             // One evaluation for every point passed since the last: the others are skipped.
             hw_train_outputs_pass_points(log, &next_eval, samples, 0);
             if (watch->snapshot(watch->snapshot_ctx, log) != HW_OK ||
-                hw_train_outputs_evaluate(log, watch->first_epoch + epochs_handled, samples, loss_sum, 0) != HW_OK) {
+                evaluate(watch, log, watch->first_epoch + epochs_handled, samples, loss_sum, 0) != HW_OK) {
                 status = HW_ERR;
                 break;
             }
