@@ -287,6 +287,51 @@ Test(mpi, hogwild_a_round_past_sync_timeout_ends_the_job) {
     assert_mpi_left_nothing();
 }
 
+// Starts a long Hogwild job of 2 ranks and returns once both are past MPI_Init (their threads).
+static void start_two_training_ranks(e2e_run_result *r, pid_t ranks[2], const char *data, const char *save) {
+    mpi_start(r, (const char *const[]){"-np", "2", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data,
+                                       "--epochs", "1000", "--quiet", "--sync-every", "10ms", "--save", save, NULL});
+    double deadline = hw_now() + 30;
+    while (e2e_children_of(r->pid, ranks, 2) < 2 && hw_now() < deadline) e2e_sleep_ms(20);
+    cr_assert_eq(e2e_children_of(r->pid, ranks, 2), 2, "mpirun did not start 2 ranks");
+    while ((thread_count(ranks[0]) < 2 || thread_count(ranks[1]) < 2) && hw_now() < deadline) e2e_sleep_ms(20);
+    e2e_sleep_ms(1000);
+}
+
+// A rank killed with SIGKILL (no message, no MPI_Abort) ends the job: mpirun notices and ends the
+// others; no process, session file or shared memory is left.
+Test(mpi, hogwild_a_rank_killed_with_sigkill_ends_the_job) {
+    need_mpirun();
+    char *data = e2e_synth(69);
+    e2e_run_result r;
+    pid_t ranks[2];
+    start_two_training_ranks(&r, ranks, data, e2e_path("killed.safetensors"));
+    kill(ranks[1], SIGKILL);
+    double killed = hw_now();
+    e2e_wait_within(&r, 60);
+    double took = hw_now() - killed;
+    cr_expect(!(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0), "mpirun exited 0 after a rank was killed");
+    cr_expect_lt(took, 20, "the job took %.1f s to end after a rank was killed", took);
+    assert_mpi_left_nothing();
+}
+
+// Ctrl-C on mpirun: Open MPI ends every rank with SIGTERM; rank 0 saves its current weights
+// (--save) on the way out. mpirun's own exit status is Open MPI's (1), not 130.
+Test(mpi, hogwild_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) {
+    need_mpirun();
+    char *data = e2e_synth(70);
+    char *ckpt = e2e_path("interrupted.safetensors");
+    e2e_run_result r;
+    pid_t ranks[2];
+    start_two_training_ranks(&r, ranks, data, ckpt);
+    kill(r.pid, SIGINT);
+    e2e_wait_within(&r, 60);
+    cr_expect(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0, "mpirun: status %d", r.status);
+    e2e_assert_contains(r.out, "saved the current weights to", "stdout");
+    cr_expect_geq(e2e_eval_checkpoint(data, e2e.mlp, ckpt).samples, 1, "the checkpoint holds no training");
+    assert_mpi_left_nothing();
+}
+
 // ---- two hosts: network namespaces on this machine (tests/tools/netns_hosts.sh) ----
 
 // Two hosts, NAME-a and NAME-b, for this test (removed at teardown); `rate` (e.g. "100mbit")
