@@ -287,10 +287,18 @@ Test(mpi, hogwild_a_round_past_sync_timeout_ends_the_job) {
     assert_mpi_left_nothing();
 }
 
-// Starts a long Hogwild job of 2 ranks and returns once both are past MPI_Init (their threads).
-static void start_two_training_ranks(e2e_run_result *r, pid_t ranks[2], const char *data, const char *save) {
-    mpi_start(r, (const char *const[]){"-np", "2", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data,
-                                       "--epochs", "1000", "--quiet", "--sync-every", "10ms", "--save", save, NULL});
+// Starts a long job of 2 ranks (Hogwild, or DataParallel when `dp`) and returns once both are
+// past MPI_Init (their threads).
+static void start_two_training_ranks(e2e_run_result *r, pid_t ranks[2], const char *data, const char *save, int dp) {
+    if (dp) {
+        mpi_start(r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--replicas", "1", "--model",
+                                           e2e.mlp, "--data", data, "--epochs", "1000", "--quiet", "--save", save,
+                                           NULL});
+    } else {
+        mpi_start(r, (const char *const[]){"-np", "2", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data,
+                                           "--epochs", "1000", "--quiet", "--sync-every", "10ms", "--save", save,
+                                           NULL});
+    }
     double deadline = hw_now() + 30;
     while (e2e_children_of(r->pid, ranks, 2) < 2 && hw_now() < deadline) e2e_sleep_ms(20);
     cr_assert_eq(e2e_children_of(r->pid, ranks, 2), 2, "mpirun did not start 2 ranks");
@@ -305,7 +313,7 @@ Test(mpi, hogwild_a_rank_killed_with_sigkill_ends_the_job) {
     char *data = e2e_synth(69);
     e2e_run_result r;
     pid_t ranks[2];
-    start_two_training_ranks(&r, ranks, data, e2e_path("killed.safetensors"));
+    start_two_training_ranks(&r, ranks, data, e2e_path("killed.safetensors"), 0);
     kill(ranks[1], SIGKILL);
     double killed = hw_now();
     e2e_wait_within(&r, 60);
@@ -316,14 +324,15 @@ Test(mpi, hogwild_a_rank_killed_with_sigkill_ends_the_job) {
 }
 
 // Ctrl-C on mpirun: Open MPI ends every rank with SIGTERM; rank 0 saves its current weights
-// (--save) on the way out. mpirun's own exit status is Open MPI's (1), not 130.
-Test(mpi, hogwild_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) {
+// (--save) on the way out. mpirun's own exit status is Open MPI's (1), not 130. DataParallel's
+// ranks, which may see the signal at different steps, agree on it in a step's sum.
+static void check_ctrl_c(int dp) {
     need_mpirun();
     char *data = e2e_synth(70);
     char *ckpt = e2e_path("interrupted.safetensors");
     e2e_run_result r;
     pid_t ranks[2];
-    start_two_training_ranks(&r, ranks, data, ckpt);
+    start_two_training_ranks(&r, ranks, data, ckpt, dp);
     kill(r.pid, SIGINT);
     e2e_wait_within(&r, 60);
     cr_expect(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0, "mpirun: status %d", r.status);
@@ -331,6 +340,9 @@ Test(mpi, hogwild_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) {
     cr_expect_geq(e2e_eval_checkpoint(data, e2e.mlp, ckpt).samples, 1, "the checkpoint holds no training");
     assert_mpi_left_nothing();
 }
+
+Test(mpi, hogwild_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) { check_ctrl_c(0); }
+Test(mpi, dataparallel_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) { check_ctrl_c(1); }
 
 // ---- two hosts: network namespaces on this machine (tests/tools/netns_hosts.sh) ----
 

@@ -11,11 +11,13 @@
 #include "hw/comm.h"
 #include "hw/err.h"
 #include "hw/optim.h"
+#include "hw/signals.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,8 +225,10 @@ typedef struct {
     const hw_train_config *config;
     const hw_train_inputs *in;
     hw_loader *loader;          // this epoch's batches
-    float *rank_sum;            // across ranks: the weighted gradient, the loss sum, the diverged count
+    float *rank_sum;            // across ranks: the weighted gradient, the loss sum, the diverged count,
+                                // the largest stop signal seen
     int64_t steps;              // steps taken in this run
+    int stop_agreed;            // across ranks: the stop signal some rank saw, agreed at the last step
 } cpu_trainer;
 
 // DataParallel across the ranks of an mpirun job: every rank loads the same global batch (same
@@ -252,7 +256,12 @@ static int ranks_step(cpu_trainer *t, const float *x, const uint8_t *y, int batc
         sum[n] = 0;
     }
     sum[n + 1] = local_diverged >= 0 ? 1.0f : 0.0f;
-    if (hw_comm_sum(sum, n + 2) != HW_OK) return -1;
+    // A stop signal (Ctrl-C on mpirun reaches every rank as SIGTERM, not all at the same step):
+    // every rank learns of it from this step's sum and leaves after it, so none is left waiting
+    // in the next step's sum. The signal's number, summed; any nonzero sum is a stop.
+    sum[n + 2] = (float)hw_stop_signal();
+    if (hw_comm_sum(sum, n + 3) != HW_OK) return -1;
+    if (sum[n + 2] > 0) t->stop_agreed = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
     *loss = sum[n] / (float)batch;
     *diverged = -1;
     if (sum[n + 1] > 0) {
@@ -296,11 +305,18 @@ static void cpu_end_epoch(void *arg) {
     t->loader = NULL;
 }
 
+// Across ranks the loop stops on the agreed signal only (ranks_step).
+static int ranks_stop(void *arg) {
+    cpu_trainer *t = arg;
+    return t->stop_agreed;
+}
+
 static int cpu_snapshot(void *arg, hw_train_outputs *log) {
     cpu_trainer *t = arg;
     // Across ranks, every evaluation point (every epoch end among them) checks that the ranks
-    // still hold the same weights, bit for bit: they took the same steps from the same sums.
-    if (t->config->world.size > 1) {
+    // still hold the same weights, bit for bit: they took the same steps from the same sums. Not
+    // the snapshot of a stopped run, which only rank 0 takes (to save it).
+    if (t->config->world.size > 1 && !t->stop_agreed) {
         char when[96];
         snprintf(when, sizeof when, "an evaluation point (%lld steps into the run)", (long long)t->steps);
         if (hw_comm_weights_agree(t->model->weights, t->model->n_weights, when) != HW_OK) return HW_ERR;
@@ -332,7 +348,7 @@ int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw
         rank_batch = (config->batch_size + world->size - 1) / world->size;
         // Rank 0's replicas draw the masks of a single process's; the others' differ (rank in the high bits).
         team_seed = config->seed ^ ((uint64_t)world->rank << 40);
-        t.rank_sum = malloc(sizeof(float) * (model->n_weights + 2));
+        t.rank_sum = malloc(sizeof(float) * (model->n_weights + 3));
         if (status == HW_OK && !t.rank_sum) status = hw_fail("out of memory for the gradient sum across ranks");
         if (status == HW_OK) status = hw_comm_weights_agree(model->weights, model->n_weights, "the start");
     }
@@ -343,8 +359,10 @@ int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw
         hw_train_outputs_snapshot(&log, model->weights);
         status = hw_train_outputs_evaluate(&log, first_epoch, 0, 0, 0);
     }
-    static const dp_ops cpu_ops = {cpu_begin_epoch, cpu_step, cpu_end_epoch, cpu_snapshot};
-    if (status == HW_OK) status = dp_run(config, in, first_epoch, &log, &cpu_ops, &t, result);
+    static const dp_ops cpu_ops = {cpu_begin_epoch, cpu_step, cpu_end_epoch, cpu_snapshot, NULL};
+    static const dp_ops ranks_ops = {cpu_begin_epoch, cpu_step, cpu_end_epoch, cpu_snapshot, ranks_stop};
+    const dp_ops *ops = world->size > 1 ? &ranks_ops : &cpu_ops;
+    if (status == HW_OK) status = dp_run(config, in, first_epoch, &log, ops, &t, result);
     hw_dp_team_close(t.team);
     hw_train_outputs_close(&log);
     hw_sgd_free(&t.opt);
