@@ -263,7 +263,9 @@ static int thread_count(pid_t pid) {
 // round overrun --sync-timeout: a clear error, exit 1, not a hang.
 Test(mpi, hogwild_a_round_past_sync_timeout_ends_the_job) {
     need_mpirun();
-    char *data = e2e_synth(66);
+    // Epochs of some length, so that the rank is stopped in mid-epoch as often as at an epoch end
+    // (where the wait for the other rank and the weights check are bounded by the timeout too).
+    char *data = e2e_synth_n("data", 66, 20000, 200);
     e2e_run_result r;
     mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data,
                                         "--epochs", "1000", "--quiet", "--sync-every", "10ms", "--sync-timeout", "2",

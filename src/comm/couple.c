@@ -155,7 +155,7 @@ int comm_mpi_couple_epoch_agreed(hw_couple *c, const char *when, int *agreed) {
     // become exactly the agreed ones, the same on every rank, which is checked.
     memcpy(c->live, c->agreed, sizeof(float) * c->n);
     c->all_at_barrier = 0;
-    if (comm_mpi_weights_agree(c->agreed, c->n, when) != HW_OK) return HW_ERR;
+    if (comm_mpi_weights_agree_within(c->agreed, c->n, when, c->plan.timeout_s) != HW_OK) return HW_ERR;
     *agreed = 1;
     return HW_OK;
 }

@@ -7,7 +7,9 @@
 
 #include <limits.h>
 #include <mpi.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 int comm_mpi_sum(float *buf, size_t n) {
     // MPI counts are ints: a model beyond 2^31 floats goes in pieces.
@@ -33,11 +35,40 @@ static uint64_t weights_hash(const float *weights, size_t n) {
     return hash;
 }
 
-int comm_mpi_weights_agree(const float *weights, size_t n, const char *when) {
+// Waits for `requests`, polling, at most timeout_s seconds (0: for ever): HW_ERR naming `what`
+// when they did not complete in time.
+static int comm_mpi_wait(MPI_Request *requests, int n, double timeout_s, const char *what) {
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        int done = 0;
+        int code = MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE);
+        if (code != MPI_SUCCESS) return comm_mpi_failed(code, what);
+        if (done) return HW_OK;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double waited = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) * 1e-9;
+        if (timeout_s > 0 && waited > timeout_s) {
+            int rank = -1;
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            return hw_fail("rank %d: %s has not completed in %g s (--sync-timeout): another rank is stuck or gone",
+                           rank, what, timeout_s);
+        }
+        struct timespec pause = {0, 200 * 1000L};
+        nanosleep(&pause, NULL);
+    }
+}
+
+int comm_mpi_weights_agree_within(const float *weights, size_t n, const char *when, double timeout_s) {
     uint64_t mine = weights_hash(weights, n), low = mine, high = mine;
-    int code = MPI_Allreduce(MPI_IN_PLACE, &low, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-    if (code == MPI_SUCCESS) code = MPI_Allreduce(MPI_IN_PLACE, &high, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    if (code != MPI_SUCCESS) return comm_mpi_failed(code, "the weights check (MPI_Allreduce)");
+    MPI_Request requests[2];
+    int code = MPI_Iallreduce(MPI_IN_PLACE, &low, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD, &requests[0]);
+    if (code == MPI_SUCCESS) {
+        code = MPI_Iallreduce(MPI_IN_PLACE, &high, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD, &requests[1]);
+    }
+    if (code != MPI_SUCCESS) return comm_mpi_failed(code, "the weights check (MPI_Iallreduce)");
+    char what[160];
+    snprintf(what, sizeof what, "the weights check at %s", when);
+    if (comm_mpi_wait(requests, 2, timeout_s, what) != HW_OK) return HW_ERR;
     if (low != high) {
         int rank = -1;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -46,4 +77,8 @@ int comm_mpi_weights_agree(const float *weights, size_t n, const char *when) {
                        rank, when, (unsigned long long)mine, (unsigned long long)low, (unsigned long long)high);
     }
     return HW_OK;
+}
+
+int comm_mpi_weights_agree(const float *weights, size_t n, const char *when) {
+    return comm_mpi_weights_agree_within(weights, n, when, 0);
 }
