@@ -177,11 +177,15 @@ void comm_mpi_couple_report(const hw_couple *c, char *text, size_t cap) {
              wall > 0 ? 100 * c->busy / wall : 0.0, wall);
 }
 
+// A coupling closed with a round in flight, kept: see comm_mpi_couple_close.
+static hw_couple *abandoned;
+
 void comm_mpi_couple_close(hw_couple *c) {
     if (!c) return;
     if (c->in_flight) {
-        // An error ended the run with a round in flight; the job is being aborted, and freeing its
-        // buffers under MPI would be worse than leaving them.
+        // An error ended the run with a round in flight; the job is being aborted (MPI_Abort), and
+        // MPI may still write into its buffers: they are kept, reachable, until the process ends.
+        abandoned = c;
         return;
     }
     free(c->agreed);

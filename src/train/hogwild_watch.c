@@ -167,8 +167,8 @@ static void *evaluation_thread(void *arg) {
 // polling the coupling (MPI progresses only inside MPI calls, and only this thread makes them):
 // a test-set evaluation takes seconds, and every rank's round in flight would wait that long.
 static int evaluate(const hogwild_watch *watch, hw_train_outputs *log, int epochs_done, int64_t samples,
-                    double loss_sum, int epoch_end) {
-    if (!watch->couple || watch->config->world.rank != 0) {
+                    double loss_sum, int epoch_end, int coupling) {
+    if (!watch->couple || !coupling || watch->config->world.rank != 0) {
         return hw_train_outputs_evaluate(log, epochs_done, samples, loss_sum, epoch_end);
     }
     evaluation e = {.log = log, .epochs_done = epochs_done, .epoch_end = epoch_end, .samples = samples,
@@ -215,12 +215,16 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
         if (watch->couple) {
             // Across ranks: one step of the coupling (src/comm/couple.c), which never waits. The
             // epoch ends only when every rank's end-of-epoch changes are in, the same on every
-            // rank; the counters are the world's, as the others last reported them.
-            if ((status = hw_couple_poll(watch->couple, epoch_end, samples, loss_sum)) != HW_OK) break;
-            if (epoch_end) {
-                char when[64];
-                snprintf(when, sizeof when, "the end of epoch %d", watch->first_epoch + epochs_handled + 1);
-                if ((status = hw_couple_epoch_agreed(watch->couple, when, &epoch_end)) != HW_OK) break;
+            // rank; the counters are the world's, as the others last reported them. Rounds go on
+            // until the last epoch is agreed, and none after: every rank must make the same
+            // rounds, and none may be left in flight at MPI_Finalize.
+            if (epochs_handled < epochs_to_run) {
+                if ((status = hw_couple_poll(watch->couple, epoch_end, samples, loss_sum)) != HW_OK) break;
+                if (epoch_end) {
+                    char when[64];
+                    snprintf(when, sizeof when, "the end of epoch %d", watch->first_epoch + epochs_handled + 1);
+                    if ((status = hw_couple_epoch_agreed(watch->couple, when, &epoch_end)) != HW_OK) break;
+                }
             }
             hw_couple_view others;
             hw_couple_view_read(watch->couple, &others);
@@ -258,7 +262,8 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
             atomic_store(&control->released_epoch, watch->first_epoch + epochs_handled);
             // Points before this epoch end that no mid-epoch evaluation took are skipped.
             hw_train_outputs_pass_points(log, &next_eval, samples, 1);
-            if (evaluate(watch, log, watch->first_epoch + epochs_handled, samples, loss_sum, 1) != HW_OK) {
+            if (evaluate(watch, log, watch->first_epoch + epochs_handled, samples, loss_sum, 1,
+                         epochs_handled < epochs_to_run) != HW_OK) {
                 status = HW_ERR;
                 break;
             }
@@ -269,7 +274,7 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
             // One evaluation for every point passed since the last: the others are skipped.
             hw_train_outputs_pass_points(log, &next_eval, samples, 0);
             if (watch->snapshot(watch->snapshot_ctx, log) != HW_OK ||
-                evaluate(watch, log, watch->first_epoch + epochs_handled, samples, loss_sum, 0) != HW_OK) {
+                evaluate(watch, log, watch->first_epoch + epochs_handled, samples, loss_sum, 0, 1) != HW_OK) {
                 status = HW_ERR;
                 break;
             }
