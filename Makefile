@@ -2,6 +2,7 @@
 #
 #   make              build everything it can find the tools for (CUDA when nvcc is found)
 #   make CUDA=0       build without CUDA even where nvcc is installed
+#   make MPI=0        build without MPI even where Open MPI is installed
 #   make test         build and run the Criterion suite, the IDX fuzzer and make sim
 #   make asan         the test suite and make sim under AddressSanitizer + UBSan (build-asan*/)
 #   make CC=clang     any C11 compiler; the build is -Wall -Wextra -Werror clean with gcc and clang
@@ -52,6 +53,31 @@ NVCCFLAGS   ?= -O3 -g -std=c++17 $(CUDA_ARCH)
 NVCCFLAGS   += -Iinclude -Xcompiler -Wall,-Wextra,-Werror -DHW_HAVE_CUDA=1
 
 C_SRC   := $(filter-out src/main.c src/cuda/%, $(wildcard src/*.c src/*/*.c))
+
+# ---- MPI (src/comm/): on when Open MPI's mpicc is found, off with MPI=0 ----
+# Runs across machines under mpirun (README, "Several machines"). The MPI side of src/comm/ is
+# the shared object libhogwild-mpi.so beside the binary, which src/comm/door.c dlopen()s only in a
+# rank of a job of several: a plain ./hogwild maps no MPI library and never calls MPI_Init. Its
+# calls into the core resolve to the executable's symbols (linked -rdynamic). The test binary
+# links the MPI side directly. Without MPI, door.c refuses a several-rank job naming the build.
+MPICC ?= $(shell command -v mpicc 2>/dev/null)
+ifeq ($(MPI),0)
+  HAVE_MPI := 0
+else ifneq ($(MPICC),)
+  HAVE_MPI := 1
+else
+  HAVE_MPI := 0
+endif
+MPI_C_SRC := $(filter-out src/comm/door.c src/comm/detect.c, $(wildcard src/comm/*.c))
+C_SRC     := $(filter-out $(MPI_C_SRC), $(C_SRC))
+MPI_PLUGIN :=
+ifeq ($(HAVE_MPI),1)
+  CFLAGS     += -DHW_HAVE_MPI=1
+  MPI_CFLAGS := $(shell $(MPICC) --showme:compile) -fPIC
+  MPI_LIBS   := $(shell $(MPICC) --showme:link)
+  MPI_OBJ    := $(patsubst src/%.c,$(BUILD)/%.o,$(MPI_C_SRC))
+  MPI_PLUGIN := $(if $(filter build,$(BUILD)),libhogwild-mpi.so,$(BUILD)/libhogwild-mpi.so)
+endif
 CU_SRC  :=
 # The GPU part in a CUDA build: src/cuda/ and the GPU trainers, built as the shared object
 # libhogwild-cuda.so beside the binary, which src/train/gpu_door.c dlopen()s only when a run asks
@@ -96,8 +122,10 @@ CU_CC ?= $(NVCC) $(NVCCFLAGS)
 # The GPU objects: in the plugin (CUDA build) or in the library (simulated build).
 GPU_OBJ  := $(patsubst src/%.c,$(BUILD)/%.o,$(PLUGIN_C_SRC)) $(patsubst src/%.cu,$(BUILD)/%.cu.o,$(CU_SRC))
 OBJ      := $(patsubst src/%.c,$(BUILD)/%.o,$(C_SRC)) $(if $(PLUGIN),,$(GPU_OBJ)) $(SIM_OBJ)
-# ./hogwild of a CUDA build: every core symbol kept and exported, for the plugin.
-EXE_LIB   = $(if $(PLUGIN),-rdynamic -Wl$(comma)--whole-archive $(LIB) -Wl$(comma)--no-whole-archive,$(LIB))
+# ./hogwild of a CUDA build: every core symbol kept and exported, for the plugin. With MPI: the
+# core symbols it links exported, for the MPI plugin (which needs only the error functions).
+EXE_LIB   = $(if $(PLUGIN),-rdynamic -Wl$(comma)--whole-archive $(LIB) -Wl$(comma)--no-whole-archive,$(LIB)) \
+            $(if $(MPI_PLUGIN),-rdynamic)
 TEST_GPU := $(if $(PLUGIN),$(GPU_OBJ))
 GPU_TESTS := tests/test_cuda.c tests/test_gpu_train.c tests/test_simcuda.c
 TEST_SRC := $(filter-out $(if $(filter 0,$(HAVE_CUDA)),$(GPU_TESTS),tests/test_without_cuda.c), $(wildcard tests/*.c)) \
@@ -109,11 +137,11 @@ LIB      := $(BUILD)/libhogwild.a
 # ./hogwild is the default build's; another BUILD= (CUDA=0, clang, asan, sim) builds its own
 # $(BUILD)/hogwild, so that it cannot replace ./hogwild with a binary make test would then trust.
 BIN := $(if $(filter build,$(BUILD)),hogwild,$(BUILD)/hogwild)
-all: info $(BIN) $(PLUGIN) $(BUILD)/test_hogwild
+all: info $(BIN) $(PLUGIN) $(MPI_PLUGIN) $(BUILD)/test_hogwild
 	@echo "hogwild BLAS in use here: $$(./$(BIN) --version | sed -n 's/^BLAS: //p')"
 
 info:
-	@echo "hogwild build: CC=$(CC) CUDA=$(if $(filter 1,$(HAVE_CUDA)),yes ($(NVCC)),$(if $(filter sim,$(HAVE_CUDA)),SIMULATED (tests/simcuda),no)) NCCL=$(if $(NCCL_FOUND),yes,no)"
+	@echo "hogwild build: CC=$(CC) CUDA=$(if $(filter 1,$(HAVE_CUDA)),yes ($(NVCC)),$(if $(filter sim,$(HAVE_CUDA)),SIMULATED (tests/simcuda),no)) NCCL=$(if $(NCCL_FOUND),yes,no) MPI=$(if $(filter 1,$(HAVE_MPI)),yes ($(MPICC)),no)"
 	@echo "hogwild BLAS: $(BLAS_LIB), loaded at run time (the kernels in use: ./hogwild --version)"
 	@echo "hogwild CPU code: $(if $(ARCH),$(ARCH),the compiler's baseline (this CPU lacks AVX2/FMA))"
 	@echo "GPU part: $(if $(PLUGIN),$(PLUGIN)$(comma) loaded with dlopen() only when a run asks for a GPU (CPU runs map no CUDA library),$(if $(filter sim,$(HAVE_CUDA)),linked in (the simulated device),none: --device cuda fails naming the build))"
@@ -132,8 +160,15 @@ $(LIB): $(OBJ)
 
 # ./hogwild, and $(BUILD)/hogwild for builds that must not replace it (make asan). In a CUDA build
 # it needs the plugin beside it, so the plugin is built with it.
-hogwild $(BUILD)/hogwild: $(BUILD)/main.o $(LIB) | $(PLUGIN)
+hogwild $(BUILD)/hogwild: $(BUILD)/main.o $(LIB) | $(PLUGIN) $(MPI_PLUGIN)
 	$(CC) $(CFLAGS) $(BUILD)/main.o $(EXE_LIB) -o $@ $(LDLIBS) -ldl
+
+# The MPI side as a shared object (src/comm/door.c loads it); its objects see mpi.h.
+ifneq ($(MPI_PLUGIN),)
+$(MPI_OBJ): CFLAGS += $(MPI_CFLAGS)
+$(MPI_PLUGIN): $(MPI_OBJ)
+	$(CC) -shared $(MPI_OBJ) -o $@ $(MPI_LIBS)
+endif
 
 # The GPU part as a shared object; its undefined core symbols resolve to the executable's.
 ifneq ($(PLUGIN),)
@@ -147,8 +182,8 @@ $(BUILD)/tests/%.o: tests/%.c $(wildcard include/hw/*.h) $(wildcard tests/*.h te
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -c $< -o $@
 
-$(BUILD)/test_hogwild: $(TEST_OBJ) $(TEST_GPU) $(LIB)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(CUDA_LIBS) -lcriterion
+$(BUILD)/test_hogwild: $(TEST_OBJ) $(TEST_GPU) $(MPI_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(CUDA_LIBS) $(MPI_LIBS) -lcriterion
 
 # Benchmarks: bench/<name>.c -> $(BUILD)/bench_<name>, linked like ./hogwild.
 $(BUILD)/bench_%: bench/%.c $(LIB) $(TEST_GPU) $(wildcard include/hw/*.h)
@@ -206,4 +241,4 @@ asan:
 	    echo "make asan: sanitizer reports, above"; exit 1; fi
 
 clean:
-	rm -rf build build-asan build-sim build-asan-sim hogwild libhogwild-cuda.so
+	rm -rf build build-asan build-sim build-asan-sim hogwild libhogwild-cuda.so libhogwild-mpi.so

@@ -20,8 +20,10 @@ JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 # and libopenblas0-pthread the library ./hogwild loads at run time (the pthread build, run with one
 # thread per caller: thread-safe, see include/hw/blas.h); jansson reads and writes checkpoint
 # headers; libmd checks the downloads' md5; criterion runs the tests; g++ builds the CUDA host code
-# against the simulated CUDA device of the tests (make sim).
+# against the simulated CUDA device of the tests (make sim); Open MPI (mpicc, mpirun, libmpi) runs
+# training across several ranks and machines (README, "Several machines") and its tests.
 PACKAGES="gcc g++ make pkg-config zlib1g-dev libopenblas-dev libopenblas0-pthread libstb-dev libjansson-dev libmd-dev libcriterion-dev"
+PACKAGES="$PACKAGES openmpi-bin libopenmpi-dev"
 
 say() { printf '[run.sh] %s\n' "$*"; }
 

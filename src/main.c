@@ -1,6 +1,7 @@
 // main: the command line of ./hogwild, nothing else.
 #include "hw/blas.h"
 #include "hw/ckpt.h"
+#include "hw/comm.h"
 #include "hw/compare.h"
 #include "hw/data.h"
 #include "hw/err.h"
@@ -62,6 +63,11 @@ static const char *options_text =
     "  --quiet                  no progress line (results are still printed)\n"
     "  --measure                measure what Hogwild does (CPU workers): staleness, lost updates,\n"
     "                           contention; printed after training and added to --metrics\n"
+    "\n"
+    "Several machines (under mpirun; README, \"Several machines\"):\n"
+    "  --sync-every N|Nms       Hogwild across ranks: couple the nodes every N training samples of a\n"
+    "                           node, or every N milliseconds (default 100ms)\n"
+    "  --sync-timeout S         a coupling round not complete in S seconds ends the job (default 60)\n"
     "\n"
     "Process runtime:\n"
     "  --sharing-strategy NAME  file_descriptor (default) or file_system\n"
@@ -135,6 +141,23 @@ static int parse_gpus(const char *text, hw_train_config *config) {
         p = *end == ',' ? end + 1 : end;
     }
     if (config->n_gpus == 0) return usage_error("--gpus expects at least one GPU index, got '%s'", text);
+    return HW_EXIT_OK;
+}
+
+// --sync-every: "N" training samples of a node, or "Nms" milliseconds.
+static int parse_sync_every(const char *text, hw_train_config *config) {
+    char *end = NULL;
+    errno = 0;
+    long long value = strtoll(text, &end, 10);
+    int ms = end && strcmp(end, "ms") == 0;
+    if (errno || end == text || (*end != '\0' && !ms) || !isdigit((unsigned char)text[0]) || value < 1 ||
+        value > 1000000000LL) {
+        return usage_error("--sync-every expects a number of samples (e.g. 2000) or of milliseconds (e.g. 100ms), "
+                           "at least 1, got '%s'",
+                           text);
+    }
+    config->sync_every_ms = ms ? (double)value : 0;
+    config->sync_every_samples = ms ? 0 : value;
     return HW_EXIT_OK;
 }
 
@@ -313,12 +336,13 @@ static int command_train(const hw_train_config *config) {
         hw_train_inputs_free(&in);
         return HW_EXIT_FAILURE;
     }
-    char device[32];
+    char device[32], ranks[32] = "";
     hw_device_format(config->device, device, sizeof device);
+    if (config->world.size > 1) snprintf(ranks, sizeof ranks, "%d ranks x ", config->world.size);
     if (!config->quiet) {
-        printf("hogwild: %s, %s %d, %s on %s (%lld train / %lld test samples), %d epoch(s), batch %d, lr %g, "
+        printf("hogwild: %s, %s%s %d, %s on %s (%lld train / %lld test samples), %d epoch(s), batch %d, lr %g, "
                "momentum %g, %zu parameters, sharing %s\n",
-               config->mode == HW_MODE_HOGWILD ? "Hogwild" : "DataParallel",
+               config->mode == HW_MODE_HOGWILD ? "Hogwild" : "DataParallel", ranks,
                config->mode == HW_MODE_HOGWILD ? "workers" : "replicas",
                config->mode == HW_MODE_HOGWILD ? config->workers : config->replicas, config->model_path,
                config->data_dir, (long long)in.train.n, (long long)in.test.n, config->epochs, config->batch_size,
@@ -331,10 +355,51 @@ static int command_train(const hw_train_config *config) {
                                                  : hw_train_dataparallel(config, &in, &result);
     hw_train_inputs_free(&in);
     if (status != HW_OK) {
-        fprintf(stderr, "hogwild: %s\n", hw_error());
+        if (config->world.size > 1) {
+            // The other ranks may be waiting for this one in a collective: the whole job ends, now.
+            fprintf(stderr, "hogwild (rank %d of %d): %s\n", config->world.rank, config->world.size, hw_error());
+            fflush(stderr);
+            hw_comm_abort(HW_EXIT_FAILURE);
+        } else {
+            fprintf(stderr, "hogwild: %s\n", hw_error());
+        }
         return HW_EXIT_FAILURE;
     }
+    hw_comm_finalize();
     if (result.interrupted_by) return 128 + result.interrupted_by;
+    return HW_EXIT_OK;
+}
+
+// A run started by mpirun with several ranks (config->world): what each rank does and does not.
+static int check_world(hw_train_config *config, int sync_given) {
+    if (config->world.size == 1) {
+        if (sync_given) {
+            return usage_error("--sync-every and --sync-timeout couple the ranks of an mpirun job; this run is not "
+                               "one%s", "");
+        }
+        return HW_EXIT_OK;
+    }
+    if (!hw_comm_built()) {
+        fprintf(stderr, "hogwild: started by mpirun as rank %d of %d, but this hogwild was built without MPI (make "
+                        "MPI=0, or Open MPI was not found when it was built)\n",
+                config->world.rank, config->world.size);
+        return HW_EXIT_FAILURE;
+    }
+    if (config->device.type == HW_DEVICE_CUDA) {
+        return usage_error("several ranks train on the CPU for now; GPU ranks (NCCL) are not built yet: drop --device "
+                           "%s or run one process", "cuda");
+    }
+    if (config->eval_only) return usage_error("--eval-only evaluates in one process: run it without mpirun%s", "");
+    if (config->mode == HW_MODE_DATAPARALLEL && sync_given) {
+        return usage_error("--sync-every and --sync-timeout are for Hogwild across ranks; DataParallel sums the "
+                           "gradients every step%s", "");
+    }
+    if (config->world.rank != 0) {
+        // Rank 0 prints, evaluates, writes the metrics and saves the checkpoints for the job.
+        config->quiet = 1;
+        config->metrics_path = NULL;
+        config->save_path = NULL;
+    }
     return HW_EXIT_OK;
 }
 
@@ -354,6 +419,7 @@ int main(int argc, char **argv) {
     hw_train_config config;
     hw_train_config_default(&config);
     int summary = 0, replicas_given = 0, workers_given = 0, model_given = 0, list_strategies = 0, clean_shm = 0;
+    int sync_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
         long n = 0;
@@ -460,6 +526,13 @@ int main(int argc, char **argv) {
             config.save_path = value;
         } else if (strcmp(flag, "--resume") == 0) {
             config.resume_path = value;
+        } else if (strcmp(flag, "--sync-every") == 0) {
+            status = parse_sync_every(value, &config);
+            sync_given = 1;
+        } else if (strcmp(flag, "--sync-timeout") == 0) {
+            status = parse_float(flag, value, 0.001, &x);
+            config.sync_timeout = x;
+            sync_given = 1;
         } else if (strcmp(flag, "--sharing-strategy") == 0) {
             if (hw_sharing_strategy_set(value) != HW_OK) return usage_error("--sharing-strategy: %s", hw_error());
         } else {
@@ -495,6 +568,13 @@ int main(int argc, char **argv) {
         return usage_error("--measure is for Hogwild workers on the CPU, not --device %s", "cuda");
     }
     if (config.measure && config.eval_only) return usage_error("--measure measures training, not --eval-only%s", "");
+    // Which rank of an mpirun job this is, from the environment mpirun sets: no MPI call yet.
+    if (hw_world_detect(&config.world) != HW_OK) {
+        fprintf(stderr, "hogwild: %s\n", hw_error());
+        return HW_EXIT_FAILURE;
+    }
+    int world_status = check_world(&config, sync_given);
+    if (world_status != HW_EXIT_OK) return world_status;
     if (config.eval_only) {
         if (!config.resume_path) return usage_error("--eval-only needs --resume FILE%s", "");
         // It trains nothing, so it writes no checkpoint and no metrics: refused, not ignored.

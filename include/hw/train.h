@@ -3,6 +3,7 @@
 #define HW_TRAIN_H
 
 #include "hw/ckpt.h"
+#include "hw/comm.h"
 #include "hw/data.h"
 #include "hw/nn.h"
 #include "hw/tensor.h"
@@ -42,6 +43,12 @@ typedef struct {
     int gpus[16];                // --gpus 0,1,... (DataParallel on GPUs)
     int n_gpus;
     hw_normalize norm;           // --normalize mean,std or "auto"
+    // Across ranks of an mpirun job (include/hw/comm.h; rank 0 of 1 otherwise). Rank 0 evaluates,
+    // writes the metrics and checkpoints, and prints; the other ranks train in silence.
+    hw_world world;
+    double sync_every_ms;        // --sync-every Nms: Hogwild across ranks, a coupling round every N ms
+    int64_t sync_every_samples;  // --sync-every N: every N training samples of the node instead (0: by time)
+    double sync_timeout;         // --sync-timeout S: a coupling round not complete in S seconds is an error
 } hw_train_config;
 
 // The defaults of PyTorch's mnist_hogwild example: 2 workers, batch 64, test batch 1000,
@@ -190,6 +197,7 @@ typedef struct {
     int64_t total_samples;       // for the ETA
     int line_open;               // a live line is on screen and not yet ended
     int stdout_closed;           // a write to stdout failed with EPIPE: results are no longer printed
+    int silent;                  // a rank other than 0 of an mpirun job: no progress, no results
 } hw_progress;
 void hw_progress_start(hw_progress *p, int quiet, int64_t total_samples);
 // Called often; prints at most a few times a second (live) or every few seconds (plain).

@@ -8,12 +8,16 @@
 #include "hw/train.h"
 
 #include "dp_loop.h"
+#include "hw/comm.h"
 #include "hw/err.h"
 #include "hw/optim.h"
+#include "hw/signals.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,7 +225,55 @@ typedef struct {
     const hw_train_config *config;
     const hw_train_inputs *in;
     hw_loader *loader;          // this epoch's batches
+    float *rank_sum;            // across ranks: the weighted gradient, the loss sum, the diverged count,
+                                // the largest stop signal seen
+    int64_t steps;              // steps taken in this run
+    int stop_agreed;            // across ranks: the stop signal some rank saw, agreed at the last step
 } cpu_trainer;
+
+// DataParallel across the ranks of an mpirun job: every rank loads the same global batch (same
+// order, same seed), trains chunk `rank` of it on its replicas, and the chunk gradients, weighted
+// by chunk size, are summed over the ranks (MPI_Allreduce, src/comm/reduce.c): the gradient of
+// the whole batch's mean loss, as one process would compute it, up to float rounding. Every rank
+// then takes the same SGD step on the same bits. The loss sum and a count of diverged replicas
+// travel in the same message.
+static int ranks_step(cpu_trainer *t, const float *x, const uint8_t *y, int batch, float *loss, int *diverged) {
+    const hw_world *world = &t->config->world;
+    const size_t n = t->model->n_weights;
+    float *sum = t->rank_sum;
+    int offset, count, local_diverged = -1;
+    hw_dp_chunk(batch, world->size, world->rank, &offset, &count);
+    if (count > 0) {
+        const float *grads;
+        int64_t sample_floats = hw_shape_numel(t->model->input);
+        float local_loss = hw_dp_team_step(t->team, x + (int64_t)offset * sample_floats, y + offset, count, &grads);
+        local_diverged = hw_dp_team_diverged(t->team);
+        const float scale = (float)count / (float)batch;
+        for (size_t i = 0; i < n; i++) sum[i] = scale * grads[i];
+        sum[n] = local_loss * (float)count;
+    } else {
+        memset(sum, 0, sizeof(float) * n);  // more ranks than samples in this (last) batch
+        sum[n] = 0;
+    }
+    sum[n + 1] = local_diverged >= 0 ? 1.0f : 0.0f;
+    // A stop signal (Ctrl-C on mpirun reaches every rank as SIGTERM, not all at the same step):
+    // every rank learns of it from this step's sum and leaves after it, so none is left waiting
+    // in the next step's sum. The signal's number, summed; any nonzero sum is a stop.
+    sum[n + 2] = (float)hw_stop_signal();
+    if (hw_comm_sum(sum, n + 3) != HW_OK) return -1;
+    if (sum[n + 2] > 0) t->stop_agreed = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
+    *loss = sum[n] / (float)batch;
+    *diverged = -1;
+    if (sum[n + 1] > 0) {
+        // Some replica's loss is not finite: every rank names the first one, counted over the world.
+        int first = local_diverged >= 0 ? world->rank * t->config->replicas + local_diverged : INT_MAX;
+        if (hw_comm_min_int(&first) != HW_OK) return -1;
+        *diverged = first;
+        return batch;
+    }
+    hw_sgd_step(&t->opt, t->model, t->model->weights, sum);
+    return batch;
+}
 
 static int cpu_begin_epoch(void *arg, const int64_t *order, int64_t n) {
     cpu_trainer *t = arg;
@@ -235,6 +287,8 @@ static int cpu_step(void *arg, float *loss, int *diverged) {
     const uint8_t *y;
     int batch = hw_loader_next(t->loader, &x, &y);
     if (batch <= 0) return batch;
+    t->steps++;
+    if (t->config->world.size > 1) return ranks_step(t, x, y, batch, loss, diverged);
     const float *grads;
     *loss = hw_dp_team_step(t->team, x, y, batch, &grads);
     // A non-finite loss: no step, so that the weights stay the last finite ones.
@@ -251,8 +305,22 @@ static void cpu_end_epoch(void *arg) {
     t->loader = NULL;
 }
 
+// Across ranks the loop stops on the agreed signal only (ranks_step).
+static int ranks_stop(void *arg) {
+    cpu_trainer *t = arg;
+    return t->stop_agreed;
+}
+
 static int cpu_snapshot(void *arg, hw_train_outputs *log) {
     cpu_trainer *t = arg;
+    // Across ranks, every evaluation point (every epoch end among them) checks that the ranks
+    // still hold the same weights, bit for bit: they took the same steps from the same sums. Not
+    // the snapshot of a stopped run, which only rank 0 takes (to save it).
+    if (t->config->world.size > 1 && !t->stop_agreed) {
+        char when[96];
+        snprintf(when, sizeof when, "an evaluation point (%lld steps into the run)", (long long)t->steps);
+        if (hw_comm_weights_agree(t->model->weights, t->model->n_weights, when) != HW_OK) return HW_ERR;
+    }
     hw_train_outputs_snapshot(log, t->model->weights);
     return HW_OK;
 }
@@ -268,19 +336,36 @@ int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw
 
     cpu_trainer t = {.model = model, .config = config, .in = in};
     hw_train_outputs log = {0};
+    const hw_world *world = &config->world;
     int status = hw_sgd_init(&t.opt, model->n_weights, config->lr, config->momentum, config->weight_decay,
                              config->nesterov);
+    // Across ranks: MPI before the replica threads (it starts threads of its own), and each rank's
+    // replicas take chunks of the rank's chunk of the batch, with seeds of their own in the world.
+    int rank_batch = config->batch_size;
+    uint64_t team_seed = config->seed;
+    if (status == HW_OK && world->size > 1) {
+        status = hw_comm_init(world);
+        rank_batch = (config->batch_size + world->size - 1) / world->size;
+        // Rank 0's replicas draw the masks of a single process's; the others' differ (rank in the high bits).
+        team_seed = config->seed ^ ((uint64_t)world->rank << 40);
+        t.rank_sum = malloc(sizeof(float) * (model->n_weights + 3));
+        if (status == HW_OK && !t.rank_sum) status = hw_fail("out of memory for the gradient sum across ranks");
+        if (status == HW_OK) status = hw_comm_weights_agree(model->weights, model->n_weights, "the start");
+    }
     if (status == HW_OK) status = hw_train_outputs_open(&log, config, in, first_epoch, samples_before);
-    if (status == HW_OK) status = hw_dp_team_open(&t.team, model, config->replicas, config->batch_size, config->seed);
+    if (status == HW_OK) status = hw_dp_team_open(&t.team, model, config->replicas, rank_batch, team_seed);
     if (status == HW_OK && config->metrics_path) {
         // The first point of the curve: the weights before this run's training.
         hw_train_outputs_snapshot(&log, model->weights);
         status = hw_train_outputs_evaluate(&log, first_epoch, 0, 0, 0);
     }
-    static const dp_ops cpu_ops = {cpu_begin_epoch, cpu_step, cpu_end_epoch, cpu_snapshot};
-    if (status == HW_OK) status = dp_run(config, in, first_epoch, &log, &cpu_ops, &t, result);
+    static const dp_ops cpu_ops = {cpu_begin_epoch, cpu_step, cpu_end_epoch, cpu_snapshot, NULL};
+    static const dp_ops ranks_ops = {cpu_begin_epoch, cpu_step, cpu_end_epoch, cpu_snapshot, ranks_stop};
+    const dp_ops *ops = world->size > 1 ? &ranks_ops : &cpu_ops;
+    if (status == HW_OK) status = dp_run(config, in, first_epoch, &log, ops, &t, result);
     hw_dp_team_close(t.team);
     hw_train_outputs_close(&log);
     hw_sgd_free(&t.opt);
+    free(t.rank_sum);
     return status;
 }

@@ -249,7 +249,7 @@ int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *i
         hw_train_outputs_snapshot(&log, model->weights);
         status = hw_train_outputs_evaluate(&log, first_epoch, 0, 0, 0);
     }
-    static const dp_ops gpu_ops = {gpu_begin_epoch, gpu_step, gpu_end_epoch, gpu_snapshot};
+    static const dp_ops gpu_ops = {gpu_begin_epoch, gpu_step, gpu_end_epoch, gpu_snapshot, NULL};
     if (status == HW_OK) status = dp_run(config, in, first_epoch, &log, &gpu_ops, &team, result);
     team_close(&team);
     hw_train_outputs_close(&log);

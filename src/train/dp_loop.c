@@ -16,6 +16,8 @@ void hw_dp_chunk(int batch, int replicas, int k, int *offset, int *count) {
     *offset = k * base + (k < extra ? k : extra);
 }
 
+static int stop_signal(const dp_ops *ops, void *team) { return ops->stop ? ops->stop(team) : hw_stop_signal(); }
+
 // The epochs; returns the status, with the samples trained and the epochs completed.
 static int train_epochs(const hw_train_config *config, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
                         const dp_ops *ops, void *team, int64_t *samples_out, int *epochs_done_out) {
@@ -27,17 +29,24 @@ static int train_epochs(const hw_train_config *config, const hw_train_inputs *in
     double loss_sum = 0;
     int epochs_done = first_epoch;
     int status = HW_OK;
-    for (int epoch = first_epoch; status == HW_OK && epoch < config->epochs && !hw_stop_signal(); epoch++) {
+    for (int epoch = first_epoch; status == HW_OK && epoch < config->epochs && !stop_signal(ops, team); epoch++) {
         status = hw_sampler_shard(order, in->train.n, 1, 0, epoch, config->seed);
         if (status == HW_OK) status = ops->begin_epoch(team, order, in->train.n);
         if (status != HW_OK) break;
         const int64_t epoch_end_samples = (int64_t)(epoch - first_epoch + 1) * in->train.n;
         float loss = 0;
         int batch = 0, diverged = -1;
-        while (!hw_stop_signal() && (batch = ops->step(team, &loss, &diverged)) > 0) {
+        while (!stop_signal(ops, team) && (batch = ops->step(team, &loss, &diverged)) > 0) {
             if (diverged >= 0 || hw_loss_diverged(loss)) {
-                char who[32], bad[48], what[80];
-                snprintf(who, sizeof who, "replica %d", diverged >= 0 ? diverged : 0);
+                char who[48], bad[48], what[80];
+                int replica = diverged >= 0 ? diverged : 0;
+                if (config->world.size > 1) {
+                    // Across ranks the replica is counted over the world: rank r holds r*K .. r*K+K-1.
+                    snprintf(who, sizeof who, "rank %d replica %d", replica / config->replicas,
+                             replica % config->replicas);
+                } else {
+                    snprintf(who, sizeof who, "replica %d", replica);
+                }
                 hw_loss_describe(bad, sizeof bad, loss);
                 snprintf(what, sizeof what, "its training loss is %s", bad);
                 status = hw_train_outputs_diverged(log, who, what, epoch + 1, epochs_done, samples, loss);
@@ -62,7 +71,7 @@ static int train_epochs(const hw_train_config *config, const hw_train_inputs *in
         if (status != HW_OK) break;
         // A signal after the epoch's last step: the epoch is done all the same.
         if (samples == epoch_end_samples) epochs_done = epoch + 1;
-        if (hw_stop_signal()) break;
+        if (stop_signal(ops, team)) break;
         if (epochs_done == config->epochs) log->trained = hw_now();
         hw_train_outputs_pass_points(log, &next_eval, samples, 1);
         status = ops->snapshot(team, log);
@@ -84,10 +93,11 @@ int dp_run(const hw_train_config *config, const hw_train_inputs *in, int first_e
     int status = train_epochs(config, in, first_epoch, log, ops, team, &samples, &epochs_done);
     hw_stop_signals_release();
 
-    if (status == HW_OK && hw_stop_signal()) {
-        result->interrupted_by = hw_stop_signal();
+    int stopped_by = stop_signal(ops, team);
+    if (status == HW_OK && stopped_by) {
+        result->interrupted_by = stopped_by;
         hw_progress_message(&log->progress, "interrupted by %s after %lld samples\n",
-                            hw_stop_signal_name(hw_stop_signal()), (long long)samples);
+                            hw_stop_signal_name(stopped_by), (long long)samples);
         if (config->save_path) {
             status = ops->snapshot(team, log);
             if (status == HW_OK) status = hw_train_outputs_save(log, log->snapshot, epochs_done, samples);

@@ -21,6 +21,10 @@ typedef struct {
     void (*end_epoch)(void *team);
     // Copies the current weights into log->snapshot.
     int (*snapshot)(void *team, hw_train_outputs *log);
+    // The stop signal the loop obeys (SIGINT, SIGTERM, SIGHUP, or 0), when the trainer decides it
+    // itself; NULL: hw_stop_signal(). Across ranks every rank must leave after the same step, so
+    // the stop is agreed in the step's sum rather than read from each rank's own signal.
+    int (*stop)(void *team);
 } dp_ops;
 
 // Trains epochs first_epoch .. config->epochs - 1: the sampler with one replica (DataParallel

@@ -9,6 +9,7 @@
 
 #include "hogwild_watch.h"
 #include "measure.h"
+#include "hw/comm.h"
 #include "hw/err.h"
 #include "hw/optim.h"
 #include "hw/shm.h"
@@ -46,14 +47,17 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
     int64_t samples = 0;
     double loss_sum = 0, last_finite_loss = NAN;
     int batches = 0;
+    const int world_workers = config->workers * config->world.size;
+    const int world_rank = config->world.rank * config->workers + rank;
     measure_worker measured, *measure = NULL;  // --measure
     if (job->measure) measure_worker_open(measure = &measured, job->measure, rank);
     for (int epoch = job->first_epoch; epoch < config->epochs; epoch++) {
         if (!hogwild_wait_for_epoch(job->control, epoch)) return HW_OK;
         memcpy(local->weights, model->weights, sizeof(float) * model->n_weights);
         if (measure) measure_weights_read(measure);
-        int64_t count = hw_sampler_shard_size(train->n, config->workers, rank);
-        if (hw_sampler_shard(shard, train->n, config->workers, rank, epoch, config->seed) != HW_OK) return HW_ERR;
+        // Across ranks the world is R x N workers, each with a shard of its own.
+        int64_t count = hw_sampler_shard_size(train->n, world_workers, world_rank);
+        if (hw_sampler_shard(shard, train->n, world_workers, world_rank, epoch, config->seed) != HW_OK) return HW_ERR;
         hw_loader *loader;
         if (hw_loader_open(&loader, train, shard, count, config->batch_size, job->in->norm, config->prefetch) != HW_OK) {
             return HW_ERR;
@@ -105,9 +109,13 @@ static int hogwild_worker(int rank, void *arg) {
     const hw_model *model = &job->in->model;
     hw_workspace ws = {0};
     hw_sgd opt = {0};
-    int64_t *shard = malloc(sizeof(int64_t) * (size_t)hw_sampler_shard_size(job->in->train.n, config->workers, 0));
+    const int world_workers = config->workers * config->world.size;
+    const int world_rank = config->world.rank * config->workers + rank;
+    int64_t *shard = malloc(sizeof(int64_t) * (size_t)hw_sampler_shard_size(job->in->train.n, world_workers, 0));
     int status = shard ? HW_OK : hw_fail("worker %d: out of memory for its shard", rank);
-    if (status == HW_OK) status = hw_workspace_alloc(&ws, model, config->batch_size, hw_worker_seed(config->seed, rank));
+    if (status == HW_OK) {
+        status = hw_workspace_alloc(&ws, model, config->batch_size, hw_worker_seed(config->seed, world_rank));
+    }
     if (status == HW_OK) {
         status = hw_sgd_init(&opt, model->n_weights, config->lr, config->momentum, config->weight_decay,
                              config->nesterov);
@@ -129,6 +137,22 @@ static int hogwild_worker(int rank, void *arg) {
 // The weights are in host shared memory: a snapshot is a copy.
 static int snapshot_shared_weights(void *weights, hw_train_outputs *log) {
     hw_train_outputs_snapshot(log, weights);
+    return HW_OK;
+}
+
+// Hogwild across ranks (src/comm/couple.c): after the fork, since MPI_Init starts threads and the
+// workers never call MPI. The ranks start from the same weights (checked), then the workers go.
+static int couple_ranks(const hw_train_config *config, hw_model *model, hogwild_control *control, int first_epoch,
+                        hw_couple **couple) {
+    hw_couple_plan plan = {.every_ms = config->sync_every_ms,
+                           .every_samples = config->sync_every_samples,
+                           .timeout_s = config->sync_timeout};
+    if (hw_comm_init(&config->world) != HW_OK ||
+        hw_comm_weights_agree(model->weights, model->n_weights, "the start") != HW_OK ||
+        hw_couple_open(couple, model->weights, model->n_weights, &plan, &config->world) != HW_OK) {
+        return HW_ERR;
+    }
+    atomic_store(&control->released_epoch, first_epoch);
     return HW_OK;
 }
 
@@ -163,20 +187,39 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
         status = hw_train_outputs_evaluate(&log, job.first_epoch, 0, 0, 0);
     }
     hw_spawn_ctx spawn;
+    hw_couple *couple = NULL;
+    // Across ranks the workers wait until the node is coupled to the others (couple_ranks).
+    if (config->world.size > 1) atomic_store(&control->released_epoch, job.first_epoch - 1);
     log.started = hw_now();  // training is timed from the first fork to the last join
     if (status == HW_OK) status = hw_spawn(&spawn, hogwild_worker, &job, config->workers);
     if (status == HW_OK) {
+        if (config->world.size > 1) {
+            status = couple_ranks(config, model, control, job.first_epoch, &couple);
+            log.started = hw_now();  // the workers start now, not at the fork: MPI_Init is set-up
+        }
         hogwild_watch watch = {.config = config,
                                   .control = control,
                                   .n_train = in->train.n,
                                   .first_epoch = job.first_epoch,
                                   .snapshot = snapshot_shared_weights,
                                   .snapshot_ctx = model->weights,
-                                  .measure = job.measure};
-        status = hogwild_watch_run(&watch, &spawn, &log, result);
+                                  .measure = job.measure,
+                                  .couple = couple};
+        if (status == HW_OK) {
+            status = hogwild_watch_run(&watch, &spawn, &log, result);
+        } else {
+            atomic_store(&control->stop, 1);
+            hw_spawn_stop(&spawn);
+        }
         hw_spawn_free(&spawn);
         if (status == HW_OK && !result->interrupted_by && job.measure) measure_report(job.measure, &log.progress);
+        if (status == HW_OK && !result->interrupted_by && couple) {
+            char text[1024];
+            hw_couple_report(couple, text, sizeof text);
+            hw_progress_message(&log.progress, "%s", text);
+        }
     }
+    hw_couple_close(couple);
     measure_close(&measure);
     hw_train_outputs_close(&log);
     hw_model_bind_weights(model, NULL);

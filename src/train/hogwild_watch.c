@@ -2,11 +2,13 @@
 // Hogwild run, shared by the CPU (hogwild.c) and GPU (hogwild_cuda.c) trainers.
 #include "hogwild_watch.h"
 
+#include "hw/comm.h"
 #include "hw/err.h"
 #include "hw/signals.h"
 #include "measure.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +144,56 @@ static int run_ended(hw_join_status joined, const hw_spawn_ctx *spawn, hw_train_
     return 0;
 }
 
+// ---- evaluations that do not stall the coupling between ranks ----
+
+typedef struct {
+    hw_train_outputs *log;
+    int epochs_done, epoch_end;
+    int64_t samples;
+    double loss_sum;
+    int status;
+    char error[1024];       // hw_error() is per thread: the message comes back in here
+    atomic_int done;
+} evaluation;
+
+static void *evaluation_thread(void *arg) {
+    evaluation *e = arg;
+    e->status = hw_train_outputs_evaluate(e->log, e->epochs_done, e->samples, e->loss_sum, e->epoch_end);
+    if (e->status != HW_OK) snprintf(e->error, sizeof e->error, "%s", hw_error());
+    atomic_store(&e->done, 1);
+    return NULL;
+}
+
+// hw_train_outputs_evaluate. Across ranks rank 0 evaluates in a thread while this thread keeps
+// polling the coupling (MPI progresses only inside MPI calls, and only this thread makes them):
+// a test-set evaluation takes seconds, and every rank's round in flight would wait that long.
+static int evaluate(const hogwild_watch *watch, hw_train_outputs *log, int epochs_done, int64_t samples,
+                    double loss_sum, int epoch_end, int coupling) {
+    if (!watch->couple || !coupling || watch->config->world.rank != 0) {
+        return hw_train_outputs_evaluate(log, epochs_done, samples, loss_sum, epoch_end);
+    }
+    evaluation e = {.log = log, .epochs_done = epochs_done, .epoch_end = epoch_end, .samples = samples,
+                    .loss_sum = loss_sum};
+    atomic_init(&e.done, 0);
+    pthread_t thread;
+    int err = pthread_create(&thread, NULL, evaluation_thread, &e);
+    if (err) return hw_train_outputs_evaluate(log, epochs_done, samples, loss_sum, epoch_end);
+    int status = HW_OK;
+    while (!atomic_load(&e.done)) {
+        // Not "at the barrier" while evaluating: the main loop flags that once the evaluation ends.
+        int64_t node_samples;
+        double node_loss;
+        int min_done;
+        sum_slots(watch->control, watch->config->workers, &node_samples, &node_loss, &min_done);
+        if (status == HW_OK) status = hw_couple_poll(watch->couple, 0, node_samples, node_loss);
+        struct timespec pause = {0, 5 * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    pthread_join(thread, NULL);
+    if (e.status != HW_OK) return hw_fail("%s", e.error);
+    return status;
+}
+
 int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_outputs *log,
                          hw_train_result *result) {
     const hw_train_config *config = watch->config;
@@ -160,6 +212,26 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
         hw_join_status joined = hw_join(spawn, 0.01);
         int min_done;
         sum_slots(control, workers, &samples, &loss_sum, &min_done);
+        int epoch_end = min_done > epochs_handled;
+        if (watch->couple) {
+            // Across ranks: one step of the coupling (src/comm/couple.c), which never waits. The
+            // epoch ends only when every rank's end-of-epoch changes are in, the same on every
+            // rank; the counters are the world's, as the others last reported them. Rounds go on
+            // until the last epoch is agreed, and none after: every rank must make the same
+            // rounds, and none may be left in flight at MPI_Finalize.
+            if (epochs_handled < epochs_to_run) {
+                if ((status = hw_couple_poll(watch->couple, epoch_end, samples, loss_sum)) != HW_OK) break;
+                if (epoch_end) {
+                    char when[64];
+                    snprintf(when, sizeof when, "the end of epoch %d", watch->first_epoch + epochs_handled + 1);
+                    if ((status = hw_couple_epoch_agreed(watch->couple, when, &epoch_end)) != HW_OK) break;
+                }
+            }
+            hw_couple_view others;
+            hw_couple_view_read(watch->couple, &others);
+            samples += others.others_samples;
+            loss_sum += others.others_loss_sum;
+        }
         if (samples - loss_window_samples >= 2000) {
             running_loss = (loss_sum - loss_window_sum) / (double)(samples - loss_window_samples);
             loss_window_samples = samples;
@@ -172,7 +244,7 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
 
         if (run_ended(joined, spawn, result, &status)) break;
 
-        if (min_done > epochs_handled) {
+        if (epoch_end) {
             // Every worker has finished this epoch and waits at the barrier (or has exited after
             // the last epoch): the weights are the end-of-epoch weights. Copy them, let the
             // workers go on, and evaluate the copy while they train.
@@ -191,7 +263,8 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
             atomic_store(&control->released_epoch, watch->first_epoch + epochs_handled);
             // Points before this epoch end that no mid-epoch evaluation took are skipped.
             hw_train_outputs_pass_points(log, &next_eval, samples, 1);
-            if (hw_train_outputs_evaluate(log, watch->first_epoch + epochs_handled, samples, loss_sum, 1) != HW_OK) {
+            if (evaluate(watch, log, watch->first_epoch + epochs_handled, samples, loss_sum, 1,
+                         epochs_handled < epochs_to_run) != HW_OK) {
                 status = HW_ERR;
                 break;
             }
@@ -202,7 +275,7 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
             // One evaluation for every point passed since the last: the others are skipped.
             hw_train_outputs_pass_points(log, &next_eval, samples, 0);
             if (watch->snapshot(watch->snapshot_ctx, log) != HW_OK ||
-                hw_train_outputs_evaluate(log, watch->first_epoch + epochs_handled, samples, loss_sum, 0) != HW_OK) {
+                evaluate(watch, log, watch->first_epoch + epochs_handled, samples, loss_sum, 0, 1) != HW_OK) {
                 status = HW_ERR;
                 break;
             }

@@ -74,6 +74,7 @@ typedef struct {
     snapshot_fn snapshot;
     void *snapshot_ctx;
     struct hw_measure *measure;  // --measure: read at every evaluation point; NULL otherwise
+    struct hw_couple *couple;    // across ranks: this node's coupling to the others; NULL on one node
 } hogwild_watch;
 
 // Watches the spawned workers until they are done, one fails or diverges (a non-finite training

@@ -43,7 +43,8 @@ int hw_metrics_open(hw_metrics *m, const char *path, const hw_train_config *conf
     m->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (m->fd < 0) return hw_fail_errno(errno, "--metrics: cannot write '%s'", path);
     snprintf(m->mode, sizeof m->mode, "%s", config->mode == HW_MODE_HOGWILD ? "hogwild" : "dataparallel");
-    m->workers = config->mode == HW_MODE_HOGWILD ? config->workers : config->replicas;
+    // Across ranks, the world's: every rank's workers (or replicas) together.
+    m->workers = (config->mode == HW_MODE_HOGWILD ? config->workers : config->replicas) * config->world.size;
     if (config->mode == HW_MODE_DATAPARALLEL && config->device.type == HW_DEVICE_CUDA && config->n_gpus > 0) {
         size_t used = 0;
         for (int i = 0; i < config->n_gpus && used < sizeof m->device; i++) {

@@ -31,6 +31,7 @@ int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, 
     }
     int64_t total = (int64_t)(config->epochs - first_epoch) * in->train.n;
     hw_progress_start(&log->progress, config->quiet, total);
+    log->progress.silent = config->world.rank != 0;
     log->started = hw_now();
     return HW_OK;
 }
@@ -105,6 +106,12 @@ int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t sa
     const hw_train_config *config = log->config;
     int64_t new_samples = samples - log->last_samples;
     double train_loss = new_samples > 0 ? (loss_sum - log->last_loss_sum) / (double)new_samples : NAN;
+    if (config->world.rank != 0) {
+        // Rank 0 evaluates, writes the metrics and saves for the whole job: the weights are the same.
+        log->last_samples = samples;
+        log->last_loss_sum = loss_sum;
+        return HW_OK;
+    }
     // Diverged weights are not evaluated: their numbers are no result. (The training epoch, for
     // the message: the one that just ended, or the one under way.)
     int epoch = epoch_end ? epochs_done : epochs_done + 1;

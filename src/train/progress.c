@@ -20,6 +20,7 @@ void hw_progress_start(hw_progress *p, int quiet, int64_t total_samples) {
     p->total_samples = total_samples;
     p->line_open = 0;
     p->stdout_closed = 0;
+    p->silent = 0;
 }
 
 static void format_duration(double seconds, char *buf, size_t cap) {
@@ -36,7 +37,7 @@ static void format_duration(double seconds, char *buf, size_t cap) {
 }
 
 void hw_progress_update(hw_progress *p, int epoch, int epochs, int64_t samples_done, double running_loss) {
-    if (p->quiet) return;
+    if (p->quiet || p->silent) return;
     double now = hw_now();
     double interval = p->live ? 0.25 : 5.0;
     if (now - p->last_print < interval) return;
@@ -57,6 +58,7 @@ void hw_progress_update(hw_progress *p, int epoch, int epochs, int64_t samples_d
 }
 
 void hw_progress_message(hw_progress *p, const char *fmt, ...) {
+    if (p->silent) return;
     if (p->line_open) {
         fprintf(stderr, "\r\033[K");
         p->line_open = 0;

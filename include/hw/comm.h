@@ -1,0 +1,88 @@
+// comm: training across machines. Every coupling between ranks of an mpirun job is here, on Open
+// MPI (src/comm/); nothing else in hogwild calls MPI. A plain ./hogwild, not started by mpirun,
+// calls none of it: no MPI_Init, no MPI threads, no MPI library loaded.
+//
+//   detect.c   who this process is, from mpirun's environment, before any MPI call
+//   door.c     the core's way in: loads the MPI side (libhogwild-mpi.so beside the binary) at
+//              hw_comm_init, and forwards every call below to it; without MPI, fails naming the build
+//   world.c    MPI_Init, MPI_Finalize, and ending the whole job on a failure (MPI_Abort)
+//   reduce.c   DataParallel across ranks: the gradient sum (MPI_Allreduce) and the check that
+//              every rank holds the same weights (a hash reduced with MIN and MAX)
+//   couple.c   Hogwild across ranks: the asynchronous rounds of the parent's watch loop
+//              (MPI_Iallreduce polled with MPI_Test) that add the other nodes' changes into the
+//              node's live shared weights
+//   ops.c      the MPI side's table of these calls, which door.c looks up (src/comm/comm_mpi.h)
+#ifndef HW_COMM_H
+#define HW_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+// This process in the job. size 1 (rank 0) when it was not started by mpirun.
+typedef struct {
+    int rank;
+    int size;
+    int local_rank;   // among the ranks on this host
+} hw_world;
+
+// Reads OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK, which mpirun sets before the process starts:
+// no MPI call, so a Hogwild rank can fork its workers before MPI_Init starts its threads.
+// A malformed value is an error naming the variable.
+int hw_world_detect(hw_world *world);
+// Whether this build has MPI (make MPI=0 builds without).
+int hw_comm_built(void);
+
+// MPI_Init (thread level FUNNELED: only the calling thread calls MPI) and a check that MPI's rank
+// and size are the ones hw_world_detect read. Call once, after any fork.
+int hw_comm_init(const hw_world *world);
+void hw_comm_finalize(void);
+// Ends every rank of the job with exit status `code` (MPI_Abort): a failed rank must not leave
+// the others waiting in a collective. Does nothing when MPI was not initialised.
+void hw_comm_abort(int code);
+
+// ---- DataParallel (reduce.c) ----
+// Sums buf[0..n) over the ranks, in place (MPI_Allreduce). Every rank gets the same bits.
+int hw_comm_sum(float *buf, size_t n);
+// The smallest of `value` over the ranks (a collective every rank calls).
+int hw_comm_min_int(int *value);
+// Checks that every rank holds bit-for-bit the same n weights: their FNV-1a hash, reduced with
+// MIN and MAX, must agree. A mismatch is an error naming `when` (e.g. "the end of epoch 2").
+int hw_comm_weights_agree(const float *weights, size_t n, const char *when);
+
+// ---- Hogwild across nodes (couple.c) ----
+// The rounds of one node: each round sends the node's change since the last agreed weights and
+// the node's counters, and adds what the others sent into the live weights when it completes.
+typedef struct hw_couple hw_couple;
+
+typedef struct {
+    double every_ms;          // start a round every every_ms milliseconds ...
+    int64_t every_samples;    // ... or every every_samples training samples of this node (0: by time)
+    double timeout_s;         // a round not complete after this long is an error (--sync-timeout)
+} hw_couple_plan;
+
+// What the nodes' rounds have told this node, summed over the others (not this node).
+typedef struct {
+    int64_t others_samples;   // training samples the other nodes had done at their last round
+    double others_loss_sum;   // the sum of those samples' training losses
+} hw_couple_view;
+
+// The coupling of `live`, n weights written by this node's workers (shared memory). The agreed
+// weights start as a copy of `live`, which must be the same on every rank.
+int hw_couple_open(hw_couple **couple, float *live, size_t n, const hw_couple_plan *plan, const hw_world *world);
+// One pass of the watch loop: completes the round in flight when MPI has (MPI_Test: never
+// waits), or starts the next one when it is due. `at_barrier`: every worker of this node has
+// finished the epoch and waits; its rounds then go back to back until a round in which every
+// rank was at the barrier has completed (hw_couple_epoch_agreed). `samples` and `loss_sum`: this
+// node's counters. An error (a round past --sync-timeout) names the round and the timeout.
+int hw_couple_poll(hw_couple *couple, int at_barrier, int64_t samples, double loss_sum);
+// 1 once every rank's end-of-epoch changes are in: the live weights are then set to the agreed
+// weights (the workers wait at the barrier), checked equal on every rank, and the flag is reset
+// for the next epoch. A collective: every rank gets here after the same round.
+int hw_couple_epoch_agreed(hw_couple *couple, const char *when, int *agreed);
+void hw_couple_view_read(const hw_couple *couple, hw_couple_view *view);
+// The coupling's numbers, printed by rank 0 at the end: rounds, their time in flight (how stale
+// the others' changes are when they land), and the watch loop's time spent coupling.
+void hw_couple_report(const hw_couple *couple, char *text, size_t cap);
+void hw_couple_close(hw_couple *couple);  // NULL: nothing
+
+#endif
