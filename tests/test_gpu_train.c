@@ -414,7 +414,10 @@ static void check_gpu_divergence(const char *const *mode_args, const char *who) 
     cr_expect_null(strstr(r.out, "epoch 1/2"), "stdout: %s", r.out);
     long long said = -1;
     cr_assert_eq(sscanf(strstr(r.err, " after "), " after %lld samples seen", &said), 1, "stderr: %s", r.err);
-    cr_expect(said > 0 && said < 1000, "it stopped within the first epoch: %lld samples", said);
+    // Within the first epoch (1000 samples): a GPU worker reads its loss every 8 batches and at
+    // its epoch's end, which for 500 samples in batches of 64 is the same point, so the run may
+    // stop exactly at the epoch's end, before its epoch-end row.
+    cr_expect(said > 0 && said <= 1000, "it stopped within the first epoch: %lld samples", said);
     e2e_metrics_row rows[16];
     int rows_n = e2e_read_metrics_of(metrics, rows, 16, 1);
     cr_expect_eq(rows_n, 2, "the starting point and the row of the divergence, got %d", rows_n);
