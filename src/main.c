@@ -67,7 +67,8 @@ static const char *options_text =
     "Several machines (under mpirun; README, \"Several machines\"):\n"
     "  --sync-every N|Nms       Hogwild across ranks: couple the nodes every N training samples of a\n"
     "                           node, or every N milliseconds (default 100ms)\n"
-    "  --sync-timeout S         a coupling round not complete in S seconds ends the job (default 60)\n"
+    "  --sync-timeout S         a coupling round (Hogwild) or a step's gradient sum (DataParallel) not\n"
+    "                           complete in S seconds ends the job: a rank stuck or gone (default 60)\n"
     "\n"
     "Process runtime:\n"
     "  --sharing-strategy NAME  file_descriptor (default) or file_system\n"
@@ -370,6 +371,9 @@ static int command_train(const hw_train_config *config) {
     return HW_EXIT_OK;
 }
 
+// Which of --sync-every and --sync-timeout were given (bits of check_world's sync_given).
+enum { SYNC_EVERY_GIVEN = 1, SYNC_TIMEOUT_GIVEN = 2 };
+
 // A run started by mpirun with several ranks (config->world): what each rank does and does not.
 static int check_world(hw_train_config *config, int sync_given) {
     if (config->world.size == 1) {
@@ -390,9 +394,9 @@ static int check_world(hw_train_config *config, int sync_given) {
                            "%s or run one process", "cuda");
     }
     if (config->eval_only) return usage_error("--eval-only evaluates in one process: run it without mpirun%s", "");
-    if (config->mode == HW_MODE_DATAPARALLEL && sync_given) {
-        return usage_error("--sync-every and --sync-timeout are for Hogwild across ranks; DataParallel sums the "
-                           "gradients every step%s", "");
+    if (config->mode == HW_MODE_DATAPARALLEL && (sync_given & SYNC_EVERY_GIVEN)) {
+        return usage_error("--sync-every is for Hogwild across ranks; DataParallel sums the gradients every step%s",
+                           "");
     }
     if (config->world.rank != 0) {
         // Rank 0 prints, evaluates, writes the metrics and saves the checkpoints for the job.
@@ -528,11 +532,11 @@ int main(int argc, char **argv) {
             config.resume_path = value;
         } else if (strcmp(flag, "--sync-every") == 0) {
             status = parse_sync_every(value, &config);
-            sync_given = 1;
+            sync_given |= SYNC_EVERY_GIVEN;
         } else if (strcmp(flag, "--sync-timeout") == 0) {
             status = parse_float(flag, value, 0.001, &x);
             config.sync_timeout = x;
-            sync_given = 1;
+            sync_given |= SYNC_TIMEOUT_GIVEN;
         } else if (strcmp(flag, "--sharing-strategy") == 0) {
             if (hw_sharing_strategy_set(value) != HW_OK) return usage_error("--sharing-strategy: %s", hw_error());
         } else {

@@ -298,6 +298,37 @@ Test(mpi, hogwild_a_round_past_sync_timeout_ends_the_job) {
     assert_mpi_left_nothing();
 }
 
+// DataParallel: a rank stopped (SIGSTOP) leaves the other in the step's gradient sum, which
+// --sync-timeout bounds: a clear error, exit 1, not a hang. And --sync-every, which only Hogwild's
+// rounds have, is refused in DataParallel.
+Test(mpi, dataparallel_a_sum_past_sync_timeout_ends_the_job) {
+    need_mpirun();
+    char *data = e2e_synth_n("data", 67, 20000, 200);
+    e2e_run_result r;
+    mpi_run(&r, "-np", "2", "HW", "--mode", "dataparallel", "--replicas", "1", "--model", e2e.mlp, "--data", data,
+            "--sync-every", "10ms");
+    e2e_assert_exit(&r, 2);  // a usage error
+    e2e_assert_contains(r.err, "--sync-every is for Hogwild across ranks", "stderr");
+
+    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--replicas", "1", "--model",
+                                        e2e.mlp, "--data", data, "--epochs", "1000", "--quiet", "--sync-timeout", "2",
+                                        NULL});
+    pid_t ranks[4];
+    double deadline = hw_now() + 30;
+    while (e2e_children_of(r.pid, ranks, 4) < 2 && hw_now() < deadline) e2e_sleep_ms(20);
+    cr_assert_eq(e2e_children_of(r.pid, ranks, 4), 2, "mpirun did not start 2 ranks");
+    while ((thread_count(ranks[0]) < 2 || thread_count(ranks[1]) < 2) && hw_now() < deadline) e2e_sleep_ms(20);
+    e2e_sleep_ms(1000);
+    kill(ranks[1], SIGSTOP);
+    double stopped = hw_now();
+    e2e_wait_within(&r, 60);
+    double took = hw_now() - stopped;
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "a step's gradient sum has not completed in 2 s (--sync-timeout)", "stderr");
+    cr_expect_lt(took, 20, "the job took %.1f s to end after a rank stopped", took);
+    assert_mpi_left_nothing();
+}
+
 // Starts a long job of 2 ranks (Hogwild, or DataParallel when `dp`) and returns once both are
 // past MPI_Init (their threads).
 static void start_two_training_ranks(e2e_run_result *r, pid_t ranks[2], const char *data, const char *save, int dp) {

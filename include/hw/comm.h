@@ -41,8 +41,9 @@ void hw_comm_finalize(void);
 void hw_comm_abort(int code);
 
 // ---- DataParallel (reduce.c) ----
-// Sums buf[0..n) over the ranks, in place (MPI_Allreduce). Every rank gets the same bits.
-int hw_comm_sum(float *buf, size_t n);
+// Sums buf[0..n) over the ranks, in place (an all-reduce). Every rank gets the same bits. Not
+// complete after timeout_s seconds (0: no limit) is an error: a rank stuck or gone (--sync-timeout).
+int hw_comm_sum(float *buf, size_t n, double timeout_s);
 // The smallest of `value` over the ranks (a collective every rank calls).
 int hw_comm_min_int(int *value);
 // Checks that every rank holds bit-for-bit the same n weights: their FNV-1a hash, reduced with

@@ -13,7 +13,7 @@ typedef struct {
     int (*init)(const hw_world *world);
     void (*finalize)(void);
     void (*abort)(int code);
-    int (*sum)(float *buf, size_t n);
+    int (*sum)(float *buf, size_t n, double timeout_s);
     int (*min_int)(int *value);
     int (*weights_agree)(const float *weights, size_t n, const char *when);
     int (*couple_open)(hw_couple **couple, float *live, size_t n, const hw_couple_plan *plan, const hw_world *world);
@@ -35,7 +35,7 @@ int comm_mpi_init(const hw_world *world);
 void comm_mpi_finalize(void);
 void comm_mpi_abort(int code);
 // reduce.c
-int comm_mpi_sum(float *buf, size_t n);
+int comm_mpi_sum(float *buf, size_t n, double timeout_s);
 int comm_mpi_min_int(int *value);
 int comm_mpi_weights_agree(const float *weights, size_t n, const char *when);
 // The same, an error after timeout_s seconds (0: none): a rank stuck or gone cannot hang the others.

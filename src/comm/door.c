@@ -84,7 +84,9 @@ void hw_comm_abort(int code) {
     if (ops) ops->abort(code);
 }
 
-int hw_comm_sum(float *buf, size_t n) { return ops ? ops->sum(buf, n) : not_initialised(); }
+int hw_comm_sum(float *buf, size_t n, double timeout_s) {
+    return ops ? ops->sum(buf, n, timeout_s) : not_initialised();
+}
 
 int hw_comm_min_int(int *value) { return ops ? ops->min_int(value) : not_initialised(); }
 

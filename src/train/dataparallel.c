@@ -260,7 +260,7 @@ static int ranks_step(cpu_trainer *t, const float *x, const uint8_t *y, int batc
     // every rank learns of it from this step's sum and leaves after it, so none is left waiting
     // in the next step's sum. The signal's number, summed; any nonzero sum is a stop.
     sum[n + 2] = (float)hw_stop_signal();
-    if (hw_comm_sum(sum, n + 3) != HW_OK) return -1;
+    if (hw_comm_sum(sum, n + 3, t->config->sync_timeout) != HW_OK) return -1;
     if (sum[n + 2] > 0) t->stop_agreed = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
     *loss = sum[n] / (float)batch;
     *diverged = -1;

@@ -219,13 +219,22 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
             // rank; the counters are the world's, as the others last reported them. Rounds go on
             // until the last epoch is agreed, and none after: every rank must make the same
             // rounds, and none may be left in flight at MPI_Finalize.
-            if (epochs_handled < epochs_to_run) {
-                if ((status = hw_couple_poll(watch->couple, epoch_end, samples, loss_sum)) != HW_OK) break;
-                if (epoch_end) {
+            // A stop signal (Ctrl-C on mpirun reaches every rank) ends the coupling: another rank
+            // may already have left, and this one goes on to save (run_ended, below).
+            if (epochs_handled < epochs_to_run && !hw_stop_signal()) {
+                status = hw_couple_poll(watch->couple, epoch_end, samples, loss_sum);
+                if (status == HW_OK && epoch_end) {
                     char when[64];
                     snprintf(when, sizeof when, "the end of epoch %d", watch->first_epoch + epochs_handled + 1);
-                    if ((status = hw_couple_epoch_agreed(watch->couple, when, &epoch_end)) != HW_OK) break;
+                    status = hw_couple_epoch_agreed(watch->couple, when, &epoch_end);
                 }
+                if (status != HW_OK && !hw_stop_signal()) break;
+                if (status != HW_OK) {  // interrupted in the coupling: not an error, a stop
+                    status = HW_OK;
+                    epoch_end = 0;
+                }
+            } else if (hw_stop_signal()) {
+                epoch_end = 0;
             }
             hw_couple_view others;
             hw_couple_view_read(watch->couple, &others);
