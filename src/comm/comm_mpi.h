@@ -38,7 +38,8 @@ void comm_mpi_abort(int code);
 int comm_mpi_sum(float *buf, size_t n, double timeout_s);
 int comm_mpi_min_int(int *value);
 int comm_mpi_weights_agree(const float *weights, size_t n, const char *when);
-// The same, an error after timeout_s seconds (0: none): a rank stuck or gone cannot hang the others.
+// The same for Hogwild's coupling: an error after timeout_s seconds (0: none), so that a rank stuck
+// or gone cannot hang the others, or as soon as a stop signal comes (the rank then saves).
 int comm_mpi_weights_agree_within(const float *weights, size_t n, const char *when, double timeout_s);
 // couple.c
 int comm_mpi_couple_open(hw_couple **couple, float *live, size_t n, const hw_couple_plan *plan, const hw_world *world);

@@ -91,9 +91,11 @@ static uint64_t weights_hash(const float *weights, size_t n) {
 }
 
 // Waits for `requests`, polling, at most timeout_s seconds (0: for ever): HW_ERR naming `what`
-// when they did not complete in time, or when a stop signal came (Ctrl-C on mpirun reaches every
-// rank as SIGTERM): another rank may already have left, and this one must get on to saving.
-static int comm_mpi_wait(MPI_Request *requests, int n, double timeout_s, const char *what) {
+// when they did not complete in time, or, with `leave_on_stop`, when a stop signal came. Hogwild's
+// coupling leaves (Ctrl-C on mpirun reaches every rank as SIGTERM, not at once: another rank may
+// already have left, and this one must get on to saving); DataParallel does not, since its ranks
+// agree on the stop in a step's sum and leave together after it.
+static int comm_mpi_wait(MPI_Request *requests, int n, double timeout_s, int leave_on_stop, const char *what) {
     struct timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {
@@ -101,7 +103,7 @@ static int comm_mpi_wait(MPI_Request *requests, int n, double timeout_s, const c
         int code = MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE);
         if (code != MPI_SUCCESS) return comm_mpi_failed(code, what);
         if (done) return HW_OK;
-        if (hw_stop_signal()) return hw_fail("%s: interrupted by %s", what, hw_stop_signal_name(hw_stop_signal()));
+        if (leave_on_stop && hw_stop_signal()) return hw_fail("%s: interrupted by %s", what, hw_stop_signal_name(hw_stop_signal()));
         clock_gettime(CLOCK_MONOTONIC, &now);
         double waited = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) * 1e-9;
         if (timeout_s > 0 && waited > timeout_s) {
@@ -115,7 +117,7 @@ static int comm_mpi_wait(MPI_Request *requests, int n, double timeout_s, const c
     }
 }
 
-int comm_mpi_weights_agree_within(const float *weights, size_t n, const char *when, double timeout_s) {
+static int weights_agree(const float *weights, size_t n, const char *when, double timeout_s, int leave_on_stop) {
     uint64_t mine = weights_hash(weights, n), low = mine, high = mine;
     MPI_Request requests[2];
     int code = MPI_Iallreduce(MPI_IN_PLACE, &low, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD, &requests[0]);
@@ -125,7 +127,7 @@ int comm_mpi_weights_agree_within(const float *weights, size_t n, const char *wh
     if (code != MPI_SUCCESS) return comm_mpi_failed(code, "the weights check (MPI_Iallreduce)");
     char what[160];
     snprintf(what, sizeof what, "the weights check at %s", when);
-    if (comm_mpi_wait(requests, 2, timeout_s, what) != HW_OK) return HW_ERR;
+    if (comm_mpi_wait(requests, 2, timeout_s, leave_on_stop, what) != HW_OK) return HW_ERR;
     if (low != high) {
         int rank = -1;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -136,6 +138,10 @@ int comm_mpi_weights_agree_within(const float *weights, size_t n, const char *wh
     return HW_OK;
 }
 
+int comm_mpi_weights_agree_within(const float *weights, size_t n, const char *when, double timeout_s) {
+    return weights_agree(weights, n, when, timeout_s, 1);
+}
+
 int comm_mpi_weights_agree(const float *weights, size_t n, const char *when) {
-    return comm_mpi_weights_agree_within(weights, n, when, 0);
+    return weights_agree(weights, n, when, 0, 0);
 }
