@@ -268,6 +268,19 @@ static int thread_count(pid_t pid) {
     return n;
 }
 
+// Waits until mpirun (r) has started exactly 2 ranks and both are past MPI_Init (its threads are
+// there), then a second more so that they train; their pids go to ranks[0..2).
+static void wait_for_two_training_ranks(const e2e_run_result *r, pid_t ranks[2]) {
+    pid_t kids[4];
+    double deadline = hw_now() + 30;
+    while (e2e_children_of(r->pid, kids, 4) < 2 && hw_now() < deadline) e2e_sleep_ms(20);
+    cr_assert_eq(e2e_children_of(r->pid, kids, 4), 2, "mpirun did not start 2 ranks");
+    ranks[0] = kids[0];
+    ranks[1] = kids[1];
+    while ((thread_count(ranks[0]) < 2 || thread_count(ranks[1]) < 2) && hw_now() < deadline) e2e_sleep_ms(20);
+    e2e_sleep_ms(1000);
+}
+
 // A rank that stops answering (SIGSTOP: alive, but its rounds never progress) makes the others'
 // round overrun --sync-timeout: a clear error, exit 1, not a hang.
 Test(mpi, hogwild_a_round_past_sync_timeout_ends_the_job) {
@@ -279,15 +292,10 @@ Test(mpi, hogwild_a_round_past_sync_timeout_ends_the_job) {
     mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data,
                                         "--epochs", "1000", "--quiet", "--sync-every", "10ms", "--sync-timeout", "2",
                                         NULL});
-    // The ranks are mpirun's children; stop one once both run.
-    pid_t ranks[4];
-    double deadline = hw_now() + 30;
-    while (e2e_children_of(r.pid, ranks, 4) < 2 && hw_now() < deadline) e2e_sleep_ms(20);
-    cr_assert_eq(e2e_children_of(r.pid, ranks, 4), 2, "mpirun did not start 2 ranks");
-    // Once MPI_Init is done in both (its threads are there) the ranks train and couple; a rank
-    // stopped before, inside MPI_Init, would hang the other there, where no round is in flight.
-    while ((thread_count(ranks[0]) < 2 || thread_count(ranks[1]) < 2) && hw_now() < deadline) e2e_sleep_ms(20);
-    e2e_sleep_ms(1000);
+    // Stop one rank once both train: a rank stopped inside MPI_Init would hang the other there,
+    // where no round is in flight.
+    pid_t ranks[2];
+    wait_for_two_training_ranks(&r, ranks);
     kill(ranks[0], SIGSTOP);
     double stopped = hw_now();
     e2e_wait_within(&r, 60);
@@ -313,12 +321,8 @@ Test(mpi, dataparallel_a_sum_past_sync_timeout_ends_the_job) {
     mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--replicas", "1", "--model",
                                         e2e.mlp, "--data", data, "--epochs", "1000", "--quiet", "--sync-timeout", "2",
                                         NULL});
-    pid_t ranks[4];
-    double deadline = hw_now() + 30;
-    while (e2e_children_of(r.pid, ranks, 4) < 2 && hw_now() < deadline) e2e_sleep_ms(20);
-    cr_assert_eq(e2e_children_of(r.pid, ranks, 4), 2, "mpirun did not start 2 ranks");
-    while ((thread_count(ranks[0]) < 2 || thread_count(ranks[1]) < 2) && hw_now() < deadline) e2e_sleep_ms(20);
-    e2e_sleep_ms(1000);
+    pid_t ranks[2];
+    wait_for_two_training_ranks(&r, ranks);
     kill(ranks[1], SIGSTOP);
     double stopped = hw_now();
     e2e_wait_within(&r, 60);
@@ -341,11 +345,7 @@ static void start_two_training_ranks(e2e_run_result *r, pid_t ranks[2], const ch
                                            "--epochs", "1000", "--quiet", "--sync-every", "10ms", "--save", save,
                                            NULL});
     }
-    double deadline = hw_now() + 30;
-    while (e2e_children_of(r->pid, ranks, 2) < 2 && hw_now() < deadline) e2e_sleep_ms(20);
-    cr_assert_eq(e2e_children_of(r->pid, ranks, 2), 2, "mpirun did not start 2 ranks");
-    while ((thread_count(ranks[0]) < 2 || thread_count(ranks[1]) < 2) && hw_now() < deadline) e2e_sleep_ms(20);
-    e2e_sleep_ms(1000);
+    wait_for_two_training_ranks(r, ranks);
 }
 
 // A rank killed with SIGKILL (no message, no MPI_Abort) ends the job: mpirun notices and ends the

@@ -15,12 +15,10 @@
 #include "hw/err.h"
 
 #ifdef HW_HAVE_MPI
+#include "hw/plugin.h"
+
 #include <dlfcn.h>
-#include <errno.h>
 #include <limits.h>
-#include <stdio.h>
-#include <string.h>
-#include <unistd.h>
 
 extern const comm_ops hw_mpi_ops __attribute__((weak));
 
@@ -34,22 +32,9 @@ int hw_comm_built(void) { return 1; }
 static const comm_ops *load_ops(void) {
     if (&hw_mpi_ops) return &hw_mpi_ops;
     char path[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof path - sizeof PLUGIN_NAME - 1);
-    if (n <= 0) {
-        hw_fail_errno(errno, "cannot find the hogwild binary's folder (/proc/self/exe) to load " PLUGIN_NAME);
-        return NULL;
-    }
-    path[n] = '\0';
-    char *slash = strrchr(path, '/');
-    snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), PLUGIN_NAME);
     // RTLD_GLOBAL: Open MPI loads components of its own that expect libmpi's symbols to be global.
-    void *plugin = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
-    if (!plugin) {
-        hw_fail("cannot load the MPI part of hogwild, %s: %s (it is built by `make` with Open MPI and must stay "
-                "beside the hogwild binary)",
-                path, dlerror());
-        return NULL;
-    }
+    void *plugin = hw_plugin_open(path, sizeof path, PLUGIN_NAME, "MPI part", "Open MPI", RTLD_NOW | RTLD_GLOBAL);
+    if (!plugin) return NULL;
     const comm_ops *table = dlsym(plugin, "hw_mpi_ops");
     if (!table) hw_fail("the MPI part of hogwild, %s, has no hw_mpi_ops: rebuild it with `make`", path);
     return table;  // never unloaded: MPI cannot be initialised twice in a process anyway

@@ -18,10 +18,10 @@
 #include <string.h>
 
 #ifdef HW_CUDA_PLUGIN
+#include "hw/plugin.h"
+
 #include <dlfcn.h>
-#include <errno.h>
 #include <limits.h>
-#include <unistd.h>
 
 typedef int (*train_fn)(const hw_train_config *, hw_train_inputs *, hw_train_result *);
 
@@ -34,21 +34,8 @@ extern int hw_train_dataparallel_cuda(const hw_train_config *, hw_train_inputs *
 // The trainer `symbol` of the plugin beside this executable; NULL after hw_fail naming the path.
 static train_fn load_trainer(const char *symbol) {
     char path[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof path - sizeof PLUGIN_NAME - 1);
-    if (n <= 0) {
-        hw_fail_errno(errno, "cannot find the hogwild binary's folder (/proc/self/exe) to load " PLUGIN_NAME);
-        return NULL;
-    }
-    path[n] = '\0';
-    char *slash = strrchr(path, '/');
-    snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), PLUGIN_NAME);
-    void *plugin = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!plugin) {
-        hw_fail("cannot load the GPU part of hogwild, %s: %s (it is built by `make` with CUDA and must stay "
-                "beside the hogwild binary)",
-                path, dlerror());
-        return NULL;
-    }
+    void *plugin = hw_plugin_open(path, sizeof path, PLUGIN_NAME, "GPU part", "CUDA", RTLD_NOW | RTLD_LOCAL);
+    if (!plugin) return NULL;
     train_fn fn;
     *(void **)&fn = dlsym(plugin, symbol);  // POSIX: a function pointer through a void *
     if (!fn) hw_fail("the GPU part of hogwild, %s, has no %s: rebuild it with `make`", path, symbol);
