@@ -386,6 +386,26 @@ static void check_ctrl_c(int dp) {
 Test(mpi, hogwild_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) { check_ctrl_c(0); }
 Test(mpi, dataparallel_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) { check_ctrl_c(1); }
 
+// mpirun itself killed with SIGKILL: nothing removes what it owns (its session folder, the ranks'
+// shared-memory segments registered with it) and the ranks _exit() on the lost connection. The
+// janitor of each host (src/comm/janitor.c) removes them once the ranks are gone.
+static void check_mpirun_killed(int dp) {
+    need_mpirun();
+    char *data = e2e_synth(71);
+    e2e_run_result r;
+    pid_t ranks[2];
+    start_two_training_ranks(&r, ranks, data, e2e_path("killed.safetensors"), dp);
+    cr_assert_gt(count_entries(shm_dir), 0, "no MPI shared memory in %s while the job runs: the test sees nothing",
+                 shm_dir);
+    kill(r.pid, SIGKILL);
+    e2e_wait_within(&r, 60);
+    cr_expect(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGKILL, "mpirun: status %d", r.status);
+    assert_mpi_left_nothing();
+}
+
+Test(mpi, hogwild_mpirun_killed_with_sigkill_leaves_nothing) { check_mpirun_killed(0); }
+Test(mpi, dataparallel_mpirun_killed_with_sigkill_leaves_nothing) { check_mpirun_killed(1); }
+
 // ---- two hosts: network namespaces on this machine (tests/tools/netns_hosts.sh) ----
 
 // Two hosts, NAME-a and NAME-b, for this test (removed at teardown); `rate` (e.g. "100mbit")

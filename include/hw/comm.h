@@ -5,6 +5,8 @@
 //   detect.c   who this process is, from mpirun's environment, before any MPI call
 //   door.c     the core's way in: loads the MPI side (libhogwild-mpi.so beside the binary) at
 //              hw_comm_init, and forwards every call below to it; without MPI, fails naming the build
+//   janitor.c  the first rank of each host forks a process that removes the job's MPI files on
+//              that host (session folder, shared memory) if mpirun dies first (SIGKILL)
 //   world.c    MPI_Init, MPI_Finalize, and ending the whole job on a failure (MPI_Abort)
 //   reduce.c   DataParallel across ranks: the gradient sum (MPI_Allreduce) and the check that
 //              every rank holds the same weights (a hash reduced with MIN and MAX)
@@ -31,6 +33,12 @@ typedef struct {
 int hw_world_detect(hw_world *world);
 // Whether this build has MPI (make MPI=0 builds without).
 int hw_comm_built(void);
+
+// The first rank of each host (local rank 0) of a job of several forks a janitor: when this rank
+// has exited and the MPI daemon of this host (its parent: mpirun, or orted on another host) is
+// gone too, it removes the job's Open MPI session folder and shared-memory segments on this host
+// and any stale hogwild shared memory. Called by hw_comm_init; must run before any thread starts.
+int hw_comm_janitor_start(const hw_world *world);
 
 // MPI_Init (thread level FUNNELED: only the calling thread calls MPI) and a check that MPI's rank
 // and size are the ones hw_world_detect read. Call once, after any fork.
