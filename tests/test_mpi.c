@@ -500,6 +500,32 @@ Test(mpi, two_hosts_limited_to_100_mbit_train_in_both_modes) {
     cr_log_info("2 hosts at 100 Mbit/s: Hogwild %.0f samples/s, DataParallel %.0f samples/s", hogwild_rate, dp_rate);
 }
 
+// mpirun killed with SIGKILL while its ranks train on two hosts: the rank on the other host
+// loses its daemon's connection too; no process or MPI file is left on either host (host b's
+// session folder is in the same /tmp; its /dev/shm is a tmpfs of its own, gone with it).
+Test(mpi, two_hosts_mpirun_killed_with_sigkill_leaves_nothing) {
+    need_two_hosts(NULL);
+    char *data = e2e_synth(72);
+    e2e_run_result r;
+    hosts_start(&r, (const char *const[]){"HW", "--workers", "1", "--model", e2e.mlp, "--data", data, "--epochs",
+                                          "1000", "--sync-every", "10ms", NULL});
+    double deadline = hw_now() + 60;
+    int training = 0;
+    while (!training && hw_now() < deadline) {  // an epoch line: both ranks are training
+        e2e_sleep_ms(100);
+        FILE *f = fopen(r.out_path, "r");
+        char line[512];
+        while (f && fgets(line, sizeof line, f)) training = training || strncmp(line, "epoch 1/", 8) == 0;
+        if (f) fclose(f);
+    }
+    cr_assert(training, "no epoch ended within 60 s");
+    cr_assert_gt(count_entries(session_dir), 0, "no MPI session files in %s while the job runs", session_dir);
+    kill(r.pid, SIGKILL);
+    e2e_wait_within(&r, 60);
+    cr_expect(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGKILL, "mpirun: status %d", r.status);
+    assert_mpi_left_nothing();
+}
+
 // ---- without mpirun ----
 
 // A plain run calls no MPI: its parent process stays one thread (MPI_Init would start two), while
