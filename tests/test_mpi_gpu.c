@@ -194,6 +194,24 @@ Test(mpi_gpu, dataparallel_a_gpu_rank_without_a_gpu_ends_the_job_naming_it) {
     assert_mpi_left_nothing();
 }
 
+// Waits until mpirun (r) runs 2 ranks and rank 0 has said how it sums (the NCCL communicator is
+// up), then a second more so that they train; their pids go to kids[0..2).
+static void wait_for_two_training_gpu_ranks(const e2e_run_result *r, pid_t kids[2]) {
+    pid_t found[4];
+    double deadline = hw_now() + 60;
+    while (e2e_children_of(r->pid, found, 4) < 2 && hw_now() < deadline) e2e_sleep_ms(20);
+    cr_assert_eq(e2e_children_of(r->pid, found, 4), 2, "mpirun did not start 2 ranks");
+    kids[0] = found[0];
+    kids[1] = found[1];
+    for (;;) {
+        char *out = e2e_read_text(r->out_path);
+        if (strstr(out, "across ranks ncclAllReduce")) break;
+        cr_assert_lt(hw_now(), deadline, "the ranks did not start training:\n%s", out);
+        e2e_sleep_ms(50);
+    }
+    e2e_sleep_ms(1000);
+}
+
 // A rank stopped (SIGSTOP) leaves the other waiting for the step's sum: NCCL's on the GPU, polled
 // within --sync-timeout (then ncclCommAbort), or the MPI sum of the step's counters after it,
 // bounded the same; either way a clear error naming --sync-timeout, exit 1, not a hang.
@@ -204,18 +222,8 @@ Test(mpi_gpu, dataparallel_a_gpu_sum_past_sync_timeout_ends_the_job) {
     mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas",
                                         "1", "--model", e2e.mlp, "--data", data, "--epochs", "1000", "--sync-timeout",
                                         "2", NULL});
-    // Both ranks train once rank 0 has printed its first progress line past the header.
-    pid_t kids[4];
-    double deadline = hw_now() + 60;
-    while (e2e_children_of(r.pid, kids, 4) < 2 && hw_now() < deadline) e2e_sleep_ms(20);
-    cr_assert_eq(e2e_children_of(r.pid, kids, 4), 2, "mpirun did not start 2 ranks");
-    for (;;) {
-        char *out = e2e_read_text(r.out_path);
-        if (strstr(out, "across ranks ncclAllReduce")) break;
-        cr_assert_lt(hw_now(), deadline, "the ranks did not start training:\n%s", out);
-        e2e_sleep_ms(50);
-    }
-    e2e_sleep_ms(1000);
+    pid_t kids[2];
+    wait_for_two_training_gpu_ranks(&r, kids);
     kill(kids[1], SIGSTOP);
     double stopped = hw_now();
     e2e_wait_within(&r, 90);
@@ -223,7 +231,11 @@ Test(mpi_gpu, dataparallel_a_gpu_sum_past_sync_timeout_ends_the_job) {
     e2e_assert_exit(&r, 1);
     e2e_assert_contains(r.err, "a step's gradient sum", "stderr");
     e2e_assert_contains(r.err, "has not completed in 2 s (--sync-timeout)", "stderr");
-    cr_log_info("stderr of the stopped job: %s", r.err);
+    // Which wait noticed it: NCCL's (the stopped rank had not posted its gradient) or the MPI
+    // sum of the step's counters (it had).
+    const char *line = strstr(r.err, "has not completed in 2 s");
+    cr_log_info("noticed by %s", line && strstr(r.err, "(ncclAllReduce) has not completed") ? "the NCCL sum's poll"
+                                                                                           : "the MPI counters' sum");
     cr_expect_lt(took, 30, "the job took %.1f s to end after a rank stopped", took);
     assert_mpi_left_nothing();
 }
@@ -380,5 +392,25 @@ Test(mpi_gpu, dataparallel_gpu_ranks_whose_weights_differ_end_the_job) {
     e2e_assert_exit(&r, 1);
     e2e_assert_contains(r.err, "the ranks' weights differ at an evaluation point", "stderr");
     cr_expect_eq(strstr(r.out, "epoch 2/2"), NULL, "the job went on past the first epoch:\n%s", r.out);
+    assert_mpi_left_nothing();
+}
+
+// Ctrl-C on mpirun: every rank gets SIGTERM, not at the same step; the ranks agree on the stop in
+// a step's sum and leave after the same step, and rank 0 saves its current weights (--save).
+Test(mpi_gpu, dataparallel_ctrl_c_on_mpirun_saves_rank_0s_gpu_checkpoint) {
+    need_mpirun_and_gpus(2, "2 GPU ranks on one host");
+    char *data = e2e_synth_n("data", 77, 20000, 200);
+    char *ckpt = e2e_path("interrupted.safetensors");
+    e2e_run_result r;
+    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas",
+                                        "1", "--model", e2e.mlp, "--data", data, "--epochs", "1000", "--save", ckpt,
+                                        NULL});
+    pid_t kids[2];
+    wait_for_two_training_gpu_ranks(&r, kids);
+    kill(r.pid, SIGINT);
+    e2e_wait_within(&r, 60);
+    cr_expect(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0, "mpirun: status %d", r.status);
+    e2e_assert_contains(r.out, "saved the current weights to", "stdout");
+    cr_expect_geq(e2e_eval_checkpoint(data, e2e.mlp, ckpt).samples, 1, "the checkpoint holds no training");
     assert_mpi_left_nothing();
 }

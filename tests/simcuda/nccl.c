@@ -52,7 +52,8 @@ typedef struct {
     int32_t device;
     char host[64];
     _Atomic uint64_t posted;     // the last collective whose input is written (0: none)
-    _Atomic uint64_t count;      // its floats
+    _Atomic uint64_t count[2];   // the floats of the last odd and even ones (a rank may post s + 1
+                                 // before another has read its s)
 } rank_slot;
 
 typedef struct {
@@ -317,10 +318,10 @@ static int try_complete(ncclComm_t c) {
     const int p = (int)(c->seq & 1);
     const size_t bytes = c->count * sizeof(float);
     for (int r = 0; r < c->nranks; r++) {
-        if (atomic_load(&rv->slot[r].count) != c->count) {
+        if (atomic_load(&rv->slot[r].count[p]) != c->count) {
             c->failed = 1;
             c->async = fail(ncclInvalidUsage, "collective %llu: rank %d sums %llu floats, rank %d %zu",
-                            (unsigned long long)c->seq, r, (unsigned long long)atomic_load(&rv->slot[r].count),
+                            (unsigned long long)c->seq, r, (unsigned long long)atomic_load(&rv->slot[r].count[p]),
                             c->rank, c->count);
             return 0;
         }
@@ -405,7 +406,7 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, n
         munmap(at, bytes);
     }
     rank_slot *mine = &c->rv->slot[c->rank];
-    atomic_store(&mine->count, (uint64_t)count);
+    atomic_store(&mine->count[p], (uint64_t)count);
     atomic_store(&mine->posted, c->seq);
     c->pending = 1;
     c->stream = stream;
