@@ -45,6 +45,12 @@ static int need_mpirun_and_gpus(int gpus, const char *why) {
     cr_assert_not_null(mkdtemp(shm_dir), "mkdtemp in /dev/shm: %s", strerror(errno));
     setenv("OMPI_MCA_orte_tmpdir_base", session_dir, 1);
     setenv("OMPI_MCA_btl_vader_backing_directory", shm_dir, 1);
+    // For make asan, as in test_mpi.c: whole stacks for tests/lsan.supp's Open MPI suppressions.
+    const char *asan = getenv("ASAN_OPTIONS");
+    char options[1024];
+    snprintf(options, sizeof options, "%s%sfast_unwind_on_malloc=0", asan ? asan : "", asan && asan[0] ? ":" : "");
+    setenv("ASAN_OPTIONS", options, 1);
+    setenv("OMPI_MCA_mca_base_component_disable_dlclose", "1", 1);
     return count;
 }
 

@@ -63,8 +63,11 @@ extern "C" int hw_cuda_ranks_id(unsigned char id[HW_NCCL_ID_BYTES]) {
 extern "C" void hw_cuda_ranks_free(hw_cuda_ranks *r) {
     if (!r) return;
     if (r->comm) {
+        // Abort, not Destroy: Destroy finalizes first, which waits for this rank's operations to be
+        // flushed with its peers, and a failing rank gets here while the others may be gone or
+        // stuck. Every sum was waited for, so nothing is in flight to lose; the job ends after.
         cudaSetDevice(r->devices[0]);
-        ncclCommDestroy(r->comm);  // every sum was waited for: nothing is in flight
+        ncclCommAbort(r->comm);
     }
     for (int k = 0; r->copied && k < r->replicas; k++) {
         cudaSetDevice(r->devices[k]);
