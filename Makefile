@@ -103,12 +103,13 @@ ifeq ($(HAVE_CUDA),1)
 else ifeq ($(HAVE_CUDA),sim)
   # The simulated device (make sim): the CUDA host code compiled by the host C++ compiler against
   # tests/simcuda/'s cuda_runtime.h and cublas_v2.h, linked with tests/simcuda/*.c, which run every
-  # CUDA call, cuBLAS call and kernel (layers.cu, pointwise.cu, loss.cu) at once on the host. No NCCL.
-  CU_SRC  := $(patsubst %,src/cuda/%.cu,runner device blas allreduce)
+  # CUDA call, cuBLAS call and kernel (layers.cu, pointwise.cu, loss.cu) at once on the host, and
+  # tests/simcuda/nccl.c's NCCL across the processes of one host (for GPU ranks under mpirun).
+  CU_SRC  := $(patsubst %,src/cuda/%.cu,runner device blas allreduce ranks)
   C_SRC   += $(wildcard src/cuda/*.c)
   SIM_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(wildcard tests/simcuda/*.c))
   CU_CC    = $(CXX) -x c++ -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-exceptions -fno-rtti -D_GNU_SOURCE \
-             -Iinclude -Itests/simcuda
+             -Iinclude -Itests/simcuda -DHW_HAVE_NCCL=1
 else
   # No CUDA: no GPU part at all. src/train/gpu_door.c refuses a GPU run naming the build, and the
   # GPU suites (which call the cuda module) are not built; tests/test_without_cuda.c is instead.
@@ -127,7 +128,7 @@ OBJ      := $(patsubst src/%.c,$(BUILD)/%.o,$(C_SRC)) $(if $(PLUGIN),,$(GPU_OBJ)
 EXE_LIB   = $(if $(PLUGIN),-rdynamic -Wl$(comma)--whole-archive $(LIB) -Wl$(comma)--no-whole-archive,$(LIB)) \
             $(if $(MPI_PLUGIN),-rdynamic)
 TEST_GPU := $(if $(PLUGIN),$(GPU_OBJ))
-GPU_TESTS := tests/test_cuda.c tests/test_gpu_train.c tests/test_simcuda.c
+GPU_TESTS := tests/test_cuda.c tests/test_gpu_train.c tests/test_simcuda.c tests/test_mpi_gpu.c
 TEST_SRC := $(filter-out $(if $(filter 0,$(HAVE_CUDA)),$(GPU_TESTS),tests/test_without_cuda.c), $(wildcard tests/*.c)) \
             $(if $(SIM_OBJ),,tests/simcuda/replay.c)
 TEST_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRC))
@@ -208,10 +209,11 @@ test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx
 # The library built with SIM=1 in build-sim/ (see the CUDA section), then the GPU suites (cuda,
 # gpu_train), the kernel replay and the simulator's own tests (simcuda) on it. It runs the runner,
 # copies, streams, events, the all-reduce's copies, GPU Hogwild across processes sharing memory as
-# CUDA IPC shares it, and GPU DataParallel, and checks the ordering of streams and host waits; NOT
-# real kernels, cuBLAS, NCCL, device rounding or speed (docs/ARCHITECTURE.md). Any misuse the
+# CUDA IPC shares it, GPU DataParallel, and GPU ranks under mpirun (the simulated NCCL across
+# processes), and checks the ordering of streams and host waits; NOT real kernels, cuBLAS, the real
+# NCCL, device rounding or speed (docs/ARCHITECTURE.md). Any misuse the
 # simulator refused, in any process, fails the target.
-SIM_SUITES ?= @(cuda|gpu_train|cuda_replay|simcuda)/*
+SIM_SUITES ?= @(cuda|gpu_train|cuda_replay|simcuda|mpi_gpu)/*
 SIM_DIR    ?= build-sim
 SIM_ENV    = HW_BIN=$(CURDIR)/$(SIM_DIR)/hogwild HW_SIM_REFUSALS=$(CURDIR)/$(SIM_DIR)/refusals.log
 sim:

@@ -34,7 +34,8 @@ static const char *options_text =
     "  --mode MODE              hogwild (default) or dataparallel\n"
     "  --replicas K             DataParallel replicas (default 2): CPU threads, or K on --device cuda:N\n"
     "  --gpus LIST              DataParallel replicas on GPUs, e.g. 0,1 (0,0: two on one GPU)\n"
-    "  --device DEV             cpu (default), cuda or cuda:N (Hogwild: every worker on that GPU)\n"
+    "  --device DEV             cpu (default), cuda or cuda:N (Hogwild: every worker on that GPU;\n"
+    "                           under mpirun, DataParallel: local rank L of a host on GPU N+L)\n"
     "  --model FILE             model file (default models/lenet.model)\n"
     "  --data DIR               dataset folder (default data/mnist): the four IDX files of\n"
     "                           MNIST/Fashion-MNIST/KMNIST, or train/ and test/ image folders\n"
@@ -389,9 +390,14 @@ static int check_world(hw_train_config *config, int sync_given) {
                 config->world.rank, config->world.size);
         return HW_EXIT_FAILURE;
     }
-    if (config->device.type == HW_DEVICE_CUDA) {
-        return usage_error("several ranks train on the CPU for now; GPU ranks (NCCL) are not built yet: drop --device "
-                           "%s or run one process", "cuda");
+    if (config->device.type == HW_DEVICE_CUDA && config->mode == HW_MODE_HOGWILD) {
+        return usage_error("Hogwild across ranks trains on the CPU; GPU ranks run DataParallel (--mode dataparallel "
+                           "--device %s, NCCL between the ranks)", "cuda");
+    }
+    if (config->n_gpus > 0) {
+        // Across ranks each rank drives the GPU of its local rank (src/train/dataparallel_cuda.c).
+        return usage_error("--gpus lists the GPUs of one process; across ranks each rank drives one GPU, local rank L "
+                           "of a host GPU B+L (--device cuda:B), with --replicas K on it%s", "");
     }
     if (config->eval_only) return usage_error("--eval-only evaluates in one process: run it without mpirun%s", "");
     if (config->mode == HW_MODE_DATAPARALLEL && (sync_given & SYNC_EVERY_GIVEN)) {

@@ -9,7 +9,8 @@
 //              that host (session folder, shared memory) if mpirun dies first (SIGKILL)
 //   world.c    MPI_Init, MPI_Finalize, and ending the whole job on a failure (MPI_Abort)
 //   reduce.c   DataParallel across ranks: the gradient sum (MPI_Allreduce) and the check that
-//              every rank holds the same weights (a hash reduced with MIN and MAX)
+//              every rank holds the same weights (a hash reduced with MIN and MAX); on GPU ranks,
+//              the broadcast of NCCL's unique id (NCCL then sums the gradients: src/cuda/ranks.cu)
 //   couple.c   Hogwild across ranks: the asynchronous rounds of the parent's watch loop
 //              (MPI_Iallreduce polled with MPI_Test) that add the other nodes' changes into the
 //              node's live shared weights
@@ -57,6 +58,9 @@ int hw_comm_min_int(int *value);
 // Checks that every rank holds bit-for-bit the same n weights: their FNV-1a hash, reduced with
 // MIN and MAX, must agree. A mismatch is an error naming `when` (e.g. "the end of epoch 2").
 int hw_comm_weights_agree(const float *weights, size_t n, const char *when);
+// Copies rank `root`'s `bytes` at buf to every other rank's buf (MPI_Bcast): how GPU ranks share
+// rank 0's NCCL unique id (src/train/dataparallel_cuda.c).
+int hw_comm_bcast(void *buf, size_t bytes, int root);
 
 // ---- Hogwild across nodes (couple.c) ----
 // The rounds of one node: each round sends the node's change since the last agreed weights and

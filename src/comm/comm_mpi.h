@@ -16,6 +16,7 @@ typedef struct {
     int (*sum)(float *buf, size_t n, double timeout_s);
     int (*min_int)(int *value);
     int (*weights_agree)(const float *weights, size_t n, const char *when);
+    int (*bcast)(void *buf, size_t bytes, int root);
     int (*couple_open)(hw_couple **couple, float *live, size_t n, const hw_couple_plan *plan, const hw_world *world);
     int (*couple_poll)(hw_couple *couple, int at_barrier, int64_t samples, double loss_sum);
     int (*couple_epoch_agreed)(hw_couple *couple, const char *when, int *agreed);
@@ -38,6 +39,7 @@ void comm_mpi_abort(int code);
 int comm_mpi_sum(float *buf, size_t n, double timeout_s);
 int comm_mpi_min_int(int *value);
 int comm_mpi_weights_agree(const float *weights, size_t n, const char *when);
+int comm_mpi_bcast(void *buf, size_t bytes, int root);
 // The same for Hogwild's coupling: an error after timeout_s seconds (0: none), so that a rank stuck
 // or gone cannot hang the others, or as soon as a stop signal comes (the rank then saves).
 int comm_mpi_weights_agree_within(const float *weights, size_t n, const char *when, double timeout_s);

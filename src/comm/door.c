@@ -80,6 +80,10 @@ int hw_comm_weights_agree(const float *weights, size_t n, const char *when) {
     return ops ? ops->weights_agree(weights, n, when) : not_initialised();
 }
 
+int hw_comm_bcast(void *buf, size_t bytes, int root) {
+    return ops ? ops->bcast(buf, bytes, root) : not_initialised();
+}
+
 int hw_couple_open(hw_couple **couple, float *live, size_t n, const hw_couple_plan *plan, const hw_world *world) {
     *couple = NULL;
     return ops ? ops->couple_open(couple, live, n, plan, world) : not_initialised();

@@ -8,6 +8,7 @@ const comm_ops hw_mpi_ops = {
     .sum = comm_mpi_sum,
     .min_int = comm_mpi_min_int,
     .weights_agree = comm_mpi_weights_agree,
+    .bcast = comm_mpi_bcast,
     .couple_open = comm_mpi_couple_open,
     .couple_poll = comm_mpi_couple_poll,
     .couple_epoch_agreed = comm_mpi_couple_epoch_agreed,

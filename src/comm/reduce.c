@@ -77,6 +77,12 @@ int comm_mpi_sum(float *buf, size_t n, double timeout_s) {
     return HW_OK;
 }
 
+int comm_mpi_bcast(void *buf, size_t bytes, int root) {
+    if (bytes > INT_MAX) return hw_fail("a broadcast of %zu bytes is more than one MPI message holds", bytes);
+    int code = MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD);
+    return code == MPI_SUCCESS ? HW_OK : comm_mpi_failed(code, "MPI_Bcast");
+}
+
 int comm_mpi_min_int(int *value) {
     int code = MPI_Allreduce(MPI_IN_PLACE, value, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     return code == MPI_SUCCESS ? HW_OK : comm_mpi_failed(code, "MPI_Allreduce (MIN)");

@@ -19,16 +19,38 @@
 //      Evaluations and checkpoints read replica 0's weights.
 // The next batch is gathered and its chunks queued (copy streams) before the current step runs,
 // so the input copies overlap the compute. Each step ends with every stream drained (the loss).
+//
+// Across the ranks of an mpirun job (config->world, README "Several machines"), the same design
+// one level up, as the CPU trainer does it (dataparallel.c): every rank reads the same global
+// batch order, takes chunk `rank` of each batch (hw_dp_chunk over the ranks) and splits it over
+// its replicas, each weighted by its share of the GLOBAL batch. After the sum over the rank's
+// replicas (step 2), NCCL sums replica 0's gradient over the ranks (hw_cuda_ranks_sum: one
+// communicator, rank 0's ncclGetUniqueId sent to all by MPI_Bcast, ncclCommInitRank), the host
+// waits for it within --sync-timeout, and the rank's other replicas copy it. Every replica of
+// every rank then takes the same step. The loss, a diverged flag and a stop signal travel in a
+// small MPI sum after the step, so that every rank leaves after the same step; every evaluation
+// point checks that the ranks' weights agree bit for bit (replica 0's, downloaded: a hash reduced
+// with MIN and MAX, hw_comm_weights_agree).
+//
+// Which GPU: each rank drives ONE GPU, with its --replicas on it. Local rank L (the rank's place
+// among the ranks of its host, OMPI_COMM_WORLD_LOCAL_RANK) takes GPU B + L of its host, where
+// --device cuda:B gives B (0 for --device cuda). NCCL cannot put two ranks on one GPU, so a host
+// with fewer GPUs than its ranks need is an error naming the host and the rank, before NCCL.
 #include "hw/train.h"
 
 #include "dp_loop.h"
+#include "hw/comm.h"
 #include "hw/cuda.h"
 #include "hw/err.h"
+#include "hw/signals.h"
 #include "train_cuda.h"
 
+#include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     int replicas;
@@ -48,11 +70,17 @@ typedef struct {
     int64_t pos;                // the next sample of `order` to queue
     int queued;                 // samples of the batch queued on the copy streams, 0 when none
     float *host_weights;        // the model's host buffer, for snapshots
+    // Across ranks (world.size > 1); in one process world is rank 0 of 1 and ranks NULL.
+    hw_world world;
+    hw_cuda_ranks *ranks;       // NCCL across the ranks, on replica 0's GPU
+    int stop_agreed;            // the stop signal some rank saw, agreed at the last step
+    int64_t steps;
 } gpu_team;
 
 static void team_close(gpu_team *team) {
     for (int k = 0; team->runner && k < team->replicas; k++) hw_cuda_runner_free(team->runner[k]);
     hw_cuda_allreduce_free(team->reduce);
+    hw_cuda_ranks_free(team->ranks);
     free(team->runner);
     free(team->devices);
     free(team->grads);
@@ -62,8 +90,45 @@ static void team_close(gpu_team *team) {
     memset(team, 0, sizeof *team);
 }
 
+// Across ranks: this rank's GPU, local rank L's GPU B + L (see the top of this file).
+static int rank_gpu(const hw_train_config *config, int *device) {
+    const hw_world *w = &config->world;
+    char host[64] = "?";
+    gethostname(host, sizeof host - 1);
+    int count = 0;
+    if (hw_cuda_device_count(&count) != HW_OK) {
+        return hw_error_prefix("rank %d of %d on host %s has no GPU for --device cuda", w->rank, w->size, host);
+    }
+    *device = config->device.index + w->local_rank;
+    if (*device >= count) {
+        int room = count - config->device.index;
+        return hw_fail("rank %d of %d on host %s is local rank %d there, so it would drive cuda:%d (--device cuda:%d + "
+                       "local rank), but the host has %d GPU(s): NCCL cannot put two ranks on one GPU; start at most "
+                       "%d rank(s) on this host (--replicas K puts K replicas on each rank's GPU)",
+                       w->rank, w->size, host, w->local_rank, *device, config->device.index, count,
+                       room > 0 ? room : 0);
+    }
+    return HW_OK;
+}
+
+// Across ranks: the NCCL communicator, from rank 0's unique id sent to all by MPI.
+static int ranks_open(gpu_team *team) {
+    unsigned char id[HW_NCCL_ID_BYTES];
+    memset(id, 0, sizeof id);
+    if (team->world.rank == 0 && hw_cuda_ranks_id(id) != HW_OK) return HW_ERR;
+    if (hw_comm_bcast(id, sizeof id, 0) != HW_OK) return hw_error_prefix("sending NCCL's unique id to the ranks");
+    return hw_cuda_ranks_open(&team->ranks, id, team->world.rank, team->world.size, team->devices, team->replicas,
+                              team->n_weights);
+}
+
+// This rank's chunk of a global batch: all of it in one process.
+static void rank_chunk(const gpu_team *team, int batch, int *offset, int *count) {
+    hw_dp_chunk(batch, team->world.size, team->world.rank, offset, count);
+}
+
 static int team_open(gpu_team *team, const hw_train_config *config, const hw_train_inputs *in) {
     memset(team, 0, sizeof *team);
+    team->world = config->world;
     team->config = config;
     team->train = &in->train;
     team->host_weights = in->model.weights;
@@ -80,7 +145,11 @@ static int team_open(gpu_team *team, const hw_train_config *config, const hw_tra
     if (!team->runner || !team->devices || !team->grads || !team->streams || !team->x || !team->y) {
         return hw_fail("out of memory for %d GPU replicas", K);
     }
-    for (int k = 0; k < K; k++) team->devices[k] = config->n_gpus > 0 ? config->gpus[k] : config->device.index;
+    int rank_device = config->device.index;
+    if (team->world.size > 1 && rank_gpu(config, &rank_device) != HW_OK) return HW_ERR;
+    for (int k = 0; k < K; k++) {
+        team->devices[k] = config->n_gpus > 0 && team->world.size == 1 ? config->gpus[k] : rank_device;
+    }
 
     // Every listed GPU exists before anything is allocated on any of them.
     for (int k = 0; k < K; k++) {
@@ -89,7 +158,8 @@ static int team_open(gpu_team *team, const hw_train_config *config, const hw_tra
         }
     }
     // The largest chunk; each runner starts from the host weights, so all replicas start equal.
-    int chunk = (config->batch_size + K - 1) / K;
+    int rank_batch = (config->batch_size + team->world.size - 1) / team->world.size;
+    int chunk = (rank_batch + K - 1) / K;
     for (int k = 0; k < K; k++) {
         hw_cuda_runner_config rc = {
             .device = {HW_DEVICE_CUDA, team->devices[k]},
@@ -97,7 +167,8 @@ static int team_open(gpu_team *team, const hw_train_config *config, const hw_tra
             .weights_dev = NULL,
             .mean = in->norm.mean,
             .std = in->norm.std,
-            .seed = hw_worker_seed(config->seed, k),
+            // Numbered over the world: rank r's replica k draws what replica r*K+k of one process would.
+            .seed = hw_worker_seed(config->seed, team->world.rank * K + k),
         };
         if (hw_cuda_runner_create(&team->runner[k], &in->model, &rc) != HW_OK) {
             return hw_error_prefix("DataParallel replica %d on cuda:%d", k, team->devices[k]);
@@ -109,6 +180,7 @@ static int team_open(gpu_team *team, const hw_train_config *config, const hw_tra
     if (hw_cuda_allreduce_create(&team->reduce, team->devices, K, team->n_weights, allow_nccl) != HW_OK) {
         return hw_error_prefix("DataParallel gradient all-reduce");
     }
+    if (team->world.size > 1 && ranks_open(team) != HW_OK) return HW_ERR;
     return HW_OK;
 }
 
@@ -118,10 +190,12 @@ static int team_queue(gpu_team *team, const hw_dataset *ds, const int64_t *order
                       int batch_size) {
     if (*pos >= n) return 0;
     int batch = (int)(n - *pos < batch_size ? n - *pos : batch_size);
-    batch_gather_u8(ds, order + *pos, batch, team->x, team->y);
+    int rank_offset, rank_count;
+    rank_chunk(team, batch, &rank_offset, &rank_count);
+    batch_gather_u8(ds, order + *pos + rank_offset, rank_count, team->x, team->y);
     for (int k = 0; k < team->replicas; k++) {
         int offset, count;
-        hw_dp_chunk(batch, team->replicas, k, &offset, &count);
+        hw_dp_chunk(rank_count, team->replicas, k, &offset, &count);
         if (count == 0) continue;  // forward skips this replica for this batch too
         if (hw_cuda_runner_upload_u8(team->runner[k], team->x + (size_t)offset * team->sample_bytes,
                                      team->y + offset, count) != HW_OK) {
@@ -139,15 +213,34 @@ static int use_replica(const gpu_team *team, int k) {
     return hw_cuda_select((hw_device){HW_DEVICE_CUDA, team->devices[k]});
 }
 
-// One synchronous step over the oldest queued batch of `batch` samples; *loss gets the mean
-// loss over the whole batch.
+// Across ranks, after the step: the world's loss sum, whether a replica diverged, and the stop
+// signal, summed over the ranks (MPI, within --sync-timeout), so that every rank ends the run, or
+// leaves on Ctrl-C, after the same step. *loss_sum and *diverged (-1, or the first diverged
+// replica of the world, rank r's replica k being r*K+k) are the world's on return.
+static int ranks_agree(gpu_team *team, float *loss_sum, int *diverged) {
+    float counts[3] = {*loss_sum, *diverged >= 0 ? 1.0f : 0.0f, (float)hw_stop_signal()};
+    if (hw_comm_sum(counts, 3, team->config->sync_timeout) != HW_OK) return HW_ERR;
+    if (counts[2] > 0) team->stop_agreed = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
+    *loss_sum = counts[0];
+    if (counts[1] > 0) {
+        int first = *diverged >= 0 ? team->world.rank * team->replicas + *diverged : INT_MAX;
+        if (hw_comm_min_int(&first) != HW_OK) return HW_ERR;
+        *diverged = first;
+    }
+    return HW_OK;
+}
+
+// One synchronous step over the oldest queued batch of `batch` samples (the global batch: this
+// rank's chunk of it across ranks); *loss gets the mean loss over the whole batch.
 static int team_step(gpu_team *team, const hw_train_config *config, int batch, float *loss, int *diverged) {
     const int K = team->replicas;
     const int64_t n = (int64_t)team->n_weights;
+    int rank_offset, rank_count;
+    rank_chunk(team, batch, &rank_offset, &rank_count);
     // Forward and backward on every replica first: they run in parallel on their streams.
     for (int k = 0; k < K; k++) {
         int offset, count;
-        hw_dp_chunk(batch, K, k, &offset, &count);
+        hw_dp_chunk(rank_count, K, k, &offset, &count);
         int status = count > 0 ? hw_cuda_runner_forward(team->runner[k], 1, NULL) : HW_OK;
         if (status == HW_OK && count > 0) status = hw_cuda_runner_backward(team->runner[k]);
         if (status == HW_OK) status = use_replica(team, k);
@@ -163,6 +256,9 @@ static int team_step(gpu_team *team, const hw_train_config *config, int batch, f
     if (hw_cuda_allreduce_sum(team->reduce, team->grads, team->streams) != HW_OK) {
         return hw_error_prefix("gradient all-reduce");
     }
+    if (team->ranks && hw_cuda_ranks_sum(team->ranks, team->grads, team->streams, config->sync_timeout) != HW_OK) {
+        return HW_ERR;
+    }
     for (int k = 0; k < K; k++) {
         if (hw_cuda_runner_sgd_step(team->runner[k], config->lr, config->momentum, config->weight_decay,
                                     config->nesterov) != HW_OK) {
@@ -173,13 +269,18 @@ static int team_step(gpu_team *team, const hw_train_config *config, int batch, f
     *diverged = -1;
     for (int k = 0; k < K; k++) {
         int offset, count;
-        hw_dp_chunk(batch, K, k, &offset, &count);
+        hw_dp_chunk(rank_count, K, k, &offset, &count);
         float chunk_loss = 0;
         int status = count > 0 ? hw_cuda_runner_loss(team->runner[k], &chunk_loss) : use_replica(team, k);
         if (status == HW_OK && count == 0) status = hw_cuda_stream_sync(team->streams[k]);
         if (status != HW_OK) return hw_error_prefix("replica %d", k);
         if (*diverged < 0 && hw_loss_diverged(chunk_loss)) *diverged = k;
         sum += (double)chunk_loss * count;
+    }
+    if (team->ranks) {
+        float world_sum = (float)sum;
+        if (ranks_agree(team, &world_sum, diverged) != HW_OK) return HW_ERR;
+        sum = world_sum;
     }
     *loss = (float)(sum / batch);
     return HW_OK;
@@ -211,7 +312,14 @@ static int gpu_step(void *arg, float *loss, int *diverged) {
     if (batch <= 0) return batch;
     team->queued = team_queue(team, team->train, team->order, team->n, &team->pos, team->config->batch_size);
     if (team->queued < 0 || team_step(team, team->config, batch, loss, diverged) != HW_OK) return -1;
+    team->steps++;
     return batch;
+}
+
+// Across ranks the loop stops on the agreed signal only (ranks_agree).
+static int gpu_ranks_stop(void *arg) {
+    gpu_team *team = arg;
+    return team->stop_agreed;
 }
 
 static void gpu_end_epoch(void *arg) {
@@ -222,6 +330,13 @@ static void gpu_end_epoch(void *arg) {
 static int gpu_snapshot(void *arg, hw_train_outputs *log) {
     gpu_team *team = arg;
     if (team_download(team, team->host_weights) != HW_OK) return HW_ERR;
+    // Across ranks, every evaluation point (every epoch end among them) checks that the ranks hold
+    // the same weights, bit for bit; not the snapshot of a stopped run, which rank 0 alone takes.
+    if (team->ranks && !team->stop_agreed) {
+        char when[96];
+        snprintf(when, sizeof when, "an evaluation point (%lld steps into the run)", (long long)team->steps);
+        if (hw_comm_weights_agree(team->host_weights, team->n_weights, when) != HW_OK) return HW_ERR;
+    }
     hw_train_outputs_snapshot(log, team->host_weights);
     return HW_OK;
 }
@@ -238,9 +353,21 @@ int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *i
 
     gpu_team team = {0};
     hw_train_outputs log = {0};
-    int status = hw_train_outputs_open(&log, config, in, first_epoch, samples_before);
+    int status = HW_OK;
+    if (config->world.size > 1) {
+        // MPI first: a rank that fails after it ends the whole job (MPI_Abort), not only itself.
+        status = hw_comm_init(&config->world);
+        if (status == HW_OK) status = hw_comm_weights_agree(model->weights, model->n_weights, "the start");
+    }
+    if (status == HW_OK) status = hw_train_outputs_open(&log, config, in, first_epoch, samples_before);
     if (status == HW_OK) status = team_open(&team, config, in);
-    if (status == HW_OK && !config->quiet) {
+    if (status == HW_OK && !config->quiet && team.ranks) {
+        hw_progress_message(&log.progress,
+                            "DataParallel on %d GPU ranks x %d replica(s), each rank on the GPU of its local rank; "
+                            "gradient sum: on a rank %s, across ranks %s\n",
+                            config->world.size, K, hw_cuda_allreduce_method(team.reduce),
+                            hw_cuda_ranks_method(team.ranks));
+    } else if (status == HW_OK && !config->quiet) {
         hw_progress_message(&log.progress, "DataParallel on %d GPU replica(s), gradient all-reduce: %s\n", K,
                             hw_cuda_allreduce_method(team.reduce));
     }
@@ -250,7 +377,9 @@ int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *i
         status = hw_train_outputs_evaluate(&log, first_epoch, 0, 0, 0);
     }
     static const dp_ops gpu_ops = {gpu_begin_epoch, gpu_step, gpu_end_epoch, gpu_snapshot, NULL};
-    if (status == HW_OK) status = dp_run(config, in, first_epoch, &log, &gpu_ops, &team, result);
+    static const dp_ops gpu_ranks_ops = {gpu_begin_epoch, gpu_step, gpu_end_epoch, gpu_snapshot, gpu_ranks_stop};
+    const dp_ops *ops = config->world.size > 1 ? &gpu_ranks_ops : &gpu_ops;
+    if (status == HW_OK) status = dp_run(config, in, first_epoch, &log, ops, &team, result);
     team_close(&team);
     hw_train_outputs_close(&log);
     return status;

@@ -1,5 +1,5 @@
 // The simulated CUDA device's cuda_runtime.h: the part of the CUDA runtime API that hogwild's host
-// code uses (src/cuda/runner.cu, device.cu, blas.cu, allreduce.cu), implemented on the host by
+// code uses (src/cuda/runner.cu, device.cu, blas.cu, allreduce.cu, ranks.cu), implemented on the host by
 // runtime.c. For tests only: `make sim` compiles that code against this header instead of the
 // toolkit's. Names, types and values follow the real header where the code relies on them.
 #ifndef HW_SIMCUDA_RUNTIME_H
@@ -112,6 +112,7 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src, int 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaStreamQuery(cudaStream_t stream);
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags);
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags);
 cudaError_t cudaEventDestroy(cudaEvent_t event);

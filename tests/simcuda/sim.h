@@ -55,6 +55,12 @@ cudaError_t sim_stream_device(const char *call, cudaStream_t stream, int *device
 // tracked (more than SIM_MAX_STREAMS streams: its copies then land at once).
 int sim_stream_id(cudaStream_t stream);
 
+// ---- nccl.c ----
+// Completes the simulated NCCL's collectives in flight on `stream` once every rank has posted its
+// input: with `wait`, waits for them (work queued behind one needs its result; streams.c calls it
+// for every use of a stream); without, tries once. Returns whether one is still in flight.
+int sim_nccl_settle(cudaStream_t stream, int wait);
+
 // ---- order.c ----
 // A vector clock: how much of each stream's work (by order.c id) comes before a point.
 typedef struct {

@@ -63,6 +63,8 @@ cudaError_t sim_stream_device(const char *call, cudaStream_t stream, int *device
                           (void *)stream);
     }
     *device = stream->device;
+    // A collective of the simulated NCCL in flight on the stream: what comes after it needs its result.
+    sim_nccl_settle(stream, 1);
     return cudaSuccess;
 }
 
@@ -97,6 +99,20 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
     if (e == cudaSuccess) e = sim_stream_device("cudaStreamSynchronize", stream, &device);
     if (e == cudaSuccess) sim_order_learn_stream(sim_stream_id(stream));
     return e;
+}
+
+// Not ready while a collective of the simulated NCCL waits for its other ranks (nccl.c); all
+// other work is done when its call returns.
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+    cudaError_t e = sim_enter("cudaStreamQuery");
+    if (e != cudaSuccess) return e;
+    if (stream && !set_find(&streams, stream, 0)) {
+        return sim_refuse(cudaErrorInvalidResourceHandle, "cudaStreamQuery", "stream %p was not created or is "
+                          "destroyed", (void *)stream);
+    }
+    if (sim_nccl_settle(stream, 0)) return cudaErrorNotReady;
+    sim_order_learn_stream(sim_stream_id(stream));
+    return cudaSuccess;
 }
 
 // ---- events ----

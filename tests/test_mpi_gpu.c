@@ -1,0 +1,422 @@
+// End-to-end tests of DataParallel on GPU ranks (src/train/dataparallel_cuda.c, src/cuda/ranks.cu):
+// ./hogwild --device cuda run by mpirun with 2 ranks on this host, NCCL between them. On a GPU
+// machine they need 2 GPUs (one per rank: NCCL cannot put two ranks on one GPU), else they skip
+// saying so. In `make sim` they run on the simulated device (2 simulated GPUs) and its NCCL across
+// processes (tests/simcuda/nccl.c): the real control flow (unique id by MPI_Bcast,
+// ncclCommInitRank, the GPU of the local rank, the sum on the stream polled within
+// --sync-timeout, the weights check), but neither the real NCCL nor a GPU's rounding.
+#include "e2e_util.h"
+#include "gpu_tests.h"
+
+// Each test's MPI files go to folders of its own, checked empty after each job, as in test_mpi.c.
+static char session_dir[1100], shm_dir[64], mpirun_path[1024];
+
+static void mpi_gpu_teardown(void) {
+    e2e_teardown();
+    if (shm_dir[0]) rm_tree(shm_dir);
+}
+
+TestSuite(mpi_gpu, .init = e2e_setup, .fini = mpi_gpu_teardown, .timeout = 240);
+
+
+
+// (Criterion names a hook after its line: this one must not share a line number with another file's.)
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) { gpu_suite_report(stats, "mpi_gpu"); }
+
+// Skips without mpirun or without `gpus` GPUs (saying why); sets up mpirun as test_mpi.c does.
+// Returns the number of GPUs.
+static int need_mpirun_and_gpus(int gpus, const char *why) {
+    const char *path = getenv("PATH");
+    char dirs[4096];
+    snprintf(dirs, sizeof dirs, "%s", path ? path : "/usr/bin:/bin");
+    for (char *dir = strtok(dirs, ":"); dir; dir = strtok(NULL, ":")) {
+        snprintf(mpirun_path, sizeof mpirun_path, "%s/mpirun", dir);
+        if (access(mpirun_path, X_OK) == 0) break;
+        mpirun_path[0] = '\0';
+    }
+    if (!mpirun_path[0]) cr_skip_test("mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev)");
+    int count = gpus > 0 ? skip_without_gpu() : 0;
+    if (count < gpus) cr_skip_test("%s needs %d GPUs, this machine has %d", why, gpus, count);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    snprintf(session_dir, sizeof session_dir, "%s/mpi-session", e2e.dir);
+    cr_assert_eq(mkdir(session_dir, 0700), 0, "mkdir %s: %s", session_dir, strerror(errno));
+    snprintf(shm_dir, sizeof shm_dir, "/dev/shm/hw-test-mpi-XXXXXX");
+    cr_assert_not_null(mkdtemp(shm_dir), "mkdtemp in /dev/shm: %s", strerror(errno));
+    setenv("OMPI_MCA_orte_tmpdir_base", session_dir, 1);
+    setenv("OMPI_MCA_btl_vader_backing_directory", shm_dir, 1);
+    // For make asan, as in test_mpi.c: whole stacks for tests/lsan.supp's Open MPI suppressions.
+    const char *asan = getenv("ASAN_OPTIONS");
+    char options[1024];
+    snprintf(options, sizeof options, "%s%sfast_unwind_on_malloc=0", asan ? asan : "", asan && asan[0] ? ":" : "");
+    setenv("ASAN_OPTIONS", options, 1);
+    setenv("OMPI_MCA_mca_base_component_disable_dlclose", "1", 1);
+    return count;
+}
+
+static int count_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        n += 1 + count_entries(path);
+    }
+    closedir(d);
+    return n;
+}
+
+// After mpirun has exited: no process of the job, no MPI session file or shared memory left.
+static void assert_mpi_left_nothing(void) {
+    double deadline = hw_now() + 5;
+    pid_t kids[16];
+    while (e2e_children_of(getpid(), kids, 16) > 0 && hw_now() < deadline) {
+        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        }
+        e2e_sleep_ms(20);
+    }
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+    e2e_assert_no_leftover_processes();
+    cr_expect_eq(count_entries(shm_dir), 0, "MPI shared memory left in %s", shm_dir);
+    cr_expect_eq(count_entries(session_dir), 0, "MPI session files left in %s", session_dir);
+}
+
+// Starts mpirun with `args` (NULL-terminated; HW stands for $HW_BIN).
+static void mpi_start(e2e_run_result *r, const char *const *args) {
+    const char *argv[80];
+    int argc = 0;
+    const char *head[] = {"--oversubscribe", "--bind-to", "none", NULL};
+    for (int i = 0; head[i]; i++) argv[argc++] = head[i];
+    char bin[1024];
+    snprintf(bin, sizeof bin, "%s", e2e.bin);
+    for (int i = 0; args[i]; i++) {
+        cr_assert_lt(argc, 78);
+        argv[argc++] = strcmp(args[i], "HW") == 0 ? bin : args[i];
+    }
+    argv[argc] = NULL;
+    snprintf(e2e.bin, sizeof e2e.bin, "%s", mpirun_path);
+    e2e_start_argv(r, NULL, argv);
+    snprintf(e2e.bin, sizeof e2e.bin, "%s", bin);
+}
+#define mpi_run(r, ...)                                           \
+    do {                                                          \
+        mpi_start((r), (const char *const[]){__VA_ARGS__, NULL}); \
+        e2e_wait_within((r), 180);                                \
+    } while (0)
+
+static const float *checkpoint_floats(const char *path, size_t *count) {
+    size_t n, bytes;
+    const uint8_t *file = e2e_own(read_bytes(path, &n));
+    const uint8_t *data = e2e_safetensors_data(file, n, &bytes);
+    *count = bytes / sizeof(float);
+    return (const float *)data;
+}
+
+// 2 GPU ranks x 2 replicas train the global batch split 4 ways: the same weights after 2 epochs
+// as 1 process with 4 replicas on one GPU, to float rounding (the sums' order differs), every
+// epoch end checked equal across the ranks; rank 0 alone prints, names NCCL, and reports.
+Test(mpi_gpu, dataparallel_two_gpu_ranks_of_two_replicas_equal_one_process_of_four) {
+    need_mpirun_and_gpus(2, "2 GPU ranks on one host");
+    char *data = e2e_synth(71);
+    char *across = e2e_path("across.safetensors"), *one = e2e_path("one.safetensors");
+    char *metrics = e2e_path("across.csv");
+    e2e_run_result r;
+    mpi_run(&r, "-np", "2", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas", "2", "--model", e2e.mlp,
+            "--data", data, "--epochs", "2", "--metrics", metrics, "--save", across);
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "DataParallel, 2 ranks x replicas 2", "stdout");
+    e2e_assert_contains(r.out, "DataParallel on 2 GPU ranks x 2 replica(s)", "stdout");
+    e2e_assert_contains(r.out, "across ranks ncclAllReduce across 2 ranks", "stdout");
+    cr_expect_null(strstr(strstr(r.out, "hogwild: DataParallel") + 1, "hogwild: DataParallel"),
+                   "more than one rank printed:\n%s", r.out);
+    e2e_done_line done = e2e_parse_done(r.out);
+    cr_expect_eq(done.samples, 2 * E2E_TRAIN);
+    cr_expect_gt(done.accuracy, 60, "accuracy %.2f%% after 2 epochs", done.accuracy);
+    e2e_metrics_row rows[8];
+    cr_assert_eq(e2e_read_metrics(metrics, rows, 8), 3);
+    cr_expect_eq(rows[2].workers, 4, "the metrics count the world's replicas");
+    assert_mpi_left_nothing();
+
+    e2e_run(&r, NULL, "--mode", "dataparallel", "--device", "cuda", "--replicas", "4", "--model", e2e.mlp, "--data",
+            data, "--epochs", "2", "--quiet", "--save", one);
+    e2e_assert_exit(&r, 0);
+    size_t n_across, n_one;
+    const float *a = checkpoint_floats(across, &n_across), *b = checkpoint_floats(one, &n_one);
+    cr_assert_eq(n_across, n_one);
+    double worst = 0, differ = 0;
+    for (size_t i = 0; i < n_one; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > worst) worst = d;
+        differ += a[i] != b[i];
+    }
+    // 94 steps of the same sums in another order: rounding, far below one step's change (a rank
+    // that trained the whole batch alone, or a sum that missed a rank, moves weights by ~1e-3).
+    cr_expect_lt(worst, 1e-5, "largest difference %g over %zu weights", worst, n_one);
+    cr_log_info("2 GPU ranks x 2 replicas vs 1 x 4: %.0f of %zu weights differ, by %g at most", differ, n_one, worst);
+}
+
+// NCCL cannot put two ranks on one GPU: a host with too few GPUs for its ranks is refused before
+// NCCL, naming the host, the rank and the reason. (--device cuda:B starts the ranks at GPU B: the
+// last GPU leaves none for local rank 1.)
+Test(mpi_gpu, dataparallel_two_gpu_ranks_on_one_gpu_are_refused) {
+    int gpus = need_mpirun_and_gpus(1, "a GPU rank");
+    char *data = e2e_synth(72);
+    char device[32];
+    snprintf(device, sizeof device, "cuda:%d", gpus - 1);
+    e2e_run_result r;
+    mpi_run(&r, "-np", "2", "HW", "--mode", "dataparallel", "--device", device, "--replicas", "1", "--model", e2e.mlp,
+            "--data", data, "--epochs", "1");
+    e2e_assert_exit(&r, 1);
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
+    char expected[160];
+    snprintf(expected, sizeof expected, "rank 1 of 2 on host %s is local rank 1 there, so it would drive cuda:%d", host,
+             gpus);
+    e2e_assert_contains(r.err, expected, "stderr");
+    e2e_assert_contains(r.err, "NCCL cannot put two ranks on one GPU", "stderr");
+    assert_mpi_left_nothing();
+}
+
+// A rank on a host without a GPU (rank 1 sees none: CUDA_VISIBLE_DEVICES empty on a GPU machine,
+// HW_SIM_DEVICES=0 on the simulated device) ends the job naming the host and the rank.
+Test(mpi_gpu, dataparallel_a_gpu_rank_without_a_gpu_ends_the_job_naming_it) {
+    need_mpirun_and_gpus(1, "a GPU rank");
+    char *data = e2e_synth(73);
+    e2e_run_result r;
+    mpi_run(&r, "-np", "1", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas", "1", "--model", e2e.mlp,
+            "--data", data, "--epochs", "1", ":", "-np", "1", "-x", "CUDA_VISIBLE_DEVICES=", "-x", "HW_SIM_DEVICES=0",
+            "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas", "1", "--model", e2e.mlp, "--data", data,
+            "--epochs", "1");
+    e2e_assert_exit(&r, 1);
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
+    char expected[160];
+    snprintf(expected, sizeof expected, "rank 1 of 2 on host %s has no GPU for --device cuda", host);
+    e2e_assert_contains(r.err, expected, "stderr");
+    assert_mpi_left_nothing();
+}
+
+// Waits until mpirun (r) runs 2 ranks and rank 0 has said how it sums (the NCCL communicator is
+// up), then a second more so that they train; their pids go to kids[0..2).
+static void wait_for_two_training_gpu_ranks(const e2e_run_result *r, pid_t kids[2]) {
+    pid_t found[4];
+    double deadline = hw_now() + 60;
+    while (e2e_children_of(r->pid, found, 4) < 2 && hw_now() < deadline) e2e_sleep_ms(20);
+    cr_assert_eq(e2e_children_of(r->pid, found, 4), 2, "mpirun did not start 2 ranks");
+    kids[0] = found[0];
+    kids[1] = found[1];
+    for (;;) {
+        char *out = e2e_read_text(r->out_path);
+        if (strstr(out, "across ranks ncclAllReduce")) break;
+        cr_assert_lt(hw_now(), deadline, "the ranks did not start training:\n%s", out);
+        e2e_sleep_ms(50);
+    }
+    e2e_sleep_ms(1000);
+}
+
+// A rank stopped (SIGSTOP) leaves the other waiting for the step's sum: NCCL's on the GPU, polled
+// within --sync-timeout (then ncclCommAbort), or the MPI sum of the step's counters after it,
+// bounded the same; either way a clear error naming --sync-timeout, exit 1, not a hang.
+Test(mpi_gpu, dataparallel_a_gpu_sum_past_sync_timeout_ends_the_job) {
+    need_mpirun_and_gpus(2, "2 GPU ranks on one host");
+    char *data = e2e_synth_n("data", 74, 20000, 200);
+    e2e_run_result r;
+    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas",
+                                        "1", "--model", e2e.mlp, "--data", data, "--epochs", "1000", "--sync-timeout",
+                                        "2", NULL});
+    pid_t kids[2];
+    wait_for_two_training_gpu_ranks(&r, kids);
+    kill(kids[1], SIGSTOP);
+    double stopped = hw_now();
+    e2e_wait_within(&r, 90);
+    double took = hw_now() - stopped;
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "a step's gradient sum", "stderr");
+    e2e_assert_contains(r.err, "has not completed in 2 s (--sync-timeout)", "stderr");
+    // Which wait noticed it: NCCL's (the stopped rank had not posted its gradient) or the MPI
+    // sum of the step's counters (it had).
+    const char *line = strstr(r.err, "has not completed in 2 s");
+    cr_log_info("noticed by %s", line && strstr(r.err, "(ncclAllReduce) has not completed") ? "the NCCL sum's poll"
+                                                                                           : "the MPI counters' sum");
+    cr_expect_lt(took, 30, "the job took %.1f s to end after a rank stopped", took);
+    assert_mpi_left_nothing();
+}
+
+// Hogwild across ranks is CPU-only, and --gpus (one process's GPUs) has no meaning across ranks:
+// both are refused as usage errors, before any training.
+Test(mpi_gpu, hogwild_gpu_ranks_and_gpus_lists_across_ranks_are_refused) {
+    need_mpirun_and_gpus(0, "");
+    char *data = e2e_synth(75);
+    e2e_run_result r;
+    mpi_run(&r, "-np", "2", "HW", "--device", "cuda", "--workers", "1", "--model", e2e.mlp, "--data", data);
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "Hogwild across ranks trains on the CPU", "stderr");
+    mpi_run(&r, "-np", "2", "HW", "--mode", "dataparallel", "--gpus", "0,1", "--model", e2e.mlp, "--data", data);
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "across ranks each rank drives one GPU", "stderr");
+    assert_mpi_left_nothing();
+}
+
+// The sum across ranks in one process, a world of 1 rank (the one case a machine with one GPU
+// can run on the real NCCL): ncclGetUniqueId, ncclCommInitRank, ncclAllReduce polled on the
+// stream, then the copies to the rank's other replicas, ordered before replica 0's next write.
+Test(mpi_gpu, ranks_sum_of_a_world_of_one_reaches_every_replica) {
+    skip_without_gpu();
+    enum { N = 4099, K = 2 };
+    const int devices[K] = {0, 0};
+    float *buffers[K];
+    hw_cuda_stream streams[K];
+    float *host = malloc(N * sizeof(float));
+    cr_assert_not_null(host);
+    cr_assert_eq(hw_cuda_select((hw_device){HW_DEVICE_CUDA, 0}), HW_OK, "%s", hw_error());
+    for (int k = 0; k < K; k++) {
+        cr_assert_eq(hw_cuda_stream_create(&streams[k]), HW_OK, "%s", hw_error());
+        cr_assert_eq(hw_cuda_malloc((void **)&buffers[k], N * sizeof(float)), HW_OK, "%s", hw_error());
+        for (int i = 0; i < N; i++) host[i] = (float)(k * N + i) * 0.5f;
+        cr_assert_eq(hw_cuda_memcpy_h2d(buffers[k], host, N * sizeof(float), streams[k]), HW_OK, "%s", hw_error());
+        cr_assert_eq(hw_cuda_stream_sync(streams[k]), HW_OK, "%s", hw_error());
+    }
+    unsigned char id[HW_NCCL_ID_BYTES];
+    cr_assert_eq(hw_cuda_ranks_id(id), HW_OK, "%s", hw_error());
+    hw_cuda_ranks *ranks = NULL;
+    cr_assert_eq(hw_cuda_ranks_open(&ranks, id, 0, 1, devices, K, N), HW_OK, "%s", hw_error());
+    cr_expect_not_null(strstr(hw_cuda_ranks_method(ranks), "ncclAllReduce across 1 ranks"), "%s",
+                       hw_cuda_ranks_method(ranks));
+    cr_assert_eq(hw_cuda_ranks_sum(ranks, buffers, streams, 10), HW_OK, "%s", hw_error());
+    // Replica 0's next write (here a memset on its stream) must not reach the copies.
+    cr_assert_eq(hw_cuda_memset(buffers[0], 0, N * sizeof(float), streams[0]), HW_OK, "%s", hw_error());
+    for (int k = 0; k < K; k++) {
+        cr_assert_eq(hw_cuda_memcpy_d2h(host, buffers[k], N * sizeof(float), streams[k]), HW_OK, "%s", hw_error());
+        cr_assert_eq(hw_cuda_stream_sync(streams[k]), HW_OK, "%s", hw_error());
+        for (int i = 0; i < N; i++) {
+            // A world of one sums one term: replica 0's values, on every replica (0 again after the memset).
+            float want = k == 0 ? 0.0f : (float)i * 0.5f;
+            cr_assert_eq(host[i], want, "replica %d, element %d: %g, want %g", k, i, (double)host[i], (double)want);
+        }
+    }
+    hw_cuda_ranks_free(ranks);
+    for (int k = 0; k < K; k++) {
+        hw_cuda_free(buffers[k]);
+        hw_cuda_stream_destroy(streams[k]);
+    }
+    free(host);
+}
+
+// The number of GPUs, counted in a child process, so that this one has not started CUDA and may
+// still fork processes that use it. Skips the test, saying why, without a GPU.
+static int gpu_count_in_a_child(void) {
+    fflush(NULL);
+    pid_t child = fork();
+    cr_assert_neq(child, -1, "fork: %s", strerror(errno));
+    if (child == 0) {
+        int count = 0;
+        _exit(hw_cuda_device_count(&count) == HW_OK ? (count < 100 ? count : 100) : 200);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status), "the child counting GPUs died: status %d", status);
+    if (WEXITSTATUS(status) == 200) cr_skip_test("no CUDA device (counted in a child process)");
+    return WEXITSTATUS(status);
+}
+
+// A rank that joined the communicator but never sums (a child process standing for a rank that
+// is stuck): the other's sum is polled on the stream and ends at the timeout with an error
+// naming --sync-timeout, the communicator aborted, not a hang. The child is forked before this
+// process starts CUDA or NCCL (a process forked after cannot use CUDA); it makes the unique id
+// and sends it through a pipe, as rank 0 would through MPI.
+Test(mpi_gpu, ranks_sum_ends_at_the_timeout_when_a_rank_never_sums) {
+    if (gpu_count_in_a_child() < 2) cr_skip_test("2 ranks need 2 GPUs (one each), this machine has fewer");
+    enum { N = 1000 };
+    int pipe_fds[2];
+    cr_assert_eq(pipe(pipe_fds), 0, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t child = fork();
+    cr_assert_neq(child, -1, "fork: %s", strerror(errno));
+    if (child == 0) {
+        // Rank 1: makes the id, joins on GPU 1, then waits for ever without summing.
+        unsigned char id[HW_NCCL_ID_BYTES];
+        const int device[1] = {1};
+        hw_cuda_ranks *ranks = NULL;
+        if (hw_cuda_ranks_id(id) != HW_OK || write(pipe_fds[1], id, sizeof id) != (ssize_t)sizeof id ||
+            hw_cuda_select((hw_device){HW_DEVICE_CUDA, 1}) != HW_OK ||
+            hw_cuda_ranks_open(&ranks, id, 1, 2, device, 1, N) != HW_OK) {
+            fprintf(stderr, "rank 1: %s\n", hw_error());
+            _exit(1);
+        }
+        for (;;) pause();
+    }
+    close(pipe_fds[1]);
+    unsigned char id[HW_NCCL_ID_BYTES];
+    ssize_t got = read(pipe_fds[0], id, sizeof id);
+    close(pipe_fds[0]);
+    if (got != (ssize_t)sizeof id) kill(child, SIGKILL);
+    cr_assert_eq(got, (ssize_t)sizeof id, "the child sent no unique id");
+    const int device[1] = {0};
+    float *buffer = NULL;
+    hw_cuda_stream stream = NULL;
+    cr_assert_eq(hw_cuda_select((hw_device){HW_DEVICE_CUDA, 0}), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_cuda_stream_create(&stream), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_cuda_malloc((void **)&buffer, N * sizeof(float)), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_cuda_memset(buffer, 0, N * sizeof(float), stream), HW_OK, "%s", hw_error());
+    hw_cuda_ranks *ranks = NULL;
+    int opened = hw_cuda_ranks_open(&ranks, id, 0, 2, device, 1, N);
+    if (opened != HW_OK) kill(child, SIGKILL);
+    cr_assert_eq(opened, HW_OK, "%s", hw_error());
+    double started = hw_now();
+    int summed = hw_cuda_ranks_sum(ranks, &buffer, &stream, 1.0);
+    double took = hw_now() - started;
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    cr_assert_eq(summed, HW_ERR, "a sum with a rank that never sums completed");
+    cr_expect_not_null(strstr(hw_error(), "rank 0 of 2 (host "), "%s", hw_error());
+    cr_expect_not_null(strstr(hw_error(), "cuda:0): a step's gradient sum (ncclAllReduce) has not completed in 1 s "
+                                          "(--sync-timeout)"),
+                       "%s", hw_error());
+    cr_expect(took >= 1.0 && took < 10, "the sum gave up after %.2f s, for a timeout of 1 s", took);
+    // The communicator was aborted: a later sum says so at once.
+    cr_expect_eq(hw_cuda_ranks_sum(ranks, &buffer, &stream, 1.0), HW_ERR);
+    cr_expect_not_null(strstr(hw_error(), "aborted after an earlier failure"), "%s", hw_error());
+    hw_cuda_ranks_free(ranks);
+    hw_cuda_free(buffer);
+    hw_cuda_stream_destroy(stream);
+}
+
+// Ranks that do not take the same step (rank 1 given another --lr: an MPMD command line) start
+// equal, pass the start's check, and differ after the first epoch: the epoch end's check of the
+// GPU weights (downloaded, hashed, reduced with MIN and MAX) ends the job naming it.
+Test(mpi_gpu, dataparallel_gpu_ranks_whose_weights_differ_end_the_job) {
+    need_mpirun_and_gpus(2, "2 GPU ranks on one host");
+    char *data = e2e_synth(76);
+    e2e_run_result r;
+    mpi_run(&r, "-np", "1", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas", "1", "--model", e2e.mlp,
+            "--data", data, "--epochs", "2", ":", "-np", "1", "HW", "--mode", "dataparallel", "--device", "cuda",
+            "--replicas", "1", "--model", e2e.mlp, "--data", data, "--epochs", "2", "--lr", "0.02");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "the ranks' weights differ at an evaluation point", "stderr");
+    cr_expect_eq(strstr(r.out, "epoch 2/2"), NULL, "the job went on past the first epoch:\n%s", r.out);
+    assert_mpi_left_nothing();
+}
+
+// Ctrl-C on mpirun: every rank gets SIGTERM, not at the same step; the ranks agree on the stop in
+// a step's sum and leave after the same step, and rank 0 saves its current weights (--save).
+Test(mpi_gpu, dataparallel_ctrl_c_on_mpirun_saves_rank_0s_gpu_checkpoint) {
+    need_mpirun_and_gpus(2, "2 GPU ranks on one host");
+    char *data = e2e_synth_n("data", 77, 20000, 200);
+    char *ckpt = e2e_path("interrupted.safetensors");
+    e2e_run_result r;
+    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas",
+                                        "1", "--model", e2e.mlp, "--data", data, "--epochs", "1000", "--save", ckpt,
+                                        NULL});
+    pid_t kids[2];
+    wait_for_two_training_gpu_ranks(&r, kids);
+    kill(r.pid, SIGINT);
+    e2e_wait_within(&r, 60);
+    cr_expect(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0, "mpirun: status %d", r.status);
+    e2e_assert_contains(r.out, "saved the current weights to", "stdout");
+    cr_expect_geq(e2e_eval_checkpoint(data, e2e.mlp, ckpt).samples, 1, "the checkpoint holds no training");
+    assert_mpi_left_nothing();
+}
