@@ -2,14 +2,8 @@
 // Open MPI's mpirun on this host with 2 and 3 ranks, DataParallel and Hogwild, and the faults:
 // a failing rank or worker ends the job with exit 1 naming the rank, a stuck round ends it
 // at --sync-timeout, and nothing is left behind. Skipped, saying so, where mpirun is missing.
-#include "e2e_util.h"
+#include "mpi_util.h"
 #include "skip_report.h"
-
-// Each test's MPI files go to folders of its own, so that tests running at once cannot mask each
-// other's leftovers: Open MPI's session folder (orte_tmpdir_base, /tmp by default) in the test's
-// folder, and its shared memory segments (btl_vader_backing_directory, /dev/shm by default) in a
-// folder of /dev/shm, both checked empty after each job (assert_mpi_left_nothing).
-static char session_dir[1100], shm_dir[64];
 
 static char netns_tool[1000], netns_name[32], netns_n[8];  // the two hosts of need_two_hosts
 
@@ -20,115 +14,22 @@ static void mpi_teardown(void) {
         if (system(command) != 0) fprintf(stderr, "could not remove the network namespaces %s-a/b\n", netns_name);
     }
     e2e_teardown();
-    if (shm_dir[0]) rm_tree(shm_dir);
+    mpi_remove_shm_dir();
 }
 
 TestSuite(mpi, .init = e2e_setup, .fini = mpi_teardown, .timeout = 180);
 // (Criterion names a hook after its line: this one must not share a line number with another file's.)
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) { skip_report(stats, "mpi", NULL); }
 
-// mpirun as these tests start it: as root it needs both variables; more ranks and workers than
-// the 2 cores of CI need --oversubscribe, and several ranks on one host --bind-to none.
-static char mpirun_path[1024];
-
 static void need_mpirun(void) {
-    const char *path = getenv("PATH");
-    char dirs[4096];
-    snprintf(dirs, sizeof dirs, "%s", path ? path : "/usr/bin:/bin");
-    for (char *dir = strtok(dirs, ":"); dir; dir = strtok(NULL, ":")) {
-        snprintf(mpirun_path, sizeof mpirun_path, "%s/mpirun", dir);
-        if (access(mpirun_path, X_OK) == 0) break;
-        mpirun_path[0] = '\0';
-    }
-    if (!mpirun_path[0]) cr_skip_test("mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev)");
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    snprintf(session_dir, sizeof session_dir, "%s/mpi-session", e2e.dir);
-    cr_assert_eq(mkdir(session_dir, 0700), 0, "mkdir %s: %s", session_dir, strerror(errno));
-    snprintf(shm_dir, sizeof shm_dir, "/dev/shm/hw-test-mpi-XXXXXX");
-    cr_assert_not_null(mkdtemp(shm_dir), "mkdtemp in /dev/shm: %s", strerror(errno));
-    setenv("OMPI_MCA_orte_tmpdir_base", session_dir, 1);
-    setenv("OMPI_MCA_btl_vader_backing_directory", shm_dir, 1);
-    // For make asan: Open MPI's allocations that live until exit are suppressed by library name
-    // (tests/lsan.supp), which needs whole stacks (its libraries have no frame pointers for the fast
-    // unwinder) and its components still mapped at exit. Nothing else changes for a normal build.
-    const char *asan = getenv("ASAN_OPTIONS");
-    char options[1024];
-    snprintf(options, sizeof options, "%s%sfast_unwind_on_malloc=0", asan ? asan : "", asan && asan[0] ? ":" : "");
-    setenv("ASAN_OPTIONS", options, 1);
-    setenv("OMPI_MCA_mca_base_component_disable_dlclose", "1", 1);
+    if (!mpi_find_mpirun()) cr_skip_test("mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev)");
+    mpi_setup_environment();
 }
-
-// Entries under `dir`, recursively, not counting `dir` itself.
-static int count_entries(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char path[2048];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        n += 1 + count_entries(path);
-    }
-    closedir(d);
-    return n;
-}
-
-// After mpirun has exited: within a few seconds (the ranks it killed may still be dying) no
-// process of the job is left, nor any MPI session file or shared memory segment.
-static void assert_mpi_left_nothing(void) {
-    double deadline = hw_now() + 5;
-    pid_t kids[16];
-    while (e2e_children_of(getpid(), kids, 16) > 0 && hw_now() < deadline) {
-        while (waitpid(-1, NULL, WNOHANG) > 0) {
-        }
-        e2e_sleep_ms(20);
-    }
-    while (waitpid(-1, NULL, WNOHANG) > 0) {
-    }
-    e2e_assert_no_leftover_processes();
-    cr_expect_eq(count_entries(shm_dir), 0, "MPI shared memory left in %s", shm_dir);
-    cr_expect_eq(count_entries(session_dir), 0, "MPI session files left in %s", session_dir);
-}
-
-// Runs mpirun with `args` (NULL-terminated; HW stands for $HW_BIN), through the e2e harness: its
-// output files, its time limit, its leftover-process check.
-static void mpi_start(e2e_run_result *r, const char *const *args) {
-    const char *argv[80];
-    int argc = 0;
-    const char *head[] = {"--oversubscribe", "--bind-to", "none", NULL};
-    for (int i = 0; head[i]; i++) argv[argc++] = head[i];
-    char bin[1024];
-    snprintf(bin, sizeof bin, "%s", e2e.bin);
-    for (int i = 0; args[i]; i++) {
-        cr_assert_lt(argc, 78);
-        argv[argc++] = strcmp(args[i], "HW") == 0 ? bin : args[i];
-    }
-    argv[argc] = NULL;
-    snprintf(e2e.bin, sizeof e2e.bin, "%s", mpirun_path);
-    e2e_start_argv(r, NULL, argv);
-    snprintf(e2e.bin, sizeof e2e.bin, "%s", bin);
-}
-#define mpi_run(r, ...)                                         \
-    do {                                                        \
-        mpi_start((r), (const char *const[]){__VA_ARGS__, NULL}); \
-        e2e_wait_within((r), 120);                              \
-    } while (0)
 
 static int count_lines_with(const char *text, const char *needle) {
     int n = 0;
     for (const char *at = text; (at = strstr(at, needle)) != NULL; at += strlen(needle)) n++;
     return n;
-}
-
-// The floats of a checkpoint's tensors (owned until teardown).
-static const float *checkpoint_floats(const char *path, size_t *count) {
-    size_t n, bytes;
-    const uint8_t *file = e2e_own(read_bytes(path, &n));
-    const uint8_t *data = e2e_safetensors_data(file, n, &bytes);
-    *count = bytes / sizeof(float);
-    return (const float *)data;
 }
 
 static void check_dataparallel(const char *ranks) {

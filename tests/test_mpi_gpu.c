@@ -5,20 +5,15 @@
 // processes (tests/simcuda/nccl.c): the real control flow (unique id by MPI_Bcast,
 // ncclCommInitRank, the GPU of the local rank, the sum on the stream polled within
 // --sync-timeout, the weights check), but neither the real NCCL nor a GPU's rounding.
-#include "e2e_util.h"
 #include "gpu_tests.h"
-
-// Each test's MPI files go to folders of its own, checked empty after each job, as in test_mpi.c.
-static char session_dir[1100], shm_dir[64], mpirun_path[1024];
+#include "mpi_util.h"
 
 static void mpi_gpu_teardown(void) {
     e2e_teardown();
-    if (shm_dir[0]) rm_tree(shm_dir);
+    mpi_remove_shm_dir();
 }
 
 TestSuite(mpi_gpu, .init = e2e_setup, .fini = mpi_gpu_teardown, .timeout = 240);
-
-
 
 // (Criterion names a hook after its line: this one must not share a line number with another file's.)
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) { gpu_suite_report(stats, "mpi_gpu"); }
@@ -26,94 +21,11 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats) { gpu_suite_report(st
 // Skips without mpirun or without `gpus` GPUs (saying why); sets up mpirun as test_mpi.c does.
 // Returns the number of GPUs.
 static int need_mpirun_and_gpus(int gpus, const char *why) {
-    const char *path = getenv("PATH");
-    char dirs[4096];
-    snprintf(dirs, sizeof dirs, "%s", path ? path : "/usr/bin:/bin");
-    for (char *dir = strtok(dirs, ":"); dir; dir = strtok(NULL, ":")) {
-        snprintf(mpirun_path, sizeof mpirun_path, "%s/mpirun", dir);
-        if (access(mpirun_path, X_OK) == 0) break;
-        mpirun_path[0] = '\0';
-    }
-    if (!mpirun_path[0]) cr_skip_test("mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev)");
+    if (!mpi_find_mpirun()) cr_skip_test("mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev)");
     int count = gpus > 0 ? skip_without_gpu() : 0;
     if (count < gpus) cr_skip_test("%s needs %d GPUs, this machine has %d", why, gpus, count);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    snprintf(session_dir, sizeof session_dir, "%s/mpi-session", e2e.dir);
-    cr_assert_eq(mkdir(session_dir, 0700), 0, "mkdir %s: %s", session_dir, strerror(errno));
-    snprintf(shm_dir, sizeof shm_dir, "/dev/shm/hw-test-mpi-XXXXXX");
-    cr_assert_not_null(mkdtemp(shm_dir), "mkdtemp in /dev/shm: %s", strerror(errno));
-    setenv("OMPI_MCA_orte_tmpdir_base", session_dir, 1);
-    setenv("OMPI_MCA_btl_vader_backing_directory", shm_dir, 1);
-    // For make asan, as in test_mpi.c: whole stacks for tests/lsan.supp's Open MPI suppressions.
-    const char *asan = getenv("ASAN_OPTIONS");
-    char options[1024];
-    snprintf(options, sizeof options, "%s%sfast_unwind_on_malloc=0", asan ? asan : "", asan && asan[0] ? ":" : "");
-    setenv("ASAN_OPTIONS", options, 1);
-    setenv("OMPI_MCA_mca_base_component_disable_dlclose", "1", 1);
+    mpi_setup_environment();
     return count;
-}
-
-static int count_entries(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char path[2048];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        n += 1 + count_entries(path);
-    }
-    closedir(d);
-    return n;
-}
-
-// After mpirun has exited: no process of the job, no MPI session file or shared memory left.
-static void assert_mpi_left_nothing(void) {
-    double deadline = hw_now() + 5;
-    pid_t kids[16];
-    while (e2e_children_of(getpid(), kids, 16) > 0 && hw_now() < deadline) {
-        while (waitpid(-1, NULL, WNOHANG) > 0) {
-        }
-        e2e_sleep_ms(20);
-    }
-    while (waitpid(-1, NULL, WNOHANG) > 0) {
-    }
-    e2e_assert_no_leftover_processes();
-    cr_expect_eq(count_entries(shm_dir), 0, "MPI shared memory left in %s", shm_dir);
-    cr_expect_eq(count_entries(session_dir), 0, "MPI session files left in %s", session_dir);
-}
-
-// Starts mpirun with `args` (NULL-terminated; HW stands for $HW_BIN).
-static void mpi_start(e2e_run_result *r, const char *const *args) {
-    const char *argv[80];
-    int argc = 0;
-    const char *head[] = {"--oversubscribe", "--bind-to", "none", NULL};
-    for (int i = 0; head[i]; i++) argv[argc++] = head[i];
-    char bin[1024];
-    snprintf(bin, sizeof bin, "%s", e2e.bin);
-    for (int i = 0; args[i]; i++) {
-        cr_assert_lt(argc, 78);
-        argv[argc++] = strcmp(args[i], "HW") == 0 ? bin : args[i];
-    }
-    argv[argc] = NULL;
-    snprintf(e2e.bin, sizeof e2e.bin, "%s", mpirun_path);
-    e2e_start_argv(r, NULL, argv);
-    snprintf(e2e.bin, sizeof e2e.bin, "%s", bin);
-}
-#define mpi_run(r, ...)                                           \
-    do {                                                          \
-        mpi_start((r), (const char *const[]){__VA_ARGS__, NULL}); \
-        e2e_wait_within((r), 180);                                \
-    } while (0)
-
-static const float *checkpoint_floats(const char *path, size_t *count) {
-    size_t n, bytes;
-    const uint8_t *file = e2e_own(read_bytes(path, &n));
-    const uint8_t *data = e2e_safetensors_data(file, n, &bytes);
-    *count = bytes / sizeof(float);
-    return (const float *)data;
 }
 
 // 2 GPU ranks x 2 replicas train the global batch split 4 ways: the same weights after 2 epochs
