@@ -85,24 +85,30 @@ static inline void assert_mpi_left_nothing(void) {
     cr_expect_eq(count_entries(session_dir), 0, "MPI session files left in %s", session_dir);
 }
 
-// Runs mpirun with `args` (NULL-terminated; HW stands for $HW_BIN), through the e2e harness: its
-// output files, its time limit, its leftover-process check. More ranks and workers than the 2
-// cores of CI need --oversubscribe, and several ranks on one host --bind-to none.
-static inline void mpi_start(e2e_run_result *r, const char *const *args) {
+// Runs `launcher` with the words of `head`, then `args` (both NULL-terminated; HW stands for
+// $HW_BIN), through the e2e harness: its output files, its time limit, its leftover-process check.
+static inline void mpi_start_as(e2e_run_result *r, const char *launcher, const char *const *head,
+                                const char *const *args) {
     const char *argv[80];
     int argc = 0;
-    const char *head[] = {"--oversubscribe", "--bind-to", "none", NULL};
-    for (int i = 0; head[i]; i++) argv[argc++] = head[i];
     char bin[1024];
     snprintf(bin, sizeof bin, "%s", e2e.bin);
+    for (int i = 0; head[i]; i++) argv[argc++] = head[i];
     for (int i = 0; args[i]; i++) {
         cr_assert_lt(argc, 78);
         argv[argc++] = strcmp(args[i], "HW") == 0 ? bin : args[i];
     }
     argv[argc] = NULL;
-    snprintf(e2e.bin, sizeof e2e.bin, "%s", mpirun_path);
+    snprintf(e2e.bin, sizeof e2e.bin, "%s", launcher);
     e2e_start_argv(r, NULL, argv);
     snprintf(e2e.bin, sizeof e2e.bin, "%s", bin);
+}
+
+// mpirun with `args` on this host. More ranks and workers than the 2 cores of CI need
+// --oversubscribe, and several ranks on one host --bind-to none.
+static inline void mpi_start(e2e_run_result *r, const char *const *args) {
+    const char *head[] = {"--oversubscribe", "--bind-to", "none", NULL};
+    mpi_start_as(r, mpirun_path, head, args);
 }
 #define mpi_run(r, ...)                                           \
     do {                                                          \
@@ -117,6 +123,24 @@ static inline const float *checkpoint_floats(const char *path, size_t *count) {
     const uint8_t *data = e2e_safetensors_data(file, n, &bytes);
     *count = bytes / sizeof(float);
     return (const float *)data;
+}
+
+// The largest difference between the weights of two checkpoints of the same model; `differ`:
+// how many weights differ at all.
+static inline double checkpoints_max_difference(const char *a_path, const char *b_path, size_t *differ,
+                                                size_t *count) {
+    size_t n_a, n_b;
+    const float *a = checkpoint_floats(a_path, &n_a), *b = checkpoint_floats(b_path, &n_b);
+    cr_assert_eq(n_a, n_b, "%s and %s hold different numbers of weights", a_path, b_path);
+    double worst = 0;
+    *differ = 0;
+    for (size_t i = 0; i < n_a; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > worst) worst = d;
+        *differ += a[i] != b[i];
+    }
+    *count = n_a;
+    return worst;
 }
 
 #endif

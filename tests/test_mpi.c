@@ -72,19 +72,12 @@ Test(mpi, dataparallel_two_ranks_of_two_replicas_equal_one_process_of_four) {
     e2e_run(&r, NULL, "--mode", "dataparallel", "--replicas", "4", "--model", e2e.mlp, "--data", data, "--quiet",
             "--save", one);
     e2e_assert_exit(&r, 0);
-    size_t n_across, n_one;
-    const float *a = checkpoint_floats(across, &n_across), *b = checkpoint_floats(one, &n_one);
-    cr_assert_eq(n_across, n_one);
-    double worst = 0, differ = 0;
-    for (size_t i = 0; i < n_one; i++) {
-        double d = fabs((double)a[i] - (double)b[i]);
-        if (d > worst) worst = d;
-        differ += a[i] != b[i];
-    }
+    size_t differ, n_one;
+    double worst = checkpoints_max_difference(across, one, &differ, &n_one);
     cr_expect_lt(worst, 1e-6, "largest difference %g over %zu weights", worst, n_one);
     // Not trivially equal either: had the ranks each trained the whole batch, or one rank alone
     // stepped, the difference would be of the order of the steps (checked by the tolerance).
-    cr_log_info("2 ranks x 2 replicas vs 1 x 4: %.0f of %zu weights differ, by %g at most", differ, n_one, worst);
+    cr_log_info("2 ranks x 2 replicas vs 1 x 4: %zu of %zu weights differ, by %g at most", differ, n_one, worst);
 }
 
 // A rank that fails ends the job: exit 1, the message names the rank, no process or MPI shared
@@ -329,20 +322,8 @@ static void need_two_hosts(const char *rate) {
 
 // mpirun on host a with one rank on each host, as netns_hosts.sh starts it.
 static void hosts_start(e2e_run_result *r, const char *const *args) {
-    const char *argv[80];
-    int argc = 0;
     const char *head[] = {"mpirun", netns_name, netns_n, "-np", "2", "--oversubscribe", "--bind-to", "none", NULL};
-    for (int i = 0; head[i]; i++) argv[argc++] = head[i];
-    char bin[1024];
-    snprintf(bin, sizeof bin, "%s", e2e.bin);
-    for (int i = 0; args[i]; i++) {
-        cr_assert_lt(argc, 78);
-        argv[argc++] = strcmp(args[i], "HW") == 0 ? bin : args[i];
-    }
-    argv[argc] = NULL;
-    snprintf(e2e.bin, sizeof e2e.bin, "%s", netns_tool);
-    e2e_start_argv(r, NULL, argv);
-    snprintf(e2e.bin, sizeof e2e.bin, "%s", bin);
+    mpi_start_as(r, netns_tool, head, args);
 }
 #define hosts_run(r, ...)                                          \
     do {                                                           \
