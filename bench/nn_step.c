@@ -115,7 +115,7 @@ static void layer_times(const char *path, int batch) {
                               .bias = p ? model.weights + p[1].offset : NULL,
                               .scratch = ws.scratch, .saved = ws.saved[i], .rng = &ws.rng};
             double t0 = now();
-            hw_cpu_backend.forward[layer->kind](layer, &io);
+            hw_cpu_backend.forward(layer, &io);
             if (step >= 20) fwd[i] += now() - t0;
         }
         for (int i = model.n_layers - 1; i >= ws.first_trainable; i--) {
@@ -128,7 +128,7 @@ static void layer_times(const char *path, int batch) {
                               .dout = ws.grad_acts[i + 1], .din = i > ws.first_trainable ? ws.grad_acts[i] : NULL,
                               .dweight = p ? ws.grads + p[0].offset : NULL, .dbias = p ? ws.grads + p[1].offset : NULL};
             double t0 = now();
-            hw_cpu_backend.backward[layer->kind](layer, &io);
+            hw_cpu_backend.backward(layer, &io);
             if (step >= 20) bwd[i] += now() - t0;
         }
     }

@@ -110,7 +110,7 @@ static void cpu_layer_close(cpu_layer *c) {
 static void cpu_layer_forward(cpu_layer *c, float *y, const float *x, const float *w, const float *bias, int batch) {
     hw_layer_io io = {.batch = batch, .training = 1, .in = x, .out = y, .weight = w, .bias = bias,
                       .scratch = c->scratch, .saved = c->saved, .rng = &c->rng};
-    hw_cpu_backend.forward[c->layer.kind](&c->layer, &io);
+    hw_cpu_backend.forward(&c->layer, &io);
 }
 
 // The backward of the last forward; any of dx, dw, db may be NULL (not computed).
@@ -119,7 +119,7 @@ static void cpu_layer_backward(cpu_layer *c, float *dx, float *dw, float *db, co
     hw_layer_io io = {.batch = batch, .training = 1, .in = x, .out = y, .weight = w, .bias = bias,
                       .scratch = c->scratch, .saved = c->saved, .rng = &c->rng,
                       .dout = dy, .din = dx, .dweight = dw, .dbias = db};
-    hw_cpu_backend.backward[c->layer.kind](&c->layer, &io);
+    hw_cpu_backend.backward(&c->layer, &io);
 }
 
 // ---- what only the GPU defines: its dropout masks; and the SGD step as a loop ----
@@ -583,14 +583,14 @@ static hw_model *mlp_net(void) {
     return parsed_model("input 1 5 7\nflatten\nlinear 23\nrelu\nlinear 10\nlog_softmax\n", "test-mlp");
 }
 
-// The runner's dropout on the CPU: the GPU's masks for (seed, step), hashed from the layer's
-// index (hw_layer_io.index) as the runner hashes them; outside training, the CPU's own layer.
+// The CPU backend, except the runner's dropout: the GPU's masks for (seed, step), hashed from the
+// layer's index (hw_layer_io.index) as the runner hashes them; outside training, the CPU's own layer.
 typedef struct {
     uint64_t seed, step;
 } gpu_masks;
 
-static int dropout_forward_with_gpu_masks(const hw_layer *L, hw_layer_io *io) {
-    if (!io->training) return hw_cpu_backend.forward[L->kind](L, io);
+static int forward_with_gpu_masks(const hw_layer *L, const hw_layer_io *io) {
+    if (!io->training || (L->kind != HW_DROPOUT && L->kind != HW_DROPOUT2D)) return hw_cpu_backend.forward(L, io);
     const gpu_masks *g = io->backend;
     int64_t plane = L->kind == HW_DROPOUT2D ? L->dims.dropout.plane : 1;
     dropout_with_gpu_masks(io->out, io->in, (int64_t)io->batch * hw_shape_numel(L->out_shape), plane,
@@ -598,8 +598,8 @@ static int dropout_forward_with_gpu_masks(const hw_layer *L, hw_layer_io *io) {
     return HW_OK;
 }
 
-static int dropout_backward_with_gpu_masks(const hw_layer *L, hw_layer_io *io) {
-    if (!io->training) return hw_cpu_backend.backward[L->kind](L, io);
+static int backward_with_gpu_masks(const hw_layer *L, const hw_layer_io *io) {
+    if (!io->training || (L->kind != HW_DROPOUT && L->kind != HW_DROPOUT2D)) return hw_cpu_backend.backward(L, io);
     if (!io->din) return HW_OK;
     const gpu_masks *g = io->backend;
     int64_t plane = L->kind == HW_DROPOUT2D ? L->dims.dropout.plane : 1;
@@ -613,9 +613,7 @@ static int dropout_backward_with_gpu_masks(const hw_layer *L, hw_layer_io *io) {
 // (frozen parameters get zero).
 static double cpu_model(const hw_model *m, const float *weights, const float *x, const uint8_t *labels, int B,
                         int training, uint64_t seed, uint64_t step, float *logp_out, float *grads) {
-    hw_backend cpu = hw_cpu_backend;
-    cpu.forward[HW_DROPOUT] = cpu.forward[HW_DROPOUT2D] = dropout_forward_with_gpu_masks;
-    cpu.backward[HW_DROPOUT] = cpu.backward[HW_DROPOUT2D] = dropout_backward_with_gpu_masks;
+    const hw_backend cpu = {.forward = forward_with_gpu_masks, .backward = backward_with_gpu_masks};
     gpu_masks masks = {seed, step};
     float *acts[HW_MAX_LAYERS + 1], *gacts[HW_MAX_LAYERS + 1];
     uint8_t *saved[HW_MAX_LAYERS];

@@ -115,7 +115,7 @@ static hw_layer_io cpu_layer_io(cpu_layer *c) {
 
 static void cpu_layer_forward(cpu_layer *c) {
     hw_layer_io io = cpu_layer_io(c);
-    hw_cpu_backend.forward[c->layer.kind](&c->layer, &io);
+    hw_cpu_backend.forward(&c->layer, &io);
 }
 
 // Backward of the last forward into dx, dw and db, as the model asks for them: every one.
@@ -125,7 +125,7 @@ static void cpu_layer_backward(cpu_layer *c) {
     io.din = c->dx;
     io.dweight = c->n_w ? c->dw : NULL;
     io.dbias = c->n_b ? c->db : NULL;
-    hw_cpu_backend.backward[c->layer.kind](&c->layer, &io);
+    hw_cpu_backend.backward(&c->layer, &io);
 }
 
 static void cpu_layer_close(cpu_layer *c) {

@@ -1,10 +1,92 @@
-// exec: the one walk over a model's layers, forward and backward, for every backend. A backend
-// (hw_backend) has one forward and one backward per kind of layer: the CPU's are in src/nn/, the
-// GPU's in src/cuda/backend.c. The walk decides what each call works on: the layer's
-// activations, its parameters' views into the flat buffers, which gradients are wanted.
-#include "hw/nn.h"
+// exec: the one walk over a model's layers, forward and backward, for every backend, and the
+// CPU backend. The walk decides what each call works on (hw_layer_io): the layer's activations,
+// its parameters' views into the flat buffers, which gradients are wanted. A backend (hw_backend)
+// passes those buffers to the function of the layer's kind: the CPU's, below, to the math of
+// src/nn/<kind>.c; the GPU's (src/cuda/backend.c) to its kernels.
+#include "layer_util.h"
 
 #include "hw/err.h"
+
+// ---- the CPU backend: which of the call's buffers is which argument of each kind's math ----
+
+// Values per call of an elementwise layer (in and out have the same shape).
+static size_t numel_of(const hw_layer *layer, const hw_layer_io *io) {
+    return (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
+}
+
+// conv2d keeps the batch's column matrices from a training forward for backward; after an
+// evaluation forward, backward builds them again.
+static float *conv2d_cols(const hw_layer_io *io) { return io->training ? (float *)io->saved : NULL; }
+
+static int cpu_forward(const hw_layer *layer, const hw_layer_io *io) {
+    switch (layer->kind) {
+    case HW_LINEAR:
+        linear_forward(io->out, io->in, io->weight, io->bias, &layer->dims.linear, io->batch);
+        return HW_OK;
+    case HW_CONV2D:
+        conv2d_forward(io->out, conv2d_cols(io), io->scratch, io->in, io->weight, io->bias, &layer->dims.conv2d,
+                       io->batch);
+        return HW_OK;
+    case HW_MAXPOOL2D:
+        maxpool2d_forward(io->out, (int32_t *)io->saved, io->in, &layer->dims.maxpool2d, io->batch);
+        return HW_OK;
+    case HW_RELU:
+        relu_forward(io->out, io->in, numel_of(layer, io));
+        return HW_OK;
+    case HW_DROPOUT:
+        dropout_forward(io->out, io->saved, io->rng, io->in, &layer->dims.dropout, io->batch, io->training);
+        return HW_OK;
+    case HW_DROPOUT2D:
+        dropout2d_forward(io->out, io->saved, io->rng, io->in, &layer->dims.dropout, io->batch, io->training);
+        return HW_OK;
+    case HW_FLATTEN:
+        flatten_forward(io->out, io->in, numel_of(layer, io));
+        return HW_OK;
+    case HW_LOG_SOFTMAX:
+        log_softmax_forward(io->out, io->in, io->batch, (int)hw_shape_numel(layer->in_shape));
+        return HW_OK;
+    case HW_LAYER_KINDS:
+        break;
+    }
+    return hw_fail("no layer of kind %d", (int)layer->kind);
+}
+
+static int cpu_backward(const hw_layer *layer, const hw_layer_io *io) {
+    switch (layer->kind) {
+    case HW_LINEAR:
+        linear_backward(io->din, io->dweight, io->dbias, io->dout, io->in, io->weight, &layer->dims.linear, io->batch);
+        return HW_OK;
+    case HW_CONV2D:
+        conv2d_backward(io->din, io->dweight, io->dbias, io->scratch, io->dout, io->in, io->weight, conv2d_cols(io),
+                        &layer->dims.conv2d, io->batch);
+        return HW_OK;
+    case HW_MAXPOOL2D:
+        maxpool2d_backward(io->din, io->dout, (const int32_t *)io->saved, &layer->dims.maxpool2d, io->batch);
+        return HW_OK;
+    case HW_RELU:
+        relu_backward(io->din, io->dout, io->out, numel_of(layer, io));
+        return HW_OK;
+    case HW_DROPOUT:
+        dropout_backward(io->din, io->dout, io->saved, &layer->dims.dropout, io->batch, io->training);
+        return HW_OK;
+    case HW_DROPOUT2D:
+        dropout2d_backward(io->din, io->dout, io->saved, &layer->dims.dropout, io->batch, io->training);
+        return HW_OK;
+    case HW_FLATTEN:
+        flatten_backward(io->din, io->dout, numel_of(layer, io));
+        return HW_OK;
+    case HW_LOG_SOFTMAX:
+        log_softmax_backward(io->din, io->dout, io->out, io->batch, (int)hw_shape_numel(layer->in_shape));
+        return HW_OK;
+    case HW_LAYER_KINDS:
+        break;
+    }
+    return hw_fail("no layer of kind %d", (int)layer->kind);
+}
+
+const hw_backend hw_cpu_backend = {.forward = cpu_forward, .backward = cpu_backward};
+
+// ---- the walk ----
 
 // Parameter i of `layer` in `base` (weights or gradients); NULL where the layer has none.
 static float *param_in(const hw_model *model, const hw_layer *layer, int i, float *base) {
@@ -40,7 +122,7 @@ int hw_exec_forward(const hw_backend *backend, const hw_model *model, const hw_e
     for (int i = 0; i < model->n_layers; i++) {
         const hw_layer *layer = &model->layers[i];
         hw_layer_io io = io_of(model, b, i, batch, training);
-        if (backend->forward[layer->kind](layer, &io) != HW_OK) return hw_error_prefix("forward, layer %d", i);
+        if (backend->forward(layer, &io) != HW_OK) return hw_error_prefix("forward, layer %d", i);
     }
     return HW_OK;
 }
@@ -54,7 +136,7 @@ int hw_exec_backward(const hw_backend *backend, const hw_model *model, const hw_
         io.din = i > first ? b->grad_acts[i] : NULL;  // no gradient below the first trainable layer
         io.dweight = grad_in(model, layer, 0, b->grads);
         io.dbias = grad_in(model, layer, 1, b->grads);
-        if (backend->backward[layer->kind](layer, &io) != HW_OK) return hw_error_prefix("backward, layer %d", i);
+        if (backend->backward(layer, &io) != HW_OK) return hw_error_prefix("backward, layer %d", i);
     }
     return HW_OK;
 }
