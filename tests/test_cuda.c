@@ -129,7 +129,7 @@ static void dropout_with_gpu_masks(float *out, const float *in, int64_t n, int64
     for (int64_t i = 0; i < n; i++) out[i] = hw_dropout_uniform(seed, step, (uint64_t)(i / plane)) >= p ? in[i] * scale : 0.0f;
 }
 
-// torch.optim.SGD's rule (dampening 0), as src/optim.c implements it, on one flat range.
+// torch.optim.SGD's rule (dampening 0), as src/nn/exec.c implements it, on one flat range.
 static void torch_sgd(float *w, const float *g, float *v, size_t n, float lr, float m, float wd, int nesterov, int started) {
     for (size_t i = 0; i < n; i++) {
         float d = g[i] + wd * w[i];
@@ -641,13 +641,10 @@ static double cpu_model(const hw_model *m, const float *weights, const float *x,
     OK(hw_exec_forward(&cpu, m, &bufs, B, training));
     int C = (int)hw_shape_numel(m->layers[m->n_layers - 1].out_shape);
     memcpy(logp_out, acts[m->n_layers], (size_t)B * C * 4);
-    double loss = 0.0;
-    for (int b = 0; labels && b < B; b++) loss -= acts[m->n_layers][b * C + labels[b]] / (double)B;
+    double loss = labels ? hw_nll_loss(acts[m->n_layers], labels, B, C) : 0.0;
     if (grads) {
         memset(grads, 0, m->n_weights * 4);
-        float *dlogp = gacts[m->n_layers];  // d(mean NLL)/d(log-probabilities)
-        memset(dlogp, 0, (size_t)B * C * 4);
-        for (int b = 0; b < B; b++) dlogp[b * C + labels[b]] = -1.0f / (float)B;
+        hw_nll_loss_backward(gacts[m->n_layers], labels, B, C);
         OK(hw_exec_backward(&cpu, m, &bufs, B, training, hw_exec_first_trainable(m)));
     }
     for (int i = 0; i <= m->n_layers; i++) {
@@ -1002,7 +999,7 @@ Test(cuda, ipc_handle_shared_across_fork) {
     munmap(ch, sizeof *ch);
 }
 
-// The GPU runner against the product's own CPU path (hw_model_forward / hw_model_backward in
+// The GPU runner against the product's own CPU path (hw_cpu_forward / hw_cpu_backward in
 // src/nn), on the LeNet shape without dropout (the two draw different masks by design): the
 // loss, the log-probabilities and every parameter's gradient agree to float rounding.
 Test(cuda, runner_matches_the_cpu_model) {
@@ -1026,8 +1023,8 @@ Test(cuda, runner_matches_the_cpu_model) {
 
     hw_workspace ws;
     OK(hw_workspace_alloc(&ws, &m, batch, 1));
-    float cpu_loss = hw_model_forward(&m, &ws, x, y, batch, 1);
-    hw_model_backward(&m, &ws, y, batch);
+    float cpu_loss = hw_cpu_forward(&m, &ws, x, y, batch, 1);
+    hw_cpu_backward(&m, &ws, y, batch);
     const float *cpu_logp = hw_model_output(&m, &ws);
 
     hw_cuda_runner *r = NULL;

@@ -530,7 +530,7 @@ Test(nn_layers, log_softmax_is_stable_on_huge_logits) {
     cr_assert_eq(hw_workspace_alloc(&ws, &model, 3, 1), HW_OK);
     float x[12] = {1e4f, -1e4f, 0.0f, 1e4f,  -1e4f, -1e4f, -1e4f, -1e4f + 1.0f, 3.0f, 1e4f, -1e4f, 2.0f};
     uint8_t labels[3] = {0, 3, 2};
-    float loss = hw_model_forward(&model, &ws, x, labels, 3, 1);
+    float loss = hw_cpu_forward(&model, &ws, x, labels, 3, 1);
     cr_assert(isfinite(loss), "loss %g", loss);
     const float *logp = hw_model_output(&model, &ws);
     for (int b = 0; b < 3; b++) {
@@ -581,12 +581,12 @@ Test(nn_torch, lenet_matches_pytorch) {
     }
     hw_workspace ws;
     cr_assert_eq(hw_workspace_alloc(&ws, &model, TORCH_REF_BATCH, 1), HW_OK);
-    float loss = hw_model_forward(&model, &ws, torch_ref_input, torch_ref_labels, TORCH_REF_BATCH, 0);
+    float loss = hw_cpu_forward(&model, &ws, torch_ref_input, torch_ref_labels, TORCH_REF_BATCH, 0);
     cr_expect(fabs(loss - TORCH_REF_LOSS) <= 1e-4 * fabs(TORCH_REF_LOSS), "loss %.7g, torch %.7g", loss,
               TORCH_REF_LOSS);
     double e = rel_err(hw_model_output(&model, &ws), torch_ref_logp, (size_t)TORCH_REF_BATCH * 10);
     cr_expect_lt(e, 1e-4, "log-probabilities: relative error %g", e);
-    hw_model_backward(&model, &ws, torch_ref_labels, TORCH_REF_BATCH);
+    hw_cpu_backward(&model, &ws, torch_ref_labels, TORCH_REF_BATCH);
     for (int p = 0; p < TORCH_REF_N_PARAMS; p++) {
         size_t n = (size_t)(p + 1 < TORCH_REF_N_PARAMS ? torch_ref_param_offsets[p + 1] : TORCH_REF_N_WEIGHTS) -
                    (size_t)torch_ref_param_offsets[p];

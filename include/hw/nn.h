@@ -174,7 +174,7 @@ typedef struct {
     hw_rng rng;               // dropout draws
     int training;             // the mode of the last forward (backward follows it)
     int first_trainable;      // backward stops here: no gradient below the first layer that needs one
-                              // (set by hw_model_backward; n_layers when nothing is trainable)
+                              // (set by hw_cpu_backward; n_layers when nothing is trainable)
 } hw_workspace;
 
 // ---- building ----
@@ -252,19 +252,28 @@ void hw_workspace_free(hw_workspace *ws);
 // each worker page by page as the parent wrote it during the run.
 int hw_workspace_keep_from_children(hw_workspace *ws);
 
-// Forward pass over `batch` samples of x ([batch, input numel], normalised floats). With
-// training = 1 dropout is on. Returns the mean negative log-likelihood over the batch (labels
-// may be NULL, then 0 is returned). The log-probabilities stay in the last activation. x is
-// read in place, not copied: it must stay valid until hw_model_backward. Returns NAN (message
-// set) when batch is outside [1, max_batch] or the model has no weights, and NAN when a label is
-// >= n_classes.
-float hw_model_forward(const hw_model *model, hw_workspace *ws, const float *x, const uint8_t *labels,
-                       int batch, int training);
+// ---- one training step on the CPU (src/nn/exec.c) ----
+// Forward pass over `batch` samples of x ([batch, input numel], normalised floats): the walk over
+// the layers, then the loss. With training = 1 dropout is on. Returns the mean negative
+// log-likelihood over the batch (labels may be NULL, then 0 is returned). The log-probabilities
+// stay in the last activation. x is read in place, not copied: it must stay valid until
+// hw_cpu_backward. Returns NAN (message set) when batch is outside [1, max_batch] or the model has
+// no weights, and NAN when a label is >= n_classes.
+float hw_cpu_forward(const hw_model *model, hw_workspace *ws, const float *x, const uint8_t *labels, int batch,
+                     int training);
 // Backward of the mean loss of the last forward (training or not; dropout follows the forward's
-// mode): overwrites ws->grads. Frozen parameters' gradients are not computed nor written (they
-// stay zero), and nothing below the first trainable layer is computed. Fails (message set, the
-// gradients untouched) when batch is outside [1, max_batch] or labels is NULL.
-int hw_model_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labels, int batch);
+// mode): the loss's gradient, then the walk back. Overwrites ws->grads. Frozen parameters'
+// gradients are not computed nor written (they stay zero), and nothing below the first
+// trainable layer is computed. Fails (message set, the gradients untouched) when batch is
+// outside [1, max_batch] or labels is NULL.
+int hw_cpu_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labels, int batch);
+// (The update: hw_sgd_step and its variants, include/hw/optim.h, also in src/nn/exec.c.)
+
+// The loss: the mean negative log-likelihood of the labels over `batch` rows of log-probabilities
+// (F.nll_loss); NAN when a label is >= n_classes.
+float hw_nll_loss(const float *logp, const uint8_t *labels, int batch, int n_classes);
+// Its gradient with respect to the log-probabilities: -1/batch at each row's label, 0 elsewhere.
+void hw_nll_loss_backward(float *dlogp, const uint8_t *labels, int batch, int n_classes);
 // How many of the last forward's predictions (argmax of the log-probabilities) equal the labels.
 int hw_model_count_correct(const hw_model *model, const hw_workspace *ws, const uint8_t *labels, int batch);
 // The last forward's log-probabilities, [batch, n_classes].
