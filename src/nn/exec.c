@@ -1,9 +1,12 @@
-// exec: the executor. One training step on the CPU reads top to bottom in this file, calling only
-// the layer math of src/nn/<kind>.c (and hw_sgemm):
+// exec: the executor. One training step on the CPU is in this file, calling out only to the layer
+// math of src/nn/<kind>.c (and hw_sgemm). A trainer makes three calls:
 //
 //   hw_cpu_forward    the walk forward over the layers (hw_exec_forward), then the loss (hw_nll_loss)
 //   hw_cpu_backward   the loss's gradient (hw_nll_loss_backward), then the walk backward (hw_exec_backward)
-//   hw_sgd_step...    the update of the weights (torch.optim.SGD), at the end of the file
+//   hw_sgd_step...    the update of the weights (torch.optim.SGD)
+//
+// The file is in C's order, each part before its first use: the CPU backend, the walk, the loss,
+// hw_cpu_forward and hw_cpu_backward, the update.
 //
 // The walk is the same for every backend: it decides what each call works on (hw_layer_io): the
 // layer's activations, its parameters' views into the flat buffers, which gradients are wanted.
