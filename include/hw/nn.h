@@ -242,7 +242,7 @@ int hw_exec_backward(const hw_backend *backend, const hw_model *model, const hw_
 // The first layer with a parameter that is not frozen; n_layers when none is.
 int hw_exec_first_trainable(const hw_model *model);
 
-// ---- running on the CPU ----
+// ---- the CPU's workspace (src/nn/workspace.c) ----
 // Everything one worker needs to run `model` on batches of up to max_batch samples, zeroed;
 // `seed` seeds its dropout RNG. The workspace does not depend on the weights (bind at will).
 int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, uint64_t seed);
