@@ -69,8 +69,8 @@ static int bench(const char *path, int batch, double seconds) {
         long steps = 0;
         double t0 = now(), t;
         do {
-            loss = hw_model_forward(&model, &ws, x, y, batch, 1);
-            hw_model_backward(&model, &ws, y, batch);
+            loss = hw_cpu_forward(&model, &ws, x, y, batch, 1);
+            hw_cpu_backward(&model, &ws, y, batch);
             steps++;
         } while ((t = now() - t0) < (rep < 0 ? 0.3 : seconds));
         if (rep >= 0) rates[rep] = (double)steps * batch / t;
@@ -86,7 +86,7 @@ static int bench(const char *path, int batch, double seconds) {
     return 0;
 }
 
-// Per-layer times: runs the model's layers one by one, as hw_model_forward/backward do.
+// Per-layer times: runs the model's layers one by one, as hw_cpu_forward/backward do.
 static void layer_times(const char *path, int batch) {
     hw_model model;
     hw_workspace ws;
@@ -105,8 +105,8 @@ static void layer_times(const char *path, int batch) {
     enum { STEPS = 200 };
     double fwd[HW_MAX_LAYERS] = {0}, bwd[HW_MAX_LAYERS] = {0};
     for (int step = 0; step < STEPS + 20; step++) {
-        hw_model_forward(&model, &ws, x, y, batch, 1);
-        hw_model_backward(&model, &ws, y, batch);  // sets first_trainable, fills the last gradient
+        hw_cpu_forward(&model, &ws, x, y, batch, 1);
+        hw_cpu_backward(&model, &ws, y, batch);  // sets first_trainable, fills the last gradient
         for (int i = 0; i < model.n_layers; i++) {
             const hw_layer *layer = &model.layers[i];
             const hw_param *p = layer->n_params ? &model.params[layer->first_param] : NULL;
@@ -115,7 +115,7 @@ static void layer_times(const char *path, int batch) {
                               .bias = p ? model.weights + p[1].offset : NULL,
                               .scratch = ws.scratch, .saved = ws.saved[i], .rng = &ws.rng};
             double t0 = now();
-            hw_cpu_backend.forward[layer->kind](layer, &io);
+            hw_cpu_backend.forward(layer, &io);
             if (step >= 20) fwd[i] += now() - t0;
         }
         for (int i = model.n_layers - 1; i >= ws.first_trainable; i--) {
@@ -128,7 +128,7 @@ static void layer_times(const char *path, int batch) {
                               .dout = ws.grad_acts[i + 1], .din = i > ws.first_trainable ? ws.grad_acts[i] : NULL,
                               .dweight = p ? ws.grads + p[0].offset : NULL, .dbias = p ? ws.grads + p[1].offset : NULL};
             double t0 = now();
-            hw_cpu_backend.backward[layer->kind](layer, &io);
+            hw_cpu_backend.backward(layer, &io);
             if (step >= 20) bwd[i] += now() - t0;
         }
     }

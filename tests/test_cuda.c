@@ -110,7 +110,7 @@ static void cpu_layer_close(cpu_layer *c) {
 static void cpu_layer_forward(cpu_layer *c, float *y, const float *x, const float *w, const float *bias, int batch) {
     hw_layer_io io = {.batch = batch, .training = 1, .in = x, .out = y, .weight = w, .bias = bias,
                       .scratch = c->scratch, .saved = c->saved, .rng = &c->rng};
-    hw_cpu_backend.forward[c->layer.kind](&c->layer, &io);
+    hw_cpu_backend.forward(&c->layer, &io);
 }
 
 // The backward of the last forward; any of dx, dw, db may be NULL (not computed).
@@ -119,7 +119,7 @@ static void cpu_layer_backward(cpu_layer *c, float *dx, float *dw, float *db, co
     hw_layer_io io = {.batch = batch, .training = 1, .in = x, .out = y, .weight = w, .bias = bias,
                       .scratch = c->scratch, .saved = c->saved, .rng = &c->rng,
                       .dout = dy, .din = dx, .dweight = dw, .dbias = db};
-    hw_cpu_backend.backward[c->layer.kind](&c->layer, &io);
+    hw_cpu_backend.backward(&c->layer, &io);
 }
 
 // ---- what only the GPU defines: its dropout masks; and the SGD step as a loop ----
@@ -129,7 +129,7 @@ static void dropout_with_gpu_masks(float *out, const float *in, int64_t n, int64
     for (int64_t i = 0; i < n; i++) out[i] = hw_dropout_uniform(seed, step, (uint64_t)(i / plane)) >= p ? in[i] * scale : 0.0f;
 }
 
-// torch.optim.SGD's rule (dampening 0), as src/optim.c implements it, on one flat range.
+// torch.optim.SGD's rule (dampening 0), as src/nn/exec.c implements it, on one flat range.
 static void torch_sgd(float *w, const float *g, float *v, size_t n, float lr, float m, float wd, int nesterov, int started) {
     for (size_t i = 0; i < n; i++) {
         float d = g[i] + wd * w[i];
@@ -583,14 +583,14 @@ static hw_model *mlp_net(void) {
     return parsed_model("input 1 5 7\nflatten\nlinear 23\nrelu\nlinear 10\nlog_softmax\n", "test-mlp");
 }
 
-// The runner's dropout on the CPU: the GPU's masks for (seed, step), hashed from the layer's
-// index (hw_layer_io.index) as the runner hashes them; outside training, the CPU's own layer.
+// The CPU backend, except the runner's dropout: the GPU's masks for (seed, step), hashed from the
+// layer's index (hw_layer_io.index) as the runner hashes them; outside training, the CPU's own layer.
 typedef struct {
     uint64_t seed, step;
 } gpu_masks;
 
-static int dropout_forward_with_gpu_masks(const hw_layer *L, hw_layer_io *io) {
-    if (!io->training) return hw_cpu_backend.forward[L->kind](L, io);
+static int forward_with_gpu_masks(const hw_layer *L, const hw_layer_io *io) {
+    if (!io->training || (L->kind != HW_DROPOUT && L->kind != HW_DROPOUT2D)) return hw_cpu_backend.forward(L, io);
     const gpu_masks *g = io->backend;
     int64_t plane = L->kind == HW_DROPOUT2D ? L->dims.dropout.plane : 1;
     dropout_with_gpu_masks(io->out, io->in, (int64_t)io->batch * hw_shape_numel(L->out_shape), plane,
@@ -598,8 +598,8 @@ static int dropout_forward_with_gpu_masks(const hw_layer *L, hw_layer_io *io) {
     return HW_OK;
 }
 
-static int dropout_backward_with_gpu_masks(const hw_layer *L, hw_layer_io *io) {
-    if (!io->training) return hw_cpu_backend.backward[L->kind](L, io);
+static int backward_with_gpu_masks(const hw_layer *L, const hw_layer_io *io) {
+    if (!io->training || (L->kind != HW_DROPOUT && L->kind != HW_DROPOUT2D)) return hw_cpu_backend.backward(L, io);
     if (!io->din) return HW_OK;
     const gpu_masks *g = io->backend;
     int64_t plane = L->kind == HW_DROPOUT2D ? L->dims.dropout.plane : 1;
@@ -613,9 +613,7 @@ static int dropout_backward_with_gpu_masks(const hw_layer *L, hw_layer_io *io) {
 // (frozen parameters get zero).
 static double cpu_model(const hw_model *m, const float *weights, const float *x, const uint8_t *labels, int B,
                         int training, uint64_t seed, uint64_t step, float *logp_out, float *grads) {
-    hw_backend cpu = hw_cpu_backend;
-    cpu.forward[HW_DROPOUT] = cpu.forward[HW_DROPOUT2D] = dropout_forward_with_gpu_masks;
-    cpu.backward[HW_DROPOUT] = cpu.backward[HW_DROPOUT2D] = dropout_backward_with_gpu_masks;
+    const hw_backend cpu = {.forward = forward_with_gpu_masks, .backward = backward_with_gpu_masks};
     gpu_masks masks = {seed, step};
     float *acts[HW_MAX_LAYERS + 1], *gacts[HW_MAX_LAYERS + 1];
     uint8_t *saved[HW_MAX_LAYERS];
@@ -643,13 +641,10 @@ static double cpu_model(const hw_model *m, const float *weights, const float *x,
     OK(hw_exec_forward(&cpu, m, &bufs, B, training));
     int C = (int)hw_shape_numel(m->layers[m->n_layers - 1].out_shape);
     memcpy(logp_out, acts[m->n_layers], (size_t)B * C * 4);
-    double loss = 0.0;
-    for (int b = 0; labels && b < B; b++) loss -= acts[m->n_layers][b * C + labels[b]] / (double)B;
+    double loss = labels ? hw_nll_loss(acts[m->n_layers], labels, B, C) : 0.0;
     if (grads) {
         memset(grads, 0, m->n_weights * 4);
-        float *dlogp = gacts[m->n_layers];  // d(mean NLL)/d(log-probabilities)
-        memset(dlogp, 0, (size_t)B * C * 4);
-        for (int b = 0; b < B; b++) dlogp[b * C + labels[b]] = -1.0f / (float)B;
+        hw_nll_loss_backward(gacts[m->n_layers], labels, B, C);
         OK(hw_exec_backward(&cpu, m, &bufs, B, training, hw_exec_first_trainable(m)));
     }
     for (int i = 0; i <= m->n_layers; i++) {
@@ -1004,7 +999,7 @@ Test(cuda, ipc_handle_shared_across_fork) {
     munmap(ch, sizeof *ch);
 }
 
-// The GPU runner against the product's own CPU path (hw_model_forward / hw_model_backward in
+// The GPU runner against the product's own CPU path (hw_cpu_forward / hw_cpu_backward in
 // src/nn), on the LeNet shape without dropout (the two draw different masks by design): the
 // loss, the log-probabilities and every parameter's gradient agree to float rounding.
 Test(cuda, runner_matches_the_cpu_model) {
@@ -1028,8 +1023,8 @@ Test(cuda, runner_matches_the_cpu_model) {
 
     hw_workspace ws;
     OK(hw_workspace_alloc(&ws, &m, batch, 1));
-    float cpu_loss = hw_model_forward(&m, &ws, x, y, batch, 1);
-    hw_model_backward(&m, &ws, y, batch);
+    float cpu_loss = hw_cpu_forward(&m, &ws, x, y, batch, 1);
+    hw_cpu_backward(&m, &ws, y, batch);
     const float *cpu_logp = hw_model_output(&m, &ws);
 
     hw_cuda_runner *r = NULL;

@@ -115,7 +115,7 @@ static hw_layer_io cpu_layer_io(cpu_layer *c) {
 
 static void cpu_layer_forward(cpu_layer *c) {
     hw_layer_io io = cpu_layer_io(c);
-    hw_cpu_backend.forward[c->layer.kind](&c->layer, &io);
+    hw_cpu_backend.forward(&c->layer, &io);
 }
 
 // Backward of the last forward into dx, dw and db, as the model asks for them: every one.
@@ -125,7 +125,7 @@ static void cpu_layer_backward(cpu_layer *c) {
     io.din = c->dx;
     io.dweight = c->n_w ? c->dw : NULL;
     io.dbias = c->n_b ? c->db : NULL;
-    hw_cpu_backend.backward[c->layer.kind](&c->layer, &io);
+    hw_cpu_backend.backward(&c->layer, &io);
 }
 
 static void cpu_layer_close(cpu_layer *c) {
@@ -376,7 +376,7 @@ Test(cuda_replay, dropout_masks_scale_as_the_cpu_layers) {
 // ---- loss, accuracy, optimiser, input ----
 
 // The CPU side is the model path itself: "linear C" with weights scale * I and no bias turns x
-// into the logits scale * x exactly, then hw_model_forward, hw_model_backward and
+// into the logits scale * x exactly, then hw_cpu_forward, hw_cpu_backward and
 // hw_model_count_correct give the loss, the log-probabilities, the gradient of the loss with
 // respect to the logits and the accuracy.
 static void check_log_softmax_nll(int batch, int classes, float scale, int ties, hw_rng *rng) {
@@ -395,8 +395,8 @@ static void check_log_softmax_nll(int batch, int classes, float scale, int ties,
     uint8_t *labels = malloc((size_t)batch);
     cr_assert(labels);
     for (int b = 0; b < batch; b++) labels[b] = (uint8_t)hw_rng_below(rng, (uint32_t)classes);
-    float cpu_loss = hw_model_forward(&m, &ws, x, labels, batch, 1);
-    hw_model_backward(&m, &ws, labels, batch);
+    float cpu_loss = hw_cpu_forward(&m, &ws, x, labels, batch, 1);
+    hw_cpu_backward(&m, &ws, labels, batch);
     const float *logits = ws.acts[1], *cpu_logp = ws.acts[2], *cpu_dlogits = ws.grad_acts[1];
 
     float *logp = floats(n), *dlogits = floats(n);

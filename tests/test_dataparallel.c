@@ -86,8 +86,8 @@ static void check_equivalence(const char *text, int batch, int replicas) {
     // A single-replica step is the plain model's forward + backward over the whole batch.
     hw_workspace ws;
     cr_assert_eq(hw_workspace_alloc(&ws, &f.model, batch, 1), HW_OK);
-    float loss_plain = hw_model_forward(&f.model, &ws, f.x, f.y, batch, 1);
-    hw_model_backward(&f.model, &ws, f.y, batch);
+    float loss_plain = hw_cpu_forward(&f.model, &ws, f.x, f.y, batch, 1);
+    hw_cpu_backward(&f.model, &ws, f.y, batch);
     cr_expect_eq(memcmp(one, ws.grads, sizeof(float) * f.model.n_weights), 0,
                  "one replica is exactly the single-process step");
     cr_expect_float_eq(loss_one, loss_plain, 1e-6);
@@ -147,8 +147,8 @@ Test(dataparallel, a_wrong_reduce_is_caught) {
     int64_t sample = hw_shape_numel(f.model.input);
     const int offsets[2] = {0, 3}, counts[2] = {3, 2};
     for (int k = 0; k < 2; k++) {
-        hw_model_forward(&f.model, &ws, f.x + offsets[k] * sample, f.y + offsets[k], counts[k], 1);
-        hw_model_backward(&f.model, &ws, f.y + offsets[k], counts[k]);
+        hw_cpu_forward(&f.model, &ws, f.x + offsets[k] * sample, f.y + offsets[k], counts[k], 1);
+        hw_cpu_backward(&f.model, &ws, f.y + offsets[k], counts[k]);
         for (size_t i = 0; i < n; i++) unweighted[i] += 0.5f * ws.grads[i];
     }
     cr_expect_gt(relative_difference(unweighted, full, n), 1e-3);

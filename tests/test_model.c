@@ -198,13 +198,13 @@ Test(model_weights, bound_weights_are_used_in_place) {
     float x[4 * 784];
     for (int i = 0; i < 4 * 784; i++) x[i] = sinf(0.1f * (float)i);
     uint8_t y[4] = {1, 2, 3, 4};
-    float own = hw_model_forward(&m, &ws, x, y, 4, 0);
+    float own = hw_cpu_forward(&m, &ws, x, y, 4, 0);
     hw_model_bind_weights(&m, shared);
     cr_expect_eq(m.weights, shared);
     cr_expect_eq(m.owns_weights, 0);
-    cr_expect_eq(hw_model_forward(&m, &ws, x, y, 4, 0), own);
+    cr_expect_eq(hw_cpu_forward(&m, &ws, x, y, 4, 0), own);
     shared[m.n_weights - 1] += 1.0f;  // a write by another worker is seen at once
-    cr_expect_neq(hw_model_forward(&m, &ws, x, y, 4, 0), own);
+    cr_expect_neq(hw_cpu_forward(&m, &ws, x, y, 4, 0), own);
     hw_workspace_free(&ws);
     hw_model_free(&m);  // does not free memory it does not own
     free(shared);
@@ -234,7 +234,7 @@ Test(model_run, loss_is_the_mean_nll_of_the_output) {
     float x[8 * 784];
     uint8_t y[8];
     fill_batch(x, y, 8, 784, 5);
-    float loss = hw_model_forward(&m, &ws, x, y, 5, 1);  // a batch smaller than max_batch
+    float loss = hw_cpu_forward(&m, &ws, x, y, 5, 1);  // a batch smaller than max_batch
     const float *logp = hw_model_output(&m, &ws);
     double nll = 0;
     for (int b = 0; b < 5; b++) {
@@ -244,7 +244,7 @@ Test(model_run, loss_is_the_mean_nll_of_the_output) {
         nll -= logp[b * 10 + y[b]];
     }
     cr_expect(fabs(loss - nll / 5) < 1e-5, "loss %g, mean NLL %g", loss, nll / 5);
-    cr_expect_eq(hw_model_forward(&m, &ws, x, NULL, 5, 0), 0.0f, "no labels, no loss");
+    cr_expect_eq(hw_cpu_forward(&m, &ws, x, NULL, 5, 0), 0.0f, "no labels, no loss");
     int correct = hw_model_count_correct(&m, &ws, y, 5), want = 0;
     for (int b = 0; b < 5; b++) {
         int best = 0;
@@ -252,10 +252,10 @@ Test(model_run, loss_is_the_mean_nll_of_the_output) {
         want += best == y[b];
     }
     cr_expect_eq(correct, want);
-    cr_expect(isnan(hw_model_forward(&m, &ws, x, y, 9, 1)), "batch above max_batch");
+    cr_expect(isnan(hw_cpu_forward(&m, &ws, x, y, 9, 1)), "batch above max_batch");
     cr_expect(strstr(hw_error(), "batch of 9") != NULL, "%s", hw_error());
     y[0] = 10;
-    cr_expect(isnan(hw_model_forward(&m, &ws, x, y, 2, 1)), "a label the model has no class for");
+    cr_expect(isnan(hw_cpu_forward(&m, &ws, x, y, 2, 1)), "a label the model has no class for");
     hw_workspace_free(&ws);
     hw_model_free(&m);
 }
@@ -269,15 +269,15 @@ Test(model_run, backward_refuses_a_bad_batch_loudly) {
     float x[8 * 784];
     uint8_t y[8];
     fill_batch(x, y, 8, 784, 6);
-    hw_model_forward(&m, &ws, x, y, 4, 1);
-    cr_assert_eq(hw_model_backward(&m, &ws, y, 4), HW_OK, "%s", hw_error());
+    hw_cpu_forward(&m, &ws, x, y, 4, 1);
+    cr_assert_eq(hw_cpu_backward(&m, &ws, y, 4), HW_OK, "%s", hw_error());
     float *before = malloc(m.n_weights * sizeof *before);
     cr_assert_not_null(before);
     memcpy(before, ws.grads, m.n_weights * sizeof *before);
-    cr_expect_eq(hw_model_backward(&m, &ws, y, 9), HW_ERR, "batch above max_batch");
+    cr_expect_eq(hw_cpu_backward(&m, &ws, y, 9), HW_ERR, "batch above max_batch");
     cr_expect(strstr(hw_error(), "backward: batch of 9 outside [1, 8]") != NULL, "%s", hw_error());
-    cr_expect_eq(hw_model_backward(&m, &ws, y, 0), HW_ERR, "empty batch");
-    cr_expect_eq(hw_model_backward(&m, &ws, NULL, 4), HW_ERR, "no labels");
+    cr_expect_eq(hw_cpu_backward(&m, &ws, y, 0), HW_ERR, "empty batch");
+    cr_expect_eq(hw_cpu_backward(&m, &ws, NULL, 4), HW_ERR, "no labels");
     cr_expect(strstr(hw_error(), "no labels") != NULL, "%s", hw_error());
     cr_expect_eq(memcmp(before, ws.grads, m.n_weights * sizeof *before), 0, "a refused backward wrote gradients");
     free(before);
@@ -293,8 +293,8 @@ Test(model_run, dropout_only_in_training) {
     float x[4 * 784];
     uint8_t y[4];
     fill_batch(x, y, 4, 784, 6);
-    float e1 = hw_model_forward(&m, &ws, x, y, 4, 0), e2 = hw_model_forward(&m, &ws, x, y, 4, 0);
-    float t1 = hw_model_forward(&m, &ws, x, y, 4, 1), t2 = hw_model_forward(&m, &ws, x, y, 4, 1);
+    float e1 = hw_cpu_forward(&m, &ws, x, y, 4, 0), e2 = hw_cpu_forward(&m, &ws, x, y, 4, 0);
+    float t1 = hw_cpu_forward(&m, &ws, x, y, 4, 1), t2 = hw_cpu_forward(&m, &ws, x, y, 4, 1);
     cr_expect_eq(e1, e2);
     cr_expect_neq(t1, t2, "two training passes draw different masks");
     cr_expect_neq(t1, e1);
@@ -318,7 +318,7 @@ Test(model_run, a_workspace_kept_from_children_is_not_inherited) {
     float x[8 * 784];
     uint8_t y[8];
     fill_batch(x, y, 8, 784, 9);
-    float before = hw_model_forward(&m, &kept, x, y, 8, 0);
+    float before = hw_cpu_forward(&m, &kept, x, y, 8, 0);
     pid_t pid = fork();
     cr_assert_neq(pid, -1);
     if (pid == 0) {
@@ -331,7 +331,7 @@ Test(model_run, a_workspace_kept_from_children_is_not_inherited) {
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child saw the kept workspace, or not the other");
     // The parent keeps using it as before.
-    cr_expect_eq(hw_model_forward(&m, &kept, x, y, 8, 0), before);
+    cr_expect_eq(hw_cpu_forward(&m, &kept, x, y, 8, 0), before);
     hw_workspace_free(&kept);
     hw_workspace_free(&inherited);
     hw_model_free(&m);
@@ -346,12 +346,12 @@ Test(model_run, no_allocation_in_the_training_step) {
     float *x = malloc(sizeof(float) * 16 * 784);
     uint8_t y[16];
     fill_batch(x, y, 16, 784, 7);
-    hw_model_forward(&m, &ws, x, y, 16, 1);
-    hw_model_backward(&m, &ws, y, 16);
+    hw_cpu_forward(&m, &ws, x, y, 16, 1);
+    hw_cpu_backward(&m, &ws, y, 16);
     struct mallinfo2 before = mallinfo2();
     for (int step = 0; step < 3; step++) {
-        hw_model_forward(&m, &ws, x, y, 16 - step, 1);
-        hw_model_backward(&m, &ws, y, 16 - step);
+        hw_cpu_forward(&m, &ws, x, y, 16 - step, 1);
+        hw_cpu_backward(&m, &ws, y, 16 - step);
     }
     struct mallinfo2 after = mallinfo2();
     cr_expect_eq(after.uordblks, before.uordblks, "heap in use went from %zu to %zu bytes", before.uordblks,
@@ -377,15 +377,15 @@ Test(model_run, model_gradient_matches_finite_differences) {
     uint8_t y[3];
     fill_batch(x, y, 3, 98, 9);
     for (int b = 0; b < 3; b++) y[b] %= 4;
-    hw_model_forward(&m, &ws, x, y, 3, 0);
-    hw_model_backward(&m, &ws, y, 3);
+    hw_cpu_forward(&m, &ws, x, y, 3, 0);
+    hw_cpu_backward(&m, &ws, y, 3);
     for (size_t i = 0; i < m.n_weights; i += 3) {
         float saved = m.weights[i];
         double step = 1e-3;
         m.weights[i] = saved + (float)step;
-        double up = hw_model_forward(&m, &ws, x, y, 3, 0);
+        double up = hw_cpu_forward(&m, &ws, x, y, 3, 0);
         m.weights[i] = saved - (float)step;
-        double down = hw_model_forward(&m, &ws, x, y, 3, 0);
+        double down = hw_cpu_forward(&m, &ws, x, y, 3, 0);
         m.weights[i] = saved;
         double numeric = (up - down) / (2 * step);
         cr_expect(fabs(numeric - ws.grads[i]) < 5e-4 + 1e-2 * fabs(numeric), "weight %zu: analytic %g, numeric %g", i,
@@ -422,8 +422,8 @@ Test(model_frozen, backward_stops_at_the_first_trainable_layer) {
     uint8_t y[4];
     fill_batch(x, y, 4, 784, 2);
 
-    hw_model_forward(&m, &ws, x, y, 4, 0);
-    hw_model_backward(&m, &ws, y, 4);
+    hw_cpu_forward(&m, &ws, x, y, 4, 0);
+    hw_cpu_backward(&m, &ws, y, 4);
     cr_expect_eq(ws.first_trainable, 0);
     cr_expect_null(ws.grad_acts[0], "no buffer for the input's gradient: it is never computed");
     float *full = malloc(sizeof(float) * m.n_weights);
@@ -436,8 +436,8 @@ Test(model_frozen, backward_stops_at_the_first_trainable_layer) {
         size_t n = 4 * (size_t)hw_shape_numel(m.layers[i - 1].out_shape);
         for (size_t j = 0; j < n; j++) ws.grad_acts[i][j] = NAN;
     }
-    hw_model_forward(&m, &ws, x, y, 4, 0);
-    hw_model_backward(&m, &ws, y, 4);
+    hw_cpu_forward(&m, &ws, x, y, 4, 0);
+    hw_cpu_backward(&m, &ws, y, 4);
     cr_expect_eq(ws.first_trainable, 3, "conv2 is the first layer with a trainable parameter");
     for (int i = 1; i <= 3; i++) {
         size_t n = 4 * (size_t)hw_shape_numel(m.layers[i - 1].out_shape);
@@ -451,13 +451,13 @@ Test(model_frozen, backward_stops_at_the_first_trainable_layer) {
     int fc2b = hw_model_find_param(&m, "fc2.bias");
     cr_assert_eq(hw_model_freeze(&m, "fc2.bias"), HW_OK);
     for (int i = 0; i < 10; i++) ws.grads[m.params[fc2b].offset + i] = 123.0f;
-    hw_model_backward(&m, &ws, y, 4);
+    hw_cpu_backward(&m, &ws, y, 4);
     for (int i = 0; i < 10; i++) cr_expect_eq(ws.grads[m.params[fc2b].offset + i], 123.0f);
     cr_expect_eq(ws.grads[m.params[fc2b - 1].offset], full[m.params[fc2b - 1].offset]);
 
     // everything frozen: nothing to do
     cr_assert_eq(hw_model_freeze(&m, "conv2,fc1,fc2"), HW_OK);
-    hw_model_backward(&m, &ws, y, 4);
+    hw_cpu_backward(&m, &ws, y, 4);
     cr_expect_eq(ws.first_trainable, m.n_layers);
     free(full);
     hw_workspace_free(&ws);
@@ -494,13 +494,13 @@ static float train_fixed_batch(const char *path, int batch, int steps, float lr)
     float *x = malloc(sizeof(float) * batch * 784);
     uint8_t *y = malloc((size_t)batch);
     fill_batch(x, y, batch, 784, 13);
-    float first = hw_model_forward(&m, &ws, x, y, batch, 0);
+    float first = hw_cpu_forward(&m, &ws, x, y, batch, 0);
     for (int step = 0; step < steps; step++) {
-        hw_model_forward(&m, &ws, x, y, batch, 1);
-        hw_model_backward(&m, &ws, y, batch);
+        hw_cpu_forward(&m, &ws, x, y, batch, 1);
+        hw_cpu_backward(&m, &ws, y, batch);
         for (size_t i = 0; i < m.n_weights; i++) m.weights[i] -= lr * ws.grads[i];
     }
-    float last = hw_model_forward(&m, &ws, x, y, batch, 0);
+    float last = hw_cpu_forward(&m, &ws, x, y, batch, 0);
     cr_expect_gt(first, 1.5f, "%s: an untrained model starts near ln(10), got %g", path, first);
     cr_expect_eq(hw_model_count_correct(&m, &ws, y, batch), batch, "%s: the batch is memorised", path);
     free(x);

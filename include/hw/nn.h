@@ -22,10 +22,10 @@ typedef struct hw_layer_type hw_layer_type;
 // HW_LAYER_MAX_NUMEL: the most elements one sample's output (or one parameter tensor) may have.
 enum { HW_LAYER_MAX_ARGS = 4, HW_LAYER_MAX_PARAMS = 2, HW_LAYER_MAX_NUMEL = 1 << 28 };
 
-// The kinds of layer. hw_layer_types[] (src/nn/layers.c) has one row per kind, in this order,
-// and so has every backend's hw_backend table (the CPU's in src/nn/layers.c, the GPU's in
-// src/cuda/backend.c): a static_assert beside each of them on HW_LAYER_KINDS makes a new kind
-// fail to compile until every table has its row.
+// The kinds of layer. hw_layer_types[] (src/nn/layers.c) has one row per kind, in this order (a
+// static_assert on HW_LAYER_KINDS beside it), and every backend (the CPU's in src/nn/exec.c, the
+// GPU's in src/cuda/backend.c) has one `switch (layer->kind)` per direction without a default:
+// -Wswitch (in -Wall, with -Werror) makes a new kind fail to compile until each has its case.
 typedef enum {
     HW_LINEAR,
     HW_CONV2D,
@@ -84,8 +84,10 @@ struct hw_layer {
     } dims;
 };
 
-// What one call of a layer's forward or backward works on, on the backend's device. Activations
-// are [batch, shape] row-major float32 (NCHW for images), one sample after another.
+// What one call of a layer's forward or backward works on, on the backend's device, as the
+// executor's walk sets it up (src/nn/exec.c); each backend's switch passes these on to its
+// function for the layer's kind. Activations are [batch, shape] row-major float32 (NCHW for
+// images), one sample after another.
 typedef struct {
     int batch;
     int training;             // dropout on; in backward, the mode of the forward it follows
@@ -95,7 +97,7 @@ typedef struct {
     const float *weight;      // the layer's parameters (NULL when it has none)
     const float *bias;
     float *scratch;           // type->scratch_floats(layer, batch) floats, free for this call only
-    uint8_t *saved;           // ws->saved[i]: type->saved_bytes(layer, batch) bytes forward keeps for backward
+    uint8_t *saved;           // type->saved_bytes(layer, batch) bytes forward keeps for backward (NULL: none)
     hw_rng *rng;              // the workspace RNG (CPU dropout)
     void *backend;            // the backend's own state (the GPU runner: stream, labels, loss); CPU: NULL
     // backward only: every output is overwritten, never accumulated
@@ -106,10 +108,11 @@ typedef struct {
 } hw_layer_io;
 
 // A kind of layer as the parser knows it. Adding one = its hw_layer_kind; one source file in
-// src/nn/ defining a `const hw_layer_type` and its CPU forward and backward; one row in
-// hw_layer_types[] and one in hw_cpu_backend (src/nn/layers.c); and, for the GPU, its kernels and
-// one row in src/cuda/backend.c. Everything else (parser, summary, workspace sizes,
-// initialisation, the executor, the gradient-check test) finds it through the tables.
+// src/nn/ defining a `const hw_layer_type` and its CPU forward and backward (plain functions,
+// outputs first, sizes last, declared in src/nn/layer_util.h); one row in hw_layer_types[]
+// (src/nn/layers.c); one case in each switch of the CPU backend (src/nn/exec.c); and, for the GPU,
+// its kernels and one case in each switch of src/cuda/backend.c. Everything else (parser, summary,
+// workspace sizes, initialisation, the walk, the gradient-check test) finds it through the table.
 struct hw_layer_type {
     hw_layer_kind kind;       // its row in hw_layer_types[]
     const char *name;         // the word in the model file: "conv2d"
@@ -171,7 +174,7 @@ typedef struct {
     hw_rng rng;               // dropout draws
     int training;             // the mode of the last forward (backward follows it)
     int first_trainable;      // backward stops here: no gradient below the first layer that needs one
-                              // (set by hw_model_backward; n_layers when nothing is trainable)
+                              // (set by hw_cpu_backward; n_layers when nothing is trainable)
 } hw_workspace;
 
 // ---- building ----
@@ -203,15 +206,16 @@ double hw_model_forward_flops(const hw_model *model);
 // ---- the executor: one walk over the layers for every backend ----
 // A layer's forward or backward on one backend: HW_OK, or HW_ERR with the message set.
 // Backward overwrites the gradients it is given and skips any that are NULL (din, dweight, dbias).
-typedef int (*hw_layer_fn)(const hw_layer *layer, hw_layer_io *io);
+typedef int (*hw_layer_fn)(const hw_layer *layer, const hw_layer_io *io);
 
-// A backend: how one device runs each kind of layer, one row per hw_layer_kind.
+// A backend: how one device runs a layer of any kind. Each is a switch on layer->kind that passes
+// io's buffers to that kind's function.
 typedef struct {
-    hw_layer_fn forward[HW_LAYER_KINDS];
-    hw_layer_fn backward[HW_LAYER_KINDS];
+    hw_layer_fn forward;
+    hw_layer_fn backward;
 } hw_backend;
 
-// The CPU's rows: the functions of src/nn/<kind>.c.
+// The CPU's: the functions of src/nn/<kind>.c (src/nn/exec.c).
 extern const hw_backend hw_cpu_backend;
 
 // What one walk works on, in the backend's memory: the flat weights and gradients,
@@ -238,7 +242,7 @@ int hw_exec_backward(const hw_backend *backend, const hw_model *model, const hw_
 // The first layer with a parameter that is not frozen; n_layers when none is.
 int hw_exec_first_trainable(const hw_model *model);
 
-// ---- running on the CPU ----
+// ---- the CPU's workspace (src/nn/workspace.c) ----
 // Everything one worker needs to run `model` on batches of up to max_batch samples, zeroed;
 // `seed` seeds its dropout RNG. The workspace does not depend on the weights (bind at will).
 int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, uint64_t seed);
@@ -248,19 +252,28 @@ void hw_workspace_free(hw_workspace *ws);
 // each worker page by page as the parent wrote it during the run.
 int hw_workspace_keep_from_children(hw_workspace *ws);
 
-// Forward pass over `batch` samples of x ([batch, input numel], normalised floats). With
-// training = 1 dropout is on. Returns the mean negative log-likelihood over the batch (labels
-// may be NULL, then 0 is returned). The log-probabilities stay in the last activation. x is
-// read in place, not copied: it must stay valid until hw_model_backward. Returns NAN (message
-// set) when batch is outside [1, max_batch] or the model has no weights, and NAN when a label is
-// >= n_classes.
-float hw_model_forward(const hw_model *model, hw_workspace *ws, const float *x, const uint8_t *labels,
-                       int batch, int training);
+// ---- one training step on the CPU (src/nn/exec.c) ----
+// Forward pass over `batch` samples of x ([batch, input numel], normalised floats): the walk over
+// the layers, then the loss. With training = 1 dropout is on. Returns the mean negative
+// log-likelihood over the batch (labels may be NULL, then 0 is returned). The log-probabilities
+// stay in the last activation. x is read in place, not copied: it must stay valid until
+// hw_cpu_backward. Returns NAN (message set) when batch is outside [1, max_batch] or the model has
+// no weights, and NAN when a label is >= n_classes.
+float hw_cpu_forward(const hw_model *model, hw_workspace *ws, const float *x, const uint8_t *labels, int batch,
+                     int training);
 // Backward of the mean loss of the last forward (training or not; dropout follows the forward's
-// mode): overwrites ws->grads. Frozen parameters' gradients are not computed nor written (they
-// stay zero), and nothing below the first trainable layer is computed. Fails (message set, the
-// gradients untouched) when batch is outside [1, max_batch] or labels is NULL.
-int hw_model_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labels, int batch);
+// mode): the loss's gradient, then the walk back. Overwrites ws->grads. Frozen parameters'
+// gradients are not computed nor written (they stay zero), and nothing below the first
+// trainable layer is computed. Fails (message set, the gradients untouched) when batch is
+// outside [1, max_batch] or labels is NULL.
+int hw_cpu_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labels, int batch);
+// (The update: hw_sgd_step and its variants, include/hw/optim.h, also in src/nn/exec.c.)
+
+// The loss: the mean negative log-likelihood of the labels over `batch` rows of log-probabilities
+// (F.nll_loss); NAN when a label is >= n_classes.
+float hw_nll_loss(const float *logp, const uint8_t *labels, int batch, int n_classes);
+// Its gradient with respect to the log-probabilities: -1/batch at each row's label, 0 elsewhere.
+void hw_nll_loss_backward(float *dlogp, const uint8_t *labels, int batch, int n_classes);
 // How many of the last forward's predictions (argmax of the log-probabilities) equal the labels.
 int hw_model_count_correct(const hw_model *model, const hw_workspace *ws, const uint8_t *labels, int batch);
 // The last forward's log-probabilities, [batch, n_classes].

@@ -1,4 +1,6 @@
-// optim: SGD with momentum, nesterov and weight decay, as torch.optim.SGD defines it.
+// optim: SGD with momentum, nesterov and weight decay, as torch.optim.SGD defines it. The update
+// is the last part of the CPU's training step, so it sits with the rest of the step in
+// src/nn/exec.c.
 //
 // The momentum buffer belongs to one worker (it is never shared); the weights it updates may be
 // shared memory written by other workers at the same time: that is the Hogwild algorithm.

@@ -222,79 +222,79 @@ static void col2im(const hw_conv2d_dims *d, const float *cols, float *dx) {
     }
 }
 
-int nn_conv2d_forward(const hw_layer *layer, hw_layer_io *io) {
-    hw_conv2d_dims d = layer->dims.conv2d;
-    int kk = d.in_c * d.k * d.k, out_hw = d.out_h * d.out_w;
-    size_t in_size = (size_t)d.in_c * d.in_h * d.in_w, out_size = (size_t)d.out_c * out_hw;
-    for (int b = 0; b < io->batch; b++) {
-        const float *x = io->in + b * in_size;
-        float *y = io->out + b * out_size;
-        const float *cols = x;
-        if (!cols_are_input(&d)) {
-            float *dst = io->training ? (float *)io->saved + (size_t)b * kk * out_hw : io->scratch;
-            im2col(&d, x, dst);
-            cols = dst;
+// cols: the column matrices of the whole batch, kept for backward (a training forward), or NULL:
+// each sample's is built in scratch and dropped.
+void conv2d_forward(float *out, float *cols, float *scratch, const float *in, const float *weight, const float *bias,
+                    const hw_conv2d_dims *d, int batch) {
+    int kk = d->in_c * d->k * d->k, out_hw = d->out_h * d->out_w;
+    size_t in_size = (size_t)d->in_c * d->in_h * d->in_w, out_size = (size_t)d->out_c * out_hw;
+    for (int b = 0; b < batch; b++) {
+        const float *x = in + b * in_size;
+        float *y = out + b * out_size;
+        const float *xcols = x;
+        if (!cols_are_input(d)) {
+            float *dst = cols ? cols + (size_t)b * kk * out_hw : scratch;
+            im2col(d, x, dst);
+            xcols = dst;
         }
         // y [out_c, out_hw] = W [out_c, kk] x cols [kk, out_hw]
-        hw_sgemm(HW_NO_TRANS, HW_NO_TRANS, d.out_c, out_hw, kk, 1.0f, io->weight, kk, cols, out_hw, 0.0f, y, out_hw);
-        for (int o = 0; o < d.out_c; o++) {
-            float bias = io->bias[o], *yo = y + (size_t)o * out_hw;
-            for (int i = 0; i < out_hw; i++) yo[i] += bias;
+        hw_sgemm(HW_NO_TRANS, HW_NO_TRANS, d->out_c, out_hw, kk, 1.0f, weight, kk, xcols, out_hw, 0.0f, y, out_hw);
+        for (int o = 0; o < d->out_c; o++) {
+            float bo = bias[o], *yo = y + (size_t)o * out_hw;
+            for (int i = 0; i < out_hw; i++) yo[i] += bo;
         }
     }
-    return HW_OK;
 }
 
-int nn_conv2d_backward(const hw_layer *layer, hw_layer_io *io) {
-    hw_conv2d_dims d = layer->dims.conv2d;
-    int kk = d.in_c * d.k * d.k, out_hw = d.out_h * d.out_w;
-    size_t in_size = (size_t)d.in_c * d.in_h * d.in_w, out_size = (size_t)d.out_c * out_hw;
-    float *cols_buf = io->scratch, *dcols = cols_buf + (size_t)kk * out_hw;
-    float *dy_t = dcols + (size_t)kk * out_hw, *dw_t = dy_t + (size_t)out_hw * d.out_c;
+// cols: what a training forward kept, or NULL: built again here, in scratch (only the tests
+// run backward after an evaluation forward).
+void conv2d_backward(float *din, float *dweight, float *dbias, float *scratch, const float *dout, const float *in,
+                     const float *weight, const float *cols, const hw_conv2d_dims *d, int batch) {
+    int kk = d->in_c * d->k * d->k, out_hw = d->out_h * d->out_w;
+    size_t in_size = (size_t)d->in_c * d->in_h * d->in_w, out_size = (size_t)d->out_c * out_hw;
+    float *cols_buf = scratch, *dcols = cols_buf + (size_t)kk * out_hw;
+    float *dy_t = dcols + (size_t)kk * out_hw, *dw_t = dy_t + (size_t)out_hw * d->out_c;
     // dW as dW^T = cols x dy^T (a transposed copy of dy, then a plain GEMM) when the column matrix
     // is tall (LeNet's conv2: 250 x 64): OpenBLAS's small-matrix kernels run that form ~1.4x
     // faster than dy x cols^T. For a wide one (conv1: 25 x 576) the transposes cost more than
     // they save. Measured with bench/nn_step --layers.
     int transposed = kk >= out_hw;
-    if (io->dbias) memset(io->dbias, 0, sizeof(float) * (size_t)d.out_c);
-    for (int b = 0; b < io->batch; b++) {
-        const float *x = io->in + b * in_size, *dy = io->dout + b * out_size;
-        if (io->dweight) {
-            // A training forward kept this sample's column matrix; after an evaluation forward
-            // (only the tests do that) it is built again.
-            const float *cols = x;
-            if (!cols_are_input(&d) && io->training) {
-                cols = (const float *)io->saved + (size_t)b * kk * out_hw;
-            } else if (!cols_are_input(&d)) {
-                im2col(&d, x, cols_buf);
-                cols = cols_buf;
+    if (dbias) memset(dbias, 0, sizeof(float) * (size_t)d->out_c);
+    for (int b = 0; b < batch; b++) {
+        const float *x = in + b * in_size, *dy = dout + b * out_size;
+        if (dweight) {
+            const float *xcols = x;
+            if (!cols_are_input(d) && cols) {
+                xcols = cols + (size_t)b * kk * out_hw;
+            } else if (!cols_are_input(d)) {
+                im2col(d, x, cols_buf);
+                xcols = cols_buf;
             }
             // The first sample overwrites, the others add.
             if (transposed) {  // dW^T [kk, out_c] += cols [kk, out_hw] x dy^T [out_hw, out_c]
-                transpose(dy, d.out_c, out_hw, dy_t);
-                hw_sgemm(HW_NO_TRANS, HW_NO_TRANS, kk, d.out_c, out_hw, 1.0f, cols, out_hw, dy_t, d.out_c,
-                         b == 0 ? 0.0f : 1.0f, dw_t, d.out_c);
+                transpose(dy, d->out_c, out_hw, dy_t);
+                hw_sgemm(HW_NO_TRANS, HW_NO_TRANS, kk, d->out_c, out_hw, 1.0f, xcols, out_hw, dy_t, d->out_c,
+                         b == 0 ? 0.0f : 1.0f, dw_t, d->out_c);
             } else {  // dW [out_c, kk] += dy [out_c, out_hw] x cols^T [out_hw, kk]
-                hw_sgemm(HW_NO_TRANS, HW_TRANS, d.out_c, kk, out_hw, 1.0f, dy, out_hw, cols, out_hw,
-                         b == 0 ? 0.0f : 1.0f, io->dweight, kk);
+                hw_sgemm(HW_NO_TRANS, HW_TRANS, d->out_c, kk, out_hw, 1.0f, dy, out_hw, xcols, out_hw,
+                         b == 0 ? 0.0f : 1.0f, dweight, kk);
             }
         }
-        if (io->dbias) {
-            for (int o = 0; o < d.out_c; o++) io->dbias[o] += sum_floats(dy + (size_t)o * out_hw, out_hw);
+        if (dbias) {
+            for (int o = 0; o < d->out_c; o++) dbias[o] += sum_floats(dy + (size_t)o * out_hw, out_hw);
         }
-        if (io->din) {
-            float *dx = io->din + b * in_size;
-            if (cols_are_input(&d)) {  // dx [in_c, hw] = W^T [in_c, out_c] x dy [out_c, hw]
-                hw_sgemm(HW_TRANS, HW_NO_TRANS, kk, out_hw, d.out_c, 1.0f, io->weight, kk, dy, out_hw, 0.0f, dx, out_hw);
+        if (din) {
+            float *dx = din + b * in_size;
+            if (cols_are_input(d)) {  // dx [in_c, hw] = W^T [in_c, out_c] x dy [out_c, hw]
+                hw_sgemm(HW_TRANS, HW_NO_TRANS, kk, out_hw, d->out_c, 1.0f, weight, kk, dy, out_hw, 0.0f, dx, out_hw);
             } else {
-                hw_sgemm(HW_TRANS, HW_NO_TRANS, kk, out_hw, d.out_c, 1.0f, io->weight, kk, dy, out_hw, 0.0f, dcols,
+                hw_sgemm(HW_TRANS, HW_NO_TRANS, kk, out_hw, d->out_c, 1.0f, weight, kk, dy, out_hw, 0.0f, dcols,
                          out_hw);
-                col2im(&d, dcols, dx);
+                col2im(d, dcols, dx);
             }
         }
     }
-    if (io->dweight && transposed) transpose(dw_t, kk, d.out_c, io->dweight);
-    return HW_OK;
+    if (dweight && transposed) transpose(dw_t, kk, d->out_c, dweight);
 }
 
 static double conv2d_flops(const hw_layer *layer) {

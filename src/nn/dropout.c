@@ -33,33 +33,32 @@ static size_t dropout_saved_bytes(const hw_layer *layer, int batch) {
 // p = 1 drops everything; the kept values' scale is then irrelevant.
 static float keep_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
 
-int nn_dropout_forward(const hw_layer *layer, hw_layer_io *io) {
-    size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
-    float p = layer->dims.dropout.p;
-    if (!io->training) {
-        if (io->out != io->in) memcpy(io->out, io->in, sizeof(float) * n);
-        return HW_OK;
+// mask: one byte per value, written in training and read by backward.
+void dropout_forward(float *out, uint8_t *mask, hw_rng *rng, const float *in, const hw_dropout_dims *d, int batch,
+                     int training) {
+    size_t n = (size_t)batch * (size_t)d->plane;
+    if (!training) {
+        if (out != in) memcpy(out, in, sizeof(float) * n);
+        return;
     }
-    float scale = keep_scale(p);
+    float p = d->p, scale = keep_scale(p);
     for (size_t i = 0; i < n; i++) {
-        uint8_t keep = hw_rng_uniform(io->rng) >= p;
-        io->saved[i] = keep;
-        io->out[i] = keep ? io->in[i] * scale : 0.0f;
+        uint8_t keep = hw_rng_uniform(rng) >= p;
+        mask[i] = keep;
+        out[i] = keep ? in[i] * scale : 0.0f;
     }
-    return HW_OK;
 }
 
-int nn_dropout_backward(const hw_layer *layer, hw_layer_io *io) {
-    if (!io->din) return HW_OK;
-    size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
-    float p = layer->dims.dropout.p;
-    if (!io->training) {  // after an evaluation forward: the identity
-        if (io->din != io->dout) memcpy(io->din, io->dout, sizeof(float) * n);
-        return HW_OK;
+void dropout_backward(float *din, const float *dout, const uint8_t *mask, const hw_dropout_dims *d, int batch,
+                      int training) {
+    if (!din) return;
+    size_t n = (size_t)batch * (size_t)d->plane;
+    if (!training) {  // after an evaluation forward: the identity
+        if (din != dout) memcpy(din, dout, sizeof(float) * n);
+        return;
     }
-    float scale = keep_scale(p);
-    for (size_t i = 0; i < n; i++) io->din[i] = io->saved[i] ? io->dout[i] * scale : 0.0f;
-    return HW_OK;
+    float scale = keep_scale(d->p);
+    for (size_t i = 0; i < n; i++) din[i] = mask[i] ? dout[i] * scale : 0.0f;
 }
 
 static void dropout_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {

@@ -21,43 +21,44 @@ static size_t dropout2d_saved_bytes(const hw_layer *layer, int batch) {
     return (size_t)batch * (size_t)layer->dims.dropout.c;
 }
 
-int nn_dropout2d_forward(const hw_layer *layer, hw_layer_io *io) {
-    size_t planes = (size_t)io->batch * (size_t)layer->dims.dropout.c;
-    size_t plane = (size_t)layer->dims.dropout.plane;
-    if (!io->training) {
-        if (io->out != io->in) memcpy(io->out, io->in, sizeof(float) * planes * plane);
-        return HW_OK;
+// mask: one byte per (sample, channel), written in training and read by backward.
+void dropout2d_forward(float *out, uint8_t *mask, hw_rng *rng, const float *in, const hw_dropout_dims *d, int batch,
+                       int training) {
+    size_t planes = (size_t)batch * (size_t)d->c;
+    size_t plane = (size_t)d->plane;
+    if (!training) {
+        if (out != in) memcpy(out, in, sizeof(float) * planes * plane);
+        return;
     }
-    float p = layer->dims.dropout.p;
+    float p = d->p;
     float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
     for (size_t c = 0; c < planes; c++) {
-        uint8_t keep = hw_rng_uniform(io->rng) >= p;
-        io->saved[c] = keep;
-        const float *x = io->in + c * plane;
-        float *y = io->out + c * plane;
+        uint8_t keep = hw_rng_uniform(rng) >= p;
+        mask[c] = keep;
+        const float *x = in + c * plane;
+        float *y = out + c * plane;
         float s = keep ? scale : 0.0f;
         for (size_t i = 0; i < plane; i++) y[i] = x[i] * s;
     }
-    return HW_OK;
 }
 
-int nn_dropout2d_backward(const hw_layer *layer, hw_layer_io *io) {
-    if (!io->din) return HW_OK;
-    size_t planes = (size_t)io->batch * (size_t)layer->dims.dropout.c;
-    size_t plane = (size_t)layer->dims.dropout.plane;
-    if (!io->training) {
-        if (io->din != io->dout) memcpy(io->din, io->dout, sizeof(float) * planes * plane);
-        return HW_OK;
+void dropout2d_backward(float *din, const float *dout, const uint8_t *mask, const hw_dropout_dims *d, int batch,
+                        int training) {
+    if (!din) return;
+    size_t planes = (size_t)batch * (size_t)d->c;
+    size_t plane = (size_t)d->plane;
+    if (!training) {
+        if (din != dout) memcpy(din, dout, sizeof(float) * planes * plane);
+        return;
     }
-    float p = layer->dims.dropout.p;
+    float p = d->p;
     float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
     for (size_t c = 0; c < planes; c++) {
-        const float *dy = io->dout + c * plane;
-        float *dx = io->din + c * plane;
-        float s = io->saved[c] ? scale : 0.0f;
+        const float *dy = dout + c * plane;
+        float *dx = din + c * plane;
+        float s = mask[c] ? scale : 0.0f;
         for (size_t i = 0; i < plane; i++) dx[i] = dy[i] * s;
     }
-    return HW_OK;
 }
 
 static void dropout2d_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {

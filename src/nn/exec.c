@@ -1,10 +1,108 @@
-// exec: the one walk over a model's layers, forward and backward, for every backend. A backend
-// (hw_backend) has one forward and one backward per kind of layer: the CPU's are in src/nn/, the
-// GPU's in src/cuda/backend.c. The walk decides what each call works on: the layer's
-// activations, its parameters' views into the flat buffers, which gradients are wanted.
-#include "hw/nn.h"
+// exec: the executor. One training step on the CPU is in this file, calling out only to the layer
+// math of src/nn/<kind>.c (and hw_sgemm). A trainer makes three calls:
+//
+//   hw_cpu_forward    the walk forward over the layers (hw_exec_forward), then the loss (hw_nll_loss)
+//   hw_cpu_backward   the loss's gradient (hw_nll_loss_backward), then the walk backward (hw_exec_backward)
+//   hw_sgd_step...    the update of the weights (torch.optim.SGD)
+//
+// The file is in C's order, each part before its first use: the CPU backend, the walk, the loss,
+// hw_cpu_forward and hw_cpu_backward, the update.
+//
+// The walk is the same for every backend: it decides what each call works on (hw_layer_io): the
+// layer's activations, its parameters' views into the flat buffers, which gradients are wanted.
+// A backend (hw_backend) passes those buffers to the function of the layer's kind: the CPU's,
+// first below, to the math of src/nn/<kind>.c; the GPU's (src/cuda/backend.c) to its kernels.
+// (The GPU runner, src/cuda/runner.cu, fuses the loss into its log_softmax and has its own SGD
+// kernel.)
+#include "layer_util.h"
 
 #include "hw/err.h"
+#include "hw/optim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ---- the CPU backend: which of the call's buffers is which argument of each kind's math ----
+
+// Values per call of an elementwise layer (in and out have the same shape).
+static size_t numel_of(const hw_layer *layer, const hw_layer_io *io) {
+    return (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
+}
+
+// conv2d keeps the batch's column matrices from a training forward for backward; after an
+// evaluation forward, backward builds them again.
+static float *conv2d_cols(const hw_layer_io *io) { return io->training ? (float *)io->saved : NULL; }
+
+static int cpu_forward(const hw_layer *layer, const hw_layer_io *io) {
+    switch (layer->kind) {
+    case HW_LINEAR:
+        linear_forward(io->out, io->in, io->weight, io->bias, &layer->dims.linear, io->batch);
+        return HW_OK;
+    case HW_CONV2D:
+        conv2d_forward(io->out, conv2d_cols(io), io->scratch, io->in, io->weight, io->bias, &layer->dims.conv2d,
+                       io->batch);
+        return HW_OK;
+    case HW_MAXPOOL2D:
+        maxpool2d_forward(io->out, (int32_t *)io->saved, io->in, &layer->dims.maxpool2d, io->batch);
+        return HW_OK;
+    case HW_RELU:
+        relu_forward(io->out, io->in, numel_of(layer, io));
+        return HW_OK;
+    case HW_DROPOUT:
+        dropout_forward(io->out, io->saved, io->rng, io->in, &layer->dims.dropout, io->batch, io->training);
+        return HW_OK;
+    case HW_DROPOUT2D:
+        dropout2d_forward(io->out, io->saved, io->rng, io->in, &layer->dims.dropout, io->batch, io->training);
+        return HW_OK;
+    case HW_FLATTEN:
+        flatten_forward(io->out, io->in, numel_of(layer, io));
+        return HW_OK;
+    case HW_LOG_SOFTMAX:
+        log_softmax_forward(io->out, io->in, io->batch, (int)hw_shape_numel(layer->in_shape));
+        return HW_OK;
+    case HW_LAYER_KINDS:
+        break;
+    }
+    return hw_fail("no layer of kind %d", (int)layer->kind);
+}
+
+static int cpu_backward(const hw_layer *layer, const hw_layer_io *io) {
+    switch (layer->kind) {
+    case HW_LINEAR:
+        linear_backward(io->din, io->dweight, io->dbias, io->dout, io->in, io->weight, &layer->dims.linear, io->batch);
+        return HW_OK;
+    case HW_CONV2D:
+        conv2d_backward(io->din, io->dweight, io->dbias, io->scratch, io->dout, io->in, io->weight, conv2d_cols(io),
+                        &layer->dims.conv2d, io->batch);
+        return HW_OK;
+    case HW_MAXPOOL2D:
+        maxpool2d_backward(io->din, io->dout, (const int32_t *)io->saved, &layer->dims.maxpool2d, io->batch);
+        return HW_OK;
+    case HW_RELU:
+        relu_backward(io->din, io->dout, io->out, numel_of(layer, io));
+        return HW_OK;
+    case HW_DROPOUT:
+        dropout_backward(io->din, io->dout, io->saved, &layer->dims.dropout, io->batch, io->training);
+        return HW_OK;
+    case HW_DROPOUT2D:
+        dropout2d_backward(io->din, io->dout, io->saved, &layer->dims.dropout, io->batch, io->training);
+        return HW_OK;
+    case HW_FLATTEN:
+        flatten_backward(io->din, io->dout, numel_of(layer, io));
+        return HW_OK;
+    case HW_LOG_SOFTMAX:
+        log_softmax_backward(io->din, io->dout, io->out, io->batch, (int)hw_shape_numel(layer->in_shape));
+        return HW_OK;
+    case HW_LAYER_KINDS:
+        break;
+    }
+    return hw_fail("no layer of kind %d", (int)layer->kind);
+}
+
+const hw_backend hw_cpu_backend = {.forward = cpu_forward, .backward = cpu_backward};
+
+// ---- the walk ----
 
 // Parameter i of `layer` in `base` (weights or gradients); NULL where the layer has none.
 static float *param_in(const hw_model *model, const hw_layer *layer, int i, float *base) {
@@ -40,7 +138,7 @@ int hw_exec_forward(const hw_backend *backend, const hw_model *model, const hw_e
     for (int i = 0; i < model->n_layers; i++) {
         const hw_layer *layer = &model->layers[i];
         hw_layer_io io = io_of(model, b, i, batch, training);
-        if (backend->forward[layer->kind](layer, &io) != HW_OK) return hw_error_prefix("forward, layer %d", i);
+        if (backend->forward(layer, &io) != HW_OK) return hw_error_prefix("forward, layer %d", i);
     }
     return HW_OK;
 }
@@ -54,7 +152,7 @@ int hw_exec_backward(const hw_backend *backend, const hw_model *model, const hw_
         io.din = i > first ? b->grad_acts[i] : NULL;  // no gradient below the first trainable layer
         io.dweight = grad_in(model, layer, 0, b->grads);
         io.dbias = grad_in(model, layer, 1, b->grads);
-        if (backend->backward[layer->kind](layer, &io) != HW_OK) return hw_error_prefix("backward, layer %d", i);
+        if (backend->backward(layer, &io) != HW_OK) return hw_error_prefix("backward, layer %d", i);
     }
     return HW_OK;
 }
@@ -67,4 +165,251 @@ int hw_exec_first_trainable(const hw_model *model) {
         }
     }
     return model->n_layers;
+}
+
+// ---- the loss: the mean negative log-likelihood of the labels (F.nll_loss, reduction 'mean') ----
+
+float hw_nll_loss(const float *logp, const uint8_t *labels, int batch, int n_classes) {
+    double sum = 0.0;
+    for (int b = 0; b < batch; b++) {
+        if (labels[b] >= n_classes) return NAN;  // a label the model has no class for
+        sum -= logp[(size_t)b * n_classes + labels[b]];
+    }
+    return (float)(sum / batch);
+}
+
+// d(mean NLL)/d(log-probs): -1/batch at each sample's label, 0 elsewhere.
+void hw_nll_loss_backward(float *dlogp, const uint8_t *labels, int batch, int n_classes) {
+    memset(dlogp, 0, sizeof(float) * (size_t)batch * n_classes);
+    for (int b = 0; b < batch; b++) {
+        if (labels[b] < n_classes) dlogp[(size_t)b * n_classes + labels[b]] = -1.0f / (float)batch;
+    }
+}
+
+int hw_model_count_correct(const hw_model *model, const hw_workspace *ws, const uint8_t *labels, int batch) {
+    const float *logp = ws->acts[model->n_layers];
+    int correct = 0;
+    for (int b = 0; b < batch; b++) {
+        const float *row = logp + (size_t)b * model->n_classes;
+        int best = 0;
+        for (int c = 1; c < model->n_classes; c++) {
+            if (row[c] > row[best]) best = c;
+        }
+        correct += best == labels[b];
+    }
+    return correct;
+}
+
+const float *hw_model_output(const hw_model *model, const hw_workspace *ws) { return ws->acts[model->n_layers]; }
+
+// ---- forward and backward on the CPU, in a workspace ----
+
+// The workspace's buffers as the walk takes them.
+static hw_exec_buffers buffers_of(const hw_model *model, hw_workspace *ws) {
+    return (hw_exec_buffers){
+        .weights = model->weights,
+        .grads = ws->grads,
+        .acts = ws->acts,
+        .grad_acts = ws->grad_acts,
+        .saved = ws->saved,
+        .scratch = ws->scratch,
+        .rng = &ws->rng,
+    };
+}
+
+float hw_cpu_forward(const hw_model *model, hw_workspace *ws, const float *x, const uint8_t *labels, int batch,
+                     int training) {
+    if (batch < 1 || batch > ws->max_batch) {
+        hw_fail("forward: batch of %d outside [1, %d] (the workspace's max_batch)", batch, ws->max_batch);
+        return NAN;
+    }
+    if (!model->weights || ws->n_layers != model->n_layers) {
+        hw_fail("forward: %s", !model->weights ? "the model has no weights (hw_model_alloc_weights or _bind_weights)"
+                                               : "the workspace was allocated for another model");
+        return NAN;
+    }
+    // The input is read where it is; it must stay valid until backward.
+    ws->acts[0] = (float *)x;
+    ws->training = training;
+    hw_exec_buffers bufs = buffers_of(model, ws);
+    hw_exec_forward(&hw_cpu_backend, model, &bufs, batch, training);  // the CPU's layers cannot fail
+    if (!labels) return 0.0f;
+    return hw_nll_loss(ws->acts[model->n_layers], labels, batch, model->n_classes);
+}
+
+int hw_cpu_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labels, int batch) {
+    // A bad call must not return quietly: the step after it would apply the previous gradients.
+    if (batch < 1 || batch > ws->max_batch) {
+        return hw_fail("backward: batch of %d outside [1, %d] (the workspace's max_batch)", batch, ws->max_batch);
+    }
+    if (!labels) return hw_fail("backward: no labels (the loss needs them)");
+    int first = hw_exec_first_trainable(model);
+    ws->first_trainable = first;
+    if (first == model->n_layers) return HW_OK;  // nothing trains: no gradient to compute
+    hw_nll_loss_backward(ws->grad_acts[model->n_layers], labels, batch, model->n_classes);
+    hw_exec_buffers bufs = buffers_of(model, ws);
+    return hw_exec_backward(&hw_cpu_backend, model, &bufs, batch, ws->training, first);
+}
+
+// ---- the update: torch.optim.SGD (PyTorch 1.13, dampening 0, maximize off) over the flat buffer ----
+//
+// For each trainable element, with g its gradient and w its weight:
+//   d   = g + weight_decay * w
+//   buf = d                          on the first step (torch clones the first d_p)
+//   buf = momentum * buf + d         afterwards
+//   d   = d + momentum * buf         with nesterov, else d = buf (when momentum != 0)
+//   w   = w - lr * d
+//
+// The weights may be shared memory that other worker processes update at the same time (that is
+// Hogwild). Each kernel below therefore reads every weight once into a register and writes it
+// once, and takes no lock: a concurrent update that lands between our read and our write is
+// overwritten, which is the lost-update race the algorithm tolerates. Three kernels, one per case,
+// keep the inner loops free of branches so that the compiler vectorises them.
+//
+// torch starts the momentum buffer as a copy of the first d rather than from zero. With dampening
+// 0 that is the same thing: the buffer is allocated zeroed, and momentum * 0 + d == d exactly, so
+// the first step needs no kernel of its own.
+
+int hw_sgd_init(hw_sgd *opt, size_t n, float lr, float momentum, float weight_decay, int nesterov) {
+    memset(opt, 0, sizeof *opt);
+    // The negated comparisons also refuse NaN.
+    if (!(lr >= 0.0f)) return hw_fail("--lr must be >= 0, got %g", (double)lr);
+    if (!(momentum >= 0.0f)) return hw_fail("--momentum must be >= 0, got %g", (double)momentum);
+    if (!(weight_decay >= 0.0f)) return hw_fail("--weight-decay must be >= 0, got %g", (double)weight_decay);
+    if (nesterov && momentum == 0.0f) {
+        return hw_fail("--nesterov needs a momentum > 0 (torch refuses nesterov with momentum 0)");
+    }
+    opt->lr = lr;
+    opt->momentum = momentum;
+    opt->weight_decay = weight_decay;
+    opt->nesterov = nesterov ? 1 : 0;
+    if (momentum != 0.0f && n > 0) {
+        opt->velocity = calloc(n, sizeof *opt->velocity);
+        if (opt->velocity == NULL) {
+            return hw_fail("cannot allocate the SGD momentum buffer (%zu floats, %zu bytes)", n, n * sizeof(float));
+        }
+    }
+    return HW_OK;
+}
+
+void hw_sgd_free(hw_sgd *opt) {
+    free(opt->velocity);
+    opt->velocity = NULL;
+}
+
+// The kernels write each new weight into `copy` too when it is not NULL (the worker's private
+// copy, see hw_sgd_step_and_copy). The test on `copy` is loop-invariant: the compiler makes two
+// loops of each kernel (-funswitch-loops at -O3), both vectorised.
+static void sgd_plain(float *restrict w, float *restrict copy, const float *restrict g, size_t n, float lr,
+                      float wd) {
+    for (size_t i = 0; i < n; i++) {
+        float wi = w[i];
+        float d = g[i] + wd * wi;
+        float updated = wi - lr * d;
+        w[i] = updated;
+        if (copy) copy[i] = updated;
+    }
+}
+
+static void sgd_momentum(float *restrict w, float *restrict copy, float *restrict v, const float *restrict g,
+                         size_t n, float lr, float wd, float momentum) {
+    for (size_t i = 0; i < n; i++) {
+        float wi = w[i];
+        float d = g[i] + wd * wi;
+        float b = momentum * v[i] + d;
+        v[i] = b;
+        float updated = wi - lr * b;
+        w[i] = updated;
+        if (copy) copy[i] = updated;
+    }
+}
+
+static void sgd_nesterov(float *restrict w, float *restrict copy, float *restrict v, const float *restrict g,
+                         size_t n, float lr, float wd, float momentum) {
+    for (size_t i = 0; i < n; i++) {
+        float wi = w[i];
+        float d = g[i] + wd * wi;
+        float b = momentum * v[i] + d;
+        v[i] = b;
+        float updated = wi - lr * (d + momentum * b);
+        w[i] = updated;
+        if (copy) copy[i] = updated;
+    }
+}
+
+// The three kernels in one, which also adds the increment it wrote into each weight to
+// applied[i], in double: (double)written - (double)read, exact. --measure sums them to find what
+// concurrent writers overwrote (src/train/measure.h). The float arithmetic is the kernels' own,
+// expression for expression, so the weights come out bit-identical. Its branches are loop-invariant:
+// the compiler unswitches the loop into one per case and vectorises each.
+static void sgd_measured(const hw_sgd *opt, float *restrict w, float *restrict copy, float *restrict v,
+                         const float *restrict g, double *restrict applied, size_t n) {
+    const float lr = opt->lr, wd = opt->weight_decay, momentum = opt->momentum;
+    const int nesterov = opt->nesterov;
+    for (size_t i = 0; i < n; i++) {
+        float wi = w[i];
+        float d = g[i] + wd * wi;
+        float updated;
+        if (v == NULL) {
+            updated = wi - lr * d;
+        } else {
+            float b = momentum * v[i] + d;
+            v[i] = b;
+            updated = nesterov ? wi - lr * (d + momentum * b) : wi - lr * b;
+        }
+        w[i] = updated;
+        if (copy) copy[i] = updated;
+        applied[i] += (double)updated - (double)wi;
+    }
+}
+
+static void sgd_range(hw_sgd *opt, float *w, float *copy, const float *g, double *applied, size_t begin,
+                      size_t count) {
+    float *v = opt->velocity ? opt->velocity + begin : NULL;
+    float *c = copy ? copy + begin : NULL;
+    if (applied != NULL) {
+        sgd_measured(opt, w + begin, c, v, g + begin, applied + begin, count);
+    } else if (v == NULL) {
+        sgd_plain(w + begin, c, g + begin, count, opt->lr, opt->weight_decay);
+    } else if (opt->nesterov) {
+        sgd_nesterov(w + begin, c, v, g + begin, count, opt->lr, opt->weight_decay, opt->momentum);
+    } else {
+        sgd_momentum(w + begin, c, v, g + begin, count, opt->lr, opt->weight_decay, opt->momentum);
+    }
+}
+
+static void sgd_step(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy,
+                     double *applied) {
+    // Consecutive trainable parameters that sit next to each other in the flat buffer (the usual
+    // case: all of them) are merged into one range, so a model without frozen parts is one loop.
+    size_t run_begin = 0, run_end = 0;
+    int have_run = 0;
+    for (int p = 0; p < model->n_params; p++) {
+        const hw_param *param = &model->params[p];
+        if (param->frozen) continue;
+        size_t begin = param->offset;
+        size_t end = begin + (size_t)hw_shape_numel(param->shape);
+        if (have_run && begin == run_end) {
+            run_end = end;
+            continue;
+        }
+        if (have_run) sgd_range(opt, weights, copy, grads, applied, run_begin, run_end - run_begin);
+        run_begin = begin;
+        run_end = end;
+        have_run = 1;
+    }
+    if (have_run) sgd_range(opt, weights, copy, grads, applied, run_begin, run_end - run_begin);
+}
+
+void hw_sgd_step_and_copy(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy) {
+    sgd_step(opt, model, weights, grads, copy, NULL);
+}
+
+void hw_sgd_step_measured(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy,
+                          double *applied) {
+    sgd_step(opt, model, weights, grads, copy, applied);
+}
+
+void hw_sgd_step(hw_sgd *opt, const hw_model *model, float *weights, const float *grads) {
+    sgd_step(opt, model, weights, grads, NULL, NULL);
 }

@@ -1,6 +1,6 @@
-// The layer table, the CPU backend's table and the parsing of one layer line. A new layer type is
-// one source file defining a `const hw_layer_type` and its CPU forward and backward, plus one row
-// in each table below.
+// The layer table and the parsing of one layer line. A new layer type is one source file defining
+// a `const hw_layer_type` and its CPU forward and backward, one row in the table below, and one
+// case in each switch of every backend (src/nn/exec.c, src/cuda/backend.c).
 #include "layer_util.h"
 
 #include "hw/err.h"
@@ -15,25 +15,14 @@
 extern const hw_layer_type hw_layer_linear, hw_layer_conv2d, hw_layer_maxpool2d, hw_layer_relu, hw_layer_dropout,
     hw_layer_dropout2d, hw_layer_flatten, hw_layer_log_softmax;
 
-static_assert(HW_LAYER_KINDS == 8, "a new hw_layer_kind needs its row in both tables below and in every other "
-                                    "backend (src/cuda/backend.c); then update this count");
+static_assert(HW_LAYER_KINDS == 8, "a new hw_layer_kind needs its row in the table below and its cases in "
+                                    "every backend's switches (compile errors name them); then update this count");
 
 const hw_layer_type *const hw_layer_types[HW_LAYER_KINDS + 1] = {
     [HW_LINEAR] = &hw_layer_linear,       [HW_CONV2D] = &hw_layer_conv2d,   [HW_MAXPOOL2D] = &hw_layer_maxpool2d,
     [HW_RELU] = &hw_layer_relu,           [HW_DROPOUT] = &hw_layer_dropout, [HW_DROPOUT2D] = &hw_layer_dropout2d,
     [HW_FLATTEN] = &hw_layer_flatten,     [HW_LOG_SOFTMAX] = &hw_layer_log_softmax,
     [HW_LAYER_KINDS] = NULL,
-};
-
-const hw_backend hw_cpu_backend = {
-    .forward = {[HW_LINEAR] = nn_linear_forward, [HW_CONV2D] = nn_conv2d_forward,
-                [HW_MAXPOOL2D] = nn_maxpool2d_forward, [HW_RELU] = nn_relu_forward,
-                [HW_DROPOUT] = nn_dropout_forward, [HW_DROPOUT2D] = nn_dropout2d_forward,
-                [HW_FLATTEN] = nn_flatten_forward, [HW_LOG_SOFTMAX] = nn_log_softmax_forward},
-    .backward = {[HW_LINEAR] = nn_linear_backward, [HW_CONV2D] = nn_conv2d_backward,
-                 [HW_MAXPOOL2D] = nn_maxpool2d_backward, [HW_RELU] = nn_relu_backward,
-                 [HW_DROPOUT] = nn_dropout_backward, [HW_DROPOUT2D] = nn_dropout2d_backward,
-                 [HW_FLATTEN] = nn_flatten_backward, [HW_LOG_SOFTMAX] = nn_log_softmax_backward},
 };
 
 const hw_layer_type *hw_layer_type_find(const char *name) {

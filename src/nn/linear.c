@@ -24,33 +24,33 @@ static int linear_configure(hw_layer *layer, hw_shape *params) {
     return HW_OK;
 }
 
-int nn_linear_forward(const hw_layer *layer, hw_layer_io *io) {
-    int in = layer->dims.linear.in, out = layer->dims.linear.out;
+void linear_forward(float *out, const float *in, const float *weight, const float *bias, const hw_linear_dims *d,
+                    int batch) {
+    int n_in = d->in, n_out = d->out;
     // [batch, in] x [out, in]^T: one GEMM for the whole batch, then the bias on each row.
-    hw_sgemm(HW_NO_TRANS, HW_TRANS, io->batch, out, in, 1.0f, io->in, in, io->weight, in, 0.0f, io->out, out);
-    for (int b = 0; b < io->batch; b++) {
-        float *row = io->out + (size_t)b * out;
-        for (int j = 0; j < out; j++) row[j] += io->bias[j];
+    hw_sgemm(HW_NO_TRANS, HW_TRANS, batch, n_out, n_in, 1.0f, in, n_in, weight, n_in, 0.0f, out, n_out);
+    for (int b = 0; b < batch; b++) {
+        float *row = out + (size_t)b * n_out;
+        for (int j = 0; j < n_out; j++) row[j] += bias[j];
     }
-    return HW_OK;
 }
 
-int nn_linear_backward(const hw_layer *layer, hw_layer_io *io) {
-    int in = layer->dims.linear.in, out = layer->dims.linear.out;
-    if (io->dweight) {  // dW [out, in] = dY^T [out, batch] x X [batch, in]
-        hw_sgemm(HW_TRANS, HW_NO_TRANS, out, in, io->batch, 1.0f, io->dout, out, io->in, in, 0.0f, io->dweight, in);
+void linear_backward(float *din, float *dweight, float *dbias, const float *dout, const float *in, const float *weight,
+                     const hw_linear_dims *d, int batch) {
+    int n_in = d->in, n_out = d->out;
+    if (dweight) {  // dW [out, in] = dY^T [out, batch] x X [batch, in]
+        hw_sgemm(HW_TRANS, HW_NO_TRANS, n_out, n_in, batch, 1.0f, dout, n_out, in, n_in, 0.0f, dweight, n_in);
     }
-    if (io->dbias) {
-        memset(io->dbias, 0, sizeof(float) * (size_t)out);
-        for (int b = 0; b < io->batch; b++) {
-            const float *row = io->dout + (size_t)b * out;
-            for (int j = 0; j < out; j++) io->dbias[j] += row[j];
+    if (dbias) {
+        memset(dbias, 0, sizeof(float) * (size_t)n_out);
+        for (int b = 0; b < batch; b++) {
+            const float *row = dout + (size_t)b * n_out;
+            for (int j = 0; j < n_out; j++) dbias[j] += row[j];
         }
     }
-    if (io->din) {  // dX [batch, in] = dY [batch, out] x W [out, in]
-        hw_sgemm(HW_NO_TRANS, HW_NO_TRANS, io->batch, in, out, 1.0f, io->dout, out, io->weight, in, 0.0f, io->din, in);
+    if (din) {  // dX [batch, in] = dY [batch, out] x W [out, in]
+        hw_sgemm(HW_NO_TRANS, HW_NO_TRANS, batch, n_in, n_out, 1.0f, dout, n_out, weight, n_in, 0.0f, din, n_in);
     }
-    return HW_OK;
 }
 
 static double linear_flops(const hw_layer *layer) { return 2.0 * layer->dims.linear.in * layer->dims.linear.out; }

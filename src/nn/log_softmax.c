@@ -14,11 +14,10 @@ static int log_softmax_configure(hw_layer *layer, hw_shape *params) {
     return 0;
 }
 
-int nn_log_softmax_forward(const hw_layer *layer, hw_layer_io *io) {
-    int n = (int)layer->in_shape.dims[0];
-    for (int b = 0; b < io->batch; b++) {
-        const float *x = io->in + (size_t)b * n;
-        float *y = io->out + (size_t)b * n;
+void log_softmax_forward(float *out, const float *in, int batch, int n) {
+    for (int b = 0; b < batch; b++) {
+        const float *x = in + (size_t)b * n;
+        float *y = out + (size_t)b * n;
         float max = x[0];
         for (int i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
         double sum = 0.0;
@@ -26,21 +25,18 @@ int nn_log_softmax_forward(const hw_layer *layer, hw_layer_io *io) {
         float shift = max + (float)log(sum);
         for (int i = 0; i < n; i++) y[i] = x[i] - shift;
     }
-    return HW_OK;
 }
 
 // din = dout - softmax * sum(dout), softmax = exp(out).
-int nn_log_softmax_backward(const hw_layer *layer, hw_layer_io *io) {
-    if (!io->din) return HW_OK;
-    int n = (int)layer->in_shape.dims[0];
-    for (int b = 0; b < io->batch; b++) {
-        const float *y = io->out + (size_t)b * n, *dy = io->dout + (size_t)b * n;
-        float *dx = io->din + (size_t)b * n;
+void log_softmax_backward(float *din, const float *dout, const float *out, int batch, int n) {
+    if (!din) return;
+    for (int b = 0; b < batch; b++) {
+        const float *y = out + (size_t)b * n, *dy = dout + (size_t)b * n;
+        float *dx = din + (size_t)b * n;
         float sum = 0.0f;
         for (int i = 0; i < n; i++) sum += dy[i];
         for (int i = 0; i < n; i++) dx[i] = dy[i] - expf(y[i]) * sum;
     }
-    return HW_OK;
 }
 
 static double log_softmax_flops(const hw_layer *layer) { return 4.0 * (double)layer->in_shape.dims[0]; }

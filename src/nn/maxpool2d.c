@@ -88,43 +88,38 @@ static void pool_plane_2x2(const float *restrict x, float *restrict y, int32_t *
     }
 }
 
-int nn_maxpool2d_forward(const hw_layer *layer, hw_layer_io *io) {
-    const hw_maxpool2d_dims *d = &layer->dims.maxpool2d;
+// argmax: per output, where in its input plane the maximum was; read by backward.
+void maxpool2d_forward(float *out, int32_t *argmax, const float *in, const hw_maxpool2d_dims *d, int batch) {
     int k = d->k, stride = d->stride, out_h = d->out_h, out_w = d->out_w, in_h = d->in_h, in_w = d->in_w;
-    int planes = io->batch * d->c;
+    int planes = batch * d->c;
     size_t in_plane = (size_t)in_h * in_w, out_plane = (size_t)out_h * out_w;
-    int32_t *args = (int32_t *)io->saved;
     for (int p = 0; p < planes; p++) {
-        const float *x = io->in + p * in_plane;
-        float *y = io->out + p * out_plane;
+        const float *x = in + p * in_plane;
+        float *y = out + p * out_plane;
         if (k == 2 && stride == 2) {
-            pool_plane_2x2(x, y, args + p * out_plane, in_w, out_h, out_w);
+            pool_plane_2x2(x, y, argmax + p * out_plane, in_w, out_h, out_w);
         } else {
-            pool_plane(x, y, args + p * out_plane, in_w, out_h, out_w, k, stride);
+            pool_plane(x, y, argmax + p * out_plane, in_w, out_h, out_w, k, stride);
         }
     }
-    return HW_OK;
 }
 
-int nn_maxpool2d_backward(const hw_layer *layer, hw_layer_io *io) {
-    if (!io->din) return HW_OK;
-    const hw_maxpool2d_dims *d = &layer->dims.maxpool2d;
+void maxpool2d_backward(float *din, const float *dout, const int32_t *argmax, const hw_maxpool2d_dims *d, int batch) {
+    if (!din) return;
     int k = d->k, stride = d->stride, out_h = d->out_h, out_w = d->out_w, in_h = d->in_h, in_w = d->in_w;
-    int planes = io->batch * d->c;
+    int planes = batch * d->c;
     size_t in_plane = (size_t)in_h * in_w, out_plane = (size_t)out_h * out_w;
-    const int32_t *args = (const int32_t *)io->saved;
-    memset(io->din, 0, sizeof(float) * planes * in_plane);
+    memset(din, 0, sizeof(float) * planes * in_plane);
     for (int p = 0; p < planes; p++) {
-        float *restrict dx = io->din + p * in_plane;
-        const float *restrict dy = io->dout + p * out_plane;
-        const int32_t *restrict arg = args + p * out_plane;
+        float *restrict dx = din + p * in_plane;
+        const float *restrict dy = dout + p * out_plane;
+        const int32_t *restrict arg = argmax + p * out_plane;
         if (stride >= k) {  // windows do not overlap: each input gets at most one gradient
             for (size_t o = 0; o < out_plane; o++) dx[arg[o]] = dy[o];
         } else {
             for (size_t o = 0; o < out_plane; o++) dx[arg[o]] += dy[o];
         }
     }
-    return HW_OK;
 }
 
 static void maxpool2d_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {

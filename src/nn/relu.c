@@ -11,27 +11,19 @@ static int relu_configure(hw_layer *layer, hw_shape *params) {
 }
 
 // The loops read every operand unconditionally so that they compile to vector selects.
-int nn_relu_forward(const hw_layer *layer, hw_layer_io *io) {
-    size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
-    const float *restrict x = io->in;
-    float *restrict y = io->out;
+void relu_forward(float *restrict out, const float *restrict in, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        float v = x[i];
-        y[i] = v < 0.0f ? 0.0f : v;  // a NaN passes, as in torch.relu
+        float v = in[i];
+        out[i] = v < 0.0f ? 0.0f : v;  // a NaN passes, as in torch.relu
     }
-    return HW_OK;
 }
 
-int nn_relu_backward(const hw_layer *layer, hw_layer_io *io) {
-    if (!io->din) return HW_OK;
-    size_t n = (size_t)io->batch * (size_t)hw_shape_numel(layer->in_shape);
-    const float *restrict y = io->out, *restrict dy = io->dout;
-    float *restrict dx = io->din;
+void relu_backward(float *restrict din, const float *restrict dout, const float *restrict out, size_t n) {
+    if (!din) return;
     for (size_t i = 0; i < n; i++) {
-        float g = dy[i];
-        dx[i] = y[i] > 0.0f ? g : 0.0f;
+        float g = dout[i];
+        din[i] = out[i] > 0.0f ? g : 0.0f;
     }
-    return HW_OK;
 }
 
 static void relu_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {

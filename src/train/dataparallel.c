@@ -65,10 +65,10 @@ static void replica_step(dp_replica *r) {
     int64_t sample_floats = hw_shape_numel(team->model->input);
     const float *x = team->x + (int64_t)r->offset * sample_floats;
     const uint8_t *y = team->y + r->offset;
-    r->loss = hw_model_forward(team->model, &r->ws, x, y, r->count, 1);
+    r->loss = hw_cpu_forward(team->model, &r->ws, x, y, r->count, 1);
     // hw_dp_chunk's counts are within the workspace's batch; should backward still refuse, the
     // loss says so (NAN) rather than the step using the previous gradients unseen.
-    if (hw_model_backward(team->model, &r->ws, y, r->count) != HW_OK) r->loss = NAN;
+    if (hw_cpu_backward(team->model, &r->ws, y, r->count) != HW_OK) r->loss = NAN;
 }
 
 static void *replica_thread(void *arg) {

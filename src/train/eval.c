@@ -18,7 +18,7 @@ hw_eval_result hw_evaluate(const hw_model *model, hw_workspace *ws, const hw_dat
         for (int i = 0; i < count; i++) indices[i] = start + i;
         hw_batch_fill(ds, indices, count, norm, x, y);
         // forward returns the mean over the batch; PyTorch's test() sums, then divides by N.
-        loss_sum += (double)hw_model_forward(model, ws, x, y, count, 0) * count;
+        loss_sum += (double)hw_cpu_forward(model, ws, x, y, count, 0) * count;
         correct += hw_model_count_correct(model, ws, y, count);
     }
     free(x);

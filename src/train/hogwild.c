@@ -67,7 +67,8 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
         int batch;
         while ((batch = hw_loader_next(loader, &x, &y)) > 0) {
             if (measure) measure_step_begin(measure);
-            float loss = hw_model_forward(local, ws, x, y, batch, 1);
+            // One step, all of it in src/nn/exec.c: forward and the loss, backward, the update.
+            float loss = hw_cpu_forward(local, ws, x, y, batch, 1);
             if (hw_loss_diverged(loss)) {
                 // Diverged: its gradient would write NaN, inf or huge steps into everyone's weights. The
                 // parent ends the run naming this worker.
@@ -76,7 +77,7 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
                 return HW_OK;
             }
             last_finite_loss = loss;
-            if (hw_model_backward(local, ws, y, batch) != HW_OK) {
+            if (hw_cpu_backward(local, ws, y, batch) != HW_OK) {
                 hw_loader_close(loader);
                 return HW_ERR;
             }

@@ -1,11 +1,10 @@
-// Running a model on the CPU: the workspace, forward (through the executor, src/nn/exec.c) and the
-// NLL loss, backward from the loss into the flat gradient.
+// workspace: what one CPU worker or replica needs to run a model (hw_workspace), allocated once.
+// The executor (src/nn/exec.c) runs the model in it.
 #include "hw/nn.h"
 
 #include "hw/err.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -101,79 +100,3 @@ int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, u
     ws->first_trainable = 0;
     return HW_OK;
 }
-
-// The workspace's buffers as the executor walks them, on the CPU.
-static hw_exec_buffers buffers_of(const hw_model *model, hw_workspace *ws) {
-    return (hw_exec_buffers){
-        .weights = model->weights,
-        .grads = ws->grads,
-        .acts = ws->acts,
-        .grad_acts = ws->grad_acts,
-        .saved = ws->saved,
-        .scratch = ws->scratch,
-        .rng = &ws->rng,
-    };
-}
-
-float hw_model_forward(const hw_model *model, hw_workspace *ws, const float *x, const uint8_t *labels, int batch,
-                       int training) {
-    if (batch < 1 || batch > ws->max_batch) {
-        hw_fail("forward: batch of %d outside [1, %d] (the workspace's max_batch)", batch, ws->max_batch);
-        return NAN;
-    }
-    if (!model->weights || ws->n_layers != model->n_layers) {
-        hw_fail("forward: %s", !model->weights ? "the model has no weights (hw_model_alloc_weights or _bind_weights)"
-                                               : "the workspace was allocated for another model");
-        return NAN;
-    }
-    // The input is read where it is; it must stay valid until backward.
-    ws->acts[0] = (float *)x;
-    ws->training = training;
-    hw_exec_buffers bufs = buffers_of(model, ws);
-    hw_exec_forward(&hw_cpu_backend, model, &bufs, batch, training);  // the CPU's layers cannot fail
-    if (!labels) return 0.0f;
-    // mean negative log-likelihood (F.nll_loss, reduction 'mean')
-    const float *logp = ws->acts[model->n_layers];
-    double sum = 0.0;
-    for (int b = 0; b < batch; b++) {
-        if (labels[b] >= model->n_classes) return NAN;  // a label the model has no class for
-        sum -= logp[(size_t)b * model->n_classes + labels[b]];
-    }
-    return (float)(sum / batch);
-}
-
-int hw_model_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labels, int batch) {
-    // A bad call must not return quietly: the step after it would apply the previous gradients.
-    if (batch < 1 || batch > ws->max_batch) {
-        return hw_fail("backward: batch of %d outside [1, %d] (the workspace's max_batch)", batch, ws->max_batch);
-    }
-    if (!labels) return hw_fail("backward: no labels (the loss needs them)");
-    int first = hw_exec_first_trainable(model);
-    ws->first_trainable = first;
-    if (first == model->n_layers) return HW_OK;  // nothing trains: no gradient to compute
-    // d(mean NLL)/d(log-probs): -1/batch at each sample's label, 0 elsewhere
-    int classes = model->n_classes;
-    float *g = ws->grad_acts[model->n_layers];
-    memset(g, 0, sizeof(float) * (size_t)batch * classes);
-    for (int b = 0; b < batch; b++) {
-        if (labels[b] < classes) g[(size_t)b * classes + labels[b]] = -1.0f / (float)batch;
-    }
-    hw_exec_buffers bufs = buffers_of(model, ws);
-    return hw_exec_backward(&hw_cpu_backend, model, &bufs, batch, ws->training, first);
-}
-
-int hw_model_count_correct(const hw_model *model, const hw_workspace *ws, const uint8_t *labels, int batch) {
-    const float *logp = ws->acts[model->n_layers];
-    int correct = 0;
-    for (int b = 0; b < batch; b++) {
-        const float *row = logp + (size_t)b * model->n_classes;
-        int best = 0;
-        for (int c = 1; c < model->n_classes; c++) {
-            if (row[c] > row[best]) best = c;
-        }
-        correct += best == labels[b];
-    }
-    return correct;
-}
-
-const float *hw_model_output(const hw_model *model, const hw_workspace *ws) { return ws->acts[model->n_layers]; }
