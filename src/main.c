@@ -585,6 +585,11 @@ int main(int argc, char **argv) {
     }
     int world_status = check_world(&config, sync_given);
     if (world_status != HW_EXIT_OK) return world_status;
+    // Before anything starts a thread (the GPU libraries, MPI, the loaders): the janitor is a fork.
+    if (config.world.size > 1 && hw_comm_built() && hw_comm_janitor_start(&config.world) != HW_OK) {
+        fprintf(stderr, "hogwild: %s\n", hw_error());
+        return HW_EXIT_FAILURE;
+    }
     if (config.eval_only) {
         if (!config.resume_path) return usage_error("--eval-only needs --resume FILE%s", "");
         // It trains nothing, so it writes no checkpoint and no metrics: refused, not ignored.

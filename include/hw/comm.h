@@ -38,7 +38,8 @@ int hw_comm_built(void);
 // The first rank of each host (local rank 0) of a job of several forks a janitor: when this rank
 // has exited and the MPI daemon of this host (its parent: mpirun, or orted on another host) is
 // gone too, it removes the job's Open MPI session folder and shared-memory segments on this host
-// and any stale hogwild shared memory. Called by hw_comm_init; must run before any thread starts.
+// and any stale hogwild shared memory. main() calls it first thing in a rank, while the process
+// has one thread (it checks: a fork beside other threads could copy a lock they hold).
 int hw_comm_janitor_start(const hw_world *world);
 
 // MPI_Init (thread level FUNNELED: only the calling thread calls MPI) and a check that MPI's rank

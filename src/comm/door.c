@@ -42,7 +42,6 @@ static const comm_ops *load_ops(void) {
 
 int hw_comm_init(const hw_world *world) {
     if (!ops && !(ops = load_ops())) return HW_ERR;
-    if (hw_comm_janitor_start(world) != HW_OK) return HW_ERR;  // before MPI_Init's threads
     return ops->init(world);
 }
 

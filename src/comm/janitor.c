@@ -7,7 +7,8 @@
 // daemon itself is killed with SIGKILL, Open MPI 4.1's ranks see the lost connection and _exit()
 // from a thread of its own: no atexit handler, no MPI_Finalize, so nothing removes those files.
 //
-// So the first rank on each host forks a janitor before MPI_Init (no threads yet): a process that
+// So the first rank on each host forks a janitor as it starts (main(), before anything starts a
+// thread: the GPU libraries, MPI_Init, the data loaders): a process that
 // holds no file descriptor and sleeps in a 100 ms poll. When the rank has exited:
 //   - the daemon still alive: a normal end, or one the daemon handles; the janitor leaves;
 //   - the daemon gone: it removes this job's session folder and segments (and any hogwild shared
