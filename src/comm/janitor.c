@@ -128,7 +128,9 @@ int hw_comm_janitor_start(const hw_world *world) {
     if (world->size < 2 || world->local_rank != 0) return HW_OK;
     // A fork beside other threads could copy a lock they hold (malloc's) into the janitor.
     int threads = thread_count();
-    if (threads > 1) return hw_fail("rank %d: the MPI file janitor must start before any thread (%d run)", world->rank, threads);
+    if (threads > 1) {
+        return hw_fail("rank %d: the MPI file janitor must start before any thread (%d run)", world->rank, threads);
+    }
     pid_t rank = getpid(), daemon = getppid();
     unsigned long long daemon_start = start_of_live(daemon);
     if (!daemon_start) return HW_OK;  // no daemon to watch (the rank was reparented already)

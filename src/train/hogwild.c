@@ -69,6 +69,7 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
             if (measure) measure_step_begin(measure);
             // One step, all of it in src/nn/exec.c: forward and the loss, backward, the update.
             float loss = hw_cpu_forward(local, ws, x, y, batch, 1);
+            if (fault_poisons_loss(&job->fault, rank, batches + 1)) loss = NAN;  // the tests' HOGWILD_FAIL_WORKER
             if (hw_loss_diverged(loss)) {
                 // Diverged: its gradient would write NaN, inf or huge steps into everyone's weights. The
                 // parent ends the run naming this worker.

@@ -51,12 +51,17 @@ void fault_read(fault_plan *fault) {
     char mode[16] = "";
     if (sscanf(text, "%d:%d:%15s", &fault->rank, &fault->after_batches, mode) < 2) fault->rank = -1;
     fault->by_abort = strcmp(mode, "abort") == 0;
+    fault->by_nan = strcmp(mode, "nan") == 0;
 }
 
 int fault_check(const fault_plan *fault, int rank, int batches) {
-    if (rank != fault->rank || batches != fault->after_batches) return HW_OK;
+    if (rank != fault->rank || batches != fault->after_batches || fault->by_nan) return HW_OK;
     if (fault->by_abort) abort();
     return hw_fail("injected failure after %d batches (HOGWILD_FAIL_WORKER)", batches);
+}
+
+int fault_poisons_loss(const fault_plan *fault, int rank, int batch) {
+    return fault->by_nan && rank == fault->rank && batch == fault->after_batches;
 }
 
 // ---- the parent ----

@@ -51,16 +51,21 @@ void hogwild_report_memory(worker_slot *slot);
 // parent ends the run (hogwild_watch_run), naming the worker.
 void hogwild_report_diverged(worker_slot *slot, int epoch, double loss, double last_finite);
 
-// HOGWILD_FAIL_WORKER=RANK:BATCHES[:abort] makes worker RANK fail (or abort) after BATCHES
-// batches: the tests use it to check that a failing worker ends the run with its message.
+// HOGWILD_FAIL_WORKER=RANK:BATCHES[:abort|:nan] makes worker RANK fail (or abort) after BATCHES
+// batches, or (nan) see a NaN training loss at batch BATCHES: the tests use it to check that a
+// failing worker ends the run with its message, and that a divergence found at a known point
+// keeps everything before it (a real one, from a large --lr, comes when the workers' race says).
 typedef struct {
     int rank;            // -1: off
     int after_batches;
     int by_abort;
+    int by_nan;
 } fault_plan;
 void fault_read(fault_plan *fault);
 // HW_ERR (or abort()) when worker `rank` has just done its injected batch.
 int fault_check(const fault_plan *fault, int rank, int batches);
+// Whether worker `rank`'s loss at its batch number `batch` (from 1) is to read as NaN (:nan).
+int fault_poisons_loss(const fault_plan *fault, int rank, int batch);
 
 // ---- the parent's side ----
 // Copies the current weights into log->snapshot (hw_train_outputs_snapshot).
