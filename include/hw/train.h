@@ -233,6 +233,10 @@ int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, 
                     int64_t samples_base);
 // Copies `weights` into the snapshot (the caller decides whether workers may still write them).
 void hw_train_outputs_snapshot(hw_train_outputs *log, const float *weights);
+// With --metrics: the first point of the curve, the weights before this run's training, evaluated
+// and written at wall time 0 (a trainer times training from its own start, set after this: a
+// time since hw_train_outputs_open here could exceed the next rows' and run backwards).
+int hw_train_outputs_first_point(hw_train_outputs *log, const float *weights, int first_epoch);
 // Evaluates the snapshot, writes a metrics row and, at an epoch end, prints the epoch result and
 // saves the checkpoint (--save). samples and loss_sum count this run's training so far. Weights
 // that are not finite, or a test or training loss that diverged (hw_loss_diverged), are no result: it ends the run

@@ -354,11 +354,7 @@ int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw
     }
     if (status == HW_OK) status = hw_train_outputs_open(&log, config, in, first_epoch, samples_before);
     if (status == HW_OK) status = hw_dp_team_open(&t.team, model, config->replicas, rank_batch, team_seed);
-    if (status == HW_OK && config->metrics_path) {
-        // The first point of the curve: the weights before this run's training.
-        hw_train_outputs_snapshot(&log, model->weights);
-        status = hw_train_outputs_evaluate(&log, first_epoch, 0, 0, 0);
-    }
+    if (status == HW_OK) status = hw_train_outputs_first_point(&log, model->weights, first_epoch);
     static const dp_ops cpu_ops = {cpu_begin_epoch, cpu_step, cpu_end_epoch, cpu_snapshot, NULL};
     static const dp_ops ranks_ops = {cpu_begin_epoch, cpu_step, cpu_end_epoch, cpu_snapshot, ranks_stop};
     const dp_ops *ops = world->size > 1 ? &ranks_ops : &cpu_ops;

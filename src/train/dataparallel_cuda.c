@@ -371,11 +371,7 @@ int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *i
         hw_progress_message(&log.progress, "DataParallel on %d GPU replica(s), gradient all-reduce: %s\n", K,
                             hw_cuda_allreduce_method(team.reduce));
     }
-    if (status == HW_OK && config->metrics_path) {
-        // The first point of the curve: the weights before this run's training.
-        hw_train_outputs_snapshot(&log, model->weights);
-        status = hw_train_outputs_evaluate(&log, first_epoch, 0, 0, 0);
-    }
+    if (status == HW_OK) status = hw_train_outputs_first_point(&log, model->weights, first_epoch);
     static const dp_ops gpu_ops = {gpu_begin_epoch, gpu_step, gpu_end_epoch, gpu_snapshot, NULL};
     static const dp_ops gpu_ranks_ops = {gpu_begin_epoch, gpu_step, gpu_end_epoch, gpu_snapshot, gpu_ranks_stop};
     const dp_ops *ops = config->world.size > 1 ? &gpu_ranks_ops : &gpu_ops;

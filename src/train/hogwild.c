@@ -183,11 +183,7 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
     }
     if (status == HW_OK) status = hw_train_outputs_open(&log, config, in, job.first_epoch, samples_before);
     log.metrics.measure = job.measure;
-    if (status == HW_OK && config->metrics_path) {
-        // The first point of the curve: the weights before this run's training.
-        hw_train_outputs_snapshot(&log, model->weights);
-        status = hw_train_outputs_evaluate(&log, job.first_epoch, 0, 0, 0);
-    }
+    if (status == HW_OK) status = hw_train_outputs_first_point(&log, model->weights, job.first_epoch);
     hw_spawn_ctx spawn;
     hw_couple *couple = NULL;
     // Across ranks the workers wait until the node is coupled to the others (couple_ranks).

@@ -330,11 +330,8 @@ int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw
 
     hw_train_outputs log = {0};
     int status = hw_train_outputs_open(&log, config, in, job.first_epoch, samples_before);
-    if (status == HW_OK && config->metrics_path) {
-        // The first point of the curve: the weights before this run's training (still on the host).
-        hw_train_outputs_snapshot(&log, model->weights);
-        status = hw_train_outputs_evaluate(&log, job.first_epoch, 0, 0, 0);
-    }
+    // The weights are still on the host.
+    if (status == HW_OK) status = hw_train_outputs_first_point(&log, model->weights, job.first_epoch);
     if (status == HW_OK) status = run_workers(config, in, &job, &log, result);
     hw_train_outputs_close(&log);
     hw_shm_close(&shm);

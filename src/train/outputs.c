@@ -41,6 +41,13 @@ void hw_train_outputs_snapshot(hw_train_outputs *log, const float *weights) {
     log->snapshot_time = hw_now();
 }
 
+int hw_train_outputs_first_point(hw_train_outputs *log, const float *weights, int first_epoch) {
+    if (!log->config->metrics_path) return HW_OK;
+    hw_train_outputs_snapshot(log, weights);
+    log->snapshot_time = log->started;  // the row's wall time: 0
+    return hw_train_outputs_evaluate(log, first_epoch, 0, 0, 0);
+}
+
 int hw_weights_finite(const float *weights, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (!isfinite(weights[i])) return 0;
