@@ -107,28 +107,16 @@ static void layer_times(const char *path, int batch) {
     for (int step = 0; step < STEPS + 20; step++) {
         hw_cpu_forward(&model, &ws, x, y, batch, 1);
         hw_cpu_backward(&model, &ws, y, batch);  // sets first_trainable, fills the last gradient
+        // Each layer again, timed one by one, through the walk's own per-layer calls.
+        hw_exec_buffers b = hw_workspace_buffers(&model, &ws);
         for (int i = 0; i < model.n_layers; i++) {
-            const hw_layer *layer = &model.layers[i];
-            const hw_param *p = layer->n_params ? &model.params[layer->first_param] : NULL;
-            hw_layer_io io = {.batch = batch, .training = 1, .in = ws.acts[i], .out = ws.acts[i + 1],
-                              .weight = p ? model.weights + p[0].offset : NULL,
-                              .bias = p ? model.weights + p[1].offset : NULL,
-                              .scratch = ws.scratch, .saved = ws.saved[i], .rng = &ws.rng};
             double t0 = now();
-            hw_cpu_backend.forward(layer, &io);
+            hw_exec_layer_forward(&hw_cpu_backend, &model, &b, i, batch, 1);
             if (step >= 20) fwd[i] += now() - t0;
         }
         for (int i = model.n_layers - 1; i >= ws.first_trainable; i--) {
-            const hw_layer *layer = &model.layers[i];
-            const hw_param *p = layer->n_params ? &model.params[layer->first_param] : NULL;
-            hw_layer_io io = {.batch = batch, .training = 1, .in = ws.acts[i], .out = ws.acts[i + 1],
-                              .weight = p ? model.weights + p[0].offset : NULL,
-                              .bias = p ? model.weights + p[1].offset : NULL,
-                              .scratch = ws.scratch, .saved = ws.saved[i], .rng = &ws.rng,
-                              .dout = ws.grad_acts[i + 1], .din = i > ws.first_trainable ? ws.grad_acts[i] : NULL,
-                              .dweight = p ? ws.grads + p[0].offset : NULL, .dbias = p ? ws.grads + p[1].offset : NULL};
             double t0 = now();
-            hw_cpu_backend.backward(layer, &io);
+            hw_exec_layer_backward(&hw_cpu_backend, &model, &b, i, batch, 1, ws.first_trainable);
             if (step >= 20) bwd[i] += now() - t0;
         }
     }

@@ -241,6 +241,11 @@ int hw_exec_backward(const hw_backend *backend, const hw_model *model, const hw_
                      int training, int first);
 // The first layer with a parameter that is not frozen; n_layers when none is.
 int hw_exec_first_trainable(const hw_model *model);
+// One layer's part of each walk (layer i), for whoever times the layers one by one (bench/).
+int hw_exec_layer_forward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i,
+                          int batch, int training);
+int hw_exec_layer_backward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i,
+                           int batch, int training, int first);
 
 // ---- the CPU's workspace (src/nn/workspace.c) ----
 // Everything one worker needs to run `model` on batches of up to max_batch samples, zeroed;
@@ -253,6 +258,9 @@ void hw_workspace_free(hw_workspace *ws);
 int hw_workspace_keep_from_children(hw_workspace *ws);
 
 // ---- one training step on the CPU (src/nn/exec.c) ----
+// The workspace's buffers as the walk takes them (the model's weights, the workspace's
+// activations, gradients, saved state, scratch and RNG).
+hw_exec_buffers hw_workspace_buffers(const hw_model *model, hw_workspace *ws);
 // Forward pass over `batch` samples of x ([batch, input numel], normalised floats): the walk over
 // the layers, then the loss. With training = 1 dropout is on. Returns the mean negative
 // log-likelihood over the batch (labels may be NULL, then 0 is returned). The log-probabilities

@@ -133,12 +133,29 @@ static hw_layer_io io_of(const hw_model *model, const hw_exec_buffers *b, int i,
     };
 }
 
+int hw_exec_layer_forward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i,
+                          int batch, int training) {
+    hw_layer_io io = io_of(model, b, i, batch, training);
+    if (backend->forward(&model->layers[i], &io) != HW_OK) return hw_error_prefix("forward, layer %d", i);
+    return HW_OK;
+}
+
+int hw_exec_layer_backward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i,
+                           int batch, int training, int first) {
+    const hw_layer *layer = &model->layers[i];
+    hw_layer_io io = io_of(model, b, i, batch, training);
+    io.dout = b->grad_acts[i + 1];
+    io.din = i > first ? b->grad_acts[i] : NULL;  // no gradient below the first trainable layer
+    io.dweight = grad_in(model, layer, 0, b->grads);
+    io.dbias = grad_in(model, layer, 1, b->grads);
+    if (backend->backward(layer, &io) != HW_OK) return hw_error_prefix("backward, layer %d", i);
+    return HW_OK;
+}
+
 int hw_exec_forward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int batch,
                     int training) {
     for (int i = 0; i < model->n_layers; i++) {
-        const hw_layer *layer = &model->layers[i];
-        hw_layer_io io = io_of(model, b, i, batch, training);
-        if (backend->forward(layer, &io) != HW_OK) return hw_error_prefix("forward, layer %d", i);
+        if (hw_exec_layer_forward(backend, model, b, i, batch, training) != HW_OK) return HW_ERR;
     }
     return HW_OK;
 }
@@ -146,13 +163,7 @@ int hw_exec_forward(const hw_backend *backend, const hw_model *model, const hw_e
 int hw_exec_backward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int batch,
                      int training, int first) {
     for (int i = model->n_layers - 1; i >= first; i--) {
-        const hw_layer *layer = &model->layers[i];
-        hw_layer_io io = io_of(model, b, i, batch, training);
-        io.dout = b->grad_acts[i + 1];
-        io.din = i > first ? b->grad_acts[i] : NULL;  // no gradient below the first trainable layer
-        io.dweight = grad_in(model, layer, 0, b->grads);
-        io.dbias = grad_in(model, layer, 1, b->grads);
-        if (backend->backward(layer, &io) != HW_OK) return hw_error_prefix("backward, layer %d", i);
+        if (hw_exec_layer_backward(backend, model, b, i, batch, training, first) != HW_OK) return HW_ERR;
     }
     return HW_OK;
 }
@@ -204,8 +215,7 @@ const float *hw_model_output(const hw_model *model, const hw_workspace *ws) { re
 
 // ---- forward and backward on the CPU, in a workspace ----
 
-// The workspace's buffers as the walk takes them.
-static hw_exec_buffers buffers_of(const hw_model *model, hw_workspace *ws) {
+hw_exec_buffers hw_workspace_buffers(const hw_model *model, hw_workspace *ws) {
     return (hw_exec_buffers){
         .weights = model->weights,
         .grads = ws->grads,
@@ -231,7 +241,7 @@ float hw_cpu_forward(const hw_model *model, hw_workspace *ws, const float *x, co
     // The input is read where it is; it must stay valid until backward.
     ws->acts[0] = (float *)x;
     ws->training = training;
-    hw_exec_buffers bufs = buffers_of(model, ws);
+    hw_exec_buffers bufs = hw_workspace_buffers(model, ws);
     hw_exec_forward(&hw_cpu_backend, model, &bufs, batch, training);  // the CPU's layers cannot fail
     if (!labels) return 0.0f;
     return hw_nll_loss(ws->acts[model->n_layers], labels, batch, model->n_classes);
@@ -247,7 +257,7 @@ int hw_cpu_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labe
     ws->first_trainable = first;
     if (first == model->n_layers) return HW_OK;  // nothing trains: no gradient to compute
     hw_nll_loss_backward(ws->grad_acts[model->n_layers], labels, batch, model->n_classes);
-    hw_exec_buffers bufs = buffers_of(model, ws);
+    hw_exec_buffers bufs = hw_workspace_buffers(model, ws);
     return hw_exec_backward(&hw_cpu_backend, model, &bufs, batch, ws->training, first);
 }
 
