@@ -116,6 +116,28 @@ static inline void mpi_start(e2e_run_result *r, const char *const *args) {
         e2e_wait_within((r), 180);                                \
     } while (0)
 
+// Waits until mpirun (r) has started exactly 2 ranks (its children: on this host the ranks are
+// mpirun's own), by `deadline`; their pids go to ranks[0..2).
+static inline void mpi_find_two_ranks(const e2e_run_result *r, pid_t ranks[2], double deadline) {
+    pid_t kids[4];
+    while (e2e_children_of(r->pid, kids, 4) < 2 && hw_now() < deadline) e2e_sleep_ms(20);
+    cr_assert_eq(e2e_children_of(r->pid, kids, 4), 2, "mpirun did not start 2 ranks");
+    ranks[0] = kids[0];
+    ranks[1] = kids[1];
+}
+
+// Stops `rank` (SIGSTOP: alive, but it never answers again) and waits for the job to end: exit 1
+// within `bound_s` seconds (not a hang), nothing left behind. The caller checks the message.
+static inline void mpi_stop_rank_expecting_the_end(e2e_run_result *r, pid_t rank, double bound_s) {
+    kill(rank, SIGSTOP);
+    double stopped = hw_now();
+    e2e_wait_within(r, 3 * bound_s);
+    double took = hw_now() - stopped;
+    e2e_assert_exit(r, 1);
+    cr_expect_lt(took, bound_s, "the job took %.1f s to end after a rank stopped", took);
+    assert_mpi_left_nothing();
+}
+
 // The floats of a checkpoint's tensors (owned until teardown).
 static inline const float *checkpoint_floats(const char *path, size_t *count) {
     size_t n, bytes;
