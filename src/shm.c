@@ -8,6 +8,7 @@
 
 #include "hw/err.h"
 #include "hw/signals.h"
+#include "hw/spawn.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -365,24 +366,11 @@ static pid_t parse_our_name(const char *entry) {
     return (pid_t)pid;
 }
 
-// When process `pid` started, in seconds on CLOCK_BOOTTIME (field 22 of /proc/PID/stat, in clock
-// ticks since boot); -1 when it cannot be read.
+// When process `pid` started, in seconds on CLOCK_BOOTTIME; -1 when it cannot be read.
 static double process_start_boottime(pid_t pid) {
-    char path[64], text[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    const char *p = strrchr(text, ')');  // the command name may hold spaces and parentheses
-    if (!p) return -1;
-    unsigned long long start = 0;
-    // After ")": state (3), then fields 4..21, then starttime (22).
-    if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-               &start) != 1) {
-        return -1;
-    }
+    unsigned long long start;
+    int ended;
+    if (hw_process_stat(pid, &start, &ended) != HW_OK) return -1;
     long ticks = sysconf(_SC_CLK_TCK);
     return ticks > 0 ? (double)start / (double)ticks : -1;
 }

@@ -395,3 +395,23 @@ void hw_spawn_free(hw_spawn_ctx *ctx) {
         ctx->owns_handlers = 0;
     }
 }
+
+int hw_process_stat(pid_t pid, unsigned long long *start_ticks, int *ended) {
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return HW_ERR;
+    ssize_t got = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (got <= 0) return HW_ERR;
+    text[got] = '\0';
+    const char *p = strrchr(text, ')');  // the command name may hold spaces and parentheses
+    char state = 0;
+    // After ")": state (3), then fields 4..21, then starttime (22).
+    if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                     &state, start_ticks) != 2) {
+        return HW_ERR;
+    }
+    *ended = state == 'Z' || state == 'X';
+    return HW_OK;
+}

@@ -19,6 +19,7 @@
 
 #include "hw/err.h"
 #include "hw/shm.h"
+#include "hw/spawn.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -31,27 +32,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-// A process as /proc/PID/stat shows it: its state and its start time (clock ticks after boot),
-// which tells a live process from a later one that reused its pid. 0 when it is gone or a zombie.
+// When process `pid` started (hw_process_stat), or 0 when it is gone or a zombie.
 static unsigned long long start_of_live(pid_t pid) {
-    char path[64], text[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return 0;
-    ssize_t got = read(fd, text, sizeof text - 1);
-    close(fd);
-    if (got <= 0) return 0;
-    text[got] = '\0';
-    const char *p = strrchr(text, ')');  // the command name may hold spaces and parentheses
-    if (!p) return 0;
-    char state = 0;
-    unsigned long long start = 0;
-    // fields after the name: 3 state, then 4..21, then 22 starttime
-    if (sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &state,
-               &start) != 2) {
-        return 0;
-    }
-    return state == 'Z' || state == 'X' ? 0 : start;
+    unsigned long long start;
+    int ended;
+    return hw_process_stat(pid, &start, &ended) == HW_OK && !ended ? start : 0;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
