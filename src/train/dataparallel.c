@@ -11,13 +11,10 @@
 #include "hw/comm.h"
 #include "hw/err.h"
 #include "hw/optim.h"
-#include "hw/signals.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,8 +222,7 @@ typedef struct {
     const hw_train_config *config;
     const hw_train_inputs *in;
     hw_loader *loader;          // this epoch's batches
-    float *rank_sum;            // across ranks: the weighted gradient, the loss sum, the diverged count,
-                                // the largest stop signal seen
+    float *rank_sum;            // across ranks: the weighted gradient, then the tail (dp_ranks_tail)
     int64_t steps;              // steps taken in this run
     int stop_agreed;            // across ranks: the stop signal some rank saw, agreed at the last step
 } cpu_trainer;
@@ -242,6 +238,7 @@ static int ranks_step(cpu_trainer *t, const float *x, const uint8_t *y, int batc
     const size_t n = t->model->n_weights;
     float *sum = t->rank_sum;
     int offset, count, local_diverged = -1;
+    float local_loss_sum = 0;
     hw_dp_chunk(batch, world->size, world->rank, &offset, &count);
     if (count > 0) {
         const float *grads;
@@ -250,27 +247,18 @@ static int ranks_step(cpu_trainer *t, const float *x, const uint8_t *y, int batc
         local_diverged = hw_dp_team_diverged(t->team);
         const float scale = (float)count / (float)batch;
         for (size_t i = 0; i < n; i++) sum[i] = scale * grads[i];
-        sum[n] = local_loss * (float)count;
+        local_loss_sum = local_loss * (float)count;
     } else {
         memset(sum, 0, sizeof(float) * n);  // more ranks than samples in this (last) batch
-        sum[n] = 0;
     }
-    sum[n + 1] = local_diverged >= 0 ? 1.0f : 0.0f;
-    // A stop signal (Ctrl-C on mpirun reaches every rank as SIGTERM, not all at the same step):
-    // every rank learns of it from this step's sum and leaves after it, so none is left waiting
-    // in the next step's sum. The signal's number, summed; any nonzero sum is a stop.
-    sum[n + 2] = (float)hw_stop_signal();
+    // The gradient and the tail (loss, divergence, stop: dp_ranks_tail) in one sum.
+    dp_ranks_tail(sum + n, local_loss_sum, local_diverged);
     if (hw_comm_sum(sum, n + 3, t->config->sync_timeout) != HW_OK) return -1;
-    if (sum[n + 2] > 0) t->stop_agreed = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
     *loss = sum[n] / (float)batch;
-    *diverged = -1;
-    if (sum[n + 1] > 0) {
-        // Some replica's loss is not finite: every rank names the first one, counted over the world.
-        int first = local_diverged >= 0 ? world->rank * t->config->replicas + local_diverged : INT_MAX;
-        if (hw_comm_min_int(&first) != HW_OK) return -1;
-        *diverged = first;
-        return batch;
+    if (dp_ranks_settle(sum + n, local_diverged, world, t->config->replicas, &t->stop_agreed, diverged) != HW_OK) {
+        return -1;
     }
+    if (*diverged >= 0) return batch;  // no step: the weights stay the last finite ones
     hw_sgd_step(&t->opt, t->model, t->model->weights, sum);
     return batch;
 }

@@ -42,12 +42,9 @@
 #include "hw/comm.h"
 #include "hw/cuda.h"
 #include "hw/err.h"
-#include "hw/signals.h"
 #include "train_cuda.h"
 
-#include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -213,21 +210,15 @@ static int use_replica(const gpu_team *team, int k) {
     return hw_cuda_select((hw_device){HW_DEVICE_CUDA, team->devices[k]});
 }
 
-// Across ranks, after the step: the world's loss sum, whether a replica diverged, and the stop
-// signal, summed over the ranks (MPI, within --sync-timeout), so that every rank ends the run, or
-// leaves on Ctrl-C, after the same step. *loss_sum and *diverged (-1, or the first diverged
-// replica of the world, rank r's replica k being r*K+k) are the world's on return.
+// Across ranks, after the step: the tails (dp_ranks_tail) summed over the ranks (MPI, within
+// --sync-timeout), so that every rank ends the run, or leaves on Ctrl-C, after the same step.
+// *loss_sum and *diverged are the world's on return.
 static int ranks_agree(gpu_team *team, float *loss_sum, int *diverged) {
-    float counts[3] = {*loss_sum, *diverged >= 0 ? 1.0f : 0.0f, (float)hw_stop_signal()};
-    if (hw_comm_sum(counts, 3, team->config->sync_timeout) != HW_OK) return HW_ERR;
-    if (counts[2] > 0) team->stop_agreed = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
-    *loss_sum = counts[0];
-    if (counts[1] > 0) {
-        int first = *diverged >= 0 ? team->world.rank * team->replicas + *diverged : INT_MAX;
-        if (hw_comm_min_int(&first) != HW_OK) return HW_ERR;
-        *diverged = first;
-    }
-    return HW_OK;
+    float tail[3];
+    dp_ranks_tail(tail, *loss_sum, *diverged);
+    if (hw_comm_sum(tail, 3, team->config->sync_timeout) != HW_OK) return HW_ERR;
+    *loss_sum = tail[0];
+    return dp_ranks_settle(tail, *diverged, &team->world, team->replicas, &team->stop_agreed, diverged);
 }
 
 // One synchronous step over the oldest queued batch of `batch` samples (the global batch: this

@@ -1,9 +1,11 @@
 // dp_loop: the epoch loop of a DataParallel run, shared by the CPU and GPU trainers.
 #include "dp_loop.h"
 
+#include "hw/comm.h"
 #include "hw/err.h"
 #include "hw/signals.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,24 @@ void hw_dp_chunk(int batch, int replicas, int k, int *offset, int *count) {
     int base = batch / replicas, extra = batch % replicas;
     *count = base + (k < extra ? 1 : 0);
     *offset = k * base + (k < extra ? k : extra);
+}
+
+void dp_ranks_tail(float tail[3], float loss_sum, int local_diverged) {
+    tail[0] = loss_sum;
+    tail[1] = local_diverged >= 0 ? 1.0f : 0.0f;
+    tail[2] = (float)hw_stop_signal();  // the signals' numbers, summed: any nonzero sum is a stop
+}
+
+int dp_ranks_settle(const float tail[3], int local_diverged, const hw_world *world, int replicas, int *stop_agreed,
+                    int *diverged) {
+    if (tail[2] > 0) *stop_agreed = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
+    *diverged = -1;
+    if (tail[1] > 0) {
+        int first = local_diverged >= 0 ? world->rank * replicas + local_diverged : INT_MAX;
+        if (hw_comm_min_int(&first) != HW_OK) return HW_ERR;
+        *diverged = first;
+    }
+    return HW_OK;
 }
 
 static int stop_signal(const dp_ops *ops, void *team) { return ops->stop ? ops->stop(team) : hw_stop_signal(); }
