@@ -103,7 +103,7 @@ ifeq ($(HAVE_CUDA),1)
 else ifeq ($(HAVE_CUDA),sim)
   # The simulated device (make sim): the CUDA host code compiled by the host C++ compiler against
   # tests/simcuda/'s cuda_runtime.h and cublas_v2.h, linked with tests/simcuda/*.c, which run every
-  # CUDA call, cuBLAS call and kernel (layers.cu, pointwise.cu, loss.cu) at once on the host, and
+  # CUDA call, cuBLAS call and kernel launch (kernels.cu's launchers) at once on the host, and
   # tests/simcuda/nccl.c's NCCL across the processes of one host (for GPU ranks under mpirun).
   CU_SRC  := $(patsubst %,src/cuda/%.cu,runner device blas allreduce ranks)
   C_SRC   += $(wildcard src/cuda/*.c)
@@ -118,8 +118,6 @@ else
 endif
 CU_CC ?= $(NVCC) $(NVCCFLAGS)
 
-# tests/simcuda/replay.c (the kernels replayed on the host) is tested in every build; in the
-# simulated one it is part of the library, as the device's kernels.
 # The GPU objects: in the plugin (CUDA build) or in the library (simulated build).
 GPU_OBJ  := $(patsubst src/%.c,$(BUILD)/%.o,$(PLUGIN_C_SRC)) $(patsubst src/%.cu,$(BUILD)/%.cu.o,$(CU_SRC))
 OBJ      := $(patsubst src/%.c,$(BUILD)/%.o,$(C_SRC)) $(if $(PLUGIN),,$(GPU_OBJ)) $(SIM_OBJ)
@@ -128,9 +126,8 @@ OBJ      := $(patsubst src/%.c,$(BUILD)/%.o,$(C_SRC)) $(if $(PLUGIN),,$(GPU_OBJ)
 EXE_LIB   = $(if $(PLUGIN),-rdynamic -Wl$(comma)--whole-archive $(LIB) -Wl$(comma)--no-whole-archive,$(LIB)) \
             $(if $(MPI_PLUGIN),-rdynamic)
 TEST_GPU := $(if $(PLUGIN),$(GPU_OBJ))
-GPU_TESTS := tests/test_cuda.c tests/test_gpu_train.c tests/test_simcuda.c tests/test_mpi_gpu.c
-TEST_SRC := $(filter-out $(if $(filter 0,$(HAVE_CUDA)),$(GPU_TESTS),tests/test_without_cuda.c), $(wildcard tests/*.c)) \
-            $(if $(SIM_OBJ),,tests/simcuda/replay.c)
+GPU_TESTS := tests/test_cuda.c tests/test_cuda_layers.c tests/test_gpu_train.c tests/test_simcuda.c tests/test_mpi_gpu.c
+TEST_SRC := $(filter-out $(if $(filter 0,$(HAVE_CUDA)),$(GPU_TESTS),tests/test_without_cuda.c), $(wildcard tests/*.c))
 TEST_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRC))
 LIB      := $(BUILD)/libhogwild.a
 
@@ -147,7 +144,7 @@ info:
 	@echo "hogwild CPU code: $(if $(ARCH),$(ARCH),the compiler's baseline (this CPU lacks AVX2/FMA))"
 	@echo "GPU part: $(if $(PLUGIN),$(PLUGIN)$(comma) loaded with dlopen() only when a run asks for a GPU (CPU runs map no CUDA library),$(if $(filter sim,$(HAVE_CUDA)),linked in (the simulated device),none: --device cuda fails naming the build))"
 
-$(BUILD)/%.o: src/%.c $(wildcard include/hw/*.h) $(wildcard src/*/*.h)
+$(BUILD)/%.o: src/%.c $(wildcard include/hw/*.h) $(wildcard src/*/*.h) $(wildcard src/cuda/*.cuh)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -177,8 +174,6 @@ $(PLUGIN): $(GPU_OBJ)
 	$(CC) -shared $(GPU_OBJ) -o $@ $(CUDA_LIBS)
 endif
 
-# tests/test_cuda_replay.c includes the kernels' per-index code (src/cuda/kernels.cuh, plain C to the
-# host compiler) and replays the GPU layers on the CPU: it is built and run in every build, CUDA=0 too.
 $(BUILD)/tests/%.o: tests/%.c $(wildcard include/hw/*.h) $(wildcard tests/*.h tests/simcuda/*.h) $(wildcard src/cuda/*.cuh) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -c $< -o $@
@@ -207,13 +202,13 @@ test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx
 
 # ---- the simulated CUDA device (tests only) ----
 # The library built with SIM=1 in build-sim/ (see the CUDA section), then the GPU suites (cuda,
-# gpu_train), the kernel replay and the simulator's own tests (simcuda) on it. It runs the runner,
+# cuda_layers, gpu_train, mpi_gpu) and the simulator's own tests (simcuda) on it. It runs the runner,
 # copies, streams, events, the all-reduce's copies, GPU Hogwild across processes sharing memory as
 # CUDA IPC shares it, GPU DataParallel, and GPU ranks under mpirun (the simulated NCCL across
 # processes), and checks the ordering of streams and host waits; NOT real kernels, cuBLAS, the real
 # NCCL, device rounding or speed (docs/ARCHITECTURE.md). Any misuse the
 # simulator refused, in any process, fails the target.
-SIM_SUITES ?= @(cuda|gpu_train|cuda_replay|simcuda|mpi_gpu)/*
+SIM_SUITES ?= @(cuda|cuda_layers|gpu_train|simcuda|mpi_gpu)/*
 SIM_DIR    ?= build-sim
 SIM_ENV    = HW_BIN=$(CURDIR)/$(SIM_DIR)/hogwild HW_SIM_REFUSALS=$(CURDIR)/$(SIM_DIR)/refusals.log
 sim:
@@ -222,7 +217,7 @@ sim:
 	@echo "== make sim: the GPU suites on the SIMULATED CUDA device (host code, not a GPU), 2 devices =="
 	HW_SIM_DEVICES=2 $(SIM_ENV) $(SIM_DIR)/test_hogwild --filter '$(SIM_SUITES)' $(SIM_ARGS)
 	@echo "== make sim: the same without a device (HW_SIM_DEVICES=0): the no-GPU error paths =="
-	HW_SIM_DEVICES=0 $(SIM_ENV) $(SIM_DIR)/test_hogwild --filter '@(cuda|gpu_train)/*' $(SIM_ARGS)
+	HW_SIM_DEVICES=0 $(SIM_ENV) $(SIM_DIR)/test_hogwild --filter '@(cuda|cuda_layers|gpu_train)/*' $(SIM_ARGS)
 	@if [ -s $(SIM_DIR)/refusals.log ]; then cat $(SIM_DIR)/refusals.log; \
 	    echo "make sim: the simulated device refused misuse (above)"; exit 1; fi
 	@echo "== make sim: passed on the SIMULATED CUDA device; real GPU results come only from a GPU =="

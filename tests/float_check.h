@@ -1,5 +1,5 @@
-// Helpers of the tests that compare float results computed two ways (the GPU kernels, their host
-// replay, the CPU layers): random inputs and convolution shapes, the relative error and its
+// Helpers of the tests that compare float results computed two ways (the GPU operations, the
+// CPU layers): random inputs and convolution shapes, the relative error and its
 // bound, a double-precision GEMM reference.
 #ifndef HW_TESTS_FLOAT_CHECK_H
 #define HW_TESTS_FLOAT_CHECK_H

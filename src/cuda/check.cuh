@@ -54,7 +54,7 @@ static inline const char *hw_status_hint(cudaError_t status) {
     } while (0)
 
 // cudaSuccess when the current device can run this binary's kernels (it has machine code or PTX
-// for the device's architecture); the runtime's error otherwise. In pointwise.cu, with the kernels.
+// for the device's architecture); the runtime's error otherwise. In kernels.cu, with the kernels.
 extern "C" cudaError_t cuda_kernels_runnable(void);
 
 // Kernels use grid-stride loops: the loop below visits every index in [0, n) once, whatever the

@@ -46,7 +46,7 @@ extern "C" int hw_cuda_select(hw_device device) {
     // per device and process: DataParallel selects its replicas' devices at every step.
     static unsigned char runnable[256];
     if (device.index < (int)sizeof runnable && runnable[device.index]) return HW_OK;
-    cudaError_t status = cuda_kernels_runnable();  // pointwise.cu
+    cudaError_t status = cuda_kernels_runnable();  // kernels.cu
     if (status == cudaSuccess && device.index < (int)sizeof runnable) runnable[device.index] = 1;
     if (status != cudaSuccess) {
         cudaGetLastError();

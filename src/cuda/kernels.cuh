@@ -1,16 +1,16 @@
 // kernels.cuh: what each CUDA kernel computes for one index, as functions the host can call too.
 //
-// Every element-wise and gather kernel of layers.cu, pointwise.cu and loss.cu is a grid-stride
-// loop that calls one of the *_element (or *_row) functions below: the math of a kernel is here
-// and only here. The block reductions keep their shared-memory combine in their kernel; the
-// partial sum each of their threads adds up first is strided_sum. hw_cuda_sgemm's mapping of a
-// row-major GEMM onto cuBLAS's column-major one is col_major_gemm_of. The launchers' argument
-// checks (*_args_check, conv_gemm_size) are here too, shared with the simulated device.
+// Every element-wise and gather kernel of kernels.cu is a grid-stride loop that calls one of the
+// *_element (or *_row) functions below: the math of a kernel is here and only here. The block
+// reductions keep their shared-memory combine in their kernel; the partial sum each of their
+// threads adds up first is strided_sum. hw_cuda_sgemm's mapping of a row-major GEMM onto
+// cuBLAS's column-major one is col_major_gemm_of. The GPU operations' argument checks
+// (*_args_check, conv_gemm_size) are here too.
 //
 // The file is written in the common subset of C11 and CUDA C++ (HW_HOST_DEVICE is empty outside
-// nvcc), so that tests/test_cuda_replay.c compiles it with the host C compiler and replays the
-// kernels on the CPU, in every build, against the CPU layers of src/nn. Private to src/cuda/ and
-// that test.
+// nvcc), so that ops.c (plain C) and the simulated device of the tests (tests/simcuda/kernels.c,
+// which runs each kernel as a host loop over these functions) include it. Private to src/cuda/
+// and the simulated device.
 #ifndef HW_CUDA_KERNELS_CUH
 #define HW_CUDA_KERNELS_CUH
 
@@ -194,8 +194,7 @@ static inline HW_HOST_DEVICE void maxpool_backward_element(int64_t i, float *dx,
 
 // ---- pointwise ----
 
-// The launchers' argument checks (pointwise.cu, and the simulated device's kernels.c): HW_OK, or
-// HW_ERR with the message. An empty launch (n <= 0) needs no channel plane.
+// The GPU operations' argument checks (ops.c): HW_OK, or HW_ERR with the message. An empty launch (n <= 0) needs no channel plane.
 static inline int dropout_args_check(float p, int64_t n, int64_t plane) {
     if (!(p >= 0.0f && p <= 1.0f)) return hw_fail("dropout: p = %g is not in [0, 1]", (double)p);
     if (n > 0 && plane <= 0) return hw_fail("dropout2d: empty channel plane");
@@ -251,6 +250,11 @@ static inline HW_HOST_DEVICE void sgd_step_element(int64_t i, float *w, const fl
     w[i] = weight - lr * d;
 }
 
+// x *= alpha (a replica weighs its gradient by its share of the batch) and y += x (the all-reduce's sum).
+static inline HW_HOST_DEVICE void scale_element(int64_t i, float *x, float alpha) { x[i] *= alpha; }
+
+static inline HW_HOST_DEVICE void add_element(int64_t i, float *y, const float *x) { y[i] += x[i]; }
+
 // ---- loss ----
 
 // Row b: the stable log_softmax x - max - log(sum exp(x - max)), and, with labels, the row's loss
@@ -275,6 +279,11 @@ static inline HW_HOST_DEVICE void nll_backward_element(int64_t i, float *dx, con
     int c = (int)(i % classes);
     int64_t b = i / classes;
     dx[i] = (expf(logp[i]) - (labels[b] == c ? 1.0f : 0.0f)) / (float)batch;
+}
+
+// The training loss summed in double, as the CPU trainer sums it: one thread.
+static inline HW_HOST_DEVICE void accumulate_loss_element(double *total, const float *loss, int batch) {
+    *total += (double)*loss * batch;
 }
 
 // 1 when row b's argmax (the first maximum, as torch.argmax) is its label.

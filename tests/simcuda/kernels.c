@@ -1,17 +1,18 @@
-// kernels: the simulated CUDA device's kernels (tests only, `make sim`): the hw_cuda_* functions
-// that layers.cu, pointwise.cu and loss.cu define, run at once on the host by replay.c (the
-// kernels' own per-index code from src/cuda/kernels.cuh, the GEMMs through hw_cuda_sgemm and the
-// simulated cuBLAS). Each function keeps its .cu twin's argument checks and early returns; before
-// it runs, every launch it makes is checked (hw_sim_launch_check) as a GPU would take it: a live
-// stream of the current device, and every buffer the launch reads or writes, at its full size,
-// inside memory that device can reach.
-#include "replay.h"
+// kernels: the simulated CUDA device's kernels (tests only, `make sim`). Each launcher of
+// src/cuda/launch.h is here a loop over every index calling the kernel's own per-index code
+// (src/cuda/kernels.cuh), run at once on the host, after the launch is checked as a GPU would
+// take it (hw_sim_launch_check): a live stream of the current device, and every buffer the
+// kernel reads or writes, at its full size, inside memory that device can reach. The GPU
+// operations themselves (src/cuda/ops.c) run unchanged on these launchers.
+//
+// What only the device does is not simulated: the grid and block sizes (every index is visited
+// once, as the grid-stride loop does), and the block reductions' shared memory and barriers,
+// whose arithmetic is replayed here: each thread's strided_sum, combined in the kernel's order.
+#include "../../src/cuda/kernels.cuh"  // the kernels' per-index code
+#include "../../src/cuda/launch.h"
 
 #include "cuda_runtime.h"
-#include "hw/cuda.h"
 #include "hw/err.h"
-
-#include "../../src/cuda/kernels.cuh"  // conv_gemm_size
 
 // n floats (or bytes) a launch reads or writes at p.
 static hw_sim_span reads(const void *p, int64_t n) { return (hw_sim_span){p, p ? (size_t)n * sizeof(float) : 0, 0}; }
@@ -19,169 +20,192 @@ static hw_sim_span writes(const void *p, int64_t n) { return (hw_sim_span){p, p 
 static hw_sim_span reads_bytes(const void *p, int64_t n) { return (hw_sim_span){p, p ? (size_t)n : 0, 0}; }
 static hw_sim_span writes_bytes(const void *p, int64_t n) { return (hw_sim_span){p, p ? (size_t)n : 0, 1}; }
 
-// The launches' check, reported as the .cu files report a failed launch (HW_CHECK of cudaGetLastError).
-static int launch_check(const char *function, hw_cuda_stream stream, const hw_sim_span *spans, int n) {
+// The launch's check, reported as kernels.cu reports a launch that does not go in.
+static int launch_check(const char *kernel, hw_cuda_stream stream, const hw_sim_span *spans, int n) {
     cudaError_t e = hw_sim_launch_check((cudaStream_t)stream, spans, n);
     if (e == cudaSuccess) return HW_OK;
     const char *why = cudaGetErrorString(e);
     cudaGetLastError();
-    return hw_fail("a kernel launch of %s failed (simulated CUDA device): %s", function, why);
+    return hw_fail("the launch of kernel %s failed (simulated CUDA device): %s", kernel, why);
 }
 
-#define CHECK_LAUNCH(stream, ...)                                                                   \
-    do {                                                                                            \
-        const hw_sim_span spans_[] = {__VA_ARGS__};                                                 \
-        if (launch_check(__func__, stream, spans_, (int)(sizeof spans_ / sizeof spans_[0])) != HW_OK) \
-            return HW_ERR;                                                                          \
+#define CHECK_LAUNCH(kernel, stream, ...)                                                            \
+    do {                                                                                             \
+        const hw_sim_span spans_[] = {__VA_ARGS__};                                                  \
+        if (launch_check(kernel, stream, spans_, (int)(sizeof spans_ / sizeof spans_[0])) != HW_OK) \
+            return HW_ERR;                                                                           \
     } while (0)
 
-// The GEMMs of the layers go through hw_cuda_sgemm (blas.cu) and the simulated cuBLAS.
-static int device_sgemm(void *handle, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
-                        const float *b, float beta, float *c) {
-    return hw_cuda_sgemm((hw_cublas)handle, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
-}
-
-static replay_blas blas_of(hw_cuda_ctx ctx) { return (replay_blas){device_sgemm, ctx.blas}; }
-
-// ---- layers.cu ----
-
-int hw_cuda_linear_forward(hw_cuda_ctx ctx, float *y, const float *x, const float *w, const float *bias, int batch,
-                           int in_features, int out_features) {
-    if (batch <= 0) return HW_OK;
-    if (bias) CHECK_LAUNCH(ctx.stream, writes(y, (int64_t)batch * out_features), reads(bias, out_features));
-    return replay_linear_forward(blas_of(ctx), y, x, w, bias, batch, in_features, out_features);
-}
-
-int hw_cuda_linear_backward(hw_cuda_ctx ctx, float *dx, float *dw, float *dbias, const float *dy, const float *x,
-                            const float *w, int batch, int in_features, int out_features) {
-    if (batch <= 0) return HW_OK;
-    if (dbias) CHECK_LAUNCH(ctx.stream, writes(dbias, out_features), reads(dy, (int64_t)batch * out_features));
-    return replay_linear_backward(blas_of(ctx), dx, dw, dbias, dy, x, w, batch, in_features, out_features);
-}
-
-int hw_cuda_conv2d_forward(hw_cuda_ctx ctx, float *y, const float *x, const float *w, const float *bias,
-                           hw_conv_dims d, float *scratch) {
-    if (d.batch <= 0) return HW_OK;
-    int64_t rows, columns;
-    if (!conv_gemm_size(d, &rows, &columns)) {
-        return hw_fail("conv2d: batch %d is too large for one GEMM (%lld columns)", d.batch, (long long)columns);
+// The sum of v[0..count) as one block of HW_THREADS adds it (kernels.cu's block_sum): each
+// thread's strided_sum, then the shared-memory tree.
+static float block_sum(const float *v, int64_t count) {
+    float partial[HW_THREADS];
+    for (int t = 0; t < HW_THREADS; t++) partial[t] = strided_sum(v, count, 1, t, HW_THREADS);
+    for (int half = HW_THREADS / 2; half > 0; half /= 2) {
+        for (int t = 0; t < half; t++) partial[t] += partial[t + half];
     }
-    int64_t in = (int64_t)d.batch * d.in_channels * d.height * d.width, out = d.out_channels * columns;
-    CHECK_LAUNCH(ctx.stream, writes(scratch, rows * columns), reads(x, in));  // im2col
-    CHECK_LAUNCH(ctx.stream, writes(y, out), reads(scratch + rows * columns, out),
-                 reads(bias, d.out_channels));  // cnhw_to_nchw
-    return replay_conv2d_forward(blas_of(ctx), y, x, w, bias, d, scratch);
+    return partial[0];
 }
 
-int hw_cuda_conv2d_backward(hw_cuda_ctx ctx, float *dx, float *dw, float *dbias, const float *dy, const float *x,
-                            const float *w, hw_conv_dims d, float *scratch) {
-    if (d.batch <= 0) return HW_OK;
-    int64_t rows, columns;
-    if (!conv_gemm_size(d, &rows, &columns)) {
-        return hw_fail("conv2d: batch %d is too large for one GEMM (%lld columns)", d.batch, (long long)columns);
+// ---- layers ----
+
+int add_bias_cols_launch(hw_cuda_stream stream, float *y, const float *bias, int64_t rows, int64_t cols) {
+    CHECK_LAUNCH("add_bias_cols", stream, writes(y, rows * cols), reads(bias, cols));
+    for (int64_t i = 0; i < rows * cols; i++) add_bias_cols_element(i, y, bias, cols);
+    return HW_OK;
+}
+
+// Column c is the sum of its SUM_COLS_LANES partial sums, in lane order.
+int sum_cols_launch(hw_cuda_stream stream, float *out, const float *m, int64_t rows, int64_t cols) {
+    CHECK_LAUNCH("sum_cols", stream, writes(out, cols), reads(m, rows * cols));
+    for (int64_t c = 0; c < cols; c++) {
+        float total = 0.0f;
+        for (int lane = 0; lane < SUM_COLS_LANES; lane++) total += strided_sum(m + c, rows, cols, lane, SUM_COLS_LANES);
+        out[c] = total;
     }
-    int64_t in = (int64_t)d.batch * d.in_channels * d.height * d.width, out = d.out_channels * columns;
-    const float *t = scratch + rows * columns;
-    CHECK_LAUNCH(ctx.stream, writes(t, out), reads(dy, out));  // nchw_to_cnhw
-    if (dbias) CHECK_LAUNCH(ctx.stream, writes(dbias, d.out_channels), reads(t, out));  // sum_rows
-    if (dw) CHECK_LAUNCH(ctx.stream, writes(scratch, rows * columns), reads(x, in));    // im2col
-    if (dx) CHECK_LAUNCH(ctx.stream, writes(dx, in), reads(scratch, rows * columns));   // col2im
-    return replay_conv2d_backward(blas_of(ctx), dx, dw, dbias, dy, x, w, d, scratch);
+    return HW_OK;
 }
 
-int hw_cuda_maxpool2d_forward(hw_cuda_stream stream, float *y, int32_t *argmax, const float *x, int batch,
-                              int channels, int height, int width, int kernel, int stride) {
+int sum_rows_launch(hw_cuda_stream stream, float *out, const float *m, int64_t rows, int64_t cols) {
+    CHECK_LAUNCH("sum_rows", stream, writes(out, rows), reads(m, rows * cols));
+    for (int64_t r = 0; r < rows; r++) out[r] = block_sum(m + r * cols, cols);
+    return HW_OK;
+}
+
+int im2col_launch(hw_cuda_stream stream, float *col, const float *x, hw_conv_dims d) {
+    int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
+    int64_t n = (int64_t)d.in_channels * d.kernel * d.kernel * d.batch * oh * ow;
+    CHECK_LAUNCH("im2col", stream, writes(col, n), reads(x, (int64_t)d.batch * d.in_channels * d.height * d.width));
+    for (int64_t i = 0; i < n; i++) im2col_element(i, col, x, d, oh, ow);
+    return HW_OK;
+}
+
+int col2im_launch(hw_cuda_stream stream, float *dx, const float *dcol, hw_conv_dims d) {
+    int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
+    int64_t n = (int64_t)d.batch * d.in_channels * d.height * d.width;
+    CHECK_LAUNCH("col2im", stream, writes(dx, n),
+                 reads(dcol, (int64_t)d.in_channels * d.kernel * d.kernel * d.batch * oh * ow));
+    for (int64_t i = 0; i < n; i++) col2im_element(i, dx, dcol, d, oh, ow);
+    return HW_OK;
+}
+
+int cnhw_to_nchw_launch(hw_cuda_stream stream, float *y, const float *t, const float *bias, int64_t batch,
+                        int64_t channels, int64_t plane) {
+    int64_t n = batch * channels * plane;
+    CHECK_LAUNCH("cnhw_to_nchw", stream, writes(y, n), reads(t, n), reads(bias, channels));
+    for (int64_t i = 0; i < n; i++) cnhw_to_nchw_element(i, y, t, bias, batch, channels, plane);
+    return HW_OK;
+}
+
+int nchw_to_cnhw_launch(hw_cuda_stream stream, float *t, const float *dy, int64_t batch, int64_t channels,
+                        int64_t plane) {
+    int64_t n = batch * channels * plane;
+    CHECK_LAUNCH("nchw_to_cnhw", stream, writes(t, n), reads(dy, n));
+    for (int64_t i = 0; i < n; i++) nchw_to_cnhw_element(i, t, dy, batch, channels, plane);
+    return HW_OK;
+}
+
+int maxpool_forward_launch(hw_cuda_stream stream, float *y, int32_t *argmax, const float *x, int64_t planes,
+                           int height, int width, int kernel, int stride) {
     int oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
-    int64_t planes = (int64_t)batch * channels, total = planes * oh * ow;
-    if (total <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, writes(y, total), writes_bytes(argmax, total * 4), reads(x, planes * height * width));
-    replay_maxpool2d_forward(y, argmax, x, (int)planes, height, width, kernel, stride);
+    int64_t n = planes * oh * ow;
+    CHECK_LAUNCH("maxpool_forward", stream, writes(y, n), writes_bytes(argmax, n * 4), reads(x, planes * height * width));
+    for (int64_t i = 0; i < n; i++) maxpool_forward_element(i, y, argmax, x, height, width, kernel, stride, oh, ow);
     return HW_OK;
 }
 
-int hw_cuda_maxpool2d_backward(hw_cuda_stream stream, float *dx, const float *dy, const int32_t *argmax, int batch,
-                               int channels, int height, int width, int kernel, int stride) {
+int maxpool_backward_launch(hw_cuda_stream stream, float *dx, const float *dy, const int32_t *argmax, int64_t planes,
+                            int height, int width, int kernel, int stride) {
     int oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
-    int64_t planes = (int64_t)batch * channels, total = planes * height * width;
-    if (total <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, writes(dx, total), reads(dy, planes * oh * ow), reads_bytes(argmax, planes * oh * ow * 4));
-    replay_maxpool2d_backward(dx, dy, argmax, (int)planes, height, width, kernel, stride);
+    int64_t n = planes * height * width, outputs = planes * oh * ow;
+    CHECK_LAUNCH("maxpool_backward", stream, writes(dx, n), reads(dy, outputs), reads_bytes(argmax, outputs * 4));
+    for (int64_t i = 0; i < n; i++) maxpool_backward_element(i, dx, dy, argmax, height, width, kernel, stride, oh, ow);
     return HW_OK;
 }
 
-// ---- pointwise.cu ----
+// ---- pointwise ----
 
-int hw_cuda_relu_forward(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
-    if (n <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, writes(y, n), reads(x, n));
-    replay_relu_forward(y, x, n);
+int relu_forward_launch(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
+    CHECK_LAUNCH("relu_forward", stream, writes(y, n), reads(x, n));
+    for (int64_t i = 0; i < n; i++) relu_forward_element(i, y, x);
     return HW_OK;
 }
 
-int hw_cuda_relu_backward(hw_cuda_stream stream, float *dx, const float *dy, const float *y, int64_t n) {
-    if (n <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, writes(dx, n), reads(dy, n), reads(y, n));
-    replay_relu_backward(dx, dy, y, n);
+int relu_backward_launch(hw_cuda_stream stream, float *dx, const float *dy, const float *y, int64_t n) {
+    CHECK_LAUNCH("relu_backward", stream, writes(dx, n), reads(dy, n), reads(y, n));
+    for (int64_t i = 0; i < n; i++) relu_backward_element(i, dx, dy, y);
     return HW_OK;
 }
 
-static int dropout_launch(hw_cuda_stream stream, float *out, const float *in, int64_t n, int64_t plane, float p,
-                          uint64_t seed, uint64_t step) {
-    if (dropout_args_check(p, n, plane) != HW_OK) return HW_ERR;
-    if (n <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, writes(out, n), reads(in, n));
-    replay_dropout(out, in, n, plane, p, seed, step);
+int dropout_launch(hw_cuda_stream stream, float *out, const float *in, int64_t n, int64_t plane, float p,
+                   uint64_t seed, uint64_t step) {
+    CHECK_LAUNCH("dropout_apply", stream, writes(out, n), reads(in, n));
+    for (int64_t i = 0; i < n; i++) dropout_element(i, out, in, plane, p, dropout_scale(p), seed, step);
     return HW_OK;
 }
 
-int hw_cuda_dropout_forward(hw_cuda_stream stream, float *y, const float *x, int64_t n, float p, uint64_t seed,
-                            uint64_t step) {
-    return dropout_launch(stream, y, x, n, 1, p, seed, step);
-}
-
-int hw_cuda_dropout_backward(hw_cuda_stream stream, float *dx, const float *dy, int64_t n, float p, uint64_t seed,
-                             uint64_t step) {
-    return dropout_launch(stream, dx, dy, n, 1, p, seed, step);
-}
-
-int hw_cuda_dropout2d_forward(hw_cuda_stream stream, float *y, const float *x, int64_t planes, int64_t plane, float p,
-                              uint64_t seed, uint64_t step) {
-    return dropout_launch(stream, y, x, planes * plane, plane, p, seed, step);
-}
-
-int hw_cuda_dropout2d_backward(hw_cuda_stream stream, float *dx, const float *dy, int64_t planes, int64_t plane,
-                               float p, uint64_t seed, uint64_t step) {
-    return dropout_launch(stream, dx, dy, planes * plane, plane, p, seed, step);
-}
-
-int hw_cuda_normalize_u8(hw_cuda_stream stream, float *x, const uint8_t *bytes, int64_t n, float mean, float std) {
-    if (normalize_args_check(std) != HW_OK) return HW_ERR;
-    if (n <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, writes(x, n), reads_bytes(bytes, n));
-    replay_normalize_u8(x, bytes, n, mean, std);
+int normalize_u8_launch(hw_cuda_stream stream, float *x, const uint8_t *bytes, int64_t n, float mean, float std) {
+    CHECK_LAUNCH("normalize_u8", stream, writes(x, n), reads_bytes(bytes, n));
+    for (int64_t i = 0; i < n; i++) normalize_u8_element(i, x, bytes, mean, std);
     return HW_OK;
 }
 
-int hw_cuda_sgd_step(hw_cuda_stream stream, float *w, const float *g, float *velocity, int64_t n, float lr,
-                     float momentum, float weight_decay, int nesterov, int started) {
-    if (sgd_args_check(momentum, velocity) != HW_OK) return HW_ERR;
-    if (n <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, writes(w, n), reads(g, n), writes(momentum != 0.0f ? velocity : NULL, n));
-    replay_sgd_step(w, g, velocity, n, lr, momentum, weight_decay, nesterov, started);
+int sgd_step_launch(hw_cuda_stream stream, float *w, const float *g, float *velocity, int64_t n, float lr,
+                    float momentum, float weight_decay, int nesterov, int started) {
+    CHECK_LAUNCH("sgd_step", stream, writes(w, n), reads(g, n), writes(momentum != 0.0f ? velocity : NULL, n));
+    for (int64_t i = 0; i < n; i++) sgd_step_element(i, w, g, velocity, lr, momentum, weight_decay, nesterov, started);
     return HW_OK;
 }
 
-int hw_cuda_scale(hw_cuda_stream stream, float *x, int64_t n, float alpha) {
-    if (n <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, writes(x, n));
-    replay_scale(x, n, alpha);
+int scale_launch(hw_cuda_stream stream, float *x, int64_t n, float alpha) {
+    CHECK_LAUNCH("scale", stream, writes(x, n));
+    for (int64_t i = 0; i < n; i++) scale_element(i, x, alpha);
     return HW_OK;
 }
 
-int hw_cuda_add(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
-    if (n <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, writes(y, n), reads(x, n));
-    replay_add(y, x, n);
+int add_launch(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
+    CHECK_LAUNCH("add", stream, writes(y, n), reads(x, n));
+    for (int64_t i = 0; i < n; i++) add_element(i, y, x);
+    return HW_OK;
+}
+
+// ---- loss ----
+
+int log_softmax_rows_launch(hw_cuda_stream stream, float *logp, float *row_loss, const float *x,
+                            const uint8_t *labels, int batch, int classes) {
+    int64_t n = (int64_t)batch * classes;
+    CHECK_LAUNCH("log_softmax_rows", stream, writes(logp, n), reads(x, n), reads_bytes(labels, batch),
+                 writes(labels ? row_loss : NULL, batch));
+    for (int64_t b = 0; b < batch; b++) log_softmax_row(b, logp, row_loss, x, labels, classes);
+    return HW_OK;
+}
+
+int mean_rows_launch(hw_cuda_stream stream, float *loss, const float *row_loss, int batch) {
+    CHECK_LAUNCH("mean_rows", stream, writes(loss, 1), reads(row_loss, batch));
+    *loss = block_sum(row_loss, batch) / (float)batch;
+    return HW_OK;
+}
+
+int nll_backward_launch(hw_cuda_stream stream, float *dx, const float *logp, const uint8_t *labels, int batch,
+                        int classes) {
+    int64_t n = (int64_t)batch * classes;
+    CHECK_LAUNCH("nll_backward", stream, writes(dx, n), reads(logp, n), reads_bytes(labels, batch));
+    for (int64_t i = 0; i < n; i++) nll_backward_element(i, dx, logp, labels, batch, classes);
+    return HW_OK;
+}
+
+int accumulate_loss_launch(hw_cuda_stream stream, double *total, const float *loss, int batch) {
+    CHECK_LAUNCH("accumulate_loss", stream, writes_bytes(total, sizeof(double)), reads(loss, 1));
+    accumulate_loss_element(total, loss, batch);
+    return HW_OK;
+}
+
+// One atomicAdd per correct row.
+int count_correct_launch(hw_cuda_stream stream, int32_t *count, const float *logp, const uint8_t *labels, int batch,
+                         int classes) {
+    CHECK_LAUNCH("count_correct", stream, writes_bytes(count, 4), reads(logp, (int64_t)batch * classes),
+                 reads_bytes(labels, batch));
+    for (int64_t b = 0; b < batch; b++) *count += count_correct_row(b, logp, labels, classes);
     return HW_OK;
 }
 
@@ -189,41 +213,4 @@ int hw_cuda_add(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
 cudaError_t cuda_kernels_runnable(void) {
     cudaFuncAttributes attributes;
     return cudaFuncGetAttributes(&attributes, NULL);
-}
-
-// ---- loss.cu ----
-
-int hw_cuda_log_softmax_nll_forward(hw_cuda_stream stream, float *logp, float *loss_dev, const float *x,
-                                    const uint8_t *labels, int batch, int classes, float *row_scratch) {
-    if (batch <= 0 || classes <= 0) return HW_OK;
-    int64_t n = (int64_t)batch * classes;
-    CHECK_LAUNCH(stream, writes(logp, n), reads(x, n), reads_bytes(labels, batch),
-                 writes(labels ? row_scratch : NULL, batch));  // log_softmax_rows
-    if (labels) CHECK_LAUNCH(stream, writes(loss_dev, 1), reads(row_scratch, batch));  // mean_rows
-    replay_log_softmax_nll_forward(logp, loss_dev, x, labels, batch, classes, row_scratch);
-    return HW_OK;
-}
-
-int hw_cuda_log_softmax_nll_backward(hw_cuda_stream stream, float *dx, const float *logp, const uint8_t *labels,
-                                     int batch, int classes) {
-    int64_t n = (int64_t)batch * classes;
-    if (n <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, writes(dx, n), reads(logp, n), reads_bytes(labels, batch));
-    replay_nll_backward(dx, logp, labels, batch, classes);
-    return HW_OK;
-}
-
-int hw_cuda_accumulate_loss(hw_cuda_stream stream, double *total_dev, const float *loss_dev, int batch) {
-    if (batch <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, writes_bytes(total_dev, sizeof(double)), reads(loss_dev, 1));
-    replay_accumulate_loss(total_dev, loss_dev, batch);
-    return HW_OK;
-}
-
-int hw_cuda_count_correct(hw_cuda_stream stream, int32_t *count_dev, const float *logp, const uint8_t *labels,
-                          int batch, int classes) {
-    if (batch <= 0) return HW_OK;
-    CHECK_LAUNCH(stream, writes_bytes(count_dev, 4), reads(logp, (int64_t)batch * classes), reads_bytes(labels, batch));
-    replay_count_correct(count_dev, logp, labels, batch, classes);
-    return HW_OK;
 }

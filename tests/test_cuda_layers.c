@@ -1,18 +1,7 @@
-// Host replay of the CUDA kernels (suite cuda_replay): the GPU layer functions of src/cuda/ run on
-// the CPU, built from the kernels' own per-index code and compared with the CPU layers of src/nn,
-// which are verified on their own (gradient checks, PyTorch reference values). It needs no GPU
-// and no CUDA: it runs in every build, under ASan too.
-//
-// How: src/cuda/kernels.cuh holds what every element-wise and gather kernel computes for one
-// index (im2col_element, maxpool_forward_element, log_softmax_row, ...) in C that the host
-// compiler takes as well as nvcc. tests/simcuda/replay.c builds each hw_cuda_* function of
-// layers.cu, pointwise.cu and loss.cu from them (replay_*: each kernel launch a loop over every
-// index calling that kernel's element function, in the same order, on the same scratch layout;
-// each cuBLAS call OpenBLAS's column-major cblas_sgemm given exactly the arguments hw_cuda_sgemm
-// gives cuBLAS, col_major_gemm_of). The element functions are the kernels' own code; the sequence
-// of launches in each replay_* function (and the combine step of the block reductions) is a copy
-// of the hw_cuda_* function it names, kept in step by hand. The same replay_* functions are the
-// kernels of the simulated CUDA device (`make sim`, tests/simcuda/kernels.c).
+// Each GPU layer function against its CPU layer (suite cuda_layers): the hw_cuda_* functions of
+// src/cuda/ops.c, run on the device on random inputs and edge cases, compared with the CPU layers
+// of src/nn (made by the parser's hw_layer_setup and run through the CPU backend), which are
+// verified on their own (gradient checks, PyTorch reference values).
 //
 // What it proves: the kernels' index arithmetic (which element reads and writes which, padding,
 // strides, window bounds, the permutes between NCHW and the GEMM's channel-major layout), their
@@ -21,28 +10,32 @@
 // GEMM mapping: all agree with the CPU layers to float rounding (relative error < 1e-4, exact
 // where the kernel only selects or copies).
 //
-// What it does not prove: anything that only the device does. Launch configurations (grid, block
-// and shared-memory sizes; the grid-stride loop is trusted to visit every index once), the block
-// reductions' shared memory and barriers (their arithmetic is replayed: each thread's strided_sum,
-// added in the kernel's order), the atomicAdd of count_correct, what nvcc makes of the code for
-// the device and the device's rounding (FMA contraction, expf and logf), and cuBLAS itself
-// (OpenBLAS stands in for it). The GPU runner, copies, streams, the all-reduce and IPC are run by
-// tests/test_cuda.c and tests/test_gpu_train.c on a GPU, and on the simulated device (`make sim`).
-#include "../src/cuda/kernels.cuh"  // the kernels' per-index code (private to src/cuda/ and the tests)
-#include "simcuda/replay.h"         // the GPU layer functions replayed on the host
+// Where it runs: on a GPU, the real kernels and cuBLAS. Without one the tests skip, saying why,
+// and `make sim` runs them on the simulated device (tests/simcuda/), where ops.c runs unchanged
+// over launchers that loop over the kernels' own per-index code (src/cuda/kernels.cuh) and the
+// GEMMs go to OpenBLAS given cuBLAS's arguments. The simulated device leaves out what only a GPU
+// does: launch configurations, shared memory and barriers, atomics, the device's rounding (FMA
+// contraction, expf and logf) and cuBLAS itself.
+#include "../src/cuda/kernels.cuh"  // col_major_gemm_of: the GEMM mapping's leading dimensions
 
+#include "hw/cuda.h"
 #include "hw/data.h"
 #include "hw/err.h"
 #include "hw/nn.h"
 #include "hw/optim.h"
 #include "hw/rng.h"
 #include "float_check.h"
+#include "gpu_tests.h"
 
-#include <cblas.h>
 #include <criterion/criterion.h>
+#include <criterion/hooks.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+// Criterion names a hook after its line: keep this off the lines of the other suites' hooks.
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) { gpu_suite_report(stats, "cuda_layers"); }
 
 #define OK(call) cr_assert_eq((call), HW_OK, "%s: %s", #call, hw_error())
 
@@ -134,6 +127,39 @@ static void cpu_layer_close(cpu_layer *c) {
     free(c->saved);
 }
 
+// The device's result of a layer function: device copies of the CPU layer's inputs, and device
+// outputs of the same sizes, unset (NaN) so that a kernel that skips an element is seen.
+typedef struct {
+    float *x, *w, *bias, *dy, *y, *dx, *dw, *db;
+} gpu_layer;
+
+static float *nan_on_device(size_t n) {
+    float *host = floats(n);
+    for (size_t i = 0; i < n; i++) host[i] = NAN;
+    float *dev = to_device(host, n);
+    free(host);
+    return dev;
+}
+
+static gpu_layer gpu_layer_open(const cpu_layer *c) {
+    gpu_layer g = {
+        .x = to_device(c->x, c->n_in),
+        .w = to_device(c->w, c->n_w),
+        .bias = to_device(c->bias, c->n_b),
+        .dy = to_device(c->dy, c->n_out),
+        .y = nan_on_device(c->n_out),
+        .dx = nan_on_device(c->n_in),
+        .dw = nan_on_device(c->n_w),
+        .db = nan_on_device(c->n_b),
+    };
+    return g;
+}
+
+static void gpu_layer_close(gpu_layer *g) {
+    float *buffers[] = {g->x, g->w, g->bias, g->dy, g->y, g->dx, g->dw, g->db};
+    for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) hw_cuda_free(buffers[i]);
+}
+
 // ---- GEMM ----
 
 static int max_1(int n) { return n > 1 ? n : 1; }
@@ -146,7 +172,25 @@ static void expect_valid_leading_dimensions(col_major_gemm g, const char *what) 
     cr_expect_geq(g.ldc, max_1(g.m), "%s: ldc %d", what, g.ldc);
 }
 
-Test(cuda_replay, sgemm_mapping_matches_row_major_products) {
+static void check_sgemm(hw_cuda_ctx ctx, int ta, int tb, int m, int n, int k, float alpha, float beta, hw_rng *rng) {
+    float *a = random_floats(rng, (size_t)m * k, 1.0f), *b = random_floats(rng, (size_t)k * n, 1.0f);
+    float *c = random_floats(rng, (size_t)m * n, 1.0f);
+    float *da = to_device(a, (size_t)m * k), *db = to_device(b, (size_t)k * n), *dc = to_device(c, (size_t)m * n);
+    OK(hw_cuda_sgemm(ctx.blas, ta, tb, m, n, k, alpha, da, db, beta, dc));
+    OK(hw_cuda_stream_sync(ctx.stream));  // ctx.stream does not synchronise with from_device's legacy stream
+    ref_gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+    float *got = from_device(dc, (size_t)m * n);
+    char what[96];
+    snprintf(what, sizeof what, "sgemm ta=%d tb=%d m=%d n=%d k=%d beta=%g", ta, tb, m, n, k, (double)beta);
+    EXPECT_CLOSE(got, c, (size_t)m * n, "%s", what);
+    expect_valid_leading_dimensions(col_major_gemm_of(ta, tb, m, n, k, a, b), what);
+    free(a), free(b), free(c), free(got);
+    hw_cuda_free(da), hw_cuda_free(db), hw_cuda_free(dc);
+}
+
+Test(cuda_layers, sgemm_mapping_matches_row_major_products) {
+    need_gpu();
+    hw_cuda_ctx ctx = make_ctx();
     hw_rng rng;
     hw_rng_seed(&rng, 31, 0);
     // m, n, k: non-square, vectors both ways, and an empty inner dimension (C = beta C)
@@ -154,26 +198,24 @@ Test(cuda_replay, sgemm_mapping_matches_row_major_products) {
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         for (int trans = 0; trans < 4; trans++) {
             for (int with_beta = 0; with_beta < 2; with_beta++) {
-                int m = sizes[s][0], n = sizes[s][1], k = sizes[s][2], ta = trans & 1, tb = trans >> 1;
-                float alpha = 1.5f, beta = with_beta ? 0.75f : 0.0f;
-                float *a = random_floats(&rng, (size_t)m * k, 1.0f), *b = random_floats(&rng, (size_t)k * n, 1.0f);
-                float *c = random_floats(&rng, (size_t)m * n, 1.0f), *want = floats((size_t)m * n);
-                memcpy(want, c, sizeof(float) * m * n);
-                replay_sgemm(NULL, ta, tb, m, n, k, alpha, a, b, beta, c);
-                ref_gemm(ta, tb, m, n, k, alpha, a, b, beta, want);
-                char what[96];
-                snprintf(what, sizeof what, "sgemm ta=%d tb=%d m=%d n=%d k=%d beta=%g", ta, tb, m, n, k, (double)beta);
-                EXPECT_CLOSE(c, want, (size_t)m * n, "%s", what);
-                expect_valid_leading_dimensions(col_major_gemm_of(ta, tb, m, n, k, a, b), what);
-                free(a), free(b), free(c), free(want);
+                check_sgemm(ctx, trans & 1, trans >> 1, sizes[s][0], sizes[s][1], sizes[s][2], 1.5f,
+                            with_beta ? 0.75f : 0.0f, &rng);
             }
         }
     }
+    for (int round = 0; round < 8; round++) {  // random sizes and scales
+        int m = round == 0 ? 1 : rand_in(&rng, 1, 37), n = rand_in(&rng, 1, 41), k = rand_in(&rng, 1, 29);
+        float alpha = 0.5f + hw_rng_uniform(&rng), beta = round >= 4 ? 0.75f : 0.0f;
+        check_sgemm(ctx, round & 1, (round >> 1) & 1, m, n, k, alpha, beta, &rng);
+    }
+    free_ctx(ctx);
 }
 
 // ---- layers ----
 
-Test(cuda_replay, linear_matches_the_cpu_layer) {
+Test(cuda_layers, linear_matches_the_cpu_layer) {
+    need_gpu();
+    hw_cuda_ctx ctx = make_ctx();
     hw_rng rng;
     hw_rng_seed(&rng, 32, 0);
     for (int round = 0; round < 8; round++) {
@@ -185,19 +227,24 @@ Test(cuda_replay, linear_matches_the_cpu_layer) {
         cpu_layer_open(&c, line, hw_shape_make(1, (int64_t[]){in}), batch, &rng);
         cpu_layer_forward(&c);
         cpu_layer_backward(&c);
-        float *y = floats(c.n_out), *dx = floats(c.n_in), *dw = floats(c.n_w), *db = floats(c.n_b);
-        OK(replay_linear_forward(REPLAY_OPENBLAS, y, c.x, c.w, c.bias, batch, in, out));
-        OK(replay_linear_backward(REPLAY_OPENBLAS, dx, dw, db, c.dy, c.x, c.w, batch, in, out));
+        gpu_layer g = gpu_layer_open(&c);
+        OK(hw_cuda_linear_forward(ctx, g.y, g.x, g.w, g.bias, batch, in, out));
+        OK(hw_cuda_linear_backward(ctx, g.dx, g.dw, g.db, g.dy, g.x, g.w, batch, in, out));
+        OK(hw_cuda_stream_sync(ctx.stream));
+        float *y = from_device(g.y, c.n_out), *dx = from_device(g.dx, c.n_in);
+        float *dw = from_device(g.dw, c.n_w), *db = from_device(g.db, c.n_b);
         EXPECT_CLOSE(y, c.y, c.n_out, "linear forward B=%d in=%d out=%d", batch, in, out);
         EXPECT_CLOSE(dx, c.dx, c.n_in, "linear dx B=%d in=%d out=%d", batch, in, out);
         EXPECT_CLOSE(dw, c.dw, c.n_w, "linear dw B=%d in=%d out=%d", batch, in, out);
         EXPECT_CLOSE(db, c.db, c.n_b, "linear dbias B=%d in=%d out=%d", batch, in, out);
         free(y), free(dx), free(dw), free(db);
+        gpu_layer_close(&g);
         cpu_layer_close(&c);
     }
+    free_ctx(ctx);
 }
 
-static void check_conv2d(hw_conv_dims d, hw_rng *rng) {
+static void check_conv2d(hw_cuda_ctx ctx, hw_conv_dims d, hw_rng *rng) {
     char line[96], what[128];
     snprintf(line, sizeof line, "conv2d %d %d stride=%d padding=%d", d.out_channels, d.kernel, d.stride, d.padding);
     snprintf(what, sizeof what, "%s on B=%d C=%d %dx%d", line, d.batch, d.in_channels, d.height, d.width);
@@ -205,21 +252,26 @@ static void check_conv2d(hw_conv_dims d, hw_rng *rng) {
     cpu_layer_open(&c, line, hw_shape_make(3, (int64_t[]){d.in_channels, d.height, d.width}), d.batch, rng);
     cpu_layer_forward(&c);
     cpu_layer_backward(&c);
-    size_t scratch_n = hw_cuda_conv2d_scratch_floats(d);
-    float *scratch = floats(scratch_n);
-    for (size_t i = 0; i < scratch_n; i++) scratch[i] = NAN;  // the kernels must write before they read
-    float *y = floats(c.n_out), *dx = floats(c.n_in), *dw = floats(c.n_w), *db = floats(c.n_b);
-    OK(replay_conv2d_forward(REPLAY_OPENBLAS, y, c.x, c.w, c.bias, d, scratch));
-    OK(replay_conv2d_backward(REPLAY_OPENBLAS, dx, dw, db, c.dy, c.x, c.w, d, scratch));
+    gpu_layer g = gpu_layer_open(&c);
+    float *scratch = nan_on_device(hw_cuda_conv2d_scratch_floats(d));  // the kernels must write before they read
+    OK(hw_cuda_conv2d_forward(ctx, g.y, g.x, g.w, g.bias, d, scratch));
+    OK(hw_cuda_conv2d_backward(ctx, g.dx, g.dw, g.db, g.dy, g.x, g.w, d, scratch));
+    OK(hw_cuda_stream_sync(ctx.stream));
+    float *y = from_device(g.y, c.n_out), *dx = from_device(g.dx, c.n_in);
+    float *dw = from_device(g.dw, c.n_w), *db = from_device(g.db, c.n_b);
     EXPECT_CLOSE(y, c.y, c.n_out, "forward of %s", what);
     EXPECT_CLOSE(dx, c.dx, c.n_in, "dx of %s", what);
     EXPECT_CLOSE(dw, c.dw, c.n_w, "dw of %s", what);
     EXPECT_CLOSE(db, c.db, c.n_b, "dbias of %s", what);
-    free(y), free(dx), free(dw), free(db), free(scratch);
+    free(y), free(dx), free(dw), free(db);
+    hw_cuda_free(scratch);
+    gpu_layer_close(&g);
     cpu_layer_close(&c);
 }
 
-Test(cuda_replay, conv2d_matches_the_cpu_layer) {
+Test(cuda_layers, conv2d_matches_the_cpu_layer) {
+    need_gpu();
+    hw_cuda_ctx ctx = make_ctx();
     hw_rng rng;
     hw_rng_seed(&rng, 33, 0);
     // {batch, in_channels, height, width, out_channels, kernel, stride, padding}
@@ -233,8 +285,9 @@ Test(cuda_replay, conv2d_matches_the_cpu_layer) {
         {1, 2, 3, 3, 2, 5, 1, 1},     // a kernel as large as the padded input
         {2, 2, 6, 9, 3, 2, 2, 1},     // even kernel, stride and padding
     };
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) check_conv2d(cases[k], &rng);
-    for (int round = 0; round < 8; round++) check_conv2d(random_conv_dims(&rng, 4), &rng);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) check_conv2d(ctx, cases[k], &rng);
+    for (int round = 0; round < 8; round++) check_conv2d(ctx, random_conv_dims(&rng, 5), &rng);
+    free_ctx(ctx);
 }
 
 // values: 0 random, 1 few distinct values (ties), 2 random with NaNs
@@ -253,12 +306,12 @@ static void check_maxpool2d(int batch, int channels, int height, int width, int 
     cpu_layer_forward(&c);
     cpu_layer_backward(&c);
     const int32_t *cpu_argmax = (const int32_t *)(const void *)c.saved;  // the CPU layer's saved state
-    int planes = batch * channels;
-    float *y = floats(c.n_out), *dx = floats(c.n_in);
-    int32_t *argmax = malloc(sizeof(int32_t) * c.n_out);
-    cr_assert(argmax);
-    replay_maxpool2d_forward(y, argmax, c.x, planes, height, width, kernel, stride);
-    replay_maxpool2d_backward(dx, c.dy, argmax, planes, height, width, kernel, stride);
+    gpu_layer g = gpu_layer_open(&c);
+    int32_t *d_argmax = (int32_t *)(void *)nan_on_device(c.n_out);
+    OK(hw_cuda_maxpool2d_forward(NULL, g.y, d_argmax, g.x, batch, channels, height, width, kernel, stride));
+    OK(hw_cuda_maxpool2d_backward(NULL, g.dx, g.dy, d_argmax, batch, channels, height, width, kernel, stride));
+    float *y = from_device(g.y, c.n_out), *dx = from_device(g.dx, c.n_in);
+    int32_t *argmax = (int32_t *)(void *)from_device((const float *)(const void *)d_argmax, c.n_out);
     expect_same_floats(y, c.y, c.n_out, what);
     for (size_t o = 0; o < c.n_out; o++) {
         cr_expect_eq(argmax[o], cpu_argmax[o], "%s: output %zu takes input %d, the CPU layer %d", what, o, argmax[o],
@@ -267,10 +320,13 @@ static void check_maxpool2d(int batch, int channels, int height, int width, int 
     }
     EXPECT_CLOSE(dx, c.dx, c.n_in, "dx of %s", what);
     free(y), free(dx), free(argmax);
+    hw_cuda_free(d_argmax);
+    gpu_layer_close(&g);
     cpu_layer_close(&c);
 }
 
-Test(cuda_replay, maxpool2d_matches_the_cpu_layer) {
+Test(cuda_layers, maxpool2d_matches_the_cpu_layer) {
+    need_gpu();
     hw_rng rng;
     hw_rng_seed(&rng, 34, 0);
     // {batch, channels, height, width, kernel, stride}
@@ -289,30 +345,39 @@ Test(cuda_replay, maxpool2d_matches_the_cpu_layer) {
             check_maxpool2d(s[0], s[1], s[2], s[3], s[4], s[5], values, &rng);
         }
     }
+    for (int round = 0; round < 6; round++) {  // random sizes
+        int k = rand_in(&rng, 1, 3), s = rand_in(&rng, 1, 3);
+        check_maxpool2d(round == 0 ? 1 : rand_in(&rng, 1, 4), rand_in(&rng, 1, 5), rand_in(&rng, k, 13),
+                        rand_in(&rng, k, 11), k, s, round % 3, &rng);
+    }
 }
 
-Test(cuda_replay, relu_matches_the_cpu_layer) {
+Test(cuda_layers, relu_matches_the_cpu_layer) {
+    need_gpu();
     hw_rng rng;
     hw_rng_seed(&rng, 35, 0);
     cpu_layer c;
-    cpu_layer_open(&c, "relu", hw_shape_make(3, (int64_t[]){3, 5, 7}), 4, &rng);
+    // 118 x 105 floats: more than one grid of blocks' first pass
+    cpu_layer_open(&c, "relu", hw_shape_make(3, (int64_t[]){3, 5, 7}), 118, &rng);
     const float special[] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 1e-40f, -1e-40f, 3.0f, -3.0f};
     for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) c.x[i * 7] = special[i];
     cpu_layer_forward(&c);
     cpu_layer_backward(&c);
-    float *y = floats(c.n_out), *dx = floats(c.n_in);
-    replay_relu_forward(y, c.x, (int64_t)c.n_out);
-    replay_relu_backward(dx, c.dy, y, (int64_t)c.n_in);
+    gpu_layer g = gpu_layer_open(&c);
+    OK(hw_cuda_relu_forward(NULL, g.y, g.x, (int64_t)c.n_out));
+    OK(hw_cuda_relu_backward(NULL, g.dx, g.dy, g.y, (int64_t)c.n_in));
+    float *y = from_device(g.y, c.n_out), *dx = from_device(g.dx, c.n_in);
     expect_same_floats(y, c.y, c.n_out, "relu forward");
     expect_same_floats(dx, c.dx, c.n_in, "relu backward");
     free(y), free(dx);
+    gpu_layer_close(&g);
     cpu_layer_close(&c);
 }
 
 // The GPU draws its masks from a hash of (seed, step, index) and the CPU layers from the
 // workspace RNG: the masks differ by design (a GPU run is not a CPU run, as with torch). So the
 // CPU layer is given the GPU's mask as its saved state, and its backward (the same masking and
-// scaling its forward applies) judges both the replayed forward and backward.
+// scaling its forward applies) judges both the GPU's forward and backward.
 static void check_dropout(int two_d, float p, hw_rng *rng) {
     enum { B = 7, C = 5, H = 3, W = 4 };  // odd sizes
     const uint64_t seed = 11, step = 3;
@@ -325,9 +390,15 @@ static void check_dropout(int two_d, float p, hw_rng *rng) {
     for (int64_t unit = 0; unit < n / plane; unit++) {
         c.saved[unit] = hw_dropout_uniform(seed, step, (uint64_t)unit) >= p;
     }
-    float *y = floats(c.n_out), *dx = floats(c.n_in), *x_through_cpu = floats(c.n_in);
-    replay_dropout(y, c.x, n, plane, p, seed, step);
-    replay_dropout(dx, c.dy, n, plane, p, seed, step);
+    gpu_layer g = gpu_layer_open(&c);
+    if (two_d) {
+        OK(hw_cuda_dropout2d_forward(NULL, g.y, g.x, n / plane, plane, p, seed, step));
+        OK(hw_cuda_dropout2d_backward(NULL, g.dx, g.dy, n / plane, plane, p, seed, step));
+    } else {
+        OK(hw_cuda_dropout_forward(NULL, g.y, g.x, n, p, seed, step));
+        OK(hw_cuda_dropout_backward(NULL, g.dx, g.dy, n, p, seed, step));
+    }
+    float *y = from_device(g.y, c.n_out), *dx = from_device(g.dx, c.n_in), *x_through_cpu = floats(c.n_in);
     cpu_layer_backward(&c);  // dx = mask * dy / (1 - p)
     for (int64_t i = 0; i < n; i++) {
         cr_expect(dx[i] == c.dx[i], "%s: dx[%lld] = %g, want %g", what, (long long)i, (double)dx[i], (double)c.dx[i]);
@@ -347,10 +418,12 @@ static void check_dropout(int two_d, float p, hw_rng *rng) {
         if (p == 1.0f) cr_expect_eq(kept, 0, "%s drops everything", what);
     }
     free(y), free(dx), free(x_through_cpu);
+    gpu_layer_close(&g);
     cpu_layer_close(&c);
 }
 
-Test(cuda_replay, dropout_masks_scale_as_the_cpu_layers) {
+Test(cuda_layers, dropout_masks_scale_as_the_cpu_layers) {
+    need_gpu();
     hw_rng rng;
     hw_rng_seed(&rng, 36, 0);
     const float ps[] = {0.0f, 0.3f, 0.5f, 1.0f};
@@ -360,17 +433,22 @@ Test(cuda_replay, dropout_masks_scale_as_the_cpu_layers) {
     }
     // The kernel keeps about 1 - p of a large tensor, and another step draws another mask.
     int64_t n = 1 << 18, kept = 0, same = 0;
-    float *ones = floats((size_t)n), *a = floats((size_t)n), *b = floats((size_t)n);
+    float *ones = floats((size_t)n);
     for (int64_t i = 0; i < n; i++) ones[i] = 1.0f;
-    replay_dropout(a, ones, n, 1, 0.3f, 11, 3);
-    replay_dropout(b, ones, n, 1, 0.3f, 11, 4);
+    float *d_ones = to_device(ones, (size_t)n), *d_a = to_device(NULL, (size_t)n), *d_b = to_device(NULL, (size_t)n);
+    OK(hw_cuda_dropout_forward(NULL, d_a, d_ones, n, 0.3f, 11, 3));
+    OK(hw_cuda_dropout_forward(NULL, d_b, d_ones, n, 0.3f, 11, 4));
+    float *a = from_device(d_a, (size_t)n), *b = from_device(d_b, (size_t)n);
     for (int64_t i = 0; i < n; i++) {
         kept += a[i] != 0.0f;
         same += (a[i] != 0.0f) == (b[i] != 0.0f);
     }
     cr_expect(fabs((double)kept / n - 0.7) < 0.005, "kept fraction %g", (double)kept / n);
     cr_expect(fabs((double)same / n - 0.58) < 0.01, "masks of two steps agree on %g", (double)same / n);
+    cr_expect_eq(hw_cuda_dropout_forward(NULL, d_a, d_ones, n, 1.5f, 1, 1), HW_ERR);
+    cr_expect(strstr(hw_error(), "p = 1.5 is not in [0, 1]") != NULL, "message: %s", hw_error());
     free(ones), free(a), free(b);
+    hw_cuda_free(d_ones), hw_cuda_free(d_a), hw_cuda_free(d_b);
 }
 
 // ---- loss, accuracy, optimiser, input ----
@@ -384,7 +462,7 @@ static void check_log_softmax_nll(int batch, int classes, float scale, int ties,
     snprintf(text, sizeof text, "input %d\nlinear %d\nlog_softmax\n", classes, classes);
     snprintf(what, sizeof what, "B=%d C=%d logits up to %g%s", batch, classes, (double)scale, ties ? ", ties" : "");
     hw_model m;
-    OK(hw_model_parse(&m, text, "replay-loss"));
+    OK(hw_model_parse(&m, text, "gpu-loss"));
     OK(hw_model_alloc_weights(&m));
     for (int c = 0; c < classes; c++) m.weights[(size_t)c * classes + c] = scale;
     hw_workspace ws;
@@ -399,24 +477,31 @@ static void check_log_softmax_nll(int batch, int classes, float scale, int ties,
     hw_cpu_backward(&m, &ws, labels, batch);
     const float *logits = ws.acts[1], *cpu_logp = ws.acts[2], *cpu_dlogits = ws.grad_acts[1];
 
-    float *logp = floats(n), *dlogits = floats(n);
-    float loss = NAN, *row_loss = floats((size_t)batch);
-    replay_log_softmax_nll_forward(logp, &loss, logits, labels, batch, classes, row_loss);
-    replay_nll_backward(dlogits, logp, labels, batch, classes);
-    int32_t correct = 0;
-    replay_count_correct(&correct, logp, labels, batch, classes);
+    float *d_logits = to_device(logits, n), *d_logp = nan_on_device(n), *d_dlogits = nan_on_device(n);
+    float *d_rows = nan_on_device((size_t)batch), *d_loss = nan_on_device(1);
+    uint8_t *d_labels = bytes_to_device(labels, (size_t)batch);
+    int32_t *d_count = (int32_t *)(void *)to_device(NULL, 1);
+    OK(hw_cuda_memset(d_count, 0, sizeof(int32_t), NULL));
+    OK(hw_cuda_log_softmax_nll_forward(NULL, d_logp, d_loss, d_logits, d_labels, batch, classes, d_rows));
+    OK(hw_cuda_log_softmax_nll_backward(NULL, d_dlogits, d_logp, d_labels, batch, classes));
+    OK(hw_cuda_count_correct(NULL, d_count, d_logp, d_labels, batch, classes));
+    float *logp = from_device(d_logp, n), *dlogits = from_device(d_dlogits, n), *loss = from_device(d_loss, 1);
+    int32_t *correct = (int32_t *)(void *)from_device((const float *)(const void *)d_count, 1);
 
-    cr_expect(fabs(loss - cpu_loss) <= 1e-4 * fmax(1.0, fabs(cpu_loss)), "%s: loss %g, the CPU %g", what,
-              (double)loss, (double)cpu_loss);
+    cr_expect(fabs(loss[0] - cpu_loss) <= 1e-4 * fmax(1.0, fabs(cpu_loss)), "%s: loss %g, the CPU %g", what,
+              (double)loss[0], (double)cpu_loss);
     EXPECT_CLOSE(logp, cpu_logp, n, "log_softmax %s", what);
     EXPECT_CLOSE(dlogits, cpu_dlogits, n, "nll backward %s", what);
-    cr_expect_eq(correct, hw_model_count_correct(&m, &ws, labels, batch), "count_correct %s", what);
-    free(x), free(labels), free(logp), free(dlogits), free(row_loss);
+    cr_expect_eq(correct[0], hw_model_count_correct(&m, &ws, labels, batch), "count_correct %s", what);
+    free(x), free(labels), free(logp), free(dlogits), free(loss), free(correct);
+    hw_cuda_free(d_logits), hw_cuda_free(d_logp), hw_cuda_free(d_dlogits), hw_cuda_free(d_rows);
+    hw_cuda_free(d_loss), hw_cuda_free(d_labels), hw_cuda_free(d_count);
     hw_workspace_free(&ws);
     hw_model_free(&m);
 }
 
-Test(cuda_replay, log_softmax_nll_and_accuracy_match_the_cpu_model) {
+Test(cuda_layers, log_softmax_nll_and_accuracy_match_the_cpu_model) {
+    need_gpu();
     hw_rng rng;
     hw_rng_seed(&rng, 37, 0);
     check_log_softmax_nll(1, 10, 3.0f, 0, &rng);
@@ -428,16 +513,17 @@ Test(cuda_replay, log_softmax_nll_and_accuracy_match_the_cpu_model) {
     check_log_softmax_nll(64, 10, 1.0f, 1, &rng);     // equal logits: the first maximum is the prediction
 }
 
-// The GPU runner steps each range of trainable parameters with hw_cuda_sgd_step; the replay steps
-// each trainable parameter with the kernel's element function, against hw_sgd_step.
-Test(cuda_replay, sgd_step_matches_hw_sgd_step) {
+// The GPU runner steps each range of trainable parameters with hw_cuda_sgd_step; here each
+// trainable parameter is stepped so, against hw_sgd_step over the whole model.
+Test(cuda_layers, sgd_step_matches_hw_sgd_step) {
+    need_gpu();
     const struct {
         float lr, momentum, weight_decay;
         int nesterov;
     } cases[] = {{0.1f, 0.0f, 0.0f, 0}, {0.05f, 0.9f, 0.0f, 0}, {0.01f, 0.5f, 1e-2f, 1}, {0.2f, 0.0f, 5e-4f, 0}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         hw_model m;
-        OK(hw_model_parse(&m, "input 6\nlinear 5\nrelu\nlinear 3\nlog_softmax\n", "replay-sgd"));
+        OK(hw_model_parse(&m, "input 60\nlinear 50\nrelu\nlinear 3\nlog_softmax\n", "gpu-sgd"));
         OK(hw_model_alloc_weights(&m));
         OK(hw_model_freeze(&m, "fc1.bias"));
         hw_rng rng;
@@ -446,40 +532,60 @@ Test(cuda_replay, sgd_step_matches_hw_sgd_step) {
         float *w = random_floats(&rng, n, 1.0f), *v = calloc(n, sizeof(float));
         cr_assert(v);
         memcpy(m.weights, w, sizeof(float) * n);
+        float *d_w = to_device(w, n), *d_v = to_device(v, n);
         hw_sgd opt;
         OK(hw_sgd_init(&opt, n, cases[k].lr, cases[k].momentum, cases[k].weight_decay, cases[k].nesterov));
         for (int step = 0; step < 3; step++) {
-            float *g = random_floats(&rng, n, 1.0f);
+            float *g = random_floats(&rng, n, 1.0f), *d_g = to_device(g, n);
             hw_sgd_step(&opt, &m, m.weights, g);
             for (int p = 0; p < m.n_params; p++) {
                 const hw_param *param = &m.params[p];
                 if (param->frozen) continue;
                 size_t off = param->offset;
-                replay_sgd_step(w + off, g + off, v + off, hw_shape_numel(param->shape), cases[k].lr,
-                                cases[k].momentum, cases[k].weight_decay, cases[k].nesterov, step > 0);
+                OK(hw_cuda_sgd_step(NULL, d_w + off, d_g + off, cases[k].momentum != 0.0f ? d_v + off : NULL,
+                                    hw_shape_numel(param->shape), cases[k].lr, cases[k].momentum,
+                                    cases[k].weight_decay, cases[k].nesterov, step > 0));
             }
             free(g);
+            OK(hw_cuda_stream_sync(NULL));
+            hw_cuda_free(d_g);
         }
-        EXPECT_CLOSE(w, m.weights, n, "sgd case %zu: weights", k);
-        if (opt.velocity) EXPECT_CLOSE(v, opt.velocity, n, "sgd case %zu: momentum", k);
+        float *got_w = from_device(d_w, n), *got_v = from_device(d_v, n);
+        EXPECT_CLOSE(got_w, m.weights, n, "sgd case %zu: weights", k);
+        if (opt.velocity) EXPECT_CLOSE(got_v, opt.velocity, n, "sgd case %zu: momentum", k);
         hw_sgd_free(&opt);
-        free(w), free(v);
+        free(w), free(v), free(got_w), free(got_v);
+        hw_cuda_free(d_w), hw_cuda_free(d_v);
         hw_model_free(&m);
     }
 }
 
-Test(cuda_replay, normalize_u8_matches_the_cpu_batches) {
-    enum { N = 4, C = 1, H = 8, W = 8 };
-    uint8_t images[N * C * H * W], labels[N] = {3, 1, 4, 1}, got_labels[N];
+Test(cuda_layers, normalize_u8_matches_the_cpu_batches) {
+    need_gpu();
+    enum { N = 16, C = 1, H = 8, W = 8 };
+    uint8_t images[N * C * H * W], labels[N], got_labels[N];
     for (int i = 0; i < N * C * H * W; i++) images[i] = (uint8_t)(i * 37 % 256);  // spread over 0..255
     images[0] = 0, images[1] = 255;
+    for (int i = 0; i < N; i++) labels[i] = (uint8_t)(i % 10);
     hw_dataset ds = {.n = N, .channels = C, .height = H, .width = W, .n_classes = 10};
     ds.images = images;
     ds.labels = labels;
-    int64_t indices[N] = {0, 1, 2, 3};
+    int64_t indices[N];
+    for (int i = 0; i < N; i++) indices[i] = i;
     hw_normalize norm = {HW_MNIST_MEAN, HW_MNIST_STD};
-    float cpu[N * C * H * W], x[N * C * H * W];
+    float cpu[N * C * H * W];
     hw_batch_fill(&ds, indices, N, norm, cpu, got_labels);
-    replay_normalize_u8(x, images, N * C * H * W, norm.mean, norm.std);
-    EXPECT_CLOSE(x, cpu, (size_t)(N * C * H * W), "normalize_u8");
+    uint8_t *d_images = bytes_to_device(images, sizeof images);
+    float *d_x = nan_on_device(N * C * H * W);
+    OK(hw_cuda_normalize_u8(NULL, d_x, d_images, N * C * H * W, norm.mean, norm.std));
+    float *x = from_device(d_x, N * C * H * W);
+    for (int i = 0; i < N * C * H * W; i++) {  // the same three operations in float: equal but for contraction
+        int near = fabsf(x[i] - cpu[i]) <= 1e-6f * fmaxf(1.0f, fabsf(cpu[i]));
+        cr_expect(near, "normalize_u8: byte %d gives %g, the CPU batch %g", images[i], (double)x[i], (double)cpu[i]);
+        if (!near) break;
+    }
+    cr_expect_eq(hw_cuda_normalize_u8(NULL, d_x, d_images, N * C * H * W, 0.0f, 0.0f), HW_ERR);
+    cr_expect(strstr(hw_error(), "std = 0 must be > 0") != NULL, "message: %s", hw_error());
+    free(x);
+    hw_cuda_free(d_images), hw_cuda_free(d_x);
 }

@@ -1,0 +1,281 @@
+// kernels: every CUDA kernel of the project and its launcher, one `<<<grid, block>>>` each.
+// What a kernel computes for one index is in kernels.cuh (shared with the simulated device);
+// which kernels and GEMMs make a layer, and in what order, is in ops.c. Every reduction runs in a
+// fixed order, so a result does not change from run to run.
+#include "check.cuh"
+#include "kernels.cuh"
+#include "launch.h"
+
+// After each launch: whether it went in. A launch that cannot start (a bad configuration, no
+// kernel image for the device) is reported by cudaGetLastError; a fault while the kernel runs
+// comes back from a later call (check.cuh says how to find the kernel then).
+static int launched(const char *kernel) {
+    cudaError_t status = cudaGetLastError();
+    if (status == cudaSuccess) return HW_OK;
+    return hw_fail("the launch of kernel %s failed: %s", kernel, cudaGetErrorString(status));
+}
+
+// ---- bias: add, and the two reductions its gradient needs ----
+
+__global__ static void add_bias_cols(float *y, const float *bias, int64_t rows, int64_t cols) {
+    GRID_STRIDE(i, rows * cols) add_bias_cols_element(i, y, bias, cols);
+}
+
+// out[c] = sum_r m[r, c]: a block of 32 x SUM_COLS_LANES threads per 32 columns; each row of
+// threads sums every SUM_COLS_LANES-th row, then a column's partial sums are added in shared memory.
+__global__ static void sum_cols(float *out, const float *m, int64_t rows, int64_t cols) {
+    __shared__ float partial[SUM_COLS_LANES][33];
+    int64_t c = blockIdx.x * 32 + threadIdx.x;
+    partial[threadIdx.y][threadIdx.x] = c < cols ? strided_sum(m + c, rows, cols, threadIdx.y, SUM_COLS_LANES) : 0.0f;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < cols) {
+        float total = 0.0f;
+        for (int k = 0; k < SUM_COLS_LANES; k++) total += partial[k][threadIdx.x];
+        out[c] = total;
+    }
+}
+
+// The sum of v[0..count) by one block: each thread's strided_sum, then a tree in shared memory.
+// Thread 0 gets the total.
+__device__ static float block_sum(const float *v, int64_t count) {
+    __shared__ float partial[HW_THREADS];
+    partial[threadIdx.x] = strided_sum(v, count, 1, threadIdx.x, blockDim.x);
+    __syncthreads();
+    for (int half = blockDim.x / 2; half > 0; half /= 2) {
+        if ((int)threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+        __syncthreads();
+    }
+    return partial[0];
+}
+
+// out[r] = sum_c m[r, c]: one block per row.
+__global__ static void sum_rows(float *out, const float *m, int64_t cols) {
+    float total = block_sum(m + blockIdx.x * cols, cols);
+    if (threadIdx.x == 0) out[blockIdx.x] = total;
+}
+
+extern "C" int add_bias_cols_launch(hw_cuda_stream stream, float *y, const float *bias, int64_t rows, int64_t cols) {
+    add_bias_cols<<<hw_blocks(rows * cols), HW_THREADS, 0, stream>>>(y, bias, rows, cols);
+    return launched("add_bias_cols");
+}
+
+extern "C" int sum_cols_launch(hw_cuda_stream stream, float *out, const float *m, int64_t rows, int64_t cols) {
+    sum_cols<<<(unsigned)((cols + 31) / 32), dim3(32, SUM_COLS_LANES), 0, stream>>>(out, m, rows, cols);
+    return launched("sum_cols");
+}
+
+extern "C" int sum_rows_launch(hw_cuda_stream stream, float *out, const float *m, int64_t rows, int64_t cols) {
+    sum_rows<<<(unsigned)rows, HW_THREADS, 0, stream>>>(out, m, cols);
+    return launched("sum_rows");
+}
+
+// ---- conv2d: im2col, col2im and the permutes between NCHW and the GEMM's CNHW ----
+
+__global__ static void im2col(float *col, const float *x, hw_conv_dims d, int oh, int ow, int64_t n) {
+    GRID_STRIDE(i, n) im2col_element(i, col, x, d, oh, ow);
+}
+
+__global__ static void col2im(float *dx, const float *dcol, hw_conv_dims d, int oh, int ow, int64_t n) {
+    GRID_STRIDE(i, n) col2im_element(i, dx, dcol, d, oh, ow);
+}
+
+__global__ static void cnhw_to_nchw(float *y, const float *t, const float *bias, int64_t batch, int64_t channels,
+                                    int64_t plane) {
+    GRID_STRIDE(i, batch * channels * plane) cnhw_to_nchw_element(i, y, t, bias, batch, channels, plane);
+}
+
+__global__ static void nchw_to_cnhw(float *t, const float *dy, int64_t batch, int64_t channels, int64_t plane) {
+    GRID_STRIDE(i, batch * channels * plane) nchw_to_cnhw_element(i, t, dy, batch, channels, plane);
+}
+
+extern "C" int im2col_launch(hw_cuda_stream stream, float *col, const float *x, hw_conv_dims d) {
+    int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
+    int64_t n = (int64_t)d.in_channels * d.kernel * d.kernel * d.batch * oh * ow;
+    im2col<<<hw_blocks(n), HW_THREADS, 0, stream>>>(col, x, d, oh, ow, n);
+    return launched("im2col");
+}
+
+extern "C" int col2im_launch(hw_cuda_stream stream, float *dx, const float *dcol, hw_conv_dims d) {
+    int64_t n = (int64_t)d.batch * d.in_channels * d.height * d.width;
+    col2im<<<hw_blocks(n), HW_THREADS, 0, stream>>>(dx, dcol, d, hw_conv_out_h(d), hw_conv_out_w(d), n);
+    return launched("col2im");
+}
+
+extern "C" int cnhw_to_nchw_launch(hw_cuda_stream stream, float *y, const float *t, const float *bias, int64_t batch,
+                                   int64_t channels, int64_t plane) {
+    cnhw_to_nchw<<<hw_blocks(batch * channels * plane), HW_THREADS, 0, stream>>>(y, t, bias, batch, channels, plane);
+    return launched("cnhw_to_nchw");
+}
+
+extern "C" int nchw_to_cnhw_launch(hw_cuda_stream stream, float *t, const float *dy, int64_t batch, int64_t channels,
+                                   int64_t plane) {
+    nchw_to_cnhw<<<hw_blocks(batch * channels * plane), HW_THREADS, 0, stream>>>(t, dy, batch, channels, plane);
+    return launched("nchw_to_cnhw");
+}
+
+// ---- maxpool2d ----
+
+__global__ static void maxpool_forward(float *y, int32_t *argmax, const float *x, int64_t planes, int height, int width,
+                                       int kernel, int stride, int oh, int ow) {
+    GRID_STRIDE(i, planes * oh * ow) maxpool_forward_element(i, y, argmax, x, height, width, kernel, stride, oh, ow);
+}
+
+__global__ static void maxpool_backward(float *dx, const float *dy, const int32_t *argmax, int64_t planes, int height,
+                                        int width, int kernel, int stride, int oh, int ow) {
+    GRID_STRIDE(i, planes * height * width) {
+        maxpool_backward_element(i, dx, dy, argmax, height, width, kernel, stride, oh, ow);
+    }
+}
+
+extern "C" int maxpool_forward_launch(hw_cuda_stream stream, float *y, int32_t *argmax, const float *x, int64_t planes,
+                                      int height, int width, int kernel, int stride) {
+    int oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
+    maxpool_forward<<<hw_blocks(planes * oh * ow), HW_THREADS, 0, stream>>>(y, argmax, x, planes, height, width,
+                                                                            kernel, stride, oh, ow);
+    return launched("maxpool_forward");
+}
+
+extern "C" int maxpool_backward_launch(hw_cuda_stream stream, float *dx, const float *dy, const int32_t *argmax,
+                                       int64_t planes, int height, int width, int kernel, int stride) {
+    int oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
+    maxpool_backward<<<hw_blocks(planes * height * width), HW_THREADS, 0, stream>>>(dx, dy, argmax, planes, height,
+                                                                                     width, kernel, stride, oh, ow);
+    return launched("maxpool_backward");
+}
+
+// ---- pointwise: relu, dropout, the uint8 input, the SGD step, the all-reduce's scale and add ----
+
+__global__ static void relu_forward(float *y, const float *x, int64_t n) {
+    GRID_STRIDE(i, n) relu_forward_element(i, y, x);
+}
+
+__global__ static void relu_backward(float *dx, const float *dy, const float *y, int64_t n) {
+    GRID_STRIDE(i, n) relu_backward_element(i, dx, dy, y);
+}
+
+__global__ static void dropout_apply(float *out, const float *in, int64_t n, int64_t plane, float p, float scale,
+                                     uint64_t seed, uint64_t step) {
+    GRID_STRIDE(i, n) dropout_element(i, out, in, plane, p, scale, seed, step);
+}
+
+__global__ static void normalize_u8(float *x, const uint8_t *bytes, int64_t n, float mean, float std) {
+    GRID_STRIDE(i, n) normalize_u8_element(i, x, bytes, mean, std);
+}
+
+__global__ static void sgd_step(float *w, const float *g, float *velocity, int64_t n, float lr, float momentum,
+                                float weight_decay, int nesterov, int started) {
+    GRID_STRIDE(i, n) sgd_step_element(i, w, g, velocity, lr, momentum, weight_decay, nesterov, started);
+}
+
+__global__ static void scale(float *x, int64_t n, float alpha) {
+    GRID_STRIDE(i, n) scale_element(i, x, alpha);
+}
+
+__global__ static void add(float *y, const float *x, int64_t n) {
+    GRID_STRIDE(i, n) add_element(i, y, x);
+}
+
+extern "C" int relu_forward_launch(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
+    relu_forward<<<hw_blocks(n), HW_THREADS, 0, stream>>>(y, x, n);
+    return launched("relu_forward");
+}
+
+extern "C" int relu_backward_launch(hw_cuda_stream stream, float *dx, const float *dy, const float *y, int64_t n) {
+    relu_backward<<<hw_blocks(n), HW_THREADS, 0, stream>>>(dx, dy, y, n);
+    return launched("relu_backward");
+}
+
+extern "C" int dropout_launch(hw_cuda_stream stream, float *out, const float *in, int64_t n, int64_t plane, float p,
+                              uint64_t seed, uint64_t step) {
+    dropout_apply<<<hw_blocks(n), HW_THREADS, 0, stream>>>(out, in, n, plane, p, dropout_scale(p), seed, step);
+    return launched("dropout_apply");
+}
+
+extern "C" int normalize_u8_launch(hw_cuda_stream stream, float *x, const uint8_t *bytes, int64_t n, float mean,
+                                   float std) {
+    normalize_u8<<<hw_blocks(n), HW_THREADS, 0, stream>>>(x, bytes, n, mean, std);
+    return launched("normalize_u8");
+}
+
+extern "C" int sgd_step_launch(hw_cuda_stream stream, float *w, const float *g, float *velocity, int64_t n, float lr,
+                               float momentum, float weight_decay, int nesterov, int started) {
+    sgd_step<<<hw_blocks(n), HW_THREADS, 0, stream>>>(w, g, velocity, n, lr, momentum, weight_decay, nesterov, started);
+    return launched("sgd_step");
+}
+
+extern "C" int scale_launch(hw_cuda_stream stream, float *x, int64_t n, float alpha) {
+    scale<<<hw_blocks(n), HW_THREADS, 0, stream>>>(x, n, alpha);
+    return launched("scale");
+}
+
+extern "C" int add_launch(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
+    add<<<hw_blocks(n), HW_THREADS, 0, stream>>>(y, x, n);
+    return launched("add");
+}
+
+// ---- loss: log_softmax fused with the mean NLL, its gradient, the loss sum and the accuracy ----
+
+// One thread per row (classes are few).
+__global__ static void log_softmax_rows(float *logp, float *row_loss, const float *x, const uint8_t *labels, int batch,
+                                        int classes) {
+    GRID_STRIDE(b, batch) log_softmax_row(b, logp, row_loss, x, labels, classes);
+}
+
+// The mean of the row losses in one block, in a fixed order.
+__global__ static void mean_rows(float *loss, const float *row_loss, int batch) {
+    float total = block_sum(row_loss, batch);
+    if (threadIdx.x == 0) *loss = total / (float)batch;
+}
+
+__global__ static void nll_backward(float *dx, const float *logp, const uint8_t *labels, int batch, int classes) {
+    GRID_STRIDE(i, (int64_t)batch * classes) nll_backward_element(i, dx, logp, labels, batch, classes);
+}
+
+__global__ static void accumulate_loss(double *total, const float *loss, int batch) {
+    accumulate_loss_element(total, loss, batch);
+}
+
+__global__ static void count_correct(int32_t *count, const float *logp, const uint8_t *labels, int batch, int classes) {
+    GRID_STRIDE(b, batch) {
+        if (count_correct_row(b, logp, labels, classes)) atomicAdd(count, 1);
+    }
+}
+
+extern "C" int log_softmax_rows_launch(hw_cuda_stream stream, float *logp, float *row_loss, const float *x,
+                                       const uint8_t *labels, int batch, int classes) {
+    log_softmax_rows<<<hw_blocks(batch), HW_THREADS, 0, stream>>>(logp, row_loss, x, labels, batch, classes);
+    return launched("log_softmax_rows");
+}
+
+extern "C" int mean_rows_launch(hw_cuda_stream stream, float *loss, const float *row_loss, int batch) {
+    mean_rows<<<1, HW_THREADS, 0, stream>>>(loss, row_loss, batch);
+    return launched("mean_rows");
+}
+
+extern "C" int nll_backward_launch(hw_cuda_stream stream, float *dx, const float *logp, const uint8_t *labels,
+                                   int batch, int classes) {
+    nll_backward<<<hw_blocks((int64_t)batch * classes), HW_THREADS, 0, stream>>>(dx, logp, labels, batch, classes);
+    return launched("nll_backward");
+}
+
+extern "C" int accumulate_loss_launch(hw_cuda_stream stream, double *total, const float *loss, int batch) {
+    accumulate_loss<<<1, 1, 0, stream>>>(total, loss, batch);
+    return launched("accumulate_loss");
+}
+
+extern "C" int count_correct_launch(hw_cuda_stream stream, int32_t *count, const float *logp, const uint8_t *labels,
+                                    int batch, int classes) {
+    count_correct<<<hw_blocks(batch), HW_THREADS, 0, stream>>>(count, logp, labels, batch, classes);
+    return launched("count_correct");
+}
+
+// ---- can the current device run these kernels? ----
+
+// Never launched: hw_cuda_select asks for its attributes, which the runtime gives only when the
+// device has machine code or PTX for it in this binary.
+__global__ static void probe_kernel(void) {}
+
+extern "C" cudaError_t cuda_kernels_runnable(void) {
+    cudaFuncAttributes attributes;
+    return cudaFuncGetAttributes(&attributes, probe_kernel);
+}

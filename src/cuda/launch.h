@@ -1,0 +1,79 @@
+// launch.h: one launcher per CUDA kernel, the door between the GPU operations and the device.
+//
+// ops.c builds every hw_cuda_* layer, loss, optimiser and all-reduce function from these calls
+// (and hw_cuda_sgemm). On a GPU, kernels.cu defines each launcher as one `<<<grid, block>>>`
+// launch of its kernel on `stream`. On the simulated device of the tests (make sim), the same
+// launchers are tests/simcuda/kernels.c: a loop over every index calling the kernel's element
+// function of kernels.cuh, after checking the memory the launch touches. Either way ops.c runs
+// as it is, so the order of kernels and GEMMs that makes a layer is written once.
+//
+// Each launcher queues its kernel asynchronously and returns HW_OK, or HW_ERR when the launch
+// itself fails (hw_error()). Sizes are > 0: ops.c returns before launching on empty work.
+// Plain C, private to src/cuda/ and the simulated device.
+#ifndef HW_CUDA_LAUNCH_H
+#define HW_CUDA_LAUNCH_H
+
+#include "hw/cuda.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- layers: bias, reductions, conv2d's im2col and permutes, maxpool2d ----
+
+// y[r, c] += bias[c] over y[rows, cols].
+int add_bias_cols_launch(hw_cuda_stream stream, float *y, const float *bias, int64_t rows, int64_t cols);
+// out[c] = sum over r of m[r, c]: SUM_COLS_LANES partial sums per column, added in lane order.
+int sum_cols_launch(hw_cuda_stream stream, float *out, const float *m, int64_t rows, int64_t cols);
+// out[r] = sum over c of m[r, c]: one block of HW_THREADS per row, a tree of partial sums.
+int sum_rows_launch(hw_cuda_stream stream, float *out, const float *m, int64_t rows, int64_t cols);
+// col[C*K*K, B*OH*OW] from the NCHW input x of d.
+int im2col_launch(hw_cuda_stream stream, float *col, const float *x, hw_conv_dims d);
+// dx (NCHW, d's input) gathered from dcol[C*K*K, B*OH*OW].
+int col2im_launch(hw_cuda_stream stream, float *dx, const float *dcol, hw_conv_dims d);
+// y[b, c, p] = t[c, b*plane + p] + bias[c] (bias may be NULL), and the reverse without a bias.
+int cnhw_to_nchw_launch(hw_cuda_stream stream, float *y, const float *t, const float *bias, int64_t batch,
+                        int64_t channels, int64_t plane);
+int nchw_to_cnhw_launch(hw_cuda_stream stream, float *t, const float *dy, int64_t batch, int64_t channels,
+                        int64_t plane);
+// Max pooling of `planes` planes of height x width (no padding, floor mode), and its gradient.
+int maxpool_forward_launch(hw_cuda_stream stream, float *y, int32_t *argmax, const float *x, int64_t planes,
+                           int height, int width, int kernel, int stride);
+int maxpool_backward_launch(hw_cuda_stream stream, float *dx, const float *dy, const int32_t *argmax, int64_t planes,
+                            int height, int width, int kernel, int stride);
+
+// ---- pointwise ----
+
+int relu_forward_launch(hw_cuda_stream stream, float *y, const float *x, int64_t n);
+int relu_backward_launch(hw_cuda_stream stream, float *dx, const float *dy, const float *y, int64_t n);
+// out = in masked by the draws for index i / plane, scaled by 1 / (1 - p).
+int dropout_launch(hw_cuda_stream stream, float *out, const float *in, int64_t n, int64_t plane, float p,
+                   uint64_t seed, uint64_t step);
+int normalize_u8_launch(hw_cuda_stream stream, float *x, const uint8_t *bytes, int64_t n, float mean, float std);
+int sgd_step_launch(hw_cuda_stream stream, float *w, const float *g, float *velocity, int64_t n, float lr,
+                    float momentum, float weight_decay, int nesterov, int started);
+int scale_launch(hw_cuda_stream stream, float *x, int64_t n, float alpha);
+int add_launch(hw_cuda_stream stream, float *y, const float *x, int64_t n);
+
+// ---- loss ----
+
+// log_softmax of each row into logp and, with labels, each row's loss into row_loss.
+int log_softmax_rows_launch(hw_cuda_stream stream, float *logp, float *row_loss, const float *x,
+                            const uint8_t *labels, int batch, int classes);
+// *loss = the mean of row_loss[batch], one block of HW_THREADS in a fixed order.
+int mean_rows_launch(hw_cuda_stream stream, float *loss, const float *row_loss, int batch);
+int nll_backward_launch(hw_cuda_stream stream, float *dx, const float *logp, const uint8_t *labels, int batch,
+                        int classes);
+// *total += *loss * batch, in double, one thread.
+int accumulate_loss_launch(hw_cuda_stream stream, double *total, const float *loss, int batch);
+// *count += the rows whose argmax is their label.
+int count_correct_launch(hw_cuda_stream stream, int32_t *count, const float *logp, const uint8_t *labels, int batch,
+                         int classes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
