@@ -7,8 +7,10 @@
 // A test that needs a GPU skips, saying why, where there is none ("no CUDA device found: ...").
 // The device-error test runs on every CUDA build. A build without CUDA does not build this suite.
 #include "hw/cuda.h"
+#include "hw/data.h"
 #include "hw/err.h"
 #include "hw/nn.h"
+#include "hw/optim.h"
 #include "hw/rng.h"
 #include "float_check.h"
 #include "gpu_tests.h"
@@ -31,25 +33,6 @@ static const hw_device CUDA0 = {HW_DEVICE_CUDA, 0};
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) { gpu_suite_report(stats, "cuda"); }
 
 #define OK(call) cr_assert_eq((call), HW_OK, "%s: %s", #call, hw_error())
-
-// ---- what only the GPU defines: its dropout masks; and the SGD step as a loop ----
-
-static void dropout_with_gpu_masks(float *out, const float *in, int64_t n, int64_t plane, float p, uint64_t seed, uint64_t step) {
-    float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-    for (int64_t i = 0; i < n; i++) out[i] = hw_dropout_uniform(seed, step, (uint64_t)(i / plane)) >= p ? in[i] * scale : 0.0f;
-}
-
-// torch.optim.SGD's rule (dampening 0), as src/nn/exec.c implements it, on one flat range.
-static void torch_sgd(float *w, const float *g, float *v, size_t n, float lr, float m, float wd, int nesterov, int started) {
-    for (size_t i = 0; i < n; i++) {
-        float d = g[i] + wd * w[i];
-        if (m != 0.0f) {
-            v[i] = started ? m * v[i] + d : d;
-            d = nesterov ? d + m * v[i] : v[i];
-        }
-        w[i] -= lr * d;
-    }
-}
 
 // ---- devices and errors (these run with or without a GPU) ----
 
@@ -173,29 +156,41 @@ static hw_model *mlp_net(void) {
     return parsed_model("input 1 5 7\nflatten\nlinear 23\nrelu\nlinear 10\nlog_softmax\n", "test-mlp");
 }
 
-// The CPU backend, except the runner's dropout: the GPU's masks for (seed, step), hashed from the
-// layer's index (hw_layer_io.index) as the runner hashes them; outside training, the CPU's own layer.
+// The CPU backend with the runner's dropout masks. The GPU draws its masks from a hash of
+// (seed, step, index), seeded per layer from its index (hw_layer_io.index) as the runner seeds it;
+// the CPU layers draw theirs from the workspace RNG. So in training a dropout layer here is given
+// the GPU's mask as its saved state (one byte per kept element or channel), and the CPU layer's
+// own masking applies it: its backward (din = mask * dout / (1-p)) run on the input is the
+// forward. Outside training: the CPU's own layer.
 typedef struct {
     uint64_t seed, step;
 } gpu_masks;
 
-static int forward_with_gpu_masks(const hw_layer *L, const hw_layer_io *io) {
-    if (!io->training || (L->kind != HW_DROPOUT && L->kind != HW_DROPOUT2D)) return hw_cpu_backend.forward(L, io);
+static int is_training_dropout(const hw_layer *L, const hw_layer_io *io) {
+    return io->training && (L->kind == HW_DROPOUT || L->kind == HW_DROPOUT2D);
+}
+
+static void put_gpu_mask(const hw_layer *L, const hw_layer_io *io) {
     const gpu_masks *g = io->backend;
     int64_t plane = L->kind == HW_DROPOUT2D ? L->dims.dropout.plane : 1;
-    dropout_with_gpu_masks(io->out, io->in, (int64_t)io->batch * hw_shape_numel(L->out_shape), plane,
-                           L->dims.dropout.p, hw_dropout_layer_seed(g->seed, io->index), g->step);
-    return HW_OK;
+    int64_t units = (int64_t)io->batch * hw_shape_numel(L->out_shape) / plane;
+    uint64_t seed = hw_dropout_layer_seed(g->seed, io->index);
+    for (int64_t u = 0; u < units; u++) io->saved[u] = hw_dropout_uniform(seed, g->step, (uint64_t)u) >= L->dims.dropout.p;
+}
+
+static int forward_with_gpu_masks(const hw_layer *L, const hw_layer_io *io) {
+    if (!is_training_dropout(L, io)) return hw_cpu_backend.forward(L, io);
+    put_gpu_mask(L, io);
+    hw_layer_io masking = *io;
+    masking.dout = io->in;
+    masking.din = io->out;
+    return hw_cpu_backend.backward(L, &masking);
 }
 
 static int backward_with_gpu_masks(const hw_layer *L, const hw_layer_io *io) {
-    if (!io->training || (L->kind != HW_DROPOUT && L->kind != HW_DROPOUT2D)) return hw_cpu_backend.backward(L, io);
-    if (!io->din) return HW_OK;
-    const gpu_masks *g = io->backend;
-    int64_t plane = L->kind == HW_DROPOUT2D ? L->dims.dropout.plane : 1;
-    dropout_with_gpu_masks(io->din, io->dout, (int64_t)io->batch * hw_shape_numel(L->out_shape), plane,
-                           L->dims.dropout.p, hw_dropout_layer_seed(g->seed, io->index), g->step);
-    return HW_OK;
+    if (!is_training_dropout(L, io) || !io->din) return hw_cpu_backend.backward(L, io);
+    put_gpu_mask(L, io);
+    return hw_cpu_backend.backward(L, io);
 }
 
 // The whole model on the CPU, through the executor (src/nn/exec.c) and the CPU backend, except
@@ -276,9 +271,10 @@ static void runner_grads(hw_cuda_runner *r, float *host, size_t n) {
 }
 
 // One training step through the runner against the CPU layers: loss, outputs, gradients, then
-// the SGD step's weights.
+// the SGD step's weights against the CPU trainers' step (hw_sgd_step with `opt`: lr 0.05, weight
+// decay 1e-3, no nesterov).
 static void check_training_step(hw_model *m, hw_cuda_runner *r, float *weights, int B, uint64_t seed, uint64_t step,
-                                hw_rng *rng, float momentum, int sgd_started, float *velocity) {
+                                hw_rng *rng, hw_sgd *opt) {
     size_t in_n = (size_t)B * hw_shape_numel(m->input);
     float *x = random_floats(rng, in_n, 1.5f);
     uint8_t labels[64];
@@ -314,15 +310,9 @@ static void check_training_step(hw_model *m, hw_cuda_runner *r, float *weights, 
         want_correct += best == labels[b];
     }
     cr_expect_eq(correct, want_correct);
-    // the step, on the device weights, against the CPU loop (frozen parameters untouched)
-    OK(hw_cuda_runner_sgd_step(r, 0.05f, momentum, 1e-3f, 0));
-    for (int p = 0; p < m->n_params; p++) {
-        const hw_param *par = &m->params[p];
-        if (par->frozen) continue;
-        size_t n = (size_t)hw_shape_numel(par->shape);
-        torch_sgd(weights + par->offset, grads + par->offset, velocity + par->offset, n, 0.05f, momentum, 1e-3f, 0,
-                sgd_started);
-    }
+    // the step, on the device weights, against the CPU trainers' (frozen parameters untouched)
+    OK(hw_cuda_runner_sgd_step(r, opt->lr, opt->momentum, opt->weight_decay, opt->nesterov));
+    hw_sgd_step(opt, m, weights, grads);
     float *got_w = malloc(m->n_weights * 4);
     OK(hw_cuda_runner_weights_download(r, got_w));
     EXPECT_CLOSE(got_w, weights, m->n_weights, "weights after the SGD step");
@@ -333,18 +323,21 @@ static void check_training_step(hw_model *m, hw_cuda_runner *r, float *weights, 
 Test(cuda, runner_conv_net_matches_reference) {
     need_gpu();
     hw_model *m = conv_net();
-    float *weights = random_weights(m, 10), *velocity = calloc(m->n_weights, 4);
+    float *weights = random_weights(m, 10);
     m->weights = weights;
     hw_cuda_runner *r = NULL;
     hw_cuda_runner_config c = runner_config(9, 77);
     OK(hw_cuda_runner_create(&r, m, &c));
     hw_rng rng;
     hw_rng_seed(&rng, 11, 0);
+    hw_sgd opt;
+    OK(hw_sgd_init(&opt, m->n_weights, 0.05f, 0.9f, 1e-3f, 0));
     const int batches[] = {5, 1, 9, 3};
     for (int k = 0; k < 4; k++) {
         // the runner counts training forwards: the k-th uses dropout step k + 1
-        check_training_step(m, r, weights, batches[k], 77, (uint64_t)k + 1, &rng, 0.9f, k > 0, velocity);
+        check_training_step(m, r, weights, batches[k], 77, (uint64_t)k + 1, &rng, &opt);
     }
+    hw_sgd_free(&opt);
     // evaluation: no dropout, no step
     float x[4 * 2 * 11 * 13];
     for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = 2.0f * hw_rng_uniform(&rng) - 1.0f;
@@ -359,21 +352,24 @@ Test(cuda, runner_conv_net_matches_reference) {
     EXPECT_CLOSE(got, logp, 4 * 7, "evaluation forward");
     cr_expect_eq(hw_cuda_runner_backward(r), HW_ERR, "backward after an evaluation forward");
     hw_cuda_runner_free(r);
-    free(weights), free(velocity), free_model(m);
+    free(weights), free_model(m);
 }
 
 Test(cuda, runner_frozen_layers_and_u8_input) {
     need_gpu();
     hw_model *m = conv_net();
     m->params[0].frozen = m->params[1].frozen = 1;  // conv1: backward stops at conv2
-    float *weights = random_weights(m, 12), *velocity = calloc(m->n_weights, 4);
+    float *weights = random_weights(m, 12);
     m->weights = weights;
     hw_cuda_runner *r = NULL;
     hw_cuda_runner_config c = runner_config(6, 5);
     OK(hw_cuda_runner_create(&r, m, &c));
     hw_rng rng;
     hw_rng_seed(&rng, 13, 0);
-    check_training_step(m, r, weights, 6, 5, 1, &rng, 0.0f, 0, velocity);
+    hw_sgd opt;
+    OK(hw_sgd_init(&opt, m->n_weights, 0.05f, 0.0f, 1e-3f, 0));
+    check_training_step(m, r, weights, 6, 5, 1, &rng, &opt);
+    hw_sgd_free(&opt);
     hw_cuda_runner_free(r);
     free_model(m);
 
@@ -388,11 +384,14 @@ Test(cuda, runner_frozen_layers_and_u8_input) {
     uint8_t bytes[B * IN], labels[B];
     float x[B * IN], logp[B * 10], got[B * 10], grads[23 * 35 + 23 + 10 * 23 + 10], got_grads[23 * 35 + 23 + 10 * 23 + 10];
     cr_assert_eq(sizeof grads / 4, m->n_weights);
-    for (int i = 0; i < B * IN; i++) {
-        bytes[i] = (uint8_t)hw_rng_below(&rng, 256);
-        x[i] = ((float)bytes[i] / 255.0f - 0.1307f) / 0.3081f;
-    }
+    for (int i = 0; i < B * IN; i++) bytes[i] = (uint8_t)hw_rng_below(&rng, 256);
     for (int b = 0; b < B; b++) labels[b] = (uint8_t)hw_rng_below(&rng, 10);
+    // the CPU input: the same bytes through the CPU trainers' batch fill, normalised as runner_config's
+    hw_dataset ds = {.n = B, .channels = 1, .height = 5, .width = 7, .n_classes = 10, .images = bytes, .labels = labels};
+    int64_t indices[B];
+    uint8_t batch_labels[B];
+    for (int b = 0; b < B; b++) indices[b] = b;
+    hw_batch_fill(&ds, indices, B, (hw_normalize){c.mean, c.std}, x, batch_labels);
     double loss = cpu_model(m, weights, x, labels, B, 1, 5, 1, logp, grads);
     float got_loss = 0.0f;
     OK(hw_cuda_runner_upload_u8(r, bytes, labels, B));
@@ -405,7 +404,7 @@ Test(cuda, runner_frozen_layers_and_u8_input) {
     EXPECT_CLOSE(got, logp, B * 10, "mlp log-probabilities from uint8 input");
     EXPECT_CLOSE(got_grads, grads, m->n_weights, "mlp gradients");
     hw_cuda_runner_free(r);
-    free(weights), free(velocity), free_model(m);
+    free(weights), free_model(m);
 }
 
 Test(cuda, runner_queue_and_input_errors) {
