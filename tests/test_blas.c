@@ -19,42 +19,66 @@
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) { skip_report(stats, "blas", NULL); }
 
-Test(blas, sgemm_matches_direct_products) {
+// Where element (row, col) of a matrix with leading dimension ld lives: row-major (hw_sgemm) or
+// column-major (hw_sgemm_col_major, as cuBLAS and the simulated cuBLAS of the tests take it).
+static int at(int col_major, int row, int col, int ld) { return col_major ? col * ld + row : row * ld + col; }
+
+// 64 random products of every transposition, with strides wider than the matrices, against the
+// sums written out in double.
+static void check_direct_products(int col_major) {
     hw_rng rng;
-    hw_rng_seed(&rng, 4, 0);
+    hw_rng_seed(&rng, 4, (uint64_t)col_major);
     for (int trial = 0; trial < 64; trial++) {
         hw_blas_trans ta = trial & 1 ? HW_TRANS : HW_NO_TRANS, tb = trial & 2 ? HW_TRANS : HW_NO_TRANS;
         int m = 1 + (int)hw_rng_below(&rng, 40), n = 1 + (int)hw_rng_below(&rng, 40), k = 1 + (int)hw_rng_below(&rng, 300);
-        int pad = (int)hw_rng_below(&rng, 3);  // row strides wider than the rows
+        int pad = (int)hw_rng_below(&rng, 3);  // strides wider than the matrices
         int a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
-        int lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+        // the leading dimension runs along a row (row-major) or a column (column-major)
+        int lda = (col_major ? a_rows : a_cols) + pad, ldb = (col_major ? b_rows : b_cols) + pad;
+        int ldc = (col_major ? m : n) + pad;
+        size_t a_n = (size_t)(col_major ? a_cols : a_rows) * lda, b_n = (size_t)(col_major ? b_cols : b_rows) * ldb;
+        size_t c_n = (size_t)(col_major ? n : m) * ldc;
         float alpha = trial % 8 < 4 ? 1.0f : -0.5f, beta = (trial / 4) % 3 == 0 ? 0.0f : 0.75f;
-        float *a = malloc(sizeof(float) * a_rows * lda), *b = malloc(sizeof(float) * b_rows * ldb);
-        float *c = malloc(sizeof(float) * m * ldc), *c0 = malloc(sizeof(float) * m * ldc);
-        for (int i = 0; i < a_rows * lda; i++) a[i] = hw_rng_normal(&rng);
-        for (int i = 0; i < b_rows * ldb; i++) b[i] = hw_rng_normal(&rng);
-        for (int i = 0; i < m * ldc; i++) c0[i] = c[i] = beta == 0.0f ? NAN : hw_rng_normal(&rng);
-        hw_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        float *a = malloc(sizeof(float) * a_n), *b = malloc(sizeof(float) * b_n);
+        float *c = malloc(sizeof(float) * c_n), *c0 = malloc(sizeof(float) * c_n);
+        for (size_t i = 0; i < a_n; i++) a[i] = hw_rng_normal(&rng);
+        for (size_t i = 0; i < b_n; i++) b[i] = hw_rng_normal(&rng);
+        for (size_t i = 0; i < c_n; i++) c0[i] = c[i] = beta == 0.0f ? NAN : hw_rng_normal(&rng);
+        if (col_major) {
+            hw_sgemm_col_major(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        } else {
+            hw_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        }
         for (int i = 0; i < m; i++) {
             for (int j = 0; j < n; j++) {
                 double sum = 0, mag = 0;
                 for (int p = 0; p < k; p++) {
-                    double av = ta ? a[p * lda + i] : a[i * lda + p], bv = tb ? b[j * ldb + p] : b[p * ldb + j];
+                    double av = ta ? a[at(col_major, p, i, lda)] : a[at(col_major, i, p, lda)];
+                    double bv = tb ? b[at(col_major, j, p, ldb)] : b[at(col_major, p, j, ldb)];
                     sum += av * bv;
                     mag += fabs(av * bv);
                 }
-                double want = alpha * sum + (beta == 0.0f ? 0.0 : beta * c0[i * ldc + j]);
-                cr_assert(fabs(c[i * ldc + j] - want) <= 1e-5 * (mag + 1), "trial %d (ta %d tb %d, %dx%dx%d): c[%d][%d] = %g, want %g",
-                          trial, ta, tb, m, n, k, i, j, c[i * ldc + j], want);
+                int ij = at(col_major, i, j, ldc);
+                double want = alpha * sum + (beta == 0.0f ? 0.0 : beta * c0[ij]);
+                cr_assert(fabs(c[ij] - want) <= 1e-5 * (mag + 1),
+                          "%s trial %d (ta %d tb %d, %dx%dx%d): c[%d][%d] = %g, want %g",
+                          col_major ? "column-major" : "row-major", trial, ta, tb, m, n, k, i, j, c[ij], want);
             }
-            for (int j = n; j < ldc; j++) {  // the padding of C is not touched
-                float got = c[i * ldc + j], was = c0[i * ldc + j];
-                cr_assert(got == was || (isnan(got) && isnan(was)), "c[%d][%d] outside the matrix written", i, j);
+        }
+        // the padding of C (past the last column of each row, or the last row of each column) is not touched
+        for (int outer = 0; outer < (col_major ? n : m); outer++) {
+            for (int inner = col_major ? m : n; inner < ldc; inner++) {
+                float got = c[outer * ldc + inner], was = c0[outer * ldc + inner];
+                cr_assert(got == was || (isnan(got) && isnan(was)), "c[%d][%d] outside the matrix written", outer, inner);
             }
         }
         free(a), free(b), free(c), free(c0);
     }
 }
+
+Test(blas, sgemm_matches_direct_products) { check_direct_products(0); }
+
+Test(blas, sgemm_col_major_matches_direct_products) { check_direct_products(1); }
 
 Test(blas, empty_inner_dimension_scales_c) {
     float c[4] = {NAN, NAN, NAN, NAN}, d[4] = {1, 2, 3, 4};
