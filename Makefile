@@ -165,13 +165,13 @@ hogwild $(BUILD)/hogwild: $(BUILD)/main.o $(LIB) | $(PLUGIN) $(MPI_PLUGIN)
 ifneq ($(MPI_PLUGIN),)
 $(MPI_OBJ): CFLAGS += $(MPI_CFLAGS)
 $(MPI_PLUGIN): $(MPI_OBJ)
-	$(CC) -shared $(MPI_OBJ) -o $@ $(MPI_LIBS)
+	$(CC) -shared $(LDFLAGS) $(MPI_OBJ) -o $@ $(MPI_LIBS)
 endif
 
 # The GPU part as a shared object; its undefined core symbols resolve to the executable's.
 ifneq ($(PLUGIN),)
 $(PLUGIN): $(GPU_OBJ)
-	$(CC) -shared $(GPU_OBJ) -o $@ $(CUDA_LIBS)
+	$(CC) -shared $(LDFLAGS) $(GPU_OBJ) -o $@ $(CUDA_LIBS)
 endif
 
 $(BUILD)/tests/%.o: tests/%.c $(wildcard include/hw/*.h) $(wildcard tests/*.h tests/simcuda/*.h) $(wildcard src/cuda/*.cuh) $(wildcard src/*/*.h)

@@ -11,7 +11,8 @@ cd "$(dirname "$0")/../.."
 B=build-cov
 if [ "${1:-}" != "--report" ]; then
     find "$B" -name '*.gcda' -delete 2>/dev/null || true
-    make -j"$(nproc)" BUILD=$B CUDA=0 OPT='-O0 --coverage' $B/hogwild $B/test_hogwild
+    # LDFLAGS: the MPI part is a shared object of its own, linked with gcov's runtime too
+    make -j"$(nproc)" BUILD=$B CUDA=0 OPT='-O0 --coverage' LDFLAGS=--coverage $B/hogwild $B/test_hogwild
     HW_BIN="$PWD/$B/hogwild" $B/test_hogwild || echo "coverage.sh: the suite had failures (counted anyway)"
 fi
 for gcno in $(find "$B" -name '*.gcno' ! -path "$B/tests/*" | sort); do
