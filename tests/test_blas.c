@@ -30,7 +30,8 @@ static void check_direct_products(int col_major) {
     hw_rng_seed(&rng, 4, (uint64_t)col_major);
     for (int trial = 0; trial < 64; trial++) {
         hw_blas_trans ta = trial & 1 ? HW_TRANS : HW_NO_TRANS, tb = trial & 2 ? HW_TRANS : HW_NO_TRANS;
-        int m = 1 + (int)hw_rng_below(&rng, 40), n = 1 + (int)hw_rng_below(&rng, 40), k = 1 + (int)hw_rng_below(&rng, 300);
+        int m = 1 + (int)hw_rng_below(&rng, 40), n = 1 + (int)hw_rng_below(&rng, 40);
+        int k = 1 + (int)hw_rng_below(&rng, 300);
         int pad = (int)hw_rng_below(&rng, 3);  // strides wider than the matrices
         int a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
         // the leading dimension runs along a row (row-major) or a column (column-major)

@@ -194,7 +194,8 @@ static inline HW_HOST_DEVICE void maxpool_backward_element(int64_t i, float *dx,
 
 // ---- pointwise ----
 
-// The GPU operations' argument checks (ops.c): HW_OK, or HW_ERR with the message. An empty launch (n <= 0) needs no channel plane.
+// The GPU operations' argument checks (ops.c): HW_OK, or HW_ERR with the message. An empty
+// launch (n <= 0) needs no channel plane.
 static inline int dropout_args_check(float p, int64_t n, int64_t plane) {
     if (!(p >= 0.0f && p <= 1.0f)) return hw_fail("dropout: p = %g is not in [0, 1]", (double)p);
     if (n > 0 && plane <= 0) return hw_fail("dropout2d: empty channel plane");
@@ -250,7 +251,8 @@ static inline HW_HOST_DEVICE void sgd_step_element(int64_t i, float *w, const fl
     w[i] = weight - lr * d;
 }
 
-// x *= alpha (a replica weighs its gradient by its share of the batch) and y += x (the all-reduce's sum).
+// x *= alpha (a replica weighs its gradient by its share of the batch) and y += x (the
+// all-reduce's sum).
 static inline HW_HOST_DEVICE void scale_element(int64_t i, float *x, float alpha) { x[i] *= alpha; }
 
 static inline HW_HOST_DEVICE void add_element(int64_t i, float *y, const float *x) { y[i] += x[i]; }

@@ -109,7 +109,8 @@ int maxpool_forward_launch(hw_cuda_stream stream, float *y, int32_t *argmax, con
                            int height, int width, int kernel, int stride) {
     int oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
     int64_t n = planes * oh * ow;
-    CHECK_LAUNCH("maxpool_forward", stream, writes(y, n), writes_bytes(argmax, n * 4), reads(x, planes * height * width));
+    CHECK_LAUNCH("maxpool_forward", stream, writes(y, n), writes_bytes(argmax, n * 4),
+                 reads(x, planes * height * width));
     for (int64_t i = 0; i < n; i++) maxpool_forward_element(i, y, argmax, x, height, width, kernel, stride, oh, ow);
     return HW_OK;
 }
