@@ -32,23 +32,24 @@ static inline void need_gpu(void) {
 
 // ---- host/device buffers for the layer tests, on the legacy stream ----
 
-#define GPU_OK(call) cr_assert_eq((call), HW_OK, "%s: %s", #call, hw_error())
+// Asserts that a call of the project returned HW_OK, with its message otherwise.
+#define OK(call) cr_assert_eq((call), HW_OK, "%s: %s", #call, hw_error())
 
 // n floats on the current device, a copy of host (or unset with NULL); + 4 bytes: never a
 // zero-byte allocation.
 static inline float *to_device(const float *host, size_t n) {
     void *dev = NULL;
-    GPU_OK(hw_cuda_malloc(&dev, n * sizeof(float) + 4));
-    if (host) GPU_OK(hw_cuda_memcpy_h2d(dev, host, n * sizeof(float), NULL));
-    GPU_OK(hw_cuda_stream_sync(NULL));
+    OK(hw_cuda_malloc(&dev, n * sizeof(float) + 4));
+    if (host) OK(hw_cuda_memcpy_h2d(dev, host, n * sizeof(float), NULL));
+    OK(hw_cuda_stream_sync(NULL));
     return (float *)dev;
 }
 
 static inline void *bytes_to_device(const void *host, size_t n) {
     void *dev = NULL;
-    GPU_OK(hw_cuda_malloc(&dev, n + 4));
-    GPU_OK(hw_cuda_memcpy_h2d(dev, host, n, NULL));
-    GPU_OK(hw_cuda_stream_sync(NULL));
+    OK(hw_cuda_malloc(&dev, n + 4));
+    OK(hw_cuda_memcpy_h2d(dev, host, n, NULL));
+    OK(hw_cuda_stream_sync(NULL));
     return dev;
 }
 
@@ -58,17 +59,17 @@ static inline void *bytes_to_device(const void *host, size_t n) {
 static inline float *from_device(const float *dev, size_t n) {
     float *host = (float *)malloc(n * sizeof(float) + 4);
     cr_assert(host);
-    GPU_OK(hw_cuda_stream_sync(NULL));
-    GPU_OK(hw_cuda_memcpy_d2h(host, dev, n * sizeof(float), NULL));
-    GPU_OK(hw_cuda_stream_sync(NULL));
+    OK(hw_cuda_stream_sync(NULL));
+    OK(hw_cuda_memcpy_d2h(host, dev, n * sizeof(float), NULL));
+    OK(hw_cuda_stream_sync(NULL));
     return host;
 }
 
 // A stream and a cuBLAS handle bound to it, as a runner has.
 static inline hw_cuda_ctx make_ctx(void) {
     hw_cuda_ctx ctx;
-    GPU_OK(hw_cuda_stream_create(&ctx.stream));
-    GPU_OK(hw_cublas_create(&ctx.blas, ctx.stream));
+    OK(hw_cuda_stream_create(&ctx.stream));
+    OK(hw_cublas_create(&ctx.blas, ctx.stream));
     return ctx;
 }
 

@@ -1,8 +1,8 @@
 // Tests of the cuda module: devices and their errors, copies, streams and events, the GPU model
 // runner against the CPU layers of the same parsed model, and CUDA IPC across fork. Each GPU layer
-// function against its CPU layer is tests/test_cuda_layers.c (suite cuda_layers). Only what the
-// GPU alone defines (its dropout masks, a hash of seed, step and index) is written here, and the
-// runner's SGD step is checked against a plain loop.
+// function against its CPU layer is tests/test_cuda_layers.c (suite cuda_layers). The runner is
+// judged by the product's CPU code: the executor's CPU backend (given the GPU's dropout masks, a
+// hash of seed, step and index), hw_sgd_step and hw_batch_fill.
 //
 // A test that needs a GPU skips, saying why, where there is none ("no CUDA device found: ...").
 // The device-error test runs on every CUDA build. A build without CUDA does not build this suite.
@@ -31,8 +31,6 @@ static const hw_device CUDA0 = {HW_DEVICE_CUDA, 0};
 
 // Criterion names a hook after its line: keep this off the line of test_gpu_train.c's hook.
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) { gpu_suite_report(stats, "cuda"); }
-
-#define OK(call) cr_assert_eq((call), HW_OK, "%s: %s", #call, hw_error())
 
 // ---- devices and errors (these run with or without a GPU) ----
 

@@ -37,8 +37,6 @@
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) { gpu_suite_report(stats, "cuda_layers"); }
 
-#define OK(call) cr_assert_eq((call), HW_OK, "%s: %s", #call, hw_error())
-
 static float *floats(size_t n) {
     float *p = malloc(sizeof(float) * (n ? n : 1));
     cr_assert(p);
