@@ -246,7 +246,7 @@ static float *random_weights(const hw_model *m, uint64_t seed) {
 }
 
 static hw_cuda_runner_config runner_config(int max_batch, uint64_t seed) {
-    hw_cuda_runner_config c = {CUDA0, max_batch, NULL, 0.1307f, 0.3081f, seed, 0};
+    hw_cuda_runner_config c = {CUDA0, max_batch, NULL, 0.1307f, 0.3081f, seed, 0, 0};
     return c;
 }
 
@@ -515,6 +515,65 @@ Test(cuda, runner_sums_the_training_loss_on_the_gpu) {
     cr_expect(fabs(sum - expected) <= 1e-6 * expected, "GPU sum %.9g, sum of the forwards' losses %.9g", sum, expected);
     hw_cuda_runner_free(r);
     free(weights), free_model(m);
+}
+
+// hw_cuda_runner_train_step with config.graph against the same steps launched one by one, from the
+// same weights and seed: batches of two sizes (a new capture for each size and input slot), the
+// momentum's first step and a change of learning rate (new captures too), and both dropouts, whose
+// masks change every step (the step set on the graph's dropout nodes before each replay: masks
+// frozen at the capture's step would train other weights). A graph replays the same kernels on
+// the same buffers, so the weights and the summed loss must be the same. The simulated device captures no graphs: there the runner must fall back, say why, and
+// still train the same.
+Test(cuda, runner_train_step_as_a_graph_matches_launches) {
+    need_gpu();
+    hw_model *m = conv_net();
+    float *weights = random_weights(m, 21);
+    m->weights = weights;
+    hw_cuda_runner *plain = NULL, *graphed = NULL;
+    hw_cuda_runner_config c = runner_config(9, 5);
+    OK(hw_cuda_runner_create(&plain, m, &c));
+    c.graph = 1;
+    OK(hw_cuda_runner_create(&graphed, m, &c));
+    hw_rng rng;
+    hw_rng_seed(&rng, 23, 0);
+    const int batches[8] = {9, 9, 9, 4, 9, 4, 9, 9};
+    size_t sample = (size_t)hw_shape_numel(m->input);
+    for (int i = 0; i < 8; i++) {
+        float *x = random_floats(&rng, (size_t)batches[i] * sample, 1.5f);
+        uint8_t labels[9];
+        for (int b = 0; b < batches[i]; b++) labels[b] = (uint8_t)hw_rng_below(&rng, (uint32_t)m->n_classes);
+        float lr = i < 5 ? 0.05f : 0.02f;
+        OK(hw_cuda_runner_upload_f32(plain, x, labels, batches[i]));
+        OK(hw_cuda_runner_upload_f32(graphed, x, labels, batches[i]));
+        OK(hw_cuda_runner_train_step(plain, lr, 0.5f, 1e-3f, 0));
+        OK(hw_cuda_runner_train_step(graphed, lr, 0.5f, 1e-3f, 0));
+        free(x);
+    }
+    cr_expect_null(hw_cuda_runner_graph_off(plain), "a runner without config.graph has nothing to say");
+    const char *off = hw_cuda_runner_graph_off(graphed);
+    char name[256];
+    OK(hw_cuda_describe(CUDA0, name, sizeof name));
+    if (strstr(name, "simulated")) {
+        cr_expect(off && strstr(off, "simulated device captures no CUDA graphs"), "graph_off: %s", off ? off : "(null)");
+    } else {
+        cr_expect_null(off, "on %s the step could not be a graph: %s", name, off ? off : "");
+    }
+    float *got_plain = malloc(m->n_weights * 4), *got_graph = malloc(m->n_weights * 4);
+    OK(hw_cuda_runner_weights_download(plain, got_plain));
+    OK(hw_cuda_runner_weights_download(graphed, got_graph));
+    size_t differ = 0;
+    for (size_t i = 0; i < m->n_weights; i++) differ += got_plain[i] != got_graph[i];
+    cr_expect_eq(differ, 0, "%zu of %zu weights differ between the graph and the launches", differ, m->n_weights);
+    size_t moved = 0;
+    for (size_t i = 0; i < m->n_weights; i++) moved += got_plain[i] != weights[i];
+    cr_expect_gt(moved, m->n_weights / 2, "the steps trained: %zu of %zu weights moved", moved, m->n_weights);
+    double sum_plain = 0, sum_graph = 0;
+    OK(hw_cuda_runner_train_loss_sum(plain, &sum_plain));
+    OK(hw_cuda_runner_train_loss_sum(graphed, &sum_graph));
+    cr_expect_eq(sum_plain, sum_graph, "summed loss: launches %.9g, graph %.9g", sum_plain, sum_graph);
+    hw_cuda_runner_free(plain);
+    hw_cuda_runner_free(graphed);
+    free(got_plain), free(got_graph), free(weights), free_model(m);
 }
 
 // ---- CUDA IPC across fork ----

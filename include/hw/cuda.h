@@ -233,6 +233,8 @@ typedef struct {
     float mean, std;         // normalisation of uint8 input: (b/255 - mean) / std
     uint64_t seed;           // dropout masks (give each worker its own)
     int timing;              // 1: time copies and compute with events (hw_cuda_runner_timing)
+    int graph;               // 1: hw_cuda_runner_train_step replays the step as a CUDA graph
+                             // (hw_cuda_runner_graph_off says when and why it cannot)
 } hw_cuda_runner_config;
 
 // Checks the model (layer kinds, shapes, a log_softmax last), selects the device, checks there is
@@ -254,6 +256,15 @@ int hw_cuda_runner_backward(hw_cuda_runner *r);
 // torch.optim.SGD step with the runner's momentum buffer on the shared device weights (frozen
 // parameters are skipped). Fails on lr < 0, momentum < 0, weight_decay < 0, nesterov w/o momentum.
 int hw_cuda_runner_sgd_step(hw_cuda_runner *r, float lr, float momentum, float weight_decay, int nesterov);
+// One training step over the oldest queued batch (which has labels): forward, backward and
+// hw_cuda_runner_sgd_step, queued without waiting. With config.graph the step's kernels and
+// GEMMs are captured once per input slot into a CUDA graph and replayed with one launch (the same
+// kernels on the same buffers, so the same results); a new capture happens when the batch size,
+// the input kind or the SGD settings change. Where a graph cannot be captured (the simulated
+// device captures none) the step runs launch by launch, and hw_cuda_runner_graph_off says why.
+int hw_cuda_runner_train_step(hw_cuda_runner *r, float lr, float momentum, float weight_decay, int nesterov);
+// NULL while config.graph is on and working; otherwise why the steps are not graphs.
+const char *hw_cuda_runner_graph_off(const hw_cuda_runner *r);
 // Correct predictions of the last forward (waits).
 int hw_cuda_runner_count_correct(hw_cuda_runner *r, int *correct);
 // Waits for all queued work.
@@ -278,6 +289,12 @@ int hw_cuda_runner_loss(hw_cuda_runner *r, float *loss);
 // The sum of loss x batch over every training forward with labels since the runner was created,
 // summed on the GPU (waits for the runner's stream): read it now and then, not every step.
 int hw_cuda_runner_train_loss_sum(hw_cuda_runner *r, double *sum);
+
+// Queues a kernel of one thread that does nothing: timing many measures what a launch costs.
+int hw_cuda_launch_empty(hw_cuda_stream stream);
+// Kernels and cuBLAS GEMMs this process has queued so far (a GEMM counts once, though cuBLAS may
+// run it as more than one kernel): bench/gpu_bench.c's kernels per step.
+long hw_cuda_launches(void);
 
 // ---- reductions across the replicas of one process (DataParallel on GPUs) ----
 // x[i] *= alpha and y[i] += x[i] over n floats on the current device, asynchronous on `stream`.

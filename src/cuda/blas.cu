@@ -1,6 +1,7 @@
 // blas: cuBLAS handles and the row-major SGEMM wrapper (the CPU BLAS is src/blas.c).
 #include "check.cuh"
 #include "kernels.cuh"
+#include "launch.h"
 
 extern "C" int hw_cublas_create(hw_cublas *handle, hw_cuda_stream stream) {
     cublasHandle_t h = NULL;
@@ -29,6 +30,7 @@ extern "C" int hw_cuda_sgemm(hw_cublas handle, int trans_a, int trans_b, int m, 
     col_major_gemm g = col_major_gemm_of(trans_a, trans_b, m, n, k, a, b);  // kernels.cuh
     cublasOperation_t op_first = g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t op_second = g.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N;
+    launch_counted();  // one, though cuBLAS may split a GEMM into more kernels
     HW_CHECK(cublasSgemm(handle, op_first, op_second, g.m, g.n, g.k, &alpha, g.first, g.ld_first, g.second, g.ld_second,
                          &beta, c, g.ldc));
     return HW_OK;

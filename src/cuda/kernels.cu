@@ -10,6 +10,7 @@
 // kernel image for the device) is reported by cudaGetLastError; a fault while the kernel runs
 // comes back from a later call (check.cuh says how to find the kernel then).
 static int launched(const char *kernel) {
+    launch_counted();
     cudaError_t status = cudaGetLastError();
     if (status == cudaSuccess) return HW_OK;
     return hw_fail("the launch of kernel %s failed: %s", kernel, cudaGetErrorString(status));
@@ -153,6 +154,7 @@ __global__ static void relu_backward(float *dx, const float *dy, const float *y,
     GRID_STRIDE(i, n) relu_backward_element(i, dx, dy, y);
 }
 
+// Its arguments are counted in launch.h (DROPOUT_KERNEL_ARGS, DROPOUT_STEP_ARG) for the runner's graph.
 __global__ static void dropout_apply(float *out, const float *in, int64_t n, int64_t plane, float p, float scale,
                                      uint64_t seed, uint64_t step) {
     GRID_STRIDE(i, n) dropout_element(i, out, in, plane, p, scale, seed, step);
@@ -269,11 +271,20 @@ extern "C" int count_correct_launch(hw_cuda_stream stream, int32_t *count, const
     return launched("count_correct");
 }
 
+// ---- the runner's CUDA graph: the kernel whose argument changes at every replay ----
+
+extern "C" const void *dropout_kernel(void) { return (const void *)dropout_apply; }
+
 // ---- can the current device run these kernels? ----
 
-// Never launched: hw_cuda_select asks for its attributes, which the runtime gives only when the
-// device has machine code or PTX for it in this binary.
+// hw_cuda_select asks for its attributes, which the runtime gives only when the device has
+// machine code or PTX for it in this binary; bench/gpu_bench.c launches it to time a launch.
 __global__ static void probe_kernel(void) {}
+
+extern "C" int empty_launch(hw_cuda_stream stream) {
+    probe_kernel<<<1, 1, 0, stream>>>();
+    return launched("probe_kernel");
+}
 
 extern "C" cudaError_t cuda_kernels_runnable(void) {
     cudaFuncAttributes attributes;

@@ -72,6 +72,19 @@ int accumulate_loss_launch(hw_cuda_stream stream, double *total, const float *lo
 int count_correct_launch(hw_cuda_stream stream, int32_t *count, const float *logp, const uint8_t *labels, int batch,
                          int classes);
 
+// ---- what the runner and the benchmark need to know of the launches ----
+
+// An empty kernel of one thread: the cost of a launch itself (bench/gpu_bench.c).
+int empty_launch(hw_cuda_stream stream);
+// Counts one kernel or GEMM queued (device.cu; hw_cuda_launches reads the count).
+void launch_counted(void);
+// The dropout kernel as a captured graph's kernel node names it (cudaKernelNodeParams.func), and
+// the place of its `step` argument among its DROPOUT_KERNEL_ARGS: the runner's CUDA graph sets it
+// before every replay, so that each step draws new masks. NULL on the simulated device, which
+// captures no graphs.
+const void *dropout_kernel(void);
+enum { DROPOUT_KERNEL_ARGS = 8, DROPOUT_STEP_ARG = 7 };
+
 #ifdef __cplusplus
 }
 #endif

@@ -186,3 +186,7 @@ int hw_cuda_scale(hw_cuda_stream stream, float *x, int64_t n, float alpha) {
 int hw_cuda_add(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
     return n > 0 ? add_launch(stream, y, x, n) : HW_OK;
 }
+
+// ---- the cost of a launch itself (bench/gpu_bench.c) ----
+
+int hw_cuda_launch_empty(hw_cuda_stream stream) { return empty_launch(stream); }

@@ -5,6 +5,7 @@
 // slots, `compute` runs the layers. Events order them: a forward waits for its slot's copy
 // (copy_done), and the next upload into a slot waits until the forward has read it (slot_free).
 #include "check.cuh"
+#include "launch.h"
 #include "runner.h"
 
 #include <stdlib.h>
@@ -49,6 +50,14 @@ static int use_device(const hw_cuda_runner *r) {
     return HW_OK;
 }
 
+// Frees a captured training step (the CUDA graph section below).
+static void graph_drop(step_graph *g) {
+    if (g->exec) cudaGraphExecDestroy((cudaGraphExec_t)g->exec);
+    if (g->graph) cudaGraphDestroy((cudaGraph_t)g->graph);
+    g->exec = g->graph = NULL;
+    g->n_dropout = 0;
+}
+
 extern "C" void hw_cuda_runner_free(hw_cuda_runner *r) {
     if (!r) return;
     if (!r->selected) {
@@ -58,6 +67,7 @@ extern "C" void hw_cuda_runner_free(hw_cuda_runner *r) {
     cudaSetDevice(r->device.index);
     if (r->copy) cudaStreamSynchronize(r->copy);
     if (r->compute) cudaStreamSynchronize(r->compute);
+    for (int s = 0; s < 2; s++) graph_drop(&r->graphs[s]);
     hw_cublas_destroy(r->blas);
     hw_cuda_stream_destroy(r->copy);
     hw_cuda_stream_destroy(r->compute);
@@ -106,6 +116,7 @@ static int runner_init(hw_cuda_runner *r, const hw_model *model, const hw_cuda_r
     r->mean = c->mean;
     r->std = c->std;
     r->timing = c->timing;
+    r->graph = c->graph;
     r->model = *model;  // the layers and parameter views; not the text nor the weights, which it does not own
     r->model.text = NULL;
     r->model.weights = NULL;
@@ -313,7 +324,9 @@ static hw_exec_buffers buffers_of(hw_cuda_runner *r) {
     return b;
 }
 
-extern "C" int hw_cuda_runner_forward(hw_cuda_runner *r, int training, float *loss) {
+// The start of a forward over the oldest queued batch, slot *slot: the compute stream waits for
+// its copy, and the timing (when on) starts after that wait, so waiting for a copy is not compute.
+static int begin_forward(hw_cuda_runner *r, int training, int *slot) {
     if (r->queued == 0) return hw_fail("GPU runner: forward without a batch (upload one first)");
     if (use_device(r) != HW_OK) return HW_ERR;
     int s = r->next_forward;
@@ -322,12 +335,18 @@ extern "C" int hw_cuda_runner_forward(hw_cuda_runner *r, int training, float *lo
     r->training = training;
     if (training) r->step++;  // a new dropout mask for every training batch
     HW_CHECK(cudaStreamWaitEvent(r->compute, r->copy_done[s], 0));
-    if (r->timing) {  // after the wait: time spent waiting for the copy is not compute
+    if (r->timing) {
         if (take_compute_time(r) != HW_OK) return HW_ERR;
         HW_CHECK(cudaEventRecord(r->compute_start, r->compute));
         r->compute_timed = 1;
     }
-    int64_t n = (int64_t)r->batch * r->in_numel;
+    *slot = s;
+    return HW_OK;
+}
+
+// The batch of slot s into the network's input (normalised), and its labels where the loss reads them.
+static int queue_input(hw_cuda_runner *r, int s) {
+    int64_t n = (int64_t)r->slot_batch[s] * r->in_numel;
     if (r->slot_u8[s]) {
         if (hw_cuda_normalize_u8(r->compute, r->acts[0], (const uint8_t *)r->dev_x[s], n, r->mean, r->std) != HW_OK) {
             return HW_ERR;
@@ -335,19 +354,36 @@ extern "C" int hw_cuda_runner_forward(hw_cuda_runner *r, int training, float *lo
     } else {
         HW_CHECK(cudaMemcpyAsync(r->acts[0], r->dev_x[s], (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, r->compute));
     }
-    if (r->has_labels) {
-        HW_CHECK(cudaMemcpyAsync(r->labels_dev, r->dev_labels[s], (size_t)r->batch, cudaMemcpyDeviceToDevice, r->compute));
+    if (r->slot_has_labels[s]) {
+        HW_CHECK(cudaMemcpyAsync(r->labels_dev, r->dev_labels[s], (size_t)r->slot_batch[s], cudaMemcpyDeviceToDevice,
+                                 r->compute));
     }
+    return HW_OK;
+}
+
+// Slot s may take the next upload once the compute stream is past this point.
+static int end_input(hw_cuda_runner *r, int s) {
     HW_CHECK(cudaEventRecord(r->slot_free[s], r->compute));
     r->next_forward = 1 - s;
     r->queued--;
+    return HW_OK;
+}
+
+// The layers' forward over acts[0], and the training loss summed on the device.
+static int queue_forward(hw_cuda_runner *r) {
     hw_exec_buffers b = buffers_of(r);
-    if (hw_exec_forward(&hw_cuda_layers, &r->model, &b, r->batch, training) != HW_OK) return HW_ERR;
-    if (training && r->has_labels &&
+    if (hw_exec_forward(&hw_cuda_layers, &r->model, &b, r->batch, r->training) != HW_OK) return HW_ERR;
+    if (r->training && r->has_labels &&
         hw_cuda_accumulate_loss(r->compute, r->train_loss_sum_dev, r->loss_dev, r->batch) != HW_OK) {
         return HW_ERR;
     }
-    if (mark_compute_end(r) != HW_OK) return HW_ERR;
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_runner_forward(hw_cuda_runner *r, int training, float *loss) {
+    int s = 0;
+    if (begin_forward(r, training, &s) != HW_OK || queue_input(r, s) != HW_OK || end_input(r, s) != HW_OK) return HW_ERR;
+    if (queue_forward(r) != HW_OK || mark_compute_end(r) != HW_OK) return HW_ERR;
     if (loss) {
         *loss = 0.0f;
         if (!r->has_labels) return HW_OK;
@@ -358,31 +394,182 @@ extern "C" int hw_cuda_runner_forward(hw_cuda_runner *r, int training, float *lo
     return HW_OK;
 }
 
+static int queue_backward(hw_cuda_runner *r) {
+    hw_exec_buffers b = buffers_of(r);
+    return hw_exec_backward(&hw_cuda_layers, &r->model, &b, r->batch, r->training, r->first_trainable);
+}
+
 extern "C" int hw_cuda_runner_backward(hw_cuda_runner *r) {
     if (!r->training || !r->has_labels || r->batch == 0) {
         return hw_fail("GPU runner: backward needs a training forward with labels before it");
     }
     if (use_device(r) != HW_OK) return HW_ERR;
-    hw_exec_buffers b = buffers_of(r);
-    if (hw_exec_backward(&hw_cuda_layers, &r->model, &b, r->batch, r->training, r->first_trainable) != HW_OK) {
-        return HW_ERR;
-    }
+    if (queue_backward(r) != HW_OK) return HW_ERR;
     return mark_compute_end(r);
 }
 
-extern "C" int hw_cuda_runner_sgd_step(hw_cuda_runner *r, float lr, float momentum, float weight_decay, int nesterov) {
+static int sgd_args_check(float lr, float momentum, float weight_decay, int nesterov) {
     if (!(lr >= 0.0f)) return hw_fail("sgd: learning rate %g must be >= 0", (double)lr);
     if (!(momentum >= 0.0f)) return hw_fail("sgd: momentum %g must be >= 0", (double)momentum);
     if (!(weight_decay >= 0.0f)) return hw_fail("sgd: weight decay %g must be >= 0", (double)weight_decay);
     if (nesterov && momentum <= 0.0f) return hw_fail("sgd: nesterov momentum needs a momentum > 0");
-    if (use_device(r) != HW_OK) return HW_ERR;
+    return HW_OK;
+}
+
+// The SGD kernels, one per trainable range; `started`: the momentum buffer holds a first step.
+static int queue_sgd(hw_cuda_runner *r, float lr, float momentum, float weight_decay, int nesterov, int started) {
     for (int k = 0; k < r->n_ranges; k++) {
         size_t off = r->ranges[k].offset;
         if (hw_cuda_sgd_step(r->compute, r->weights + off, r->grads + off, r->velocity + off,
-                             (int64_t)r->ranges[k].count, lr, momentum, weight_decay, nesterov, r->sgd_started) != HW_OK) {
+                             (int64_t)r->ranges[k].count, lr, momentum, weight_decay, nesterov, started) != HW_OK) {
             return HW_ERR;
         }
     }
+    return HW_OK;
+}
+
+extern "C" int hw_cuda_runner_sgd_step(hw_cuda_runner *r, float lr, float momentum, float weight_decay, int nesterov) {
+    if (sgd_args_check(lr, momentum, weight_decay, nesterov) != HW_OK) return HW_ERR;
+    if (use_device(r) != HW_OK) return HW_ERR;
+    if (queue_sgd(r, lr, momentum, weight_decay, nesterov, r->sgd_started) != HW_OK) return HW_ERR;
+    if (momentum != 0.0f) r->sgd_started = 1;
+    return mark_compute_end(r);
+}
+
+// ---- the training step as a CUDA graph (config.graph) ----
+//
+// A step of a small model is dozens of short kernels (LeNet: about 40), and launched one by one
+// the host's cost per launch can exceed the kernel's own time. A graph is the step captured once
+// and replayed with one launch: the same kernels on the same buffers. A capture is per input slot
+// (the slot's device buffers are baked in) and per step_key (the scalars baked in). The dropout
+// step is the one argument that changes every step: it is set on the graph's dropout nodes
+// before each replay.
+
+// Turns graphs off for this runner, saying why; the steps run launch by launch from then on.
+static void graph_give_up(hw_cuda_runner *r, const char *why) {
+    snprintf(r->graph_off_text, sizeof r->graph_off_text, "%s", why);
+    r->graph_off = r->graph_off_text;
+    r->graph = 0;
+    for (int s = 0; s < 2; s++) graph_drop(&r->graphs[s]);
+    cudaGetLastError();
+}
+
+// The dropout kernels of the captured graph: their nodes, so that each replay can set its step.
+static int graph_find_dropout(step_graph *g) {
+    size_t count = 0;
+    HW_CHECK(cudaGraphGetNodes((cudaGraph_t)g->graph, NULL, &count));
+    cudaGraphNode_t nodes[1024];
+    if (count > sizeof nodes / sizeof nodes[0]) return hw_fail("a captured step has %zu nodes, over 1024", count);
+    HW_CHECK(cudaGraphGetNodes((cudaGraph_t)g->graph, nodes, &count));
+    g->n_dropout = 0;
+    for (size_t i = 0; i < count; i++) {
+        cudaGraphNodeType type;
+        HW_CHECK(cudaGraphNodeGetType(nodes[i], &type));
+        if (type != cudaGraphNodeTypeKernel) continue;
+        cudaKernelNodeParams params;
+        // cuBLAS's own kernels may not answer through the runtime: they are not dropout anyway.
+        if (cudaGraphKernelNodeGetParams(nodes[i], &params) != cudaSuccess) {
+            cudaGetLastError();
+            continue;
+        }
+        if (params.func != dropout_kernel()) continue;
+        if (g->n_dropout == (int)(sizeof g->dropout_nodes / sizeof g->dropout_nodes[0])) {
+            return hw_fail("a captured step has more than %d dropout kernels", g->n_dropout);
+        }
+        g->dropout_nodes[g->n_dropout++] = nodes[i];
+    }
+    return HW_OK;
+}
+
+// The dropout kernels a training step launches: forward's, and backward's where it reaches them.
+static int dropout_launches(const hw_cuda_runner *r) {
+    int n = 0;
+    for (int i = 0; i < r->n_layers; i++) {
+        hw_layer_kind kind = r->model.layers[i].kind;
+        if (kind == HW_DROPOUT || kind == HW_DROPOUT2D) n += 1 + (i > r->first_trainable);
+    }
+    return n;
+}
+
+// Captures slot s's step: its input, forward, loss, backward and SGD kernels, without running them.
+static int graph_capture(hw_cuda_runner *r, int s, const step_key *key) {
+    step_graph *g = &r->graphs[s];
+    graph_drop(g);
+    HW_CHECK(cudaStreamBeginCapture(r->compute, cudaStreamCaptureModeThreadLocal));
+    int rc = queue_input(r, s);
+    if (rc == HW_OK) rc = queue_forward(r);
+    if (rc == HW_OK) rc = queue_backward(r);
+    if (rc == HW_OK) rc = queue_sgd(r, key->lr, key->momentum, key->weight_decay, key->nesterov, key->started);
+    cudaGraph_t graph = NULL;
+    cudaError_t ended = cudaStreamEndCapture(r->compute, &graph);
+    g->graph = graph;
+    if (rc != HW_OK) return HW_ERR;
+    if (ended != cudaSuccess) return hw_fail("cudaStreamEndCapture: %s", cudaGetErrorString(ended));
+    cudaGraphExec_t exec = NULL;
+    HW_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    g->exec = exec;
+    g->key = *key;
+    if (graph_find_dropout(g) != HW_OK) return HW_ERR;
+    if (g->n_dropout != dropout_launches(r)) {
+        return hw_fail("the captured step has %d dropout kernels, the model launches %d", g->n_dropout,
+                       dropout_launches(r));
+    }
+    return HW_OK;
+}
+
+// Slot s's graph replayed for this step: its dropout nodes take the runner's step, then one launch.
+static int graph_replay(hw_cuda_runner *r, int s) {
+    step_graph *g = &r->graphs[s];
+    uint64_t step = r->step;
+    for (int i = 0; i < g->n_dropout; i++) {
+        cudaGraphNode_t node = (cudaGraphNode_t)g->dropout_nodes[i];
+        cudaKernelNodeParams params;
+        HW_CHECK(cudaGraphKernelNodeGetParams(node, &params));
+        void *args[DROPOUT_KERNEL_ARGS];
+        memcpy(args, params.kernelParams, sizeof args);
+        args[DROPOUT_STEP_ARG] = &step;
+        params.kernelParams = args;
+        HW_CHECK(cudaGraphExecKernelNodeSetParams((cudaGraphExec_t)g->exec, node, &params));
+    }
+    HW_CHECK(cudaGraphLaunch((cudaGraphExec_t)g->exec, r->compute));
+    return HW_OK;
+}
+
+extern "C" const char *hw_cuda_runner_graph_off(const hw_cuda_runner *r) { return r->graph_off; }
+
+extern "C" int hw_cuda_runner_train_step(hw_cuda_runner *r, float lr, float momentum, float weight_decay, int nesterov) {
+    if (sgd_args_check(lr, momentum, weight_decay, nesterov) != HW_OK) return HW_ERR;
+    if (r->queued == 0) return hw_fail("GPU runner: a training step without a batch (upload one first)");
+    int s = r->next_forward;
+    if (!r->slot_has_labels[s]) return hw_fail("GPU runner: a training step needs a batch with labels");
+    if (r->graph) {
+        if (use_device(r) != HW_OK) return HW_ERR;
+        step_key key;
+        memset(&key, 0, sizeof key);  // no padding bytes left unset: keys are compared with memcmp
+        key.batch = r->slot_batch[s];
+        key.u8 = r->slot_u8[s];
+        key.lr = lr;
+        key.momentum = momentum;
+        key.weight_decay = weight_decay;
+        key.nesterov = nesterov;
+        key.started = r->sgd_started;
+        step_graph *g = &r->graphs[s];
+        if (!g->exec || memcmp(&g->key, &key, sizeof key) != 0) {
+            r->batch = key.batch;  // what the layers' walk reads while it is captured
+            r->has_labels = 1;
+            r->training = 1;
+            if (graph_capture(r, s, &key) != HW_OK) {
+                char why[256];
+                snprintf(why, sizeof why, "the step could not be captured as a CUDA graph: %s", hw_error());
+                graph_give_up(r, why);
+            }
+        }
+    }
+    if (!r->graph) {
+        if (hw_cuda_runner_forward(r, 1, NULL) != HW_OK || hw_cuda_runner_backward(r) != HW_OK) return HW_ERR;
+        return hw_cuda_runner_sgd_step(r, lr, momentum, weight_decay, nesterov);
+    }
+    if (begin_forward(r, 1, &s) != HW_OK || graph_replay(r, s) != HW_OK || end_input(r, s) != HW_OK) return HW_ERR;
     if (momentum != 0.0f) r->sgd_started = 1;
     return mark_compute_end(r);
 }

@@ -10,6 +10,22 @@ typedef struct {
     size_t offset, count;
 } flat_range;
 
+// What a captured training step bakes into its kernels' arguments besides the buffers: a change
+// of any of these needs a new capture.
+typedef struct {
+    int batch, u8;
+    float lr, momentum, weight_decay;
+    int nesterov, started;
+} step_key;
+
+// One input slot's captured training step (runner.cu, "the training step as a CUDA graph").
+typedef struct {
+    void *graph, *exec;                      // cudaGraph_t and cudaGraphExec_t; NULL until captured
+    step_key key;
+    int n_dropout;                           // its dropout kernels, whose step is set at each replay
+    void *dropout_nodes[2 * HW_MAX_LAYERS];  // cudaGraphNode_t
+} step_graph;
+
 struct hw_cuda_runner {
     hw_device device;
     int selected;                     // the device exists and was made current: there is something to free
@@ -55,6 +71,11 @@ struct hw_cuda_runner {
     int batch, has_labels, training;
     uint64_t seed, step;
     float mean, std;
+
+    int graph;                        // config.graph, until a capture fails
+    const char *graph_off;            // NULL, or why the training steps run launch by launch
+    char graph_off_text[256];
+    step_graph graphs[2];             // per input slot
 
     int timing;
     hw_cuda_event compute_start, compute_end;

@@ -88,6 +88,12 @@ static int wait_for_weights(const gpu_job *job, int *go) {
     }
 }
 
+// Whether the workers' steps are CUDA graphs: yes, unless HOGWILD_CUDA_GRAPHS=0.
+static int graphs_wanted(void) {
+    const char *value = getenv("HOGWILD_CUDA_GRAPHS");
+    return !(value && strcmp(value, "0") == 0);
+}
+
 // Gathers the batch at shard[*pos ...] and queues it on the runner; the number of samples, 0 when
 // the shard is used up, -1 on error.
 static int queue_batch(hw_cuda_runner *runner, const hw_dataset *ds, const int64_t *shard, int64_t count,
@@ -119,10 +125,9 @@ static int train_shard(int rank, gpu_job *job, hw_cuda_runner *runner, int64_t *
             // The next batch's copy to the GPU runs on the copy stream while this one computes.
             int next = queue_batch(runner, train, shard, count, &pos, config->batch_size, x, y);
             if (next < 0) return HW_ERR;
-            if (hw_cuda_runner_forward(runner, 1, NULL) != HW_OK || hw_cuda_runner_backward(runner) != HW_OK ||
-                // THE Hogwild update: straight onto the shared device weights, no lock.
-                hw_cuda_runner_sgd_step(runner, config->lr, config->momentum, config->weight_decay,
-                                        config->nesterov) != HW_OK) {
+            // Forward, backward and THE Hogwild update: straight onto the shared device weights, no lock.
+            if (hw_cuda_runner_train_step(runner, config->lr, config->momentum, config->weight_decay,
+                                          config->nesterov) != HW_OK) {
                 return HW_ERR;
             }
             samples += batch;
@@ -185,10 +190,19 @@ static int gpu_worker(int rank, void *arg) {
         .mean = job->in->norm.mean,
         .std = job->in->norm.std,
         .seed = hw_worker_seed(config->seed, rank),
+        // Each step one CUDA graph launch (runner.cu): up to 3x the steps of a lone worker on an
+        // H100, even with four (bench/RESULTS.md, "GPU"). HOGWILD_CUDA_GRAPHS=0 launches kernel by kernel.
+        .graph = graphs_wanted(),
     };
     int status = shard && x && y ? HW_OK : hw_fail("out of memory for the shard and a batch");
     if (status == HW_OK) status = hw_cuda_runner_create(&runner, &job->in->model, &rc);
     if (status == HW_OK) status = train_shard(rank, job, runner, shard, x, y);
+    // Asked for by name, graphs that could not be had are worth a word; by default they are not.
+    const char *asked = getenv("HOGWILD_CUDA_GRAPHS");
+    if (status == HW_OK && rank == 0 && asked && strcmp(asked, "1") == 0 && hw_cuda_runner_graph_off(runner)) {
+        fprintf(stderr, "note: HOGWILD_CUDA_GRAPHS=1, but the steps ran launch by launch: %s\n",
+                hw_cuda_runner_graph_off(runner));
+    }
     char message[1024] = "";
     if (status != HW_OK) snprintf(message, sizeof message, "%s", hw_error());
     // The runner waits for its streams; then nothing of this process uses the weights any more.

@@ -46,6 +46,24 @@ typedef enum {
 typedef struct CUstream_st *cudaStream_t;
 typedef struct CUevent_st *cudaEvent_t;
 
+// CUDA graphs: the types the runner names. The simulated device captures no graphs
+// (cudaStreamBeginCapture answers cudaErrorNotSupported), so the rest is never reached.
+typedef struct CUgraph_st *cudaGraph_t;
+typedef struct CUgraphExec_st *cudaGraphExec_t;
+typedef struct CUgraphNode_st *cudaGraphNode_t;
+typedef enum { cudaStreamCaptureModeGlobal = 0, cudaStreamCaptureModeThreadLocal = 1 } cudaStreamCaptureMode;
+typedef enum { cudaGraphNodeTypeKernel = 0 } cudaGraphNodeType;
+typedef struct {
+    unsigned x, y, z;
+} dim3;
+typedef struct {
+    void *func;
+    dim3 gridDim, blockDim;
+    unsigned sharedMemBytes;
+    void **kernelParams;
+    void **extra;
+} cudaKernelNodeParams;
+
 typedef struct {
     char reserved[64];
 } cudaIpcMemHandle_t;
@@ -123,6 +141,18 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *ptr);
 cudaError_t cudaIpcOpenMemHandle(void **ptr, cudaIpcMemHandle_t handle, unsigned flags);
 cudaError_t cudaIpcCloseMemHandle(void *ptr);
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *count);
+cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, cudaGraphNodeType *type);
+cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, cudaKernelNodeParams *params);
+cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                             const cudaKernelNodeParams *params);
 
 // The real cudaFuncGetAttributes takes a kernel; the simulated kernels are host functions
 // (tests/simcuda/kernels.c), which answer for themselves (cuda_kernels_runnable).

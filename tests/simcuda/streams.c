@@ -115,6 +115,71 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
     return cudaSuccess;
 }
 
+// ---- CUDA graphs: not simulated ----
+// Every call here runs at once on the host, so there is nothing to capture: a capture is refused
+// as a driver without graph support would refuse it, and the runner then launches step by step
+// (hw_cuda_runner_graph_off says so). Nothing can hold a graph, so the other calls only answer.
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
+    (void)stream;
+    (void)mode;
+    return sim_error(cudaErrorNotSupported, "the simulated device captures no CUDA graphs");
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph) {
+    (void)stream;
+    *graph = NULL;
+    return sim_error(cudaErrorInvalidValue, "cudaStreamEndCapture: the stream is not capturing");
+}
+
+static cudaError_t no_graph(const char *call) {
+    return sim_error(cudaErrorInvalidResourceHandle, "%s: the simulated device holds no graphs", call);
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags) {
+    (void)graph;
+    (void)flags;
+    *exec = NULL;
+    return no_graph("cudaGraphInstantiate");
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+    (void)exec;
+    (void)stream;
+    return no_graph("cudaGraphLaunch");
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) { return exec ? no_graph("cudaGraphExecDestroy") : cudaSuccess; }
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) { return graph ? no_graph("cudaGraphDestroy") : cudaSuccess; }
+
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *count) {
+    (void)graph;
+    (void)nodes;
+    *count = 0;
+    return no_graph("cudaGraphGetNodes");
+}
+
+cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, cudaGraphNodeType *type) {
+    (void)node;
+    (void)type;
+    return no_graph("cudaGraphNodeGetType");
+}
+
+cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, cudaKernelNodeParams *params) {
+    (void)node;
+    (void)params;
+    return no_graph("cudaGraphKernelNodeGetParams");
+}
+
+cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                             const cudaKernelNodeParams *params) {
+    (void)exec;
+    (void)node;
+    (void)params;
+    return no_graph("cudaGraphExecKernelNodeSetParams");
+}
+
 // ---- events ----
 
 struct CUevent_st {
