@@ -6,6 +6,7 @@
 #   bench/compare_modes.sh [EPOCHS]          (default 5)
 #   DEVICE=cuda:0 bench/compare_modes.sh     the same on a GPU: the Hogwild workers share cuda:0,
 #                                            the DataParallel replicas are streams on cuda:0
+#   DATASETS=mnist bench/compare_modes.sh    one dataset only (default: mnist fashion-mnist)
 #
 # Writes the metrics of every run to bench/out/compare/<dataset>-<mode>-<n>.csv, prints the
 # `hogwild compare` table per dataset, and writes a plot per dataset next to the CSVs.
@@ -22,9 +23,9 @@ if [ "$DEVICE" != cpu ]; then
     echo "gpu: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not found')"
 fi
 echo "command: DEVICE=$DEVICE bench/compare_modes.sh $EPOCHS   (LeNet, batch 64 per update, lr 0.01, momentum 0.5, seed 1)"
-for dataset in mnist:97 fashion-mnist:80; do
-    name=${dataset%%:*}
-    target=${dataset##*:}
+for name in ${DATASETS:-mnist fashion-mnist}; do
+    target=97
+    [ "$name" = fashion-mnist ] && target=80
     [ -d "data/$name" ] || { echo "no data/$name: ./hogwild download $name" >&2; exit 1; }
     files=()
     for n in 1 2 4; do

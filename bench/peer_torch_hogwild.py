@@ -7,9 +7,17 @@ its own shard of the training set each epoch (DistributedSampler semantics), the
 in memory as tensors, timed from the first fork (Process.start) to the last join.
 
     /usr/bin/python3 bench/peer_torch_hogwild.py --model lenet --workers 2 --data data/mnist
+    python3 bench/peer_torch_hogwild.py --device cuda --workers 4     (the example's --cuda)
 
 Prints one line of key=value pairs: train_seconds, samples_per_second, test_accuracy, test_loss.
 Exits 3 with a message when torch is not installed (the benchmark then skips the peer).
+
+On a GPU (--device cuda) it runs as the example does with --cuda: the model on the GPU, shared
+with the workers through torch.multiprocessing (CUDA IPC), which must be started with "spawn";
+each batch is moved to the GPU as the example's DataLoader batches are, and the training
+forward/backward/step run on the GPU. A spawned worker imports torch before it can train (seconds
+that are not training), so train_seconds is then timed from the moment every worker is ready (a
+barrier) to the last one's end, with the GPU's work waited for; wall_seconds is the whole run.
 """
 import argparse
 import gzip
@@ -53,12 +61,16 @@ def load(folder, prefix):
     return x, labels
 
 
-def train(rank, args, model, x, y):
+def train(rank, args, model, x, y, ready=None, times=None):
     torch.set_num_threads(1)
     torch.manual_seed(args.seed + rank)
+    device = torch.device(args.device)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     model.train()
     n = x.shape[0]
+    if ready is not None:
+        ready.wait()
+        times[2 * rank] = time.time()
     for epoch in range(args.epochs):
         # DistributedSampler without padding: one permutation per epoch, dealt out by rank.
         g = torch.Generator()
@@ -66,10 +78,15 @@ def train(rank, args, model, x, y):
         shard = torch.randperm(n, generator=g)[rank :: args.workers]
         for start in range(0, shard.numel(), args.batch_size):
             idx = shard[start : start + args.batch_size]
+            data, target = x[idx].to(device), y[idx].to(device)
             optimizer.zero_grad()
-            loss = F.nll_loss(model(x[idx]), y[idx])
+            loss = F.nll_loss(model(data), target)
             loss.backward()
             optimizer.step()
+    if times is not None:
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        times[2 * rank + 1] = time.time()
 
 
 def main():
@@ -83,7 +100,12 @@ def main():
     parser.add_argument("--momentum", type=float, default=0.5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--limit", type=int, default=0, help="train on the first N samples only")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda (cuda:N) as the example's --cuda")
     args = parser.parse_args()
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("peer skipped: this torch sees no GPU", file=sys.stderr)
+        sys.exit(3)
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
@@ -91,29 +113,34 @@ def main():
     if args.limit:
         x, y = x[: args.limit], y[: args.limit]
     xt, yt = load(args.data, "t10k")
-    model = Net() if args.model == "lenet" else MLP()
+    model = (Net() if args.model == "lenet" else MLP()).to(device)
     model.share_memory()
     x.share_memory_()
     y.share_memory_()
 
-    mp.set_start_method("fork")
+    # CUDA cannot be used in a forked child once the parent has started it: the example spawns.
+    mp.set_start_method("spawn" if device.type == "cuda" else "fork")
+    ready = mp.Barrier(args.workers) if device.type == "cuda" else None
+    times = mp.Array("d", 2 * args.workers) if device.type == "cuda" else None
     started = time.monotonic()
-    processes = [mp.Process(target=train, args=(rank, args, model, x, y)) for rank in range(args.workers)]
+    processes = [mp.Process(target=train, args=(rank, args, model, x, y, ready, times)) for rank in range(args.workers)]
     for p in processes:
         p.start()
     for p in processes:
         p.join()
-    seconds = time.monotonic() - started
+    wall = time.monotonic() - started
+    seconds = wall if times is None else max(times[1::2]) - min(times[0::2])
     if any(p.exitcode != 0 for p in processes):
         sys.exit("peer: a worker failed")
 
     model.eval()
     with torch.no_grad():
-        out = torch.cat([model(xt[i : i + 1000]) for i in range(0, xt.shape[0], 1000)])
+        out = torch.cat([model(xt[i : i + 1000].to(device)) for i in range(0, xt.shape[0], 1000)]).cpu()
         test_loss = F.nll_loss(out, yt, reduction="sum").item() / xt.shape[0]
         accuracy = 100.0 * (out.argmax(1) == yt).sum().item() / xt.shape[0]
     samples = x.shape[0] * args.epochs
-    print(f"peer model={args.model} workers={args.workers} train_seconds={seconds:.3f} "
+    print(f"peer model={args.model} workers={args.workers} device={args.device} torch={torch.__version__} "
+          f"wall_seconds={wall:.3f} train_seconds={seconds:.3f} "
           f"samples_per_second={samples / seconds:.0f} test_accuracy={accuracy:.2f} test_loss={test_loss:.4f}")
 
 
