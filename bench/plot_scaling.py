@@ -79,7 +79,7 @@ def main():
         panel(out, i * W, model, rows[model])
     modes = [m for m in LABELS if any(m in rows[model] for model in models)]
     for i, mode in enumerate(modes):
-        x = 20 + i * 180
+        x = 20 + i * 215
         out.append(f'<line x1="{x}" x2="{x + 24}" y1="{H + 20}" y2="{H + 20}" stroke="{COLORS[mode]}" stroke-width="2"/>')
         out.append(f'<text x="{x + 30}" y="{H + 24}">{esc(LABELS[mode])}</text>')
     if title:
