@@ -277,6 +277,14 @@ static int command_clean_shm(void) {
     return HW_EXIT_OK;
 }
 
+static double largest_magnitude(const float *w, size_t n) {
+    double most = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (fabs((double)w[i]) > most) most = fabs((double)w[i]);
+    }
+    return most;
+}
+
 static int command_eval_only(hw_train_config *config, int model_given) {
     if (hw_blas_open() != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
@@ -290,10 +298,16 @@ static int command_eval_only(hw_train_config *config, int model_given) {
             fprintf(stderr, "hogwild: %s\n", hw_error());
             return HW_EXIT_FAILURE;
         }
-        if (model_text) {
-            config->model_text = model_text;
-            config->model_path = config->resume_path;
+        if (!model_text) {
+            // Not models/lenet.model by default: that would evaluate a network the checkpoint was
+            // perhaps never trained as, and any mismatch would read as a fault of the checkpoint.
+            fprintf(stderr, "hogwild: the checkpoint %s holds no model text (it was not written by hogwild): give the "
+                            "network it was trained as with --model FILE\n",
+                    config->resume_path);
+            return HW_EXIT_FAILURE;
         }
+        config->model_text = model_text;
+        config->model_path = config->resume_path;
     }
     hw_train_inputs in;
     if (hw_train_inputs_load(&in, config) != HW_OK || hw_run_check_memory(config, &in, 1) != HW_OK ||
@@ -316,6 +330,19 @@ static int command_eval_only(hw_train_config *config, int model_given) {
         return HW_EXIT_FAILURE;
     }
     hw_eval_result r = hw_evaluate(&in.model, &ws, &in.test, in.norm, config->test_batch_size);
+    if (hw_loss_diverged(r.loss)) {
+        // Finite weights can still be no model: 1e30 everywhere gives NaN logits. As in training,
+        // a diverged loss is no result (hw_loss_diverged), and its accuracy is chance.
+        char loss_text[48];
+        hw_loss_describe(loss_text, sizeof loss_text, r.loss);
+        fprintf(stderr, "hogwild: the checkpoint %s gives a test loss of %s on %s: its weights (largest magnitude "
+                        "%.3g) have blown up, as a diverged run's do; use an earlier checkpoint\n",
+                config->resume_path, loss_text, config->data_dir, largest_magnitude(in.model.weights,
+                                                                                   in.model.n_weights));
+        hw_workspace_free(&ws);
+        hw_train_inputs_free(&in);
+        return HW_EXIT_FAILURE;
+    }
     printf("%s (epoch %d, %lld samples seen): test loss %.4f, accuracy %.2f%% on %lld samples of %s\n",
            config->resume_path, meta.epoch, (long long)meta.samples_seen, r.loss, r.accuracy, (long long)in.test.n,
            config->data_dir);
@@ -369,6 +396,33 @@ static int command_train(const hw_train_config *config) {
     }
     hw_comm_finalize();
     if (result.interrupted_by) return 128 + result.interrupted_by;
+    return HW_EXIT_OK;
+}
+
+// The flags given on the command line, in order (a flag given twice is listed twice).
+enum { MAX_GIVEN = 128 };
+typedef struct {
+    const char *flag[MAX_GIVEN];
+    int n;
+} given_flags;
+
+// --eval-only evaluates a checkpoint on the CPU and trains nothing: a flag that would change
+// training, the workers or where they run has no effect there, and is refused rather than ignored.
+static int check_eval_only_flags(const given_flags *given, const hw_train_config *config) {
+    static const char *const apply[] = {"--eval-only", "--resume", "--model", "--data", "--test-batch-size",
+                                        "--normalize", "--quiet", "--device"};
+    for (int i = 0; i < given->n; i++) {
+        int applies = 0;
+        for (size_t k = 0; k < sizeof apply / sizeof apply[0]; k++) applies |= strcmp(given->flag[i], apply[k]) == 0;
+        if (strcmp(given->flag[i], "--save") == 0 || strcmp(given->flag[i], "--metrics") == 0) continue;  // below
+        if (!applies) {
+            return usage_error("%s does not apply to --eval-only, which evaluates the checkpoint on the CPU and trains "
+                               "nothing: drop it", given->flag[i]);
+        }
+    }
+    if (config->device.type == HW_DEVICE_CUDA) {
+        return usage_error("--eval-only evaluates on the CPU; --device %s is not supported there (drop it)", "cuda");
+    }
     return HW_EXIT_OK;
 }
 
@@ -430,11 +484,13 @@ int main(int argc, char **argv) {
     hw_train_config_default(&config);
     int summary = 0, replicas_given = 0, workers_given = 0, model_given = 0, list_strategies = 0, clean_shm = 0;
     int sync_given = 0;
+    given_flags given = {0};
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
         long n = 0;
         double x = 0;
         int status = HW_EXIT_OK;
+        if (given.n < MAX_GIVEN && strncmp(flag, "--", 2) == 0) given.flag[given.n++] = flag;
         // Flags without a value.
         if (strcmp(flag, "-h") == 0 || strcmp(flag, "--help") == 0) {
             print_usage(stdout, 1);
@@ -554,6 +610,10 @@ int main(int argc, char **argv) {
     if (list_strategies) return command_list_strategies();
     if (clean_shm) return command_clean_shm();
     if (summary) return command_summary(&config);
+    if (config.eval_only) {
+        int flags_status = check_eval_only_flags(&given, &config);
+        if (flags_status != HW_EXIT_OK) return flags_status;
+    }
     if (config.momentum == 0 && config.nesterov) return usage_error("--nesterov needs --momentum > 0%s", "");
     if (config.mode == HW_MODE_HOGWILD && replicas_given) {
         return usage_error("--replicas is for --mode dataparallel; Hogwild uses --workers%s", "");

@@ -31,7 +31,15 @@ void hw_train_config_default(hw_train_config *config) {
 
 int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config) {
     memset(in, 0, sizeof *in);
-    int loaded = config->model_text ? hw_model_parse(&in->model, config->model_text, config->model_path)
+    // The model is a file, or the text stored in the checkpoint (--eval-only): messages say which.
+    char model[1100], text_name[1100];
+    if (config->model_text) {
+        snprintf(model, sizeof model, "the model stored in the checkpoint %s", config->model_path);
+        snprintf(text_name, sizeof text_name, "%s (its model text)", config->model_path);
+    } else {
+        snprintf(model, sizeof model, "model %s", config->model_path);
+    }
+    int loaded = config->model_text ? hw_model_parse(&in->model, config->model_text, text_name)
                                     : hw_model_load(&in->model, config->model_path);
     if (loaded != HW_OK) return HW_ERR;
     if (config->freeze && hw_model_freeze(&in->model, config->freeze) != HW_OK) {
@@ -50,12 +58,12 @@ int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config) {
         char model_text[64], data_text[64];
         hw_shape_format(input, model_text, sizeof model_text);
         hw_shape_format(data_shape, data_text, sizeof data_text);
-        return hw_fail("model %s expects input %s but the data in %s has samples of %s", config->model_path,
-                       model_text, config->data_dir, data_text);
+        return hw_fail("%s expects input %s but the data in %s has samples of %s", model, model_text,
+                       config->data_dir, data_text);
     }
     if (in->model.n_classes < in->train.n_classes) {
-        return hw_fail("model %s has %d outputs but the data in %s has %d classes", config->model_path,
-                       in->model.n_classes, config->data_dir, in->train.n_classes);
+        return hw_fail("%s has %d outputs but the data in %s has %d classes", model, in->model.n_classes,
+                       config->data_dir, in->train.n_classes);
     }
     in->norm = config->norm;
     if (in->norm.std <= 0) in->norm = hw_dataset_stats(&in->train);  // --normalize auto
