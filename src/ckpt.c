@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,6 +49,8 @@ static int ckpt_fail(const char *path, const char *fmt, ...) {
 // ---------------------------------------------------------------------------------------------
 // Writing
 // ---------------------------------------------------------------------------------------------
+
+static int save(const char *path, const hw_model *model, const float *weights, const hw_ckpt_meta *meta);
 
 // Length of the valid UTF-8 sequence at s[0] (a byte >= 0x80) within avail bytes, or 0 when it
 // is not one (bad lead byte, missing continuation, overlong form, surrogate, beyond U+10FFFF).
@@ -189,7 +192,46 @@ static int write_contents(int fd, const hw_model *model, const float *weights, c
     return err;
 }
 
+// ---- the descriptor kept for the saves ----
+
+// A run opens descriptors as it goes (a worker's pidfd and pipe, MPI's sockets, the GPU's): under a
+// low `ulimit -n` the first save, an epoch later, found none left. One is kept from the start
+// (hw_ckpt_keep_descriptor) and given up for each save, which opens its files one at a time.
+static int spare_fd = -1;
+
+int hw_ckpt_keep_descriptor(void) {
+    if (spare_fd >= 0) return HW_OK;
+    spare_fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (spare_fd < 0) {
+        int err = errno;
+        struct rlimit rl;
+        long limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (long)rl.rlim_cur : -1;
+        return hw_fail_errno(err, "no file descriptor left to keep for saving the checkpoint (ulimit -n is %ld)",
+                             limit);
+    }
+    return HW_OK;
+}
+
+static void give_up_spare(void) {
+    if (spare_fd >= 0) close(spare_fd);
+    spare_fd = -1;
+}
+
+// After a save: the descriptor is kept again for the next one (if it cannot be, the next save
+// opens what it can, as without one).
+static void take_spare_back(int had_one) {
+    if (had_one) hw_ckpt_keep_descriptor();
+}
+
 int hw_ckpt_save(const char *path, const hw_model *model, const float *weights, const hw_ckpt_meta *meta) {
+    int had_spare = spare_fd >= 0;
+    give_up_spare();
+    int status = save(path, model, weights, meta);
+    take_spare_back(had_spare);
+    return status;
+}
+
+static int save(const char *path, const hw_model *model, const float *weights, const hw_ckpt_meta *meta) {
     hw_ckpt_meta zero = {0};
     if (meta == NULL) meta = &zero;
     if (weights == NULL && model->n_weights > 0) return ckpt_fail(path, "no weights to save");

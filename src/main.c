@@ -360,7 +360,7 @@ static int command_train(const hw_train_config *config) {
         return HW_EXIT_FAILURE;
     }
     if (hw_train_inputs_load(&in, config) != HW_OK || hw_run_check_outputs(config) != HW_OK ||
-        hw_run_check_memory(config, &in, 0) != HW_OK) {
+        (config->save_path && hw_ckpt_keep_descriptor() != HW_OK) || hw_run_check_memory(config, &in, 0) != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         hw_train_inputs_free(&in);
         return HW_EXIT_FAILURE;
@@ -533,6 +533,8 @@ int main(int argc, char **argv) {
                                      : usage_error("unknown option '%s'", flag);
         }
         const char *value = argv[++i];
+        // --save '' passed every check of a file name and failed at the first save, an epoch later.
+        if (!value[0]) return usage_error("option '%s' needs a value, got an empty one", flag);
         if (strcmp(flag, "--workers") == 0) {
             status = parse_int(flag, value, 1, 1024, &n);
             config.workers = (int)n;

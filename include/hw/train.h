@@ -156,9 +156,17 @@ hw_eval_result hw_evaluate(const hw_model *model, hw_workspace *ws, const hw_dat
 struct hw_measure;
 // Rows are written whole (one write each); a failed write is undone and ends the metrics, not the
 // run: hw_metrics_row then warns on stderr, keeps the reason in `failure` and returns HW_OK.
+// The file is opened at hw_metrics_open (created if missing) but an existing one is replaced only
+// at hw_metrics_commit, once training has started: the header and the rows before it wait in
+// memory, and a run that never commits leaves the previous file untouched (and removes one it
+// created).
 typedef struct {
     int fd;
     int open;
+    int created;                 // hw_metrics_open made the file (it did not exist)
+    int committed;               // hw_metrics_commit: the file is being written
+    char *pending;               // before the commit: the header and rows to write
+    size_t pending_len;
     int failed;                  // a write failed: no more rows
     int rows;                    // rows written
     long long bytes;             // the file's length: whole rows only
@@ -174,6 +182,8 @@ typedef struct {
 int hw_metrics_open(hw_metrics *m, const char *path, const hw_train_config *config);
 int hw_metrics_row(hw_metrics *m, double wall_seconds, int epoch, int64_t samples_seen, double train_loss,
                    double test_loss, double test_accuracy);
+// Training has started: the file is cut to nothing and gets the header and the rows so far.
+void hw_metrics_commit(hw_metrics *m);
 int hw_metrics_close(hw_metrics *m);
 
 // ---- memory (src/train/memory.c) ----
@@ -231,6 +241,9 @@ typedef struct {
 
 int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, const hw_train_inputs *in, int first_epoch,
                     int64_t samples_base);
+// Training has started (the devices, workers and ranks are set up): from now on the run writes its
+// outputs (hw_metrics_commit). A run that fails before leaves the previous --metrics file as it was.
+void hw_train_outputs_commit(hw_train_outputs *log);
 // Copies `weights` into the snapshot (the caller decides whether workers may still write them).
 void hw_train_outputs_snapshot(hw_train_outputs *log, const float *weights);
 // With --metrics: the first point of the curve, the weights before this run's training, evaluated

@@ -106,6 +106,7 @@ static int train_epochs(const hw_train_config *config, const hw_train_inputs *in
 int dp_run(const hw_train_config *config, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
               const dp_ops *ops, void *team, hw_train_result *result) {
     hw_stop_signals_catch();
+    hw_train_outputs_commit(log);  // the replicas (and the GPUs, the ranks) are set up: training starts
 
     log->started = hw_now();
     int64_t samples;

@@ -212,6 +212,7 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
     int64_t loss_window_samples = 0;
     double loss_window_sum = 0;
     int status = HW_OK;
+    hw_train_outputs_commit(log);  // the workers (and the GPU, the ranks) are set up: training starts
 
     for (;;) {
         hw_join_status joined = hw_join(spawn, 0.01);

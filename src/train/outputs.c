@@ -36,6 +36,8 @@ int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, 
     return HW_OK;
 }
 
+void hw_train_outputs_commit(hw_train_outputs *log) { hw_metrics_commit(&log->metrics); }
+
 void hw_train_outputs_snapshot(hw_train_outputs *log, const float *weights) {
     memcpy(log->snapshot, weights, sizeof(float) * log->in->model.n_weights);
     log->snapshot_time = hw_now();
@@ -83,6 +85,7 @@ void hw_train_outputs_loss(hw_train_outputs *log, double loss) {
 int hw_train_outputs_diverged(hw_train_outputs *log, const char *who, const char *what, int epoch, int epochs_done,
                           int64_t samples, double loss) {
     const hw_train_config *config = log->config;
+    hw_train_outputs_commit(log);  // a divergence is a result of training: its row is written
     double wall = hw_now() - log->started;
     // The row that marks the run as diverged (README, "Metrics"): nothing was evaluated.
     log->metrics.skipped_eval_points = log->skipped_points;
