@@ -12,6 +12,7 @@
 #include "hw/ckpt.h"
 
 #include "hw/err.h"
+#include "hw/shm.h"
 
 #include <jansson.h>
 
@@ -242,6 +243,11 @@ static int save(const char *path, const hw_model *model, const float *weights, c
     char *header = NULL;
     size_t header_length = 0;
     if (build_header(path, model, meta, &header, &header_length) != HW_OK) return HW_ERR;
+    // Noted first: every exit that runs code removes it, and --clean-shm finds it after a SIGKILL.
+    if (hw_shm_temp_note(tmp) != HW_OK) {
+        free(header);
+        return hw_error_prefix("cannot save checkpoint '%s'", path);
+    }
     // O_EXCL: never write through a file or link that is already there; a leftover of a killed
     // run with the same pid is removed first.
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
@@ -249,14 +255,16 @@ static int save(const char *path, const hw_model *model, const float *weights, c
     if (fd < 0) {
         int err = errno;
         free(header);
+        hw_shm_temp_forget();
         return hw_fail_errno(err, "cannot save checkpoint '%s': cannot create '%s'", path, tmp);
     }
     int err = write_contents(fd, model, weights, header, header_length);
     free(header);
     if (close(fd) != 0 && err == 0) err = errno;
     if (err == 0 && rename(tmp, path) != 0) err = errno;
+    if (err != 0) unlink(tmp);
+    hw_shm_temp_forget();
     if (err != 0) {
-        unlink(tmp);
         return hw_fail_errno(err, "cannot save checkpoint '%s' (the previous file, if any, is unchanged)", path);
     }
     // Make the rename itself durable.

@@ -267,13 +267,15 @@ static int command_clean_shm(void) {
     FILE *lines = open_memstream(&report, &report_size);
     int status = hw_shm_clean(lines, &removed);
     if (lines) fclose(lines);
+    // Also when a removal failed: what was removed and kept is said all the same.
+    printf("removed %d stale shared-memory segment(s) and checkpoint temporary file(s)\n%s", removed,
+           report ? report : "");
+    free(report);
     if (status != HW_OK) {
+        fflush(stdout);
         fprintf(stderr, "hogwild --clean-shm: %s\n", hw_error());
-        free(report);
         return HW_EXIT_FAILURE;
     }
-    printf("removed %d stale shared-memory segment(s)\n%s", removed, report ? report : "");
-    free(report);
     return HW_EXIT_OK;
 }
 

@@ -10,6 +10,7 @@
 
 #include "hw/err.h"
 #include "hw/file.h"
+#include "hw/shm.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -71,6 +72,8 @@ static int check_not_an_input(const char *flag, const char *path, const hw_train
 
 int hw_run_check_outputs(const hw_train_config *config) {
     const char *save = config->save_path, *metrics = config->metrics_path;
+    // A save of this checkpoint killed half-way (SIGKILL) left its "<save>.tmp.<pid>": gone now.
+    if (save) hw_shm_temp_sweep(save, stderr);
     if (save) {
         if (check_not_an_input("--save", save, config) != HW_OK || hw_output_check("--save", save, 1) != HW_OK) {
             return HW_ERR;
