@@ -54,6 +54,62 @@ Test(e2e_exits, every_deadly_signal_removes_the_shared_memory_names) {
     }
 }
 
+// ---- a stop during a long evaluation (case 2) ----
+
+// A model whose evaluation of a few thousand samples takes seconds (two wide convolutions).
+static char *slow_model(void) {
+    char *path = e2e_path("slow.model");
+    static const char text[] = "input 1 28 28\nconv2d 32 5 padding=2\nrelu\nconv2d 64 5 padding=2\nrelu\nflatten\n"
+                               "linear 10\nlog_softmax\n";
+    write_bytes(path, text, sizeof text - 1);
+    return path;
+}
+
+// Issue 21, case 2: SIGINT during the epoch-end evaluation waited for it; past 20 s the alarm
+// killed the run (142, no message) and the epoch's checkpoint was never saved. The evaluation now
+// stops between two test batches: the run saves and exits 130 at once, in both modes.
+static void check_stop_during_evaluation(int dataparallel) {
+    char *data = e2e_synth_n("data", 93, 64, 6000);  // one short step, then about 10 s of evaluation
+    char *model = slow_model();
+    char *ckpt = e2e_path("stopped.safetensors");
+    e2e_run_result r;
+    if (dataparallel) {
+        e2e_start_argv(&r, NULL, (const char *const[]){"--data", data, "--model", model, "--mode", "dataparallel",
+                                                       "--replicas", "1", "--test-batch-size", "50", "--save", ckpt,
+                                                       NULL});
+    } else {
+        e2e_start_argv(&r, NULL, (const char *const[]){"--data", data, "--model", model, "--workers", "1",
+                                                       "--test-batch-size", "50", "--save", ckpt, NULL});
+    }
+    double deadline = hw_now() + 60;
+    pid_t kids[4];
+    if (dataparallel) {
+        // One step of 64 samples (well under a second), then the evaluation.
+        while (e2e_count_lines(r.out_path) < 2 && hw_now() < deadline) e2e_sleep_ms(10);
+        e2e_sleep_ms(2500);
+    } else {
+        // The worker has trained its epoch and exited: the parent evaluates.
+        while (e2e_children_of(r.pid, kids, 4) == 0 && hw_now() < deadline) e2e_sleep_ms(5);
+        while (e2e_children_of(r.pid, kids, 4) > 0 && hw_now() < deadline) e2e_sleep_ms(5);
+        e2e_sleep_ms(500);
+    }
+    kill(r.pid, SIGINT);
+    double sent = hw_now();
+    e2e_wait_within(&r, 60);
+    double took = hw_now() - sent;
+    e2e_assert_exit(&r, 130);
+    cr_expect_lt(took, 3.0, "the run took %.1f s to stop after SIGINT", took);
+    e2e_assert_contains(r.out, "saved the current weights to", "stdout");
+    cr_expect_null(strstr(r.out, "done:"), "a summary of an evaluation cut short: %s", r.out);
+    e2e_ckpt_info info = e2e_eval_checkpoint(data, model, ckpt);
+    if (!dataparallel) cr_expect_eq(info.epoch, 1, "the epoch was trained before the signal");
+    cr_expect_leq(info.samples, 64);
+    e2e_assert_left_nothing(&r);
+}
+
+Test(e2e_exits, a_stop_during_a_long_evaluation_saves_at_once) { check_stop_during_evaluation(0); }
+Test(e2e_exits, dataparallel_a_stop_during_a_long_evaluation_saves_at_once) { check_stop_during_evaluation(1); }
+
 // ---- a checkpoint's temporary file (case 10) ----
 
 // A model whose checkpoint takes a while to write (67 MB, synced): its temporary file can be caught.

@@ -141,10 +141,14 @@ int hw_dp_team_diverged(const hw_dp_team *team);
 void hw_dp_team_close(hw_dp_team *team);  // NULL: nothing
 
 // Mean loss and accuracy (percent) of `weights` on a dataset (src/train/eval.c). `ws` is a
-// workspace of at least `batch_size`; `x`, `y` buffers of batch_size samples.
+// workspace of at least `batch_size`; `x`, `y` buffers of batch_size samples. A stop signal
+// (hw_stop_signal, while a run catches them) ends the evaluation between two batches: then
+// `interrupted` is set and the numbers are no result. So a test set that takes minutes does not
+// hold a stopping run (and its checkpoint) past the stop's grace.
 typedef struct {
     double loss;
     double accuracy;
+    int interrupted;
 } hw_eval_result;
 hw_eval_result hw_evaluate(const hw_model *model, hw_workspace *ws, const hw_dataset *ds, hw_normalize norm,
                            int batch_size);
@@ -237,6 +241,7 @@ typedef struct {
     hw_eval_result last_eval;
     double last_finite_loss;     // the last finite training loss seen (hw_train_outputs_loss, rows), or NAN
     int64_t skipped_points;      // --eval-every points passed while an evaluation ran, not evaluated
+    int interrupted;             // a stop signal cut an evaluation short (no row, nothing saved)
 } hw_train_outputs;
 
 int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, const hw_train_inputs *in, int first_epoch,
@@ -251,7 +256,8 @@ void hw_train_outputs_snapshot(hw_train_outputs *log, const float *weights);
 // time since hw_train_outputs_open here could exceed the next rows' and run backwards).
 int hw_train_outputs_first_point(hw_train_outputs *log, const float *weights, int first_epoch);
 // Evaluates the snapshot, writes a metrics row and, at an epoch end, prints the epoch result and
-// saves the checkpoint (--save). samples and loss_sum count this run's training so far. Weights
+// saves the checkpoint (--save). A stop signal during the evaluation cuts it short: HW_OK with
+// log->interrupted set, nothing written; the trainer then stops and saves the current weights. samples and loss_sum count this run's training so far. Weights
 // that are not finite, or a test or training loss that diverged (hw_loss_diverged), are no result: it ends the run
 // with hw_train_outputs_diverged instead (nothing printed as a result, nothing saved).
 int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t samples, double loss_sum, int epoch_end);

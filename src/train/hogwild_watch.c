@@ -149,6 +149,14 @@ static int run_ended(hw_join_status joined, const hw_spawn_ctx *spawn, hw_train_
     return 0;
 }
 
+// A stop signal cut the evaluation short (it can take minutes; the stop's grace is 20 s): the run
+// stops now and saves the current weights, as for a signal between evaluations.
+static int stopped_in_evaluation(const hw_train_outputs *log, hw_train_result *result) {
+    if (!log->interrupted) return 0;
+    result->interrupted_by = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
+    return 1;
+}
+
 // ---- evaluations that do not stall the coupling between ranks ----
 
 typedef struct {
@@ -283,6 +291,7 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
                 status = HW_ERR;
                 break;
             }
+            if (stopped_in_evaluation(log, result)) break;
         } else if (next_eval > 0 && samples >= next_eval && samples < (int64_t)(epochs_handled + 1) * watch->n_train) {
             // A mid-epoch point of the curve: a snapshot taken while the workers write (Hogwild).
             // Not once the epoch's last samples are in: the epoch-end row comes next.
@@ -294,6 +303,7 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
                 status = HW_ERR;
                 break;
             }
+            if (stopped_in_evaluation(log, result)) break;
         }
         if (joined == HW_JOIN_DONE && epochs_handled >= epochs_to_run) break;
     }

@@ -133,8 +133,13 @@ int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t sa
         return hw_train_outputs_diverged(log, "the weights", "they are no longer finite numbers (NaN or inf)", epoch,
                                      epochs_done, samples, NAN);
     }
-    log->last_eval = hw_evaluate(&log->eval_model, &log->eval_ws, &log->in->test, log->in->norm,
-                                 config->test_batch_size);
+    hw_eval_result evaluated = hw_evaluate(&log->eval_model, &log->eval_ws, &log->in->test, log->in->norm,
+                                           config->test_batch_size);
+    if (evaluated.interrupted) {
+        log->interrupted = 1;  // the trainer stops and saves the current weights
+        return HW_OK;
+    }
+    log->last_eval = evaluated;
     if (hw_loss_diverged(log->last_eval.loss) || (new_samples > 0 && hw_loss_diverged(train_loss))) {
         int test_bad = hw_loss_diverged(log->last_eval.loss);
         double bad = test_bad ? log->last_eval.loss : train_loss;
