@@ -8,6 +8,7 @@
 //   janitor.c  the first rank of each host forks a process that removes the job's MPI files on
 //              that host (session folder, shared memory) if mpirun dies first (SIGKILL)
 //   world.c    MPI_Init, MPI_Finalize, and ending the whole job on a failure (MPI_Abort)
+//   agree.c    the check at start-up that every rank was given the same settings
 //   reduce.c   DataParallel across ranks: the gradient sum (MPI_Allreduce) and the check that
 //              every rank holds the same weights (a hash reduced with MIN and MAX); on GPU ranks,
 //              the broadcast of NCCL's unique id (NCCL then sums the gradients: src/cuda/ranks.cu)
@@ -43,12 +44,29 @@ int hw_comm_built(void);
 int hw_comm_janitor_start(const hw_world *world);
 
 // MPI_Init (thread level FUNNELED: only the calling thread calls MPI) and a check that MPI's rank
-// and size are the ones hw_world_detect read. Call once, after any fork.
-int hw_comm_init(const hw_world *world);
+// and size are the ones hw_world_detect read. Call once, after any fork. `timeout_s`
+// (--sync-timeout) bounds every later wait for the other ranks that takes no timeout of its own
+// (the checks of settings and weights, the broadcast, the MIN reduce).
+int hw_comm_init(const hw_world *world, double timeout_s);
 void hw_comm_finalize(void);
 // Ends every rank of the job with exit status `code` (MPI_Abort): a failed rank must not leave
 // the others waiting in a collective. Does nothing when MPI was not initialised.
 void hw_comm_abort(int code);
+
+// ---- what every rank must share (agree.c) ----
+// One setting that every rank of a job must have the same: the flag that sets it, the value
+// compared (byte for byte) and the value shown in a message (e.g. a dataset's path, for a key that
+// is a hash of its contents).
+enum { HW_SETTING_FLAG_CAP = 24, HW_SETTING_KEY_CAP = 48, HW_SETTING_SHOWN_CAP = 88 };
+typedef struct {
+    char flag[HW_SETTING_FLAG_CAP];
+    char key[HW_SETTING_KEY_CAP];
+    char shown[HW_SETTING_SHOWN_CAP];
+} hw_comm_setting;
+// Gathers every rank's `settings` (n of them, the same list on every rank) and fails, on every rank
+// alike, at the first one whose key differs between ranks, naming its flag and each rank's value.
+// A collective, bounded by the job's timeout (hw_comm_init).
+int hw_comm_settings_agree(const hw_comm_setting *settings, int n);
 
 // ---- DataParallel (reduce.c) ----
 // Sums buf[0..n) over the ranks, in place (an all-reduce). Every rank gets the same bits. Not

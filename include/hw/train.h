@@ -91,6 +91,14 @@ void hw_train_inputs_free(hw_train_inputs *in);
 // is not an input nor the --resume checkpoint.
 int hw_run_check_outputs(const hw_train_config *config);
 
+// Under mpirun (after hw_comm_init): every rank must have been given the same settings, those that
+// make the ranks one run (--mode, --workers or --replicas, the device kind, the dataset's and the
+// network's contents, --epochs, --batch-size, the SGD flags, --seed, --normalize, --eval-every,
+// --sync-every, --sync-timeout, where --resume starts): a collective that fails on every rank at
+// the first that differs, naming the flag and each rank's value (src/train/ranks_agree.c).
+int hw_run_check_ranks(const hw_train_config *config, const hw_train_inputs *in, int first_epoch,
+                       int64_t samples_before);
+
 // The address space a run needs per process, estimated (src/train/limits.c), and its check
 // against RLIMIT_AS (ulimit -v): a run that cannot fit is refused before it starts, naming both.
 double hw_run_memory_estimate(const hw_train_config *config, const hw_train_inputs *in, int eval_only);

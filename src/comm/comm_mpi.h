@@ -10,7 +10,8 @@
 #include "hw/comm.h"
 
 typedef struct {
-    int (*init)(const hw_world *world);
+    int (*init)(const hw_world *world, double timeout_s);
+    int (*settings_agree)(const hw_comm_setting *settings, int n);
     void (*finalize)(void);
     void (*abort)(int code);
     int (*sum)(float *buf, size_t n, double timeout_s);
@@ -32,7 +33,16 @@ extern const comm_ops hw_mpi_ops;
 int comm_mpi_failed(int code, const char *what);
 
 // world.c
-int comm_mpi_init(const hw_world *world);
+int comm_mpi_init(const hw_world *world, double timeout_s);
+// The job's bound on a wait for the other ranks (--sync-timeout), set by comm_mpi_init.
+double comm_mpi_timeout(void);
+#ifdef MPI_VERSION  // the MPI side's files, which include <mpi.h> first (door.c does not)
+// Waits for `requests`, polling, at most timeout_s seconds (0: for ever): HW_ERR naming `what`
+// when they did not complete in time, or, with `leave_on_stop`, when a stop signal came.
+int comm_mpi_wait(MPI_Request *requests, int n, double timeout_s, int leave_on_stop, const char *what);
+#endif
+// agree.c
+int comm_mpi_settings_agree(const hw_comm_setting *settings, int n);
 void comm_mpi_finalize(void);
 void comm_mpi_abort(int code);
 // reduce.c

@@ -40,9 +40,9 @@ static const comm_ops *load_ops(void) {
     return table;  // never unloaded: MPI cannot be initialised twice in a process anyway
 }
 
-int hw_comm_init(const hw_world *world) {
+int hw_comm_init(const hw_world *world, double timeout_s) {
     if (!ops && !(ops = load_ops())) return HW_ERR;
-    return ops->init(world);
+    return ops->init(world, timeout_s);
 }
 
 #else
@@ -51,7 +51,8 @@ static const comm_ops *ops;  // always NULL: no MPI in this build
 
 int hw_comm_built(void) { return 0; }
 
-int hw_comm_init(const hw_world *world) {
+int hw_comm_init(const hw_world *world, double timeout_s) {
+    (void)timeout_s;
     return hw_fail("rank %d of %d: this hogwild was built without MPI (make MPI=0, or no Open MPI found)",
                    world->rank, world->size);
 }
@@ -67,6 +68,10 @@ void hw_comm_finalize(void) {
 
 void hw_comm_abort(int code) {
     if (ops) ops->abort(code);
+}
+
+int hw_comm_settings_agree(const hw_comm_setting *settings, int n) {
+    return ops ? ops->settings_agree(settings, n) : not_initialised();
 }
 
 int hw_comm_sum(float *buf, size_t n, double timeout_s) {

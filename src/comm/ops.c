@@ -3,6 +3,7 @@
 
 const comm_ops hw_mpi_ops = {
     .init = comm_mpi_init,
+    .settings_agree = comm_mpi_settings_agree,
     .finalize = comm_mpi_finalize,
     .abort = comm_mpi_abort,
     .sum = comm_mpi_sum,

@@ -1,5 +1,7 @@
 // reduce: DataParallel across ranks (include/hw/comm.h): the sum of the gradients over the
 // ranks, and the check that every rank holds the same weights.
+#include <mpi.h>  // before comm_mpi.h, for comm_mpi_wait
+
 #include "hw/comm.h"
 
 #include "comm_mpi.h"
@@ -96,12 +98,11 @@ static uint64_t weights_hash(const float *weights, size_t n) {
     return hash;
 }
 
-// Waits for `requests`, polling, at most timeout_s seconds (0: for ever): HW_ERR naming `what`
-// when they did not complete in time, or, with `leave_on_stop`, when a stop signal came. Hogwild's
-// coupling leaves (Ctrl-C on mpirun reaches every rank as SIGTERM, not at once: another rank may
-// already have left, and this one must get on to saving); DataParallel does not, since its ranks
-// agree on the stop in a step's sum and leave together after it.
-static int comm_mpi_wait(MPI_Request *requests, int n, double timeout_s, int leave_on_stop, const char *what) {
+// comm_mpi_wait: Hogwild's coupling leaves on a stop signal (Ctrl-C on mpirun reaches every rank
+// as SIGTERM, not at once: another rank may already have left, and this one must get on to
+// saving); DataParallel does not, since its ranks agree on the stop in a step's sum and leave
+// together after it.
+int comm_mpi_wait(MPI_Request *requests, int n, double timeout_s, int leave_on_stop, const char *what) {
     struct timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {

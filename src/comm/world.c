@@ -15,7 +15,12 @@ int comm_mpi_failed(int code, const char *what) {
     return hw_fail("rank %d: %s failed: %s", rank, what, text);
 }
 
-int comm_mpi_init(const hw_world *world) {
+static double job_timeout_s;
+
+double comm_mpi_timeout(void) { return job_timeout_s; }
+
+int comm_mpi_init(const hw_world *world, double timeout_s) {
+    job_timeout_s = timeout_s;
     int provided = 0;
     // FUNNELED: DataParallel's replica threads and the Hogwild workers never call MPI; only the
     // thread that initialised it does.

@@ -348,7 +348,8 @@ int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw
     int rank_batch = config->batch_size;
     uint64_t team_seed = config->seed;
     if (status == HW_OK && world->size > 1) {
-        status = hw_comm_init(world);
+        status = hw_comm_init(world, config->sync_timeout);
+        if (status == HW_OK) status = hw_run_check_ranks(config, in, first_epoch, samples_before);
         rank_batch = (config->batch_size + world->size - 1) / world->size;
         // Rank 0's replicas draw the masks of a single process's; the others' differ (rank in the high bits).
         team_seed = config->seed ^ ((uint64_t)world->rank << 40);
