@@ -221,6 +221,83 @@ Test(mpi, hogwild_a_round_past_sync_timeout_ends_the_job) {
     e2e_assert_contains(r.err, "--sync-timeout", "stderr");
 }
 
+// The rank (OMPI_COMM_WORLD_RANK) of process `pid`, from its environment; -1 when unreadable.
+static int rank_of(pid_t pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    FILE *f = fopen(path, "r");  // /proc files have no size: read to the end
+    if (!f) return -1;
+    static char env[1 << 16];
+    size_t n = fread(env, 1, sizeof env - 1, f);
+    fclose(f);
+    env[n] = '\0';
+    int rank = -1;
+    for (size_t at = 0; at < n; at += strlen(env + at) + 1) {
+        if (strncmp(env + at, "OMPI_COMM_WORLD_RANK=", 21) == 0) rank = atoi(env + at + 21);
+    }
+    return rank;
+}
+
+// Issue 21, case 8: a worker of rank 1 stopped (SIGSTOP): rank 1's parent still answers every
+// round, so no round ran past --sync-timeout, and rank 0 waited at the epoch end for ever. The
+// wait is now bounded: a rank neither at the barrier nor evaluating whose samples stay put for
+// --sync-timeout ends the job, named.
+Test(mpi, hogwild_a_stopped_worker_of_another_rank_ends_the_job_at_sync_timeout) {
+    need_mpirun();
+    char *data = e2e_synth_n("data", 73, 20000, 200);
+    e2e_run_result r;
+    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--workers", "2", "--model", e2e.mlp, "--data", data,
+                                        "--epochs", "1000", "--quiet", "--sync-every", "10ms", "--sync-timeout", "1",
+                                        NULL});
+    pid_t ranks[2];
+    wait_for_two_training_ranks(&r, ranks);
+    pid_t rank1 = rank_of(ranks[0]) == 1 ? ranks[0] : ranks[1];
+    cr_assert_eq(rank_of(rank1), 1, "cannot tell rank 1 from rank 0");
+    pid_t workers[4];
+    cr_assert_eq(e2e_children_of(rank1, workers, 4), 2, "rank 1 should have its 2 workers");
+    kill(workers[0], SIGSTOP);
+    double stopped = hw_now();
+    e2e_wait_within(&r, 60);
+    double took = hw_now() - stopped;
+    kill(workers[0], SIGCONT);  // if the job is gone, so is it; if not, let it end
+    e2e_assert_exit(&r, 1);
+    cr_expect_lt(took, 20, "the job took %.1f s to end after a worker of rank 1 stopped", took);
+    e2e_assert_contains(r.err, "a worker of rank 1 is stuck or gone", "stderr");
+    e2e_assert_contains(r.err, "--sync-timeout", "stderr");
+    assert_mpi_left_nothing();
+}
+
+// A rank stopped before MPI_Init (here: as soon as mpirun has started it, while it loads its data)
+// held the other in MPI_Init for ever, where no round is in flight. MPI_Init is now bounded by
+// --sync-timeout too.
+Test(mpi, a_rank_stopped_before_mpi_init_ends_the_job_at_sync_timeout) {
+    need_mpirun();
+    char *data = e2e_synth_n("data", 74, 20000, 200);
+    e2e_run_result r;
+    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data,
+                                        "--quiet", "--sync-timeout", "2", NULL});
+    pid_t kids[4];
+    double deadline = hw_now() + 30;
+    while (e2e_children_of(r.pid, kids, 4) < 2 && hw_now() < deadline) {
+        struct timespec tick = {0, 200000L};
+        nanosleep(&tick, NULL);
+    }
+    cr_assert_eq(e2e_children_of(r.pid, kids, 4), 2, "mpirun did not start 2 ranks");
+    int rank = -1;
+    for (int tries = 0; tries < 1000 && rank < 0; tries++) rank = rank_of(kids[1]);  // its environment first
+    pid_t stopped = kids[1];
+    kill(stopped, SIGSTOP);
+    double at = hw_now();
+    e2e_wait_within(&r, 60);
+    double took = hw_now() - at;
+    kill(stopped, SIGCONT);
+    e2e_assert_exit(&r, 1);
+    cr_expect_lt(took, 20, "the job took %.1f s to end after rank %d stopped", took, rank);
+    e2e_assert_contains(r.err, "(--sync-timeout)", "stderr");
+    cr_log_info("rank %d stopped; the job ended after %.1f s with: %s", rank, took, r.err);
+    assert_mpi_left_nothing();
+}
+
 // DataParallel: a rank stopped (SIGSTOP) leaves the other in the step's gradient sum, which
 // --sync-timeout bounds: a clear error, exit 1, not a hang. And --sync-every, which only Hogwild's
 // rounds have, is refused in DataParallel.

@@ -72,13 +72,14 @@ int hw_comm_settings_agree(const hw_comm_setting *settings, int n);
 // Sums buf[0..n) over the ranks, in place (an all-reduce). Every rank gets the same bits. Not
 // complete after timeout_s seconds (0: no limit) is an error: a rank stuck or gone (--sync-timeout).
 int hw_comm_sum(float *buf, size_t n, double timeout_s);
-// The smallest of `value` over the ranks (a collective every rank calls).
+// The smallest of `value` over the ranks (a collective every rank calls, within the job's timeout).
 int hw_comm_min_int(int *value);
 // Checks that every rank holds bit-for-bit the same n weights: their FNV-1a hash, reduced with
-// MIN and MAX, must agree. A mismatch is an error naming `when` (e.g. "the end of epoch 2").
+// MIN and MAX, must agree. A mismatch is an error naming `when` (e.g. "the end of epoch 2"), and
+// so is a check not complete within the job's timeout.
 int hw_comm_weights_agree(const float *weights, size_t n, const char *when);
-// Copies rank `root`'s `bytes` at buf to every other rank's buf (MPI_Bcast): how GPU ranks share
-// rank 0's NCCL unique id (src/train/dataparallel_cuda.c).
+// Copies rank `root`'s `bytes` at buf to every other rank's buf (MPI_Ibcast, within the job's
+// timeout): how GPU ranks share rank 0's NCCL unique id (src/train/dataparallel_cuda.c).
 int hw_comm_bcast(void *buf, size_t bytes, int root);
 
 // ---- Hogwild across nodes (couple.c) ----
@@ -101,12 +102,17 @@ typedef struct {
 // The coupling of `live`, n weights written by this node's workers (shared memory). The agreed
 // weights start as a copy of `live`, which must be the same on every rank.
 int hw_couple_open(hw_couple **couple, float *live, size_t n, const hw_couple_plan *plan, const hw_world *world);
+// What a node is doing, sent with its rounds.
+enum { HW_COUPLE_TRAINING = 0, HW_COUPLE_AT_BARRIER = 1, HW_COUPLE_EVALUATING = 2 };
 // One pass of the watch loop: completes the round in flight when MPI has (MPI_Test: never
-// waits), or starts the next one when it is due. `at_barrier`: every worker of this node has
-// finished the epoch and waits; its rounds then go back to back until a round in which every
-// rank was at the barrier has completed (hw_couple_epoch_agreed). `samples` and `loss_sum`: this
-// node's counters. An error (a round past --sync-timeout) names the round and the timeout.
-int hw_couple_poll(hw_couple *couple, int at_barrier, int64_t samples, double loss_sum);
+// waits), or starts the next one when it is due. `state`: HW_COUPLE_AT_BARRIER when every worker
+// of this node has finished the epoch and waits; its rounds then go back to back until a round in
+// which every rank was at the barrier has completed (hw_couple_epoch_agreed).
+// HW_COUPLE_EVALUATING: rank 0 evaluates (its workers may wait at the barrier meanwhile).
+// `samples` and `loss_sum`: this node's counters. An error names what ran past --sync-timeout: a
+// round in flight, or, while this node waits at the barrier, another rank that is neither at the
+// barrier nor evaluating and whose samples have not moved (a worker of it stuck or gone).
+int hw_couple_poll(hw_couple *couple, int state, int64_t samples, double loss_sum);
 // 1 once every rank's end-of-epoch changes are in: the live weights are then set to the agreed
 // weights (the workers wait at the barrier), checked equal on every rank, and the flag is reset
 // for the next epoch. A collective: every rank gets here after the same round.

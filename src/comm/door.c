@@ -93,8 +93,8 @@ int hw_couple_open(hw_couple **couple, float *live, size_t n, const hw_couple_pl
     return ops ? ops->couple_open(couple, live, n, plan, world) : not_initialised();
 }
 
-int hw_couple_poll(hw_couple *couple, int at_barrier, int64_t samples, double loss_sum) {
-    return ops ? ops->couple_poll(couple, at_barrier, samples, loss_sum) : not_initialised();
+int hw_couple_poll(hw_couple *couple, int state, int64_t samples, double loss_sum) {
+    return ops ? ops->couple_poll(couple, state, samples, loss_sum) : not_initialised();
 }
 
 int hw_couple_epoch_agreed(hw_couple *couple, const char *when, int *agreed) {

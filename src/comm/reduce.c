@@ -10,84 +10,59 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-// The watchdog of a step's sum. A blocking MPI_Allreduce waits for ever on a rank that is stuck
-// or gone; Open MPI's non-blocking all-reduce, polled, would be bounded but measured 13% fewer
-// DataParallel samples/s across 2 ranks (another algorithm, libnbc's). So the blocking call stays,
-// and a timer armed around it ends this rank when the sum has not completed in --sync-timeout
-// seconds: its handler writes the message and _exit()s (both async-signal-safe), and mpirun then
-// ends the job, as for any rank that exits without MPI_Finalize.
-static timer_t sum_timer;
-static int sum_timer_made;
+// A step's sum is bounded by the watchdog (world.c). A blocking MPI_Allreduce waits for ever on a
+// rank that is stuck or gone; Open MPI's non-blocking all-reduce, polled, would be bounded but
+// measured 13% fewer DataParallel samples/s across 2 ranks (another algorithm, libnbc's). So the
+// blocking call stays, and the watchdog armed around it ends this rank when the sum has not
+// completed in --sync-timeout seconds; mpirun then ends the job, as for any rank that exits
+// without MPI_Finalize.
 static char sum_timeout_message[256];
-static size_t sum_timeout_length;
 
-static void sum_timed_out(int sig) {
-    (void)sig;
-    ssize_t written = write(STDERR_FILENO, sum_timeout_message, sum_timeout_length);
-    (void)written;
-    _exit(1);
-}
-
-static int sum_timer_set(double seconds) {
-    struct itimerspec when = {0};
-    when.it_value.tv_sec = (time_t)seconds;
-    when.it_value.tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9);
-    if (timer_settime(sum_timer, 0, &when, NULL) != 0) return hw_fail("the --sync-timeout timer: %s", strerror(errno));
-    return HW_OK;
-}
-
-static int sum_timer_make(double timeout_s) {
+static void sum_message_make(double timeout_s) {
     int rank = -1, size = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int length = snprintf(sum_timeout_message, sizeof sum_timeout_message,
-                          "hogwild (rank %d of %d): a step's gradient sum has not completed in %g s (--sync-timeout): "
-                          "another rank is stuck or gone\n",
-                          rank, size, timeout_s);
-    sum_timeout_length = length > 0 && (size_t)length < sizeof sum_timeout_message ? (size_t)length : 0;
-    struct sigaction action = {0};
-    action.sa_handler = sum_timed_out;
-    sigemptyset(&action.sa_mask);
-    struct sigevent event = {0};
-    event.sigev_notify = SIGEV_SIGNAL;
-    event.sigev_signo = SIGRTMIN + 1;  // not SIGALRM: src/signals.c's alarm bounds a stopping run
-    if (sigaction(SIGRTMIN + 1, &action, NULL) != 0 || timer_create(CLOCK_MONOTONIC, &event, &sum_timer) != 0) {
-        return hw_fail("the --sync-timeout timer: %s", strerror(errno));
-    }
-    sum_timer_made = 1;
-    return HW_OK;
+    snprintf(sum_timeout_message, sizeof sum_timeout_message,
+             "hogwild (rank %d of %d): a step's gradient sum has not completed in %g s (--sync-timeout): another rank "
+             "is stuck or gone\n",
+             rank, size, timeout_s);
 }
 
 int comm_mpi_sum(float *buf, size_t n, double timeout_s) {
-    if (timeout_s > 0 && !sum_timer_made && sum_timer_make(timeout_s) != HW_OK) return HW_ERR;
+    if (timeout_s > 0 && !sum_timeout_message[0]) sum_message_make(timeout_s);
     // MPI counts are ints: a model beyond 2^31 floats goes in pieces.
     for (size_t done = 0; done < n;) {
         int count = n - done > INT_MAX ? INT_MAX : (int)(n - done);
-        if (timeout_s > 0 && sum_timer_set(timeout_s) != HW_OK) return HW_ERR;
+        if (timeout_s > 0 && comm_mpi_watchdog(timeout_s, sum_timeout_message) != HW_OK) return HW_ERR;
         int code = MPI_Allreduce(MPI_IN_PLACE, buf + done, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        if (timeout_s > 0 && sum_timer_set(0) != HW_OK) return HW_ERR;
+        if (timeout_s > 0 && comm_mpi_watchdog(0, NULL) != HW_OK) return HW_ERR;
         if (code != MPI_SUCCESS) return comm_mpi_failed(code, "the gradient sum (MPI_Allreduce)");
         done += (size_t)count;
     }
     return HW_OK;
 }
 
+// The broadcast and the MIN reduce are non-blocking and polled, so that a rank stuck or gone
+// cannot hold the others: every wait across ranks ends within the job's --sync-timeout.
 int comm_mpi_bcast(void *buf, size_t bytes, int root) {
     if (bytes > INT_MAX) return hw_fail("a broadcast of %zu bytes is more than one MPI message holds", bytes);
-    int code = MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD);
-    return code == MPI_SUCCESS ? HW_OK : comm_mpi_failed(code, "MPI_Bcast");
+    MPI_Request request;
+    int code = MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD, &request);
+    if (code != MPI_SUCCESS) return comm_mpi_failed(code, "MPI_Ibcast");
+    return comm_mpi_wait(&request, 1, comm_mpi_timeout(), 0, "a broadcast from rank 0");
 }
 
 int comm_mpi_min_int(int *value) {
-    int code = MPI_Allreduce(MPI_IN_PLACE, value, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return code == MPI_SUCCESS ? HW_OK : comm_mpi_failed(code, "MPI_Allreduce (MIN)");
+    MPI_Request request;
+    int code = MPI_Iallreduce(MPI_IN_PLACE, value, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &request);
+    if (code != MPI_SUCCESS) return comm_mpi_failed(code, "MPI_Iallreduce (MIN)");
+    return comm_mpi_wait(&request, 1, comm_mpi_timeout(), 0, "the MIN over the ranks");
 }
 
 // FNV-1a over the weights' bytes: equal weights, equal hashes; any differing bit, almost surely not.
@@ -150,5 +125,5 @@ int comm_mpi_weights_agree_within(const float *weights, size_t n, const char *wh
 }
 
 int comm_mpi_weights_agree(const float *weights, size_t n, const char *when) {
-    return weights_agree(weights, n, when, 0, 0);
+    return weights_agree(weights, n, when, comm_mpi_timeout(), 0);
 }

@@ -198,7 +198,7 @@ static int evaluate(const hogwild_watch *watch, hw_train_outputs *log, int epoch
         double node_loss;
         int min_done;
         sum_slots(watch->control, watch->config->workers, &node_samples, &node_loss, &min_done);
-        if (status == HW_OK) status = hw_couple_poll(watch->couple, 0, node_samples, node_loss);
+        if (status == HW_OK) status = hw_couple_poll(watch->couple, HW_COUPLE_EVALUATING, node_samples, node_loss);
         struct timespec pause = {0, 5 * 1000000L};
         nanosleep(&pause, NULL);
     }
@@ -236,7 +236,8 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
             // A stop signal (Ctrl-C on mpirun reaches every rank) ends the coupling: another rank
             // may already have left, and this one goes on to save (run_ended, below).
             if (epochs_handled < epochs_to_run && !hw_stop_signal()) {
-                status = hw_couple_poll(watch->couple, epoch_end, samples, loss_sum);
+                status = hw_couple_poll(watch->couple, epoch_end ? HW_COUPLE_AT_BARRIER : HW_COUPLE_TRAINING, samples,
+                                        loss_sum);
                 if (status == HW_OK && epoch_end) {
                     char when[64];
                     snprintf(when, sizeof when, "the end of epoch %d", watch->first_epoch + epochs_handled + 1);
