@@ -91,6 +91,11 @@ typedef struct {
     double every_ms;          // start a round every every_ms milliseconds ...
     int64_t every_samples;    // ... or every every_samples training samples of this node (0: by time)
     double timeout_s;         // a round not complete after this long is an error (--sync-timeout)
+    // --measure (NULL: not measured): n doubles, zeroed, to which every change the coupling makes
+    // to the live weights is added as (double)written - (double)read, as a worker's measured step
+    // adds its own; so the lost updates count only what a race overwrote, not the other nodes'
+    // changes added in (src/train/measure.c).
+    double *applied;
 } hw_couple_plan;
 
 // What the nodes' rounds have told this node, summed over the others (not this node).

@@ -124,9 +124,20 @@ static int round_start(hw_couple *c, int state, int64_t samples, double loss_sum
 
 // The round's sum has landed: the others' changes go into the live weights, without a lock.
 static void round_apply(hw_couple *c, double now) {
-    for (size_t i = 0; i < c->n; i++) {
-        c->live[i] += c->sum[i] - c->send[i];
-        c->agreed[i] += c->sum[i];
+    if (c->plan.applied) {
+        // --measure: what was read and written, as a measured worker step counts it.
+        double *applied = c->plan.applied;
+        for (size_t i = 0; i < c->n; i++) {
+            float read = c->live[i], written = read + (c->sum[i] - c->send[i]);
+            c->live[i] = written;
+            applied[i] += (double)written - (double)read;
+            c->agreed[i] += c->sum[i];
+        }
+    } else {
+        for (size_t i = 0; i < c->n; i++) {
+            c->live[i] += c->sum[i] - c->send[i];
+            c->agreed[i] += c->sum[i];
+        }
     }
     c->view.others_samples = (int64_t)c->count_sum[COUNT_SAMPLES] - c->round_samples;
     c->view.others_loss_sum = c->count_sum[COUNT_LOSS_SUM] - c->count_send[COUNT_LOSS_SUM];
@@ -201,6 +212,9 @@ int comm_mpi_couple_epoch_agreed(hw_couple *c, const char *when, int *agreed) {
     if (c->in_flight || !c->all_at_barrier) return HW_OK;
     // Every rank's workers wait at the barrier and every change is in `agreed`: the live weights
     // become exactly the agreed ones, the same on every rank, which is checked.
+    if (c->plan.applied) {
+        for (size_t i = 0; i < c->n; i++) c->plan.applied[i] += (double)c->agreed[i] - (double)c->live[i];
+    }
     memcpy(c->live, c->agreed, sizeof(float) * c->n);
     c->all_at_barrier = 0;
     if (comm_mpi_weights_agree_within(c->agreed, c->n, when, c->plan.timeout_s) != HW_OK) return HW_ERR;
