@@ -185,7 +185,8 @@ static int parse_normalize(const char *text, hw_normalize *norm) {
 static int command_download(int argc, char **argv) {
     const char *name = NULL, *dir = NULL;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--dir") == 0) {
+            if (i + 1 >= argc || !argv[i + 1][0]) return usage_error("download: option '%s' needs a folder", argv[i]);
             dir = argv[++i];
         } else if (argv[i][0] == '-') {
             return usage_error("download: unknown option '%s'", argv[i]);
@@ -196,6 +197,12 @@ static int command_download(int argc, char **argv) {
         }
     }
     if (!name) return usage_error("download: which dataset? %s", "mnist or fashion-mnist");
+    // A name it does not know is bad usage (exit 2), as a missing one is; KMNIST's files load with
+    // --data once fetched by hand.
+    if (!hw_download_known(name)) {
+        return usage_error("download: unknown dataset '%s': known are mnist and fashion-mnist (KMNIST and other "
+                           "IDX datasets load with --data DIR once their four files are there)", name);
+    }
     char default_dir[512];
     if (!dir) {
         snprintf(default_dir, sizeof default_dir, "data/%s", name);
@@ -217,7 +224,7 @@ static int command_synth(int argc, char **argv) {
         int is_known = 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) is_known |= strcmp(argv[i], known[k]) == 0;
         if (!is_known) return usage_error("synth: unknown option '%s'", argv[i]);
-        if (i + 1 >= argc) return usage_error("synth: option '%s' needs a value", argv[i]);
+        if (i + 1 >= argc || !argv[i + 1][0]) return usage_error("synth: option '%s' needs a value", argv[i]);
         if (strcmp(argv[i], "--dir") == 0) {
             dir = argv[++i];
         } else if (strcmp(argv[i], "--train") == 0) {

@@ -228,12 +228,23 @@ Test(e2e_flags, download_and_synth_refuse_bad_arguments) {
     e2e_run(&r, NULL, "download", "mnist", "fashion-mnist");
     e2e_assert_exit(&r, 2);
     e2e_assert_contains(r.err, "one dataset name at a time, got also 'fashion-mnist'", "stderr");
-    char *dir = e2e_path("cifar");
-    e2e_run(&r, NULL, "download", "cifar", "--dir", dir);
-    e2e_assert_exit(&r, 1);
-    e2e_assert_contains(r.err, "hogwild download: ", "stderr");
-    e2e_assert_contains(r.err, "cifar", "stderr");
-    cr_expect_not(e2e_file_exists(dir), "nothing made for an unknown dataset");
+    // Issue 21: an unknown name exited 1, as a failed download does, not 2; `--dir` with no value
+    // said "unknown option".
+    const char *const unknown[] = {"cifar", "kmnist"};
+    for (int i = 0; i < 2; i++) {
+        char *dir = e2e_path(unknown[i]);
+        e2e_run(&r, NULL, "download", unknown[i], "--dir", dir);
+        e2e_assert_exit(&r, 2);
+        e2e_assert_contains(r.err, "download: unknown dataset", "stderr");
+        e2e_assert_contains(r.err, unknown[i], "stderr");
+        cr_expect_not(e2e_file_exists(dir), "nothing made for an unknown dataset");
+    }
+    e2e_run(&r, NULL, "download", "mnist", "--dir");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "download: option '--dir' needs a folder", "stderr");
+    e2e_run(&r, NULL, "synth", "--dir", "");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "synth: option '--dir' needs a value", "stderr");
     e2e_run(&r, NULL, "synth", "--bogus", "1");
     e2e_assert_exit(&r, 2);
     e2e_assert_contains(r.err, "synth: unknown option '--bogus'", "stderr");

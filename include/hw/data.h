@@ -90,7 +90,8 @@ int hw_loader_next(hw_loader *loader, const float **x, const uint8_t **y);
 void hw_loader_close(hw_loader *loader);
 
 // ---- fetching ----
-// The names `hogwild download` knows: "mnist", "fashion-mnist".
+// The names `hogwild download` knows: "mnist", "fashion-mnist"; whether `name` is one of them.
+int hw_download_known(const char *name);
 // Gets the four files of `name` into dest_dir: first from the local mirror directory in
 // $HOGWILD_DATA_MIRROR (laid out as <mirror>/<name>/<file>), then the public mirrors in turn,
 // checking each file's md5. Files already present with the right md5 are kept.

@@ -257,12 +257,18 @@ static int fetch_one(const known_dataset *set, int f, const char *dest_dir, cons
                    set->name, file);
 }
 
+static const known_dataset *find_known(const char *name) {
+    for (size_t i = 0; i < sizeof known_datasets / sizeof known_datasets[0]; i++) {
+        if (strcmp(known_datasets[i].name, name) == 0) return &known_datasets[i];
+    }
+    return NULL;
+}
+
+int hw_download_known(const char *name) { return find_known(name) != NULL; }
+
 int hw_download_from(const char *name, const char *dest_dir, const char *mirror_dir, const char *const *urls,
                      FILE *progress) {
-    const known_dataset *set = NULL;
-    for (size_t i = 0; i < sizeof known_datasets / sizeof known_datasets[0]; i++) {
-        if (strcmp(known_datasets[i].name, name) == 0) set = &known_datasets[i];
-    }
+    const known_dataset *set = find_known(name);
     if (!set) return hw_fail("unknown dataset '%s' (known: mnist, fashion-mnist)", name);
     if (!urls) urls = set->urls;
     if (hw_mkdir_p(dest_dir) != HW_OK) return HW_ERR;
