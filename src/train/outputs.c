@@ -57,13 +57,28 @@ int hw_weights_finite(const float *weights, size_t n) {
     return 1;
 }
 
+// What to try after a divergence. A momentum of 1 or more diverges at any --lr: the momentum
+// buffer sums every gradient with a weight that never decays (buf = momentum * buf + g), and past 1
+// it grows geometrically; "a lower --lr" alone only delays it.
+static void divergence_hint(const hw_train_config *config, char *text, size_t cap) {
+    if (config->momentum >= 1) {
+        snprintf(text, cap, "Use a --momentum below 1 (this run's: %g; at 1 or more SGD's momentum grows without "
+                            "bound at any --lr), e.g. 0.9",
+                 (double)config->momentum);
+    } else {
+        snprintf(text, cap, "Try a lower --lr (this run's: %g)", (double)config->lr);
+    }
+}
+
 int hw_train_outputs_save(hw_train_outputs *log, const float *weights, int epochs_done, int64_t samples) {
     if (!log->config->save_path) return HW_OK;
     // Never a checkpoint of diverged weights: the file keeps the last good one.
     if (!hw_weights_finite(weights, log->in->model.n_weights)) {
+        char hint[160];
+        divergence_hint(log->config, hint, sizeof hint);
         return hw_fail("training diverged: the weights after %lld samples seen are not finite (NaN or inf); not "
-                       "saved, %s is left as it was. Try a lower --lr (this run's: %g)",
-                       (long long)(log->samples_base + samples), log->config->save_path, (double)log->config->lr);
+                       "saved, %s is left as it was. %s",
+                       (long long)(log->samples_base + samples), log->config->save_path, hint);
     }
     hw_ckpt_meta meta = {.epoch = epochs_done, .samples_seen = log->samples_base + samples, .seed = log->config->seed};
     if (hw_ckpt_save(log->config->save_path, &log->in->model, weights, &meta) != HW_OK) return HW_ERR;
@@ -97,12 +112,11 @@ int hw_train_outputs_diverged(hw_train_outputs *log, const char *who, const char
     if (isfinite(log->last_finite_loss)) {
         snprintf(last, sizeof last, "the last training loss before it was %.6g", log->last_finite_loss);
     }
-    char kept[1100] = "";
+    char kept[1100] = "", hint[160];
     if (config->save_path) snprintf(kept, sizeof kept, "; nothing was saved to %s", config->save_path);
-    return hw_fail("%s: training diverged in epoch %d/%d after %lld samples seen: %s; %s. Try a lower --lr "
-                   "(this run's: %g)%s%s",
-                   who, epoch, config->epochs, (long long)(log->samples_base + samples), what, last,
-                   (double)config->lr, kept, metrics_error);
+    divergence_hint(config, hint, sizeof hint);
+    return hw_fail("%s: training diverged in epoch %d/%d after %lld samples seen: %s; %s. %s%s%s", who, epoch,
+                   config->epochs, (long long)(log->samples_base + samples), what, last, hint, kept, metrics_error);
 }
 
 void hw_train_outputs_pass_points(hw_train_outputs *log, int64_t *next_eval, int64_t samples, int epoch_end) {
