@@ -319,8 +319,10 @@ static int command_eval_only(hw_train_config *config, int model_given) {
         config->model_path = config->resume_path;
     }
     hw_train_inputs in;
-    if (hw_train_inputs_load(&in, config) != HW_OK || hw_run_check_memory(config, &in, 1) != HW_OK ||
-        hw_model_alloc_weights(&in.model) != HW_OK) {
+    char capped[512] = "";
+    int loaded = hw_train_inputs_load(&in, config);
+    if (loaded == HW_OK) hw_train_fit_batches(config, &in, capped, sizeof capped);  // only the test batch applies
+    if (loaded != HW_OK || hw_run_check_memory(config, &in, 1) != HW_OK || hw_model_alloc_weights(&in.model) != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         hw_train_inputs_free(&in);
         free(model_text);
@@ -360,7 +362,7 @@ static int command_eval_only(hw_train_config *config, int model_given) {
     return HW_EXIT_OK;
 }
 
-static int command_train(const hw_train_config *config) {
+static int command_train(hw_train_config *config) {
     hw_train_inputs in;
     // The BLAS is loaded first, while this is the only thread and before any fork (hw_blas_open), so
     // that the memory check counts it.
@@ -368,12 +370,16 @@ static int command_train(const hw_train_config *config) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         return HW_EXIT_FAILURE;
     }
-    if (hw_train_inputs_load(&in, config) != HW_OK || hw_run_check_outputs(config) != HW_OK ||
+    char capped[512] = "";
+    int loaded = hw_train_inputs_load(&in, config);
+    if (loaded == HW_OK) hw_train_fit_batches(config, &in, capped, sizeof capped);
+    if (loaded != HW_OK || hw_run_check_outputs(config) != HW_OK ||
         (config->save_path && hw_ckpt_keep_descriptor() != HW_OK) || hw_run_check_memory(config, &in, 0) != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         hw_train_inputs_free(&in);
         return HW_EXIT_FAILURE;
     }
+    if (capped[0] && !config->quiet) printf("hogwild: %s\n", capped);
     char device[32], ranks[32] = "";
     hw_device_format(config->device, device, sizeof device);
     if (config->world.size > 1) snprintf(ranks, sizeof ranks, "%d ranks x ", config->world.size);

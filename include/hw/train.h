@@ -84,6 +84,11 @@ typedef struct {
 // applies --freeze. The weights are not allocated yet.
 int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config);
 void hw_train_inputs_free(hw_train_inputs *in);
+// Caps --batch-size at what a batch can hold (a Hogwild worker's share of the training data, or
+// all of it in DataParallel) and --test-batch-size at the test set: larger values train and
+// evaluate the same, but allocated their whole size ("out of memory" for --batch-size 1048576).
+// `note` says what was capped ("" when nothing was).
+void hw_train_fit_batches(hw_train_config *config, const hw_train_inputs *in, char *note, size_t cap);
 
 // Checks the files the run will write before it trains (src/train/output_paths.c): --save is
 // writable, is not an input (model, dataset files, image folders) nor the --metrics file, and

@@ -5,6 +5,7 @@
 #include "hw/ckpt.h"
 #include "hw/err.h"
 
+#include <stdio.h>
 #include <string.h>
 
 void hw_train_config_default(hw_train_config *config) {
@@ -68,6 +69,26 @@ int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config) {
     in->norm = config->norm;
     if (in->norm.std <= 0) in->norm = hw_dataset_stats(&in->train);  // --normalize auto
     return HW_OK;
+}
+
+void hw_train_fit_batches(hw_train_config *config, const hw_train_inputs *in, char *note, size_t cap) {
+    note[0] = '\0';
+    // A Hogwild worker never has more than its shard in a batch; DataParallel's batch is the world's.
+    int64_t sharers = config->mode == HW_MODE_HOGWILD ? (int64_t)config->workers * config->world.size : 1;
+    int64_t most = (in->train.n + sharers - 1) / sharers;
+    size_t used = 0;
+    if (most >= 1 && config->batch_size > most) {
+        used += (size_t)snprintf(note + used, cap - used,
+                                 "--batch-size %d is more than %s (%lld samples): capped to %lld, which trains the same",
+                                 config->batch_size, sharers > 1 ? "a worker's share of the training data" : "the training data",
+                                 (long long)most, (long long)most);
+        config->batch_size = (int)most;
+    }
+    if (in->test.n >= 1 && config->test_batch_size > in->test.n && used < cap) {
+        snprintf(note + used, cap - used, "%s--test-batch-size %d is more than the %lld test samples: capped to %lld",
+                 used ? "; " : "", config->test_batch_size, (long long)in->test.n, (long long)in->test.n);
+        config->test_batch_size = (int)in->test.n;
+    }
 }
 
 void hw_train_inputs_free(hw_train_inputs *in) {
