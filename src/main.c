@@ -5,6 +5,7 @@
 #include "hw/compare.h"
 #include "hw/data.h"
 #include "hw/err.h"
+#include "hw/file.h"
 #include "hw/nn.h"
 #include "hw/shm.h"
 #include "hw/train.h"
@@ -39,6 +40,8 @@ static const char *options_text =
     "  --model FILE             model file (default models/lenet.model)\n"
     "  --data DIR               dataset folder (default data/mnist): the four IDX files of\n"
     "                           MNIST/Fashion-MNIST/KMNIST, or train/ and test/ image folders\n"
+    "  --resize HxW             resize every image of the image folders to H x W pixels (default:\n"
+    "                           the training images' own size, which must then be one)\n"
     "  --epochs N               epochs (default 1)\n"
     "  --batch-size N           training batch per worker; DataParallel: split over replicas (default 64)\n"
     "  --test-batch-size N      evaluation batch (default 1000)\n"
@@ -160,6 +163,20 @@ static int parse_sync_every(const char *text, hw_train_config *config) {
     }
     config->sync_every_ms = ms ? (double)value : 0;
     config->sync_every_samples = ms ? 0 : value;
+    return HW_EXIT_OK;
+}
+
+// --resize HxW: two sizes from 1 to HW_IMAGE_MAX_SIDE, "28x28".
+static int parse_resize(const char *text, hw_train_config *config) {
+    int h = 0, w = 0, used = 0;
+    const char *x = strchr(text, 'x');
+    if (!x || !isdigit((unsigned char)text[0]) || !isdigit((unsigned char)x[1]) ||
+        sscanf(text, "%5d%*1[x]%5d%n", &h, &w, &used) != 2 || text[used] != '\0' || h < 1 || w < 1 ||
+        h > HW_IMAGE_MAX_SIDE || w > HW_IMAGE_MAX_SIDE) {
+        return usage_error("--resize expects HEIGHTxWIDTH, each from 1 to 4096 (e.g. 28x28), got '%s'", text);
+    }
+    config->resize_height = h;
+    config->resize_width = w;
     return HW_EXIT_OK;
 }
 
@@ -424,8 +441,8 @@ typedef struct {
 // --eval-only evaluates a checkpoint on the CPU and trains nothing: a flag that would change
 // training, the workers or where they run has no effect there, and is refused rather than ignored.
 static int check_eval_only_flags(const given_flags *given, const hw_train_config *config) {
-    static const char *const apply[] = {"--eval-only", "--resume", "--model", "--data", "--test-batch-size",
-                                        "--normalize", "--quiet", "--device"};
+    static const char *const apply[] = {"--eval-only", "--resume", "--model", "--data", "--resize",
+                                        "--test-batch-size", "--normalize", "--quiet", "--device"};
     for (int i = 0; i < given->n; i++) {
         int applies = 0;
         for (size_t k = 0; k < sizeof apply / sizeof apply[0]; k++) applies |= strcmp(given->flag[i], apply[k]) == 0;
@@ -575,6 +592,8 @@ int main(int argc, char **argv) {
             model_given = 1;
         } else if (strcmp(flag, "--data") == 0) {
             config.data_dir = value;
+        } else if (strcmp(flag, "--resize") == 0) {
+            status = parse_resize(value, &config);
         } else if (strcmp(flag, "--epochs") == 0) {
             status = parse_int(flag, value, 1, 100000, &n);
             config.epochs = (int)n;

@@ -3,6 +3,9 @@
 // exit 1 and a message naming the file at fault; the small commands (--list-sharing-strategies,
 // --summary, --clean-shm) do what they say.
 #include "e2e_util.h"
+#include "hw/err.h"
+
+#include <stb_image_write.h>
 
 #include <sched.h>
 #include <sys/mount.h>
@@ -262,4 +265,47 @@ Test(e2e_flags, normalize_values_and_auto_are_accepted) {
     e2e_assert_contains(r.out, "total parameters: 101770\n", "stdout");
     e2e_run(&r, NULL, "--model", e2e.mlp, "--normalize", "auto", "--summary");
     e2e_assert_exit(&r, 0);
+}
+
+// Issue 21: the mixed-size image error advised "give a size to resize them", and no option did.
+// --resize HxW does, for training and for --eval-only; bad values are usage errors.
+static void write_gray_png(const char *path, int w, int h, uint8_t value) {
+    uint8_t *pixels = malloc((size_t)(w * h));
+    memset(pixels, value, (size_t)(w * h));
+    cr_assert(stbi_write_png(path, w, h, 1, pixels, w), "cannot write %s", path);
+    free(pixels);
+}
+
+Test(e2e_flags, resize_trains_on_image_folders_of_mixed_sizes) {
+    char *data = e2e_path("images");
+    const char *const folders[] = {"train/a", "train/b", "test/a", "test/b"};
+    for (int f = 0; f < 4; f++) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s", data, folders[f]);
+        cr_assert_eq(hw_mkdir_p(path), HW_OK, "%s", hw_error());
+        for (int i = 0; i < 6; i++) {
+            char file[1300];
+            snprintf(file, sizeof file, "%s/%d.png", path, i);
+            write_gray_png(file, 10 + 3 * i, 12 + i, (uint8_t)(f % 2 ? 200 : 30));  // every size another
+        }
+    }
+    char *model = e2e_path("small.model");
+    write_bytes(model, "input 1 8 8\nflatten\nlinear 2\nlog_softmax\n", 40);
+    char *ckpt = e2e_path("small.safetensors");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--data", data, "--model", model, "--quiet");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "give --resize HxW", "stderr");
+    e2e_run(&r, NULL, "--data", data, "--model", model, "--quiet", "--resize", "8x8", "--save", ckpt);
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "done: 12 samples", "stdout");
+    e2e_run(&r, NULL, "--data", data, "--eval-only", "--resume", ckpt, "--resize", "8x8");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "accuracy", "stdout");
+    const char *const bad[] = {"8", "8x", "x8", "0x8", "8x8x8", "5000x8", " 8x8", "8x 8"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        e2e_run(&r, NULL, "--data", data, "--model", model, "--resize", bad[i]);
+        e2e_assert_exit(&r, 2);
+        e2e_assert_contains(r.err, "--resize expects HEIGHTxWIDTH", "stderr");
+    }
 }

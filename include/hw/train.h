@@ -43,6 +43,7 @@ typedef struct {
     int gpus[16];                // --gpus 0,1,... (DataParallel on GPUs)
     int n_gpus;
     hw_normalize norm;           // --normalize mean,std or "auto"
+    int resize_height, resize_width;  // --resize HxW: image folders' images to this size (0: their own)
     // Across ranks of an mpirun job (include/hw/comm.h; rank 0 of 1 otherwise). Rank 0 evaluates,
     // writes the metrics and checkpoints, and prints; the other ranks train in silence.
     hw_world world;

@@ -46,7 +46,10 @@ int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config) {
     if (config->freeze && hw_model_freeze(&in->model, config->freeze) != HW_OK) {
         return hw_error_prefix("--freeze");
     }
-    if (hw_dataset_open(config->data_dir, &in->train, &in->test) != HW_OK) return HW_ERR;
+    if (hw_dataset_open_resized(config->data_dir, config->resize_height, config->resize_width, &in->train,
+                                &in->test) != HW_OK) {
+        return HW_ERR;
+    }
 
     // The model's input must be the data's sample shape: [channels, height, width].
     const hw_shape input = in->model.input;
