@@ -219,6 +219,32 @@ Test(e2e_flags, clean_shm_removes_names_of_dead_runs_only) {
     cr_expect_eq(clean_shm_count(), 0, "nothing stale is left");
 }
 
+// Issue 21: when one removal failed, --clean-shm printed only the error, not what it had removed
+// and kept. A stale name that is a folder cannot be unlinked: the list still comes, with it.
+Test(e2e_flags, clean_shm_reports_what_it_removed_when_a_removal_fails) {
+    use_a_private_dev_shm();
+    pid_t dead = fork();
+    cr_assert_neq(dead, -1);
+    if (dead == 0) _exit(0);
+    cr_assert_eq(waitpid(dead, NULL, 0), dead);
+    char stale[128], stuck[128];
+    snprintf(stale, sizeof stale, "/dev/shm/hogwild-%d-0", (int)dead);
+    snprintf(stuck, sizeof stuck, "/dev/shm/hogwild-%d-1", (int)dead);
+    write_bytes(stale, "x", 1);
+    cr_assert_eq(mkdir(stuck, 0700), 0);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--clean-shm");
+    e2e_assert_exit(&r, 1);
+    char removed[200], kept[200];
+    snprintf(removed, sizeof removed, "removed %s: its process is gone", stale);
+    snprintf(kept, sizeof kept, "could not remove %s", stuck);
+    e2e_assert_contains(r.out, "removed 1 stale", "stdout");
+    e2e_assert_contains(r.out, removed, "stdout");
+    e2e_assert_contains(r.out, kept, "stdout");
+    e2e_assert_contains(r.err, "could not remove 1", "stderr");
+    rmdir(stuck);
+}
+
 // The small commands' own usage errors (exit 2) and failures (exit 1), each naming what is wrong.
 Test(e2e_flags, download_and_synth_refuse_bad_arguments) {
     e2e_run_result r;
