@@ -18,12 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char *usage_text =
     "usage: hogwild [options]                      train (Hogwild by default)\n"
     "       hogwild --model FILE --summary         print a model's layers and parameter counts\n"
     "       hogwild download NAME [--dir DIR]      get mnist or fashion-mnist (md5-checked)\n"
-    "       hogwild synth [--dir DIR] [--train N] [--test N] [--seed S]\n"
+    "       hogwild synth [--dir DIR] [--train N] [--test N] [--seed S] [--overwrite]\n"
     "                                              write the synthetic digits as IDX files\n"
     "       hogwild compare RUN.csv... [--target PCT] [--plot FILE.svg]\n"
     "                                              compare runs from --metrics files\n";
@@ -193,6 +195,14 @@ static int parse_normalize(const char *text, hw_normalize *norm) {
                            "got '%s'",
                            text);
     }
+    // Pixels are in [0, 1]: normalised beyond +-1e6 (a STD of 1e-45 gave 1e45, then inf) the first
+    // batch overflows, and the run ended as "diverged" with a hint to lower --lr.
+    double lo = (0.0 - mean) / std, hi = (1.0 - mean) / std;
+    if (!(fabs(lo) <= 1e6 && fabs(hi) <= 1e6)) {
+        return usage_error("--normalize %s maps pixels in [0, 1] beyond +-1e6, where the network overflows: give a "
+                           "MEAN near the pixels' mean and a STD near their spread (or auto)",
+                           text);
+    }
     *norm = (hw_normalize){mean, std};
     return HW_EXIT_OK;
 }
@@ -232,11 +242,30 @@ static int command_download(int argc, char **argv) {
     return HW_EXIT_OK;
 }
 
+// Whether `dir` holds one of the four IDX files (gzipped or not): a dataset that synth would replace.
+static const char *dataset_file_in(const char *dir) {
+    static const char *const names[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                        "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+    static char found[1100];
+    for (int i = 0; i < 4; i++) {
+        for (int gz = 0; gz < 2; gz++) {
+            snprintf(found, sizeof found, "%s/%s%s", dir, names[i], gz ? ".gz" : "");
+            if (access(found, F_OK) == 0) return found;
+        }
+    }
+    return NULL;
+}
+
 static int command_synth(int argc, char **argv) {
     const char *dir = "data/synthetic";
     long n_train = 60000, n_test = 10000, seed = 1;
+    int overwrite = 0;
     for (int i = 0; i < argc; i++) {
         int status = HW_EXIT_OK;
+        if (strcmp(argv[i], "--overwrite") == 0) {
+            overwrite = 1;
+            continue;
+        }
         const char *const known[] = {"--dir", "--train", "--test", "--seed"};
         int is_known = 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) is_known |= strcmp(argv[i], known[k]) == 0;
@@ -254,6 +283,14 @@ static int command_synth(int argc, char **argv) {
             return usage_error("synth: unknown option '%s'", argv[i]);
         }
         if (status != HW_EXIT_OK) return status;
+    }
+    // `synth --dir data/mnist` replaced the real MNIST without a word.
+    const char *existing = overwrite ? NULL : dataset_file_in(dir);
+    if (existing) {
+        fprintf(stderr, "hogwild synth: %s already holds a dataset (%s): give --overwrite to replace it, or another "
+                        "--dir\n",
+                dir, existing);
+        return HW_EXIT_FAILURE;
     }
     if (hw_synth_write(dir, n_train, n_test, (uint64_t)seed) != HW_OK) {
         fprintf(stderr, "hogwild synth: %s\n", hw_error());
@@ -386,6 +423,14 @@ static int command_train(hw_train_config *config) {
     if (hw_blas_open() != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         return HW_EXIT_FAILURE;
+    }
+    // --save through a symbolic link writes the file it points to (`--resume X --save X` with X a
+    // link updated a new file in the link's place and left the checkpoint it named behind).
+    static char save_target[PATH_MAX];
+    struct stat link;
+    if (config->save_path && lstat(config->save_path, &link) == 0 && S_ISLNK(link.st_mode) &&
+        realpath(config->save_path, save_target)) {
+        config->save_path = save_target;
     }
     char capped[512] = "";
     int loaded = hw_train_inputs_load(&in, config);

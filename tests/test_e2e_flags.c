@@ -335,3 +335,71 @@ Test(e2e_flags, resize_trains_on_image_folders_of_mixed_sizes) {
         e2e_assert_contains(r.err, "--resize expects HEIGHTxWIDTH", "stderr");
     }
 }
+
+// ---- found by the adversarial pass of issue 21 ----
+
+// --normalize 0,1e-45 (a STD that rounds to a denormal) sent pixels to 1e45, then inf: the first
+// batch "diverged" with a hint to lower --lr. A normalisation beyond +-1e6 is refused.
+Test(e2e_flags, a_normalisation_that_overflows_is_refused) {
+    const char *const bad[] = {"0,1e-45", "1e30,1", "0,1e-7"};
+    for (int i = 0; i < 3; i++) {
+        e2e_run_result r;
+        e2e_run(&r, NULL, "--model", e2e.mlp, "--normalize", bad[i], "--data", e2e_path("none"));
+        e2e_assert_exit(&r, 2);
+        e2e_assert_contains(r.err, "beyond +-1e6", "stderr");
+    }
+}
+
+// Every parameter frozen: the run "trained" an epoch, changed nothing and printed a result.
+Test(e2e_flags, a_run_with_every_parameter_frozen_is_refused) {
+    char *data = e2e_synth(35);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--freeze", "fc1,fc2", "--quiet");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "is frozen", "stderr");
+    e2e_assert_contains(r.err, "nothing would train", "stderr");
+    cr_expect_null(strstr(r.out, "done:"), "%s", r.out);
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--freeze", "fc1", "--quiet");
+    e2e_assert_exit(&r, 0);
+}
+
+// `hogwild synth --dir data/mnist` replaced the real dataset without a word, and an interrupted
+// synth left truncated files under the real names. It refuses a folder that holds a dataset
+// unless --overwrite, and writes each file whole (a temporary file renamed into place).
+Test(e2e_flags, synth_does_not_replace_a_dataset_unless_told) {
+    char *data = e2e_synth(36);
+    char *images = e2e_path("data/train-images-idx3-ubyte.gz");
+    size_t n;
+    uint8_t *before = e2e_own(read_bytes(images, &n));
+    e2e_run_result r;
+    e2e_run(&r, NULL, "synth", "--dir", data, "--train", "10", "--test", "10", "--seed", "9");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "already holds a dataset", "stderr");
+    e2e_assert_contains(r.err, "--overwrite", "stderr");
+    size_t n_after;
+    uint8_t *after = e2e_own(read_bytes(images, &n_after));
+    cr_expect(n == n_after && memcmp(before, after, n) == 0, "the dataset was changed");
+    e2e_run(&r, NULL, "synth", "--dir", data, "--train", "10", "--test", "10", "--seed", "9", "--overwrite");
+    e2e_assert_exit(&r, 0);
+    hw_dataset train, test;
+    cr_assert_eq(hw_dataset_open(data, &train, &test), HW_OK, "%s", hw_error());
+    cr_expect_eq(train.n, 10);
+    hw_dataset_free(&train);
+    hw_dataset_free(&test);
+    // Interrupted half way through a large set: no file under a real name is cut short, and no
+    // temporary file is left.
+    char *big = e2e_path("big");
+    e2e_start_argv(&r, NULL, (const char *const[]){"synth", "--dir", big, "--train", "150000", "--test", "10", NULL});
+    char *partial = e2e_own(malloc(strlen(big) + 64));
+    sprintf(partial, "%s/train-images-idx3-ubyte.gz.tmp.%d", big, (int)r.pid);
+    double deadline = hw_now() + 60;
+    while (!e2e_file_exists(partial) && hw_now() < deadline) e2e_sleep_ms(5);
+    cr_assert(e2e_file_exists(partial), "synth wrote no temporary file within 60 s");
+    kill(r.pid, SIGINT);
+    e2e_wait(&r);
+    cr_expect(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGINT, "status %#x", r.status);
+    cr_expect(!e2e_file_exists(partial), "%s was left", partial);
+    char *final = e2e_own(malloc(strlen(big) + 64));
+    sprintf(final, "%s/train-images-idx3-ubyte.gz", big);
+    cr_expect(!e2e_file_exists(final), "a cut file under the real name");
+}

@@ -126,3 +126,21 @@ Test(e2e_outputs, a_gpu_run_that_cannot_start_keeps_the_metrics_file) {
     e2e_metrics_row rows[4];
     cr_expect_eq(e2e_read_metrics(metrics, rows, 4), 2);
 }
+
+// Found by the adversarial pass of issue 21: `--resume X --save X` with X a symbolic link wrote a
+// new file in the link's place and left the checkpoint it named at the old epoch. The save goes
+// through the link now: the file it names is replaced, and the link stays.
+Test(e2e_outputs, save_through_a_symbolic_link_updates_the_file_it_names) {
+    char *data = e2e_synth(94);
+    char *real = e2e_path("real.safetensors"), *link = e2e_path("link.safetensors");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--data", data, "--model", e2e.mlp, "--quiet", "--save", real);
+    e2e_assert_exit(&r, 0);
+    cr_assert_eq(symlink(real, link), 0);
+    e2e_run(&r, NULL, "--data", data, "--model", e2e.mlp, "--quiet", "--epochs", "2", "--resume", link, "--save", link);
+    e2e_assert_exit(&r, 0);
+    struct stat st;
+    cr_assert_eq(lstat(link, &st), 0);
+    cr_expect(S_ISLNK(st.st_mode), "the link was replaced by a file");
+    cr_expect_eq(e2e_eval_checkpoint(data, e2e.mlp, real).epoch, 2, "the checkpoint the link names was not updated");
+}

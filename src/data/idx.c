@@ -5,6 +5,7 @@
 #include "hw/data.h"
 #include "hw/err.h"
 #include "hw/file.h"
+#include "hw/shm.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -307,16 +308,38 @@ done:
     return rc;
 }
 
+static int write_idx_to(const char *path, int gz, uint32_t magic, const uint32_t *dims, int n_dims,
+                        const uint8_t *data, uint64_t bytes);
+
 static int ends_with(const char *s, const char *suffix) {
     size_t ls = strlen(s), lx = strlen(suffix);
     return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
 }
 
-// Writes one IDX file: the magic, the sizes, the payload. Gzipped when the path ends in .gz.
+// Writes one IDX file: the magic, the sizes, the payload. Gzipped when the path ends in .gz. It is
+// written as "<path>.tmp.<pid>" (noted, so that a signal removes it: src/shm.c) and renamed into
+// place whole: an interrupted `hogwild synth` leaves no truncated dataset file.
 static int write_idx(const char *path, uint32_t magic, const uint32_t *dims, int n_dims, const uint8_t *data,
                      uint64_t bytes) {
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
+        return hw_fail("cannot create %s: the path is too long", path);
+    }
+    int noted = hw_shm_temp_note(tmp) == HW_OK;
+    int status = write_idx_to(tmp, ends_with(path, ".gz"), magic, dims, n_dims, data, bytes);
+    if (status == HW_OK && rename(tmp, path) != 0) {
+        status = hw_fail_errno(errno, "cannot write %s (renaming %s)", path, tmp);
+        unlink(tmp);
+    }
+    if (noted) hw_shm_temp_forget();
+    return status;
+}
+
+// write_idx's file itself, at `path` (the temporary name).
+static int write_idx_to(const char *path, int gz, uint32_t magic, const uint32_t *dims, int n_dims,
+                        const uint8_t *data, uint64_t bytes) {
     errno = 0;
-    gzFile f = gzopen(path, ends_with(path, ".gz") ? "wb6" : "wbT");
+    gzFile f = gzopen(path, gz ? "wb6" : "wbT");
     if (!f) return errno ? hw_fail_errno(errno, "cannot create %s", path) : hw_fail("cannot create %s", path);
     uint8_t header[16];
     uint32_t fields[4] = {magic, n_dims > 0 ? dims[0] : 0, n_dims > 1 ? dims[1] : 0, n_dims > 2 ? dims[2] : 0};

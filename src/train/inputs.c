@@ -46,6 +46,14 @@ int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config) {
     if (config->freeze && hw_model_freeze(&in->model, config->freeze) != HW_OK) {
         return hw_error_prefix("--freeze");
     }
+    int trainable = 0;
+    for (int p = 0; p < in->model.n_params; p++) trainable += !in->model.params[p].frozen;
+    if (!config->eval_only && in->model.n_params > 0 && trainable == 0) {
+        // It would "train" an epoch, change nothing and print a result as if it had.
+        return hw_fail("every parameter of %s is frozen (--freeze, or 'frozen' in the model file): nothing would "
+                       "train",
+                       model);
+    }
     if (hw_dataset_open_resized(config->data_dir, config->resize_height, config->resize_width, &in->train,
                                 &in->test) != HW_OK) {
         return HW_ERR;
