@@ -349,7 +349,7 @@ static double largest_magnitude(const float *w, size_t n) {
 }
 
 static int command_eval_only(hw_train_config *config, int model_given) {
-    if (hw_blas_open() != HW_OK) {
+    if (hw_run_check_stack() != HW_OK || hw_blas_open() != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         return HW_EXIT_FAILURE;
     }
@@ -417,6 +417,10 @@ static int command_eval_only(hw_train_config *config, int model_given) {
 }
 
 static int command_train(hw_train_config *config) {
+    if (hw_run_check_stack() != HW_OK) {
+        fprintf(stderr, "hogwild: %s\n", hw_error());
+        return HW_EXIT_FAILURE;
+    }
     hw_train_inputs in;
     // The BLAS is loaded first, while this is the only thread and before any fork (hw_blas_open), so
     // that the memory check counts it.

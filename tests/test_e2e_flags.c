@@ -403,3 +403,19 @@ Test(e2e_flags, synth_does_not_replace_a_dataset_unless_told) {
     sprintf(final, "%s/train-images-idx3-ubyte.gz", big);
     cr_expect(!e2e_file_exists(final), "a cut file under the real name");
 }
+
+// A stack size limit of 64 KiB (ulimit -s 64): the parent, or a worker, died of SIGSEGV without a
+// word. Below 512 KiB a run is refused, naming the limit.
+Test(e2e_flags, a_stack_limit_too_small_is_refused_not_a_segfault) {
+#ifdef __SANITIZE_ADDRESS__
+    cr_skip_test("built with ASan, whose own frames need more than the stack under test");
+#endif
+    char *data = e2e_synth(37);
+    e2e.child_stack_bytes = 64 << 10;
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", e2e.lenet, "--data", data, "--quiet");
+    e2e.child_stack_bytes = 0;
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "the stack size limit (ulimit -s) is 64 KiB", "stderr");
+    e2e_assert_left_nothing(&r);
+}

@@ -108,6 +108,10 @@ int hw_run_check_ranks(const hw_train_config *config, const hw_train_inputs *in,
 // The address space a run needs per process, estimated (src/train/limits.c), and its check
 // against RLIMIT_AS (ulimit -v): a run that cannot fit is refused before it starts, naming both.
 double hw_run_memory_estimate(const hw_train_config *config, const hw_train_inputs *in, int eval_only);
+// The stack size limit (ulimit -s), which also sizes every thread's stack: below
+// HW_MIN_STACK_BYTES the parent or a worker died of SIGSEGV (at 64 KiB), without a word.
+enum { HW_MIN_STACK_BYTES = 512 << 10 };
+int hw_run_check_stack(void);
 int hw_run_check_memory(const hw_train_config *config, const hw_train_inputs *in, int eval_only);
 
 // The weights a run starts from, in model->weights: PyTorch's default initialisation from
