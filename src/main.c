@@ -542,7 +542,7 @@ static int check_world(hw_train_config *config, int sync_given) {
     if (config->world.rank != 0) {
         // Rank 0 prints, evaluates, writes the metrics and saves the checkpoints for the job.
         config->quiet = 1;
-        config->metrics_path = NULL;
+        config->metrics_path = NULL;  // (config->job_metrics still says rank 0 writes them)
         config->save_path = NULL;
     }
     return HW_EXIT_OK;
@@ -728,6 +728,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         return HW_EXIT_FAILURE;
     }
+    config.job_metrics = config.metrics_path != NULL;
     int world_status = check_world(&config, sync_given);
     if (world_status != HW_EXIT_OK) return world_status;
     // Before anything starts a thread (the GPU libraries, MPI, the loaders): the janitor is a fork.

@@ -327,6 +327,28 @@ Test(mpi, a_rank_stopped_before_mpi_init_ends_the_job_at_sync_timeout) {
     assert_mpi_left_nothing();
 }
 
+// Found by the adversarial pass of issue 21: in DataParallel rank 0 evaluated alone while the
+// others waited in the next step's sum, which --sync-timeout bounds: an evaluation longer than the
+// timeout ended a healthy job ("another rank is stuck or gone"). Every rank now evaluates its share
+// of the test set and the sums are added: no rank waits for another beyond their imbalance.
+Test(mpi, dataparallel_an_evaluation_longer_than_sync_timeout_is_no_timeout) {
+    need_mpirun();
+    char *data = e2e_synth_n("data", 75, 64, 6000);  // one short step, then about 10 s of evaluation
+    char *model = e2e_path("slow.model");
+    static const char text[] = "input 1 28 28\nconv2d 32 5 padding=2\nrelu\nconv2d 64 5 padding=2\nrelu\nflatten\n"
+                               "linear 10\nlog_softmax\n";
+    write_bytes(model, text, sizeof text - 1);
+    char *metrics = e2e_path("dp.csv");
+    e2e_run_result r;
+    mpi_run(&r, "-np", "2", "HW", "--mode", "dataparallel", "--replicas", "1", "--model", model, "--data", data,
+            "--test-batch-size", "100", "--sync-timeout", "4", "--quiet", "--metrics", metrics);
+    e2e_assert_exit(&r, 0);
+    e2e_metrics_row rows[4];
+    cr_assert_eq(e2e_read_metrics(metrics, rows, 4), 2, "the first point and the epoch end");
+    cr_expect_eq(rows[1].samples, 64);
+    assert_mpi_left_nothing();
+}
+
 // DataParallel: a rank stopped (SIGSTOP) leaves the other in the step's gradient sum, which
 // --sync-timeout bounds: a clear error, exit 1, not a hang. And --sync-every, which only Hogwild's
 // rounds have, is refused in DataParallel.

@@ -72,6 +72,9 @@ int hw_comm_settings_agree(const hw_comm_setting *settings, int n);
 // Sums buf[0..n) over the ranks, in place (an all-reduce). Every rank gets the same bits. Not
 // complete after timeout_s seconds (0: no limit) is an error: a rank stuck or gone (--sync-timeout).
 int hw_comm_sum(float *buf, size_t n, double timeout_s);
+// The same sum, non-blocking and polled: not complete after timeout_s seconds is an error naming
+// `what`. For a sum that waits on the others' work rather than on a step (an evaluation's share).
+int hw_comm_sum_polled(float *buf, size_t n, double timeout_s, const char *what);
 // The smallest of `value` over the ranks (a collective every rank calls, within the job's timeout).
 int hw_comm_min_int(int *value);
 // Checks that every rank holds bit-for-bit the same n weights: their FNV-1a hash, reduced with

@@ -50,6 +50,8 @@ typedef struct {
     double sync_every_ms;        // --sync-every Nms: Hogwild across ranks, a coupling round every N ms
     int64_t sync_every_samples;  // --sync-every N: every N training samples of the node instead (0: by time)
     double sync_timeout;         // --sync-timeout S: a coupling round or a DataParallel step's sum not complete in S s is an error
+    int job_metrics;             // the job writes --metrics (rank 0 does; the others, which drop the
+                                 // path, take part in its evaluations all the same)
 } hw_train_config;
 
 // The defaults of PyTorch's mnist_hogwild example: 2 workers, batch 64, test batch 1000,
@@ -167,6 +169,8 @@ typedef struct {
     double loss;
     double accuracy;
     int interrupted;
+    double loss_sum;             // the sums behind them, for an evaluation split over ranks
+    int64_t correct;
 } hw_eval_result;
 hw_eval_result hw_evaluate(const hw_model *model, hw_workspace *ws, const hw_dataset *ds, hw_normalize norm,
                            int batch_size);
@@ -260,6 +264,10 @@ typedef struct {
     double last_finite_loss;     // the last finite training loss seen (hw_train_outputs_loss, rows), or NAN
     int64_t skipped_points;      // --eval-every points passed while an evaluation ran, not evaluated
     int interrupted;             // a stop signal cut an evaluation short (no row, nothing saved)
+    // DataParallel across ranks: every rank evaluates its share of the test set and the sums are
+    // added up (hw_comm_sum), so that no rank waits for rank 0 to evaluate alone (a wait that ran
+    // past --sync-timeout when an evaluation took longer). Rank 0 still writes and saves alone.
+    int distributed;
 } hw_train_outputs;
 
 int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, const hw_train_inputs *in, int first_epoch,

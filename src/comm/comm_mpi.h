@@ -15,6 +15,7 @@ typedef struct {
     void (*finalize)(void);
     void (*abort)(int code);
     int (*sum)(float *buf, size_t n, double timeout_s);
+    int (*sum_polled)(float *buf, size_t n, double timeout_s, const char *what);
     int (*min_int)(int *value);
     int (*weights_agree)(const float *weights, size_t n, const char *when);
     int (*bcast)(void *buf, size_t bytes, int root);
@@ -51,6 +52,7 @@ void comm_mpi_finalize(void);
 void comm_mpi_abort(int code);
 // reduce.c
 int comm_mpi_sum(float *buf, size_t n, double timeout_s);
+int comm_mpi_sum_polled(float *buf, size_t n, double timeout_s, const char *what);
 int comm_mpi_min_int(int *value);
 int comm_mpi_weights_agree(const float *weights, size_t n, const char *when);
 int comm_mpi_bcast(void *buf, size_t bytes, int root);

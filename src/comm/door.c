@@ -78,6 +78,10 @@ int hw_comm_sum(float *buf, size_t n, double timeout_s) {
     return ops ? ops->sum(buf, n, timeout_s) : not_initialised();
 }
 
+int hw_comm_sum_polled(float *buf, size_t n, double timeout_s, const char *what) {
+    return ops ? ops->sum_polled(buf, n, timeout_s, what) : not_initialised();
+}
+
 int hw_comm_min_int(int *value) { return ops ? ops->min_int(value) : not_initialised(); }
 
 int hw_comm_weights_agree(const float *weights, size_t n, const char *when) {

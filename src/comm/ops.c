@@ -7,6 +7,7 @@ const comm_ops hw_mpi_ops = {
     .finalize = comm_mpi_finalize,
     .abort = comm_mpi_abort,
     .sum = comm_mpi_sum,
+    .sum_polled = comm_mpi_sum_polled,
     .min_int = comm_mpi_min_int,
     .weights_agree = comm_mpi_weights_agree,
     .bcast = comm_mpi_bcast,

@@ -48,6 +48,14 @@ int comm_mpi_sum(float *buf, size_t n, double timeout_s) {
     return HW_OK;
 }
 
+int comm_mpi_sum_polled(float *buf, size_t n, double timeout_s, const char *what) {
+    if (n > INT_MAX) return hw_fail("%s: %zu floats are more than one MPI message holds", what, n);
+    MPI_Request request;
+    int code = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request);
+    if (code != MPI_SUCCESS) return comm_mpi_failed(code, what);
+    return comm_mpi_wait(&request, 1, timeout_s, 0, what);
+}
+
 // The broadcast and the MIN reduce are non-blocking and polled, so that a rank stuck or gone
 // cannot hold the others: every wait across ranks ends within the job's --sync-timeout.
 int comm_mpi_bcast(void *buf, size_t bytes, int root) {

@@ -358,6 +358,7 @@ int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw
         if (status == HW_OK) status = hw_comm_weights_agree(model->weights, model->n_weights, "the start");
     }
     if (status == HW_OK) status = hw_train_outputs_open(&log, config, in, first_epoch, samples_before);
+    log.distributed = config->world.size > 1;  // every rank evaluates a share: none waits for rank 0
     if (status == HW_OK) status = hw_dp_team_open(&t.team, model, config->replicas, rank_batch, team_seed);
     if (status == HW_OK) status = hw_train_outputs_first_point(&log, model->weights, first_epoch);
     static const dp_ops cpu_ops = {cpu_begin_epoch, cpu_step, cpu_end_epoch, cpu_snapshot, NULL};

@@ -352,6 +352,7 @@ int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *i
         if (status == HW_OK) status = hw_comm_weights_agree(model->weights, model->n_weights, "the start");
     }
     if (status == HW_OK) status = hw_train_outputs_open(&log, config, in, first_epoch, samples_before);
+    log.distributed = config->world.size > 1;  // every rank evaluates a share: none waits for rank 0
     if (status == HW_OK) status = team_open(&team, config, in);
     if (status == HW_OK && !config->quiet && team.ranks) {
         hw_progress_message(&log.progress,

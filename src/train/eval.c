@@ -7,7 +7,7 @@
 
 hw_eval_result hw_evaluate(const hw_model *model, hw_workspace *ws, const hw_dataset *ds, hw_normalize norm,
                            int batch_size) {
-    hw_eval_result result = {0, 0, 0};
+    hw_eval_result result = {0};
     if (ds->n == 0) return result;
     int64_t sample_floats = hw_shape_numel(model->input);
     float *x = malloc(sizeof(float) * (size_t)batch_size * (size_t)sample_floats);
@@ -31,6 +31,8 @@ hw_eval_result hw_evaluate(const hw_model *model, hw_workspace *ws, const hw_dat
     free(y);
     free(indices);
     if (result.interrupted) return result;
+    result.loss_sum = loss_sum;
+    result.correct = correct;
     result.loss = loss_sum / (double)ds->n;
     result.accuracy = 100.0 * (double)correct / (double)ds->n;
     return result;

@@ -3,6 +3,7 @@
 #include "hw/train.h"
 
 #include "hw/ckpt.h"
+#include "hw/comm.h"
 #include "hw/err.h"
 
 #include <math.h>
@@ -44,7 +45,8 @@ void hw_train_outputs_snapshot(hw_train_outputs *log, const float *weights) {
 }
 
 int hw_train_outputs_first_point(hw_train_outputs *log, const float *weights, int first_epoch) {
-    if (!log->config->metrics_path) return HW_OK;
+    // Ranks that evaluate together all take this point when rank 0 writes metrics.
+    if (!log->config->metrics_path && !(log->distributed && log->config->job_metrics)) return HW_OK;
     hw_train_outputs_snapshot(log, weights);
     log->snapshot_time = log->started;  // the row's wall time: 0
     return hw_train_outputs_evaluate(log, first_epoch, 0, 0, 0);
@@ -126,11 +128,47 @@ void hw_train_outputs_pass_points(hw_train_outputs *log, int64_t *next_eval, int
     for (; *next_eval <= samples; *next_eval += every) log->skipped_points += !epoch_end || *next_eval < samples;
 }
 
+// The snapshot's test loss and accuracy: the whole test set here, or (log->distributed) this
+// rank's share of it, summed over the ranks with the others' (a collective every rank makes, the
+// same number of times, whatever its share; a stop signal on any rank ends the evaluation on all).
+static int evaluate_snapshot(hw_train_outputs *log, hw_eval_result *out) {
+    const hw_train_config *config = log->config;
+    const hw_dataset *test = &log->in->test;
+    if (!log->distributed) {
+        *out = hw_evaluate(&log->eval_model, &log->eval_ws, test, log->in->norm, config->test_batch_size);
+        return HW_OK;
+    }
+    const hw_world *world = &config->world;
+    int64_t begin = test->n * world->rank / world->size, end = test->n * (world->rank + 1) / world->size;
+    size_t sample_bytes = (size_t)test->channels * (size_t)test->height * (size_t)test->width;
+    hw_dataset share = *test;
+    share.images = test->images + (size_t)begin * sample_bytes;
+    share.labels = test->labels + begin;
+    share.n = end - begin;
+    hw_eval_result mine = {0};
+    double started = hw_now();
+    if (share.n > 0) mine = hw_evaluate(&log->eval_model, &log->eval_ws, &share, log->in->norm, config->test_batch_size);
+    // The others' shares are as large as this one: waiting for them longer than this one took,
+    // plus --sync-timeout, means a rank is stuck or gone.
+    double took = hw_now() - started;
+    float sums[3] = {(float)mine.loss_sum, (float)mine.correct, (float)mine.interrupted};
+    char what[128];
+    snprintf(what, sizeof what, "the evaluation split over the ranks (this rank's share took %.1f s)", took);
+    if (hw_comm_sum_polled(sums, 3, took + config->sync_timeout, what) != HW_OK) return HW_ERR;
+    memset(out, 0, sizeof *out);
+    out->interrupted = sums[2] > 0;
+    out->loss_sum = sums[0];
+    out->correct = (int64_t)sums[1];
+    out->loss = test->n > 0 ? (double)sums[0] / (double)test->n : 0;
+    out->accuracy = test->n > 0 ? 100.0 * (double)sums[1] / (double)test->n : 0;
+    return HW_OK;
+}
+
 int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t samples, double loss_sum, int epoch_end) {
     const hw_train_config *config = log->config;
     int64_t new_samples = samples - log->last_samples;
     double train_loss = new_samples > 0 ? (loss_sum - log->last_loss_sum) / (double)new_samples : NAN;
-    if (config->world.rank != 0) {
+    if (config->world.rank != 0 && !log->distributed) {
         // Rank 0 evaluates, writes the metrics and saves for the whole job: the weights are the same.
         log->last_samples = samples;
         log->last_loss_sum = loss_sum;
@@ -140,6 +178,7 @@ int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t sa
     // the message: the one that just ended, or the one under way.)
     int epoch = epoch_end ? epochs_done : epochs_done + 1;
     if (!hw_weights_finite(log->snapshot, log->in->model.n_weights)) {
+        if (config->world.rank != 0) return HW_OK;  // the same weights on every rank: rank 0 ends the job
         if (samples == 0) {
             return hw_fail("the weights this run starts from are not finite (NaN or inf)%s%s",
                            config->resume_path ? ": --resume " : "", config->resume_path ? config->resume_path : "");
@@ -147,13 +186,18 @@ int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t sa
         return hw_train_outputs_diverged(log, "the weights", "they are no longer finite numbers (NaN or inf)", epoch,
                                      epochs_done, samples, NAN);
     }
-    hw_eval_result evaluated = hw_evaluate(&log->eval_model, &log->eval_ws, &log->in->test, log->in->norm,
-                                           config->test_batch_size);
+    hw_eval_result evaluated = {0};
+    if (evaluate_snapshot(log, &evaluated) != HW_OK) return HW_ERR;
     if (evaluated.interrupted) {
         log->interrupted = 1;  // the trainer stops and saves the current weights
         return HW_OK;
     }
     log->last_eval = evaluated;
+    if (config->world.rank != 0) {  // a share of an evaluation split over the ranks: rank 0 reports
+        log->last_samples = samples;
+        log->last_loss_sum = loss_sum;
+        return HW_OK;
+    }
     if (hw_loss_diverged(log->last_eval.loss) || (new_samples > 0 && hw_loss_diverged(train_loss))) {
         int test_bad = hw_loss_diverged(log->last_eval.loss);
         double bad = test_bad ? log->last_eval.loss : train_loss;

@@ -125,5 +125,7 @@ int hw_run_check_ranks(const hw_train_config *config, const hw_train_inputs *in,
         snprintf(key, sizeof key, "none");
     }
     add(list, &n, "--resume", key, NULL);
+    // DataParallel's ranks evaluate together, also the first point that only --metrics asks for.
+    add(list, &n, "--metrics", config->job_metrics ? "given" : "not given", NULL);
     return hw_comm_settings_agree(list, n);
 }
