@@ -557,6 +557,16 @@ int main(int argc, char **argv) {
     // A write beyond the file size limit (ulimit -f) then fails with EFBIG, which the checkpoint and
     // metrics writers report, instead of killing the run.
     signal(SIGXFSZ, SIG_IGN);
+    const char *const subcommands[] = {"download", "synth", "compare"};
+    for (int k = 0; argc > 1 && k < 3; k++) {
+        if (strcmp(argv[1], subcommands[k]) != 0) continue;
+        // Under mpirun every rank would run it: two downloads, two syntheses, two comparisons
+        // writing the same plot at once.
+        hw_world world;
+        if (hw_world_detect(&world) == HW_OK && world.size > 1) {
+            return usage_error("hogwild %s runs in one process: start it without mpirun", subcommands[k]);
+        }
+    }
     if (argc > 1 && strcmp(argv[1], "download") == 0) return command_download(argc - 2, argv + 2);
     if (argc > 1 && strcmp(argv[1], "synth") == 0) return command_synth(argc - 2, argv + 2);
     if (argc > 1 && strcmp(argv[1], "compare") == 0) return hw_compare_main(argc - 2, argv + 2);

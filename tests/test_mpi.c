@@ -615,6 +615,24 @@ Test(mpi, a_plain_run_starts_no_mpi_threads_and_a_rank_does) {
     cr_expect(mapped, "a rank under mpirun never mapped libmpi: the check cannot tell");
 }
 
+// Found by the adversarial pass of issue 21: `mpirun -np 2 ./hogwild compare ...` ran the
+// comparison twice, both ranks writing the same plot at once (and synth, download the same). The
+// subcommands refuse to run as ranks of a job of several.
+Test(mpi, subcommands_refuse_to_run_as_several_ranks) {
+    need_mpirun();
+    const char *const subcommand[] = {"compare", "synth", "download"};
+    for (int i = 0; i < 3; i++) {
+        e2e_run_result r;
+        mpi_run(&r, "-np", "2", "HW", subcommand[i], "--help");
+        cr_expect(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0, "%s under mpirun: status %#x", subcommand[i],
+                  r.status);
+        char expected[96];
+        snprintf(expected, sizeof expected, "hogwild %s runs in one process", subcommand[i]);
+        e2e_assert_contains(r.err, expected, "stderr");
+        assert_mpi_left_nothing();
+    }
+}
+
 Test(mpi, sync_flags_without_mpirun_are_refused) {
     e2e_run_result r;
     e2e_run(&r, NULL, "--model", e2e.mlp, "--sync-every", "100ms");
