@@ -136,13 +136,29 @@ static int is_deadly(int sig) {
     return sig >= SIGRTMIN && sig <= SIGRTMAX;
 }
 
+// Under AddressSanitizer the alternate stack is its own: it unmaps a thread's alternate stack when
+// the thread ends, and one of ours would make it fail ("unable to unmap").
+#if defined(__SANITIZE_ADDRESS__)
+#define HW_OWN_ALT_STACK 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HW_OWN_ALT_STACK 0
+#endif
+#endif
+#ifndef HW_OWN_ALT_STACK
+#define HW_OWN_ALT_STACK 1
+#endif
+
 void hw_signals_unlink_shm_on_death(void) {
     if (atomic_flag_test_and_set(&death_handlers_installed)) return;
     // A stack of its own for the handler of the thread that installs them (the parent's main
     // thread): a SIGSEGV from a stack overflow then still runs it.
+    int on_stack = 0;
+#if HW_OWN_ALT_STACK
     static char alt_stack[64 * 1024];
     stack_t ss = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack, .ss_flags = 0};
-    int on_stack = sigaltstack(&ss, NULL) == 0;
+    on_stack = sigaltstack(&ss, NULL) == 0;
+#endif
     for (int sig = 1; sig < NSIG; sig++) {
         if (!is_deadly(sig)) continue;
         struct sigaction old;

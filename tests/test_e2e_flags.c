@@ -390,8 +390,8 @@ Test(e2e_flags, synth_does_not_replace_a_dataset_unless_told) {
     // temporary file is left.
     char *big = e2e_path("big");
     e2e_start_argv(&r, NULL, (const char *const[]){"synth", "--dir", big, "--train", "150000", "--test", "10", NULL});
-    char *partial = e2e_own(malloc(strlen(big) + 64));
-    sprintf(partial, "%s/train-images-idx3-ubyte.gz.tmp.%d", big, (int)r.pid);
+    char partial[1200];
+    snprintf(partial, sizeof partial, "%s/train-images-idx3-ubyte.gz.tmp.%d", big, (int)r.pid);
     double deadline = hw_now() + 60;
     while (!e2e_file_exists(partial) && hw_now() < deadline) e2e_sleep_ms(5);
     cr_assert(e2e_file_exists(partial), "synth wrote no temporary file within 60 s");
@@ -399,8 +399,8 @@ Test(e2e_flags, synth_does_not_replace_a_dataset_unless_told) {
     e2e_wait(&r);
     cr_expect(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGINT, "status %#x", r.status);
     cr_expect(!e2e_file_exists(partial), "%s was left", partial);
-    char *final = e2e_own(malloc(strlen(big) + 64));
-    sprintf(final, "%s/train-images-idx3-ubyte.gz", big);
+    char final[1200];
+    snprintf(final, sizeof final, "%s/train-images-idx3-ubyte.gz", big);
     cr_expect(!e2e_file_exists(final), "a cut file under the real name");
 }
 

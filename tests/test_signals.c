@@ -96,7 +96,7 @@ Test(signals, the_end_of_the_stop_grace_ends_the_run_saying_so) {
     cr_assert_eq(hw_sharing_strategy_set("file_system"), HW_OK);
     int err_pipe[2];
     cr_assert_eq(pipe(err_pipe), 0);
-    char name[64] = "";
+    char name[128] = "";
     int name_pipe[2];
     cr_assert_eq(pipe(name_pipe), 0);
     fflush(NULL);

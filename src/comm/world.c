@@ -71,17 +71,22 @@ int comm_mpi_failed(int code, const char *what) {
 
 static double job_timeout_s;
 
+enum { HW_MPI_INIT_MIN_SECONDS = 60 };  // the default --sync-timeout; measured: 6 s under ASan, 20+ s under load
+
 double comm_mpi_timeout(void) { return job_timeout_s; }
 
 int comm_mpi_init(const hw_world *world, double timeout_s) {
     job_timeout_s = timeout_s;
-    // A rank that never comes (stopped, or stuck loading its data) held the others in MPI_Init.
+    // A rank that never comes (stopped, or stuck loading its data) held the others in MPI_Init. It
+    // also starts Open MPI itself, which takes seconds on a loaded machine: at least
+    // HW_MPI_INIT_MIN_SECONDS, so that a small --sync-timeout (1 s) is no false alarm there.
     static char init_message[256];
+    double bound = timeout_s > HW_MPI_INIT_MIN_SECONDS ? timeout_s : HW_MPI_INIT_MIN_SECONDS;
     snprintf(init_message, sizeof init_message,
              "hogwild (rank %d of %d): MPI_Init has not completed in %g s (--sync-timeout): another rank is stuck or "
-             "gone before it\n",
-             world->rank, world->size, timeout_s);
-    if (timeout_s > 0 && comm_mpi_watchdog(timeout_s, init_message) != HW_OK) return HW_ERR;
+             "gone before it (MPI_Init is given at least %d s)\n",
+             world->rank, world->size, bound, HW_MPI_INIT_MIN_SECONDS);
+    if (timeout_s > 0 && comm_mpi_watchdog(bound, init_message) != HW_OK) return HW_ERR;
     int provided = 0;
     // FUNNELED: DataParallel's replica threads and the Hogwild workers never call MPI; only the
     // thread that initialised it does.
