@@ -149,6 +149,66 @@ Test(mpi, hogwild_a_failing_worker_ends_the_job_naming_its_rank) {
     assert_mpi_left_nothing();
 }
 
+// Issue 21, case 6: ranks started with different settings (an MPMD command line gives rank 1 its
+// own) trained and printed results under a header that described rank 0, or, with another
+// --epochs or --mode, waited 60 s for a round that never came. Every rank now checks every setting
+// that must match at start-up, and the job ends at once naming the flag and each rank's value.
+Test(mpi, ranks_started_with_different_settings_end_the_job_naming_the_flag) {
+    need_mpirun();
+    char *data = e2e_synth(60);
+    char *other_data = e2e_synth_n("other", 59, E2E_TRAIN, E2E_TEST);
+    const char *const differ[][5] = {
+        {"--workers", "3", "--workers"},         {"--data", other_data, "--data"},
+        {"--lr", "0.02", "--lr"},                {"--batch-size", "32", "--batch-size"},
+        {"--sync-every", "7", "--sync-every"},   {"--epochs", "2", "--epochs"},
+        {"--mode", "dataparallel", "--mode"},    {"--seed", "2", "--seed"},
+        {"--freeze", "fc1", "--model or --freeze"},
+    };
+    for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
+        e2e_run_result r;
+        double started = hw_now();
+        mpi_run(&r, "-np", "1", "HW", "--model", e2e.mlp, "--data", data, "--quiet", ":", "-np", "1", "HW", "--model",
+                e2e.mlp, "--data", data, "--quiet", differ[i][0], differ[i][1]);
+        double took = hw_now() - started;
+        e2e_assert_exit(&r, 1);
+        char expected[128];
+        snprintf(expected, sizeof expected, "the ranks were started with different %s: rank 0 has ", differ[i][2]);
+        e2e_assert_contains(r.err, expected, "stderr");
+        cr_expect_null(strstr(r.out, "done:"), "%s %s: results were printed: %s", differ[i][0], differ[i][1], r.out);
+        cr_expect_lt(took, 30, "%s: the job took %.1f s to end", differ[i][0], took);
+        assert_mpi_left_nothing();
+    }
+}
+
+// Issue 21, case 7: --measure across ranks counted the other nodes' changes, which the coupling
+// adds into the node's weights, as lost: "lost updates 98.1%" with one worker per node (107% for
+// fc2.bias). The coupling's adds are now counted as applied; what is left is only what a race
+// overwrote. One worker has no other worker to race; it can still race the coupling's add of a
+// few weights (a real loss, rare), so the bound is 2%, not exactly 0.
+Test(mpi, hogwild_measure_counts_the_coupling_as_applied_not_lost) {
+    need_mpirun();
+    char *data = e2e_synth(58);
+    char *metrics = e2e_path("measured.csv");
+    e2e_run_result r;
+    mpi_run(&r, "-np", "2", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data, "--epochs", "2", "--measure",
+            "--sync-every", "20ms", "--quiet", "--metrics", metrics);
+    e2e_assert_exit(&r, 0);
+    const char *line = strstr(r.out, "lost updates (");
+    cr_assert_not_null(line, "no lost-updates line: %s", r.out);
+    double total = -1;
+    cr_assert_eq(sscanf(strchr(line, ':') + 1, "%lf%%", &total), 1, "%s", line);
+    cr_expect_lt(total, 2.0, "one worker per node lost %g%% of the updates", total);
+    cr_log_info("lost updates with one worker per node across 2 ranks: %g%%", total);
+    // Every parameter tensor, too (fc2.bias was at 107%).
+    for (const char *at = strstr(line, "\n    "); at && strncmp(at, "\n    ", 5) == 0; at = strchr(at + 1, '\n')) {
+        char name[64];
+        double fraction;
+        if (sscanf(at, " %63s %lf%%", name, &fraction) != 2) break;
+        cr_expect_lt(fraction, 2.0, "%s lost %g%%", name, fraction);
+    }
+    assert_mpi_left_nothing();
+}
+
 // The threads of process `pid` now (0 once it is gone).
 static int thread_count(pid_t pid) {
     char path[64];
@@ -162,13 +222,25 @@ static int thread_count(pid_t pid) {
     return n;
 }
 
-// Waits until mpirun (r) has started exactly 2 ranks and both are past MPI_Init (its threads are
-// there), then a second more so that they train; their pids go to ranks[0..2).
+// Waits until mpirun (r) has started exactly 2 ranks and both train (rank 0 has ended an epoch);
+// their pids go to ranks[0..2).
 static void wait_for_two_training_ranks(const e2e_run_result *r, pid_t ranks[2]) {
     double deadline = hw_now() + 30;
     mpi_find_two_ranks(r, ranks, deadline);
     while ((thread_count(ranks[0]) < 2 || thread_count(ranks[1]) < 2) && hw_now() < deadline) e2e_sleep_ms(20);
-    e2e_sleep_ms(1000);
+    // MPI's threads start early in MPI_Init; under ASan on a loaded machine it then took seconds
+    // more, and a rank stopped meanwhile stopped the job in MPI_Init, not where the test looks. An
+    // epoch line of rank 0 (printed even with --quiet) says both ranks are past it and training.
+    deadline = hw_now() + 120;
+    int training = 0;
+    while (!training && hw_now() < deadline) {
+        FILE *f = fopen(r->out_path, "r");
+        char line[512];
+        while (f && fgets(line, sizeof line, f)) training = training || strncmp(line, "epoch 1/", 8) == 0;
+        if (f) fclose(f);
+        if (!training) e2e_sleep_ms(50);
+    }
+    cr_assert(training, "rank 0 printed no epoch line within 120 s");
 }
 
 // A rank that stops answering (SIGSTOP: alive, but its rounds never progress) makes the others'
@@ -188,6 +260,106 @@ Test(mpi, hogwild_a_round_past_sync_timeout_ends_the_job) {
     wait_for_two_training_ranks(&r, ranks);
     mpi_stop_rank_expecting_the_end(&r, ranks[0], 20);
     e2e_assert_contains(r.err, "--sync-timeout", "stderr");
+}
+
+// The rank (OMPI_COMM_WORLD_RANK) of process `pid`, from its environment; -1 when unreadable.
+static int rank_of(pid_t pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    FILE *f = fopen(path, "r");  // /proc files have no size: read to the end
+    if (!f) return -1;
+    static char env[1 << 20];  // mpirun's variables, and the sanitizers', can take tens of KiB
+    size_t n = fread(env, 1, sizeof env - 1, f);
+    fclose(f);
+    env[n] = '\0';
+    int rank = -1;
+    for (size_t at = 0; at < n; at += strlen(env + at) + 1) {
+        if (strncmp(env + at, "OMPI_COMM_WORLD_RANK=", 21) == 0) rank = atoi(env + at + 21);
+    }
+    return rank;
+}
+
+// Issue 21, case 8: a worker of rank 1 stopped (SIGSTOP): rank 1's parent still answers every
+// round, so no round ran past --sync-timeout, and rank 0 waited at the epoch end for ever. The
+// wait is now bounded: a rank neither at the barrier nor evaluating whose samples stay put for
+// --sync-timeout ends the job, named.
+Test(mpi, hogwild_a_stopped_worker_of_another_rank_ends_the_job_at_sync_timeout) {
+    need_mpirun();
+    char *data = e2e_synth_n("data", 73, 20000, 200);
+    e2e_run_result r;
+    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--workers", "2", "--model", e2e.mlp, "--data", data,
+                                        "--epochs", "1000", "--quiet", "--sync-every", "10ms", "--sync-timeout", "1",
+                                        NULL});
+    pid_t ranks[2];
+    wait_for_two_training_ranks(&r, ranks);
+    pid_t rank1 = rank_of(ranks[0]) == 1 ? ranks[0] : ranks[1];
+    cr_assert_eq(rank_of(rank1), 1, "cannot tell rank 1 from rank 0");
+    pid_t workers[4];
+    cr_assert_eq(e2e_children_of(rank1, workers, 4), 2, "rank 1 should have its 2 workers");
+    kill(workers[0], SIGSTOP);
+    double stopped = hw_now();
+    e2e_wait_within(&r, 60);
+    double took = hw_now() - stopped;
+    kill(workers[0], SIGCONT);  // if the job is gone, so is it; if not, let it end
+    e2e_assert_exit(&r, 1);
+    cr_expect_lt(took, 20, "the job took %.1f s to end after a worker of rank 1 stopped", took);
+    e2e_assert_contains(r.err, "a worker of rank 1 is stuck or gone", "stderr");
+    e2e_assert_contains(r.err, "--sync-timeout", "stderr");
+    assert_mpi_left_nothing();
+}
+
+// A rank stopped before MPI_Init (here: as soon as mpirun has started it, while it loads its data)
+// held the other in MPI_Init for ever, where no round is in flight. MPI_Init is now bounded by
+// --sync-timeout too, or 60 s when that is shorter (it also starts Open MPI itself, which took 20 s
+// and more under ASan on a loaded machine).
+Test(mpi, a_rank_stopped_before_mpi_init_ends_the_job_at_sync_timeout) {
+    need_mpirun();
+    char *data = e2e_synth_n("data", 74, 20000, 200);
+    e2e_run_result r;
+    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data,
+                                        "--quiet", "--sync-timeout", "2", NULL});
+    pid_t kids[4];
+    double deadline = hw_now() + 30;
+    while (e2e_children_of(r.pid, kids, 4) < 2 && hw_now() < deadline) {
+        struct timespec tick = {0, 200000L};
+        nanosleep(&tick, NULL);
+    }
+    cr_assert_eq(e2e_children_of(r.pid, kids, 4), 2, "mpirun did not start 2 ranks");
+    int rank = -1;
+    for (int tries = 0; tries < 1000 && rank < 0; tries++) rank = rank_of(kids[1]);  // its environment first
+    pid_t stopped = kids[1];
+    kill(stopped, SIGSTOP);
+    double at = hw_now();
+    e2e_wait_within(&r, 120);
+    double took = hw_now() - at;
+    kill(stopped, SIGCONT);
+    e2e_assert_exit(&r, 1);
+    cr_expect_lt(took, 90, "the job took %.1f s to end after rank %d stopped", took, rank);
+    e2e_assert_contains(r.err, "(--sync-timeout)", "stderr");
+    cr_log_info("rank %d stopped; the job ended after %.1f s with: %s", rank, took, r.err);
+    assert_mpi_left_nothing();
+}
+
+// Found by the adversarial pass of issue 21: in DataParallel rank 0 evaluated alone while the
+// others waited in the next step's sum, which --sync-timeout bounds: an evaluation longer than the
+// timeout ended a healthy job ("another rank is stuck or gone"). Every rank now evaluates its share
+// of the test set and the sums are added: no rank waits for another beyond their imbalance.
+Test(mpi, dataparallel_an_evaluation_longer_than_sync_timeout_is_no_timeout) {
+    need_mpirun();
+    char *data = e2e_synth_n("data", 75, 64, 6000);  // one short step, then about 10 s of evaluation
+    char *model = e2e_path("slow.model");
+    static const char text[] = "input 1 28 28\nconv2d 32 5 padding=2\nrelu\nconv2d 64 5 padding=2\nrelu\nflatten\n"
+                               "linear 10\nlog_softmax\n";
+    write_bytes(model, text, sizeof text - 1);
+    char *metrics = e2e_path("dp.csv");
+    e2e_run_result r;
+    mpi_run(&r, "-np", "2", "HW", "--mode", "dataparallel", "--replicas", "1", "--model", model, "--data", data,
+            "--test-batch-size", "100", "--sync-timeout", "4", "--quiet", "--metrics", metrics);
+    e2e_assert_exit(&r, 0);
+    e2e_metrics_row rows[4];
+    cr_assert_eq(e2e_read_metrics(metrics, rows, 4), 2, "the first point and the epoch end");
+    cr_expect_eq(rows[1].samples, 64);
+    assert_mpi_left_nothing();
 }
 
 // DataParallel: a rank stopped (SIGSTOP) leaves the other in the step's gradient sum, which
@@ -454,6 +626,24 @@ Test(mpi, a_plain_run_starts_no_mpi_threads_and_a_rank_does) {
     cr_expect(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
     cr_expect_gt(most, 1, "a rank under mpirun ran %d thread(s): the count cannot tell MPI's threads", most);
     cr_expect(mapped, "a rank under mpirun never mapped libmpi: the check cannot tell");
+}
+
+// Found by the adversarial pass of issue 21: `mpirun -np 2 ./hogwild compare ...` ran the
+// comparison twice, both ranks writing the same plot at once (and synth, download the same). The
+// subcommands refuse to run as ranks of a job of several.
+Test(mpi, subcommands_refuse_to_run_as_several_ranks) {
+    need_mpirun();
+    const char *const subcommand[] = {"compare", "synth", "download"};
+    for (int i = 0; i < 3; i++) {
+        e2e_run_result r;
+        mpi_run(&r, "-np", "2", "HW", subcommand[i], "--help");
+        cr_expect(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0, "%s under mpirun: status %#x", subcommand[i],
+                  r.status);
+        char expected[96];
+        snprintf(expected, sizeof expected, "hogwild %s runs in one process", subcommand[i]);
+        e2e_assert_contains(r.err, expected, "stderr");
+        assert_mpi_left_nothing();
+    }
 }
 
 Test(mpi, sync_flags_without_mpirun_are_refused) {

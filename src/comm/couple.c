@@ -32,8 +32,11 @@
 #include <string.h>
 #include <time.h>
 
-// The counters that travel with a round, summed over the ranks (doubles: exact for counts).
+// The counters that travel with a round, summed over the ranks (doubles: exact for counts), then
+// two per rank, each rank filling its own (its samples, and its state, HW_COUPLE_*): how an
+// epoch end's wait tells a rank that is slow from one that is stuck.
 enum { COUNT_SAMPLES, COUNT_LOSS_SUM, COUNT_AT_BARRIER, N_COUNTS };
+enum { RANK_SAMPLES, RANK_STATE, PER_RANK };
 
 struct hw_couple {
     float *live;                 // the node's shared weights, written by its workers
@@ -43,7 +46,12 @@ struct hw_couple {
     size_t n;
     hw_couple_plan plan;
     hw_world world;
-    double count_send[N_COUNTS], count_sum[N_COUNTS];
+    double *count_send, *count_sum;  // N_COUNTS + PER_RANK * world.size
+    int n_counts;
+    // While this node waits at the barrier: when each rank was last seen making progress.
+    int64_t *rank_samples;
+    double *rank_progress;
+    double last_landed;          // when the last round's sum landed
     MPI_Request request[2];
     int in_flight;
     double round_started;        // when the round in flight took its change
@@ -77,24 +85,34 @@ int comm_mpi_couple_open(hw_couple **out, float *live, size_t n, const hw_couple
     c->agreed = malloc(sizeof(float) * n);
     c->send = malloc(sizeof(float) * n);
     c->sum = malloc(sizeof(float) * n);
-    if (!c->agreed || !c->send || !c->sum) {
+    c->n_counts = N_COUNTS + PER_RANK * world->size;
+    c->count_send = calloc((size_t)c->n_counts, sizeof(double));
+    c->count_sum = calloc((size_t)c->n_counts, sizeof(double));
+    c->rank_samples = calloc((size_t)world->size, sizeof(int64_t));
+    c->rank_progress = calloc((size_t)world->size, sizeof(double));
+    if (!c->agreed || !c->send || !c->sum || !c->count_send || !c->count_sum || !c->rank_samples || !c->rank_progress) {
         comm_mpi_couple_close(c);
         return hw_fail("out of memory for the coupling's 3 copies of %zu weights", n);
     }
     memcpy(c->agreed, live, sizeof(float) * n);
     c->opened = c->last_start = now_seconds();
+    for (int r = 0; r < world->size; r++) c->rank_progress[r] = c->opened;
+    c->last_landed = c->opened;
     *out = c;
     return HW_OK;
 }
 
-static int round_start(hw_couple *c, int at_barrier, int64_t samples, double loss_sum, double now) {
+static int round_start(hw_couple *c, int state, int64_t samples, double loss_sum, double now) {
     for (size_t i = 0; i < c->n; i++) c->send[i] = c->live[i] - c->agreed[i];
     c->count_send[COUNT_SAMPLES] = (double)samples;
     c->count_send[COUNT_LOSS_SUM] = loss_sum;
-    c->count_send[COUNT_AT_BARRIER] = at_barrier ? 1 : 0;
+    c->count_send[COUNT_AT_BARRIER] = state == HW_COUPLE_AT_BARRIER ? 1 : 0;
+    double *mine = c->count_send + N_COUNTS + PER_RANK * c->world.rank;
+    mine[RANK_SAMPLES] = (double)samples;
+    mine[RANK_STATE] = state;
     int code = MPI_Iallreduce(c->send, c->sum, (int)c->n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &c->request[0]);
     if (code == MPI_SUCCESS) {
-        code = MPI_Iallreduce(c->count_send, c->count_sum, N_COUNTS, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
+        code = MPI_Iallreduce(c->count_send, c->count_sum, c->n_counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
                               &c->request[1]);
     }
     if (code != MPI_SUCCESS) return comm_mpi_failed(code, "starting a coupling round (MPI_Iallreduce)");
@@ -106,13 +124,34 @@ static int round_start(hw_couple *c, int at_barrier, int64_t samples, double los
 
 // The round's sum has landed: the others' changes go into the live weights, without a lock.
 static void round_apply(hw_couple *c, double now) {
-    for (size_t i = 0; i < c->n; i++) {
-        c->live[i] += c->sum[i] - c->send[i];
-        c->agreed[i] += c->sum[i];
+    if (c->plan.applied) {
+        // --measure: what was read and written, as a measured worker step counts it.
+        double *applied = c->plan.applied;
+        for (size_t i = 0; i < c->n; i++) {
+            float read = c->live[i], written = read + (c->sum[i] - c->send[i]);
+            c->live[i] = written;
+            applied[i] += (double)written - (double)read;
+            c->agreed[i] += c->sum[i];
+        }
+    } else {
+        for (size_t i = 0; i < c->n; i++) {
+            c->live[i] += c->sum[i] - c->send[i];
+            c->agreed[i] += c->sum[i];
+        }
     }
     c->view.others_samples = (int64_t)c->count_sum[COUNT_SAMPLES] - c->round_samples;
     c->view.others_loss_sum = c->count_sum[COUNT_LOSS_SUM] - c->count_send[COUNT_LOSS_SUM];
     c->all_at_barrier = (int)c->count_sum[COUNT_AT_BARRIER] == c->world.size;
+    c->last_landed = now;
+    // A rank progresses while its samples grow, or while it waits at the barrier or evaluates.
+    for (int r = 0; r < c->world.size; r++) {
+        const double *theirs = c->count_sum + N_COUNTS + PER_RANK * r;
+        int64_t rank_samples = (int64_t)theirs[RANK_SAMPLES];
+        if (rank_samples != c->rank_samples[r] || (int)theirs[RANK_STATE] != HW_COUPLE_TRAINING) {
+            c->rank_progress[r] = now;
+        }
+        c->rank_samples[r] = rank_samples;
+    }
     c->in_flight = 0;
     double flight = now - c->round_started;
     c->rounds++;
@@ -120,7 +159,26 @@ static void round_apply(hw_couple *c, double now) {
     if (flight > c->flight_max) c->flight_max = flight;
 }
 
-int comm_mpi_couple_poll(hw_couple *c, int at_barrier, int64_t samples, double loss_sum) {
+// While this node waits at the barrier, rounds keep landing (every node's parent is alive); but
+// a node whose worker is stopped (SIGSTOP) never reaches the barrier, and the wait for it had no
+// end. The first rank seen neither progressing nor at the barrier nor evaluating for --sync-timeout
+// ends the job, named.
+// Measured between landed rounds (a round that does not land is the round's own timeout).
+static int check_others_progress(const hw_couple *c) {
+    for (int r = 0; r < c->world.size; r++) {
+        if (r == c->world.rank || c->plan.timeout_s <= 0 || c->last_landed - c->rank_progress[r] <= c->plan.timeout_s) {
+            continue;
+        }
+        return hw_fail("rank %d: waited %g s (--sync-timeout) at an epoch end for rank %d, which is not at the end of "
+                       "its epoch and has made no progress since (its samples stay at %lld): a worker of rank %d is "
+                       "stuck or gone",
+                       c->world.rank, c->plan.timeout_s, r, (long long)c->rank_samples[r], r);
+    }
+    return HW_OK;
+}
+
+int comm_mpi_couple_poll(hw_couple *c, int state, int64_t samples, double loss_sum) {
+    const int at_barrier = state == HW_COUPLE_AT_BARRIER;
     double entered = now_seconds();
     int status = HW_OK;
     if (c->in_flight) {
@@ -142,8 +200,9 @@ int comm_mpi_couple_poll(hw_couple *c, int at_barrier, int64_t samples, double l
         int due = at_barrier ? !c->all_at_barrier
                   : c->plan.every_samples > 0 ? samples - c->last_samples >= c->plan.every_samples
                                               : (entered - c->last_start) * 1000 >= c->plan.every_ms;
-        if (due) status = round_start(c, at_barrier, samples, loss_sum, now_seconds());
+        if (due) status = round_start(c, state, samples, loss_sum, now_seconds());
     }
+    if (status == HW_OK && at_barrier && !c->all_at_barrier) status = check_others_progress(c);
     c->busy += now_seconds() - entered;
     return status;
 }
@@ -153,6 +212,9 @@ int comm_mpi_couple_epoch_agreed(hw_couple *c, const char *when, int *agreed) {
     if (c->in_flight || !c->all_at_barrier) return HW_OK;
     // Every rank's workers wait at the barrier and every change is in `agreed`: the live weights
     // become exactly the agreed ones, the same on every rank, which is checked.
+    if (c->plan.applied) {
+        for (size_t i = 0; i < c->n; i++) c->plan.applied[i] += (double)c->agreed[i] - (double)c->live[i];
+    }
     memcpy(c->live, c->agreed, sizeof(float) * c->n);
     c->all_at_barrier = 0;
     if (comm_mpi_weights_agree_within(c->agreed, c->n, when, c->plan.timeout_s) != HW_OK) return HW_ERR;
@@ -191,5 +253,9 @@ void comm_mpi_couple_close(hw_couple *c) {
     free(c->agreed);
     free(c->send);
     free(c->sum);
+    free(c->count_send);
+    free(c->count_sum);
+    free(c->rank_samples);
+    free(c->rank_progress);
     free(c);
 }

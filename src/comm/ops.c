@@ -3,9 +3,11 @@
 
 const comm_ops hw_mpi_ops = {
     .init = comm_mpi_init,
+    .settings_agree = comm_mpi_settings_agree,
     .finalize = comm_mpi_finalize,
     .abort = comm_mpi_abort,
     .sum = comm_mpi_sum,
+    .sum_polled = comm_mpi_sum_polled,
     .min_int = comm_mpi_min_int,
     .weights_agree = comm_mpi_weights_agree,
     .bcast = comm_mpi_bcast,
