@@ -133,6 +133,22 @@ static void check_hogwild(const char *ranks, const char *workers) {
 Test(mpi, hogwild_on_two_ranks_of_two_workers_learns_and_counts_the_world) { check_hogwild("2", "2"); }
 Test(mpi, hogwild_on_three_ranks_of_one_worker_learns_and_counts_the_world) { check_hogwild("3", "1"); }
 
+// Rank 0 evaluates (--eval-every) while its loop keeps polling the rounds; an evaluation begun
+// just before the epoch's last round landed once started a new round that met the other ranks'
+// end-of-epoch weights check: mismatched collectives, and a rank died of SIGSEGV (5 runs of 6 of
+// this job before the fix). Many epoch ends, each with evaluations near it, and a test set large
+// enough that an evaluation takes a while.
+Test(mpi, hogwild_evaluations_at_epoch_ends_keep_the_ranks_in_step) {
+    need_mpirun();
+    char *data = e2e_synth_n("data", 73, 12000, 10000);
+    e2e_run_result r;
+    mpi_run(&r, "-np", "3", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data, "--epochs", "20", "--quiet",
+            "--eval-every", "1000", "--sync-every", "10ms");
+    e2e_assert_exit(&r, 0);
+    cr_expect_eq(e2e_parse_done(r.out).samples, 20 * 12000);
+    assert_mpi_left_nothing();
+}
+
 Test(mpi, hogwild_a_failing_worker_ends_the_job_naming_its_rank) {
     need_mpirun();
     char *data = e2e_synth(65);

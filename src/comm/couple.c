@@ -138,8 +138,14 @@ int comm_mpi_couple_poll(hw_couple *c, int at_barrier, int64_t samples, double l
     }
     if (status == HW_OK && !c->in_flight) {
         // At the barrier, rounds go back to back until one has every rank there. Otherwise one
-        // round per --sync-every, counted in this node's samples or in time.
-        int due = at_barrier ? !c->all_at_barrier
+        // round per --sync-every, counted in this node's samples or in time. None once a round
+        // has had every rank at the barrier, until the epoch is agreed: every other rank's next
+        // collective is then the weights check. (Rank 0 polls with at_barrier 0 while it
+        // evaluates, and an evaluation begun just before that round landed once started a round
+        // here that met the others' weights check: mismatched collectives, a rank's stack
+        // overwritten by the round's floats, SIGSEGV.)
+        int due = c->all_at_barrier ? 0
+                  : at_barrier      ? 1
                   : c->plan.every_samples > 0 ? samples - c->last_samples >= c->plan.every_samples
                                               : (entered - c->last_start) * 1000 >= c->plan.every_ms;
         if (due) status = round_start(c, at_barrier, samples, loss_sum, now_seconds());
