@@ -207,8 +207,8 @@ Test(mpi, hogwild_a_round_past_sync_timeout_ends_the_job) {
 }
 
 // DataParallel: a rank stopped (SIGSTOP) leaves the other in the step's gradient sum, which
-// --sync-timeout bounds: a clear error, exit 1, not a hang. And --sync-every, which only Hogwild's
-// rounds have, is refused in DataParallel.
+// --sync-timeout bounds: a clear error, exit 1, not a hang. And --sync-every and --sync-rule,
+// which only Hogwild's rounds have, are refused in DataParallel.
 Test(mpi, dataparallel_a_sum_past_sync_timeout_ends_the_job) {
     need_mpirun();
     char *data = e2e_synth_n("data", 67, 20000, 200);
@@ -217,6 +217,10 @@ Test(mpi, dataparallel_a_sum_past_sync_timeout_ends_the_job) {
             "--sync-every", "10ms");
     e2e_assert_exit(&r, 2);  // a usage error
     e2e_assert_contains(r.err, "--sync-every is for Hogwild across ranks", "stderr");
+    mpi_run(&r, "-np", "2", "HW", "--mode", "dataparallel", "--replicas", "1", "--model", e2e.mlp, "--data", data,
+            "--sync-rule", "sum");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "--sync-rule is for Hogwild across ranks", "stderr");
 
     mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--replicas", "1", "--model",
                                         e2e.mlp, "--data", data, "--epochs", "1000", "--quiet", "--sync-timeout", "2",
@@ -480,6 +484,12 @@ Test(mpi, sync_flags_without_mpirun_are_refused) {
     e2e_run(&r, NULL, "--model", e2e.mlp, "--sync-every", "10xs");
     e2e_assert_exit(&r, 2);
     e2e_assert_contains(r.err, "--sync-every expects", "stderr");
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--sync-rule", "sum");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "mpirun", "stderr");
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--sync-rule", "mean");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "--sync-rule expects momentum (the default) or sum, got 'mean'", "stderr");
 }
 
 Test(mpi, a_malformed_mpirun_environment_is_named) {

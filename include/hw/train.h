@@ -49,6 +49,7 @@ typedef struct {
     double sync_every_ms;        // --sync-every Nms: Hogwild across ranks, a coupling round every N ms
     int64_t sync_every_samples;  // --sync-every N: every N training samples of the node instead (0: by time)
     double sync_timeout;         // --sync-timeout S: a coupling round or a DataParallel step's sum not complete in S s is an error
+    hw_couple_rule sync_rule;    // --sync-rule: what a Hogwild round does with the nodes' changes (src/comm/rule.c)
 } hw_train_config;
 
 // The defaults of PyTorch's mnist_hogwild example: 2 workers, batch 64, test batch 1000,

@@ -2,15 +2,14 @@
 // set of shared weights without a lock; the rank's parent couples its node to the others from
 // its watch loop, asynchronously, and the workers never wait for the network.
 //
-// THE rule (the model-averaging / local-SGD family, summed rather than averaged): every rank
-// keeps `agreed`, the weights all ranks agreed on after the last completed round (the same bits
-// on every rank). A round sends the node's change since then, live - agreed, and sums it over the
-// ranks (MPI_Iallreduce). When the sum lands, the node adds the others' changes (the sum minus its
-// own) into the live weights, and agreed += the sum. Summed, not averaged: the nodes train on
-// different shards, so every sample's step counts once, as if all R x N workers wrote one copy of
-// the weights (Hogwild's own update rule across the world); an average would divide each node's
-// progress by R. The others' changes are stale by one round in flight plus the interval they
-// were gathered over, which is Hogwild's staleness on a larger scale; --sync-every bounds it.
+// The rounds: every rank keeps `agreed`, the weights all ranks agreed on after the last completed
+// round (the same bits on every rank). A round sends the node's change since then, send = live -
+// agreed, and sums it over the ranks (MPI_Iallreduce). When the sum lands, THE rule (rule_apply,
+// below) turns it into one step of the agreed weights, the same on every rank: agreed += step,
+// and live += step - send (the node's own change is already in its live weights). The others'
+// changes are stale when they land: by the round's time in flight plus the interval they were
+// gathered over; --sync-every bounds the interval, and a round starts only once the last one has
+// landed, so on a slow link the rounds grow to what the link carries.
 //
 // The add is a plain read-modify-write of weights the workers are writing: a worker's step can
 // overwrite it, or it a worker's step, as two Hogwild workers' steps can. Either way `agreed`
@@ -40,6 +39,7 @@ struct hw_couple {
     float *agreed;               // the weights every rank agreed on at the last completed round
     float *send;                 // the round in flight: this node's change ...
     float *sum;                  // ... and its sum over the ranks
+    float *velocity;             // the rule's state (hw_couple_rule_apply), the same on every rank
     size_t n;
     hw_couple_plan plan;
     hw_world world;
@@ -77,9 +77,10 @@ int comm_mpi_couple_open(hw_couple **out, float *live, size_t n, const hw_couple
     c->agreed = malloc(sizeof(float) * n);
     c->send = malloc(sizeof(float) * n);
     c->sum = malloc(sizeof(float) * n);
-    if (!c->agreed || !c->send || !c->sum) {
+    c->velocity = calloc(n, sizeof(float));
+    if (!c->agreed || !c->send || !c->sum || !c->velocity) {
         comm_mpi_couple_close(c);
-        return hw_fail("out of memory for the coupling's 3 copies of %zu weights", n);
+        return hw_fail("out of memory for the coupling's 4 copies of %zu weights", n);
     }
     memcpy(c->agreed, live, sizeof(float) * n);
     c->opened = c->last_start = now_seconds();
@@ -104,12 +105,9 @@ static int round_start(hw_couple *c, int at_barrier, int64_t samples, double los
     return HW_OK;
 }
 
-// The round's sum has landed: the others' changes go into the live weights, without a lock.
+// The round's sum has landed: the rule moves the agreed weights, and the live ones without a lock.
 static void round_apply(hw_couple *c, double now) {
-    for (size_t i = 0; i < c->n; i++) {
-        c->live[i] += c->sum[i] - c->send[i];
-        c->agreed[i] += c->sum[i];
-    }
+    hw_couple_rule_apply(c->plan.rule, c->world.size, c->velocity, c->sum, c->send, c->agreed, c->live, c->n);
     c->view.others_samples = (int64_t)c->count_sum[COUNT_SAMPLES] - c->round_samples;
     c->view.others_loss_sum = c->count_sum[COUNT_LOSS_SUM] - c->count_send[COUNT_LOSS_SUM];
     c->all_at_barrier = (int)c->count_sum[COUNT_AT_BARRIER] == c->world.size;
@@ -174,11 +172,11 @@ void comm_mpi_couple_report(const hw_couple *c, char *text, size_t cap) {
     if (c->plan.every_samples > 0) snprintf(every, sizeof every, "%lld samples", (long long)c->plan.every_samples);
     else snprintf(every, sizeof every, "%g ms", c->plan.every_ms);
     snprintf(text, cap,
-             "coupling (rank %d of %d): %lld rounds, one every %s; a round is in flight %.1f ms on average, %.1f ms at "
-             "most: the other nodes' changes land that long after they were taken, and this node trains without "
-             "those of the last round in flight and the interval being gathered (staleness: 1 to 2 rounds); the "
-             "watch loop spent %.3f s coupling (%.1f%% of %.1f s)\n",
-             c->world.rank, c->world.size, (long long)c->rounds, every,
+             "coupling (rank %d of %d): %lld rounds, rule %s, at most one every %s; a round is in flight %.1f ms on "
+             "average, %.1f ms at most: the other nodes' changes land that long after they were taken, and this node "
+             "trains without those of the last round in flight and the interval being gathered (staleness: 1 to 2 "
+             "rounds); the watch loop spent %.3f s coupling (%.1f%% of %.1f s)\n",
+             c->world.rank, c->world.size, (long long)c->rounds, hw_couple_rule_name(c->plan.rule), every,
              c->rounds ? 1000 * c->flight_sum / (double)c->rounds : 0.0, 1000 * c->flight_max, c->busy,
              wall > 0 ? 100 * c->busy / wall : 0.0, wall);
 }
@@ -197,5 +195,6 @@ void comm_mpi_couple_close(hw_couple *c) {
     free(c->agreed);
     free(c->send);
     free(c->sum);
+    free(c->velocity);
     free(c);
 }

@@ -148,7 +148,8 @@ static int couple_ranks(const hw_train_config *config, hw_model *model, hogwild_
                         hw_couple **couple) {
     hw_couple_plan plan = {.every_ms = config->sync_every_ms,
                            .every_samples = config->sync_every_samples,
-                           .timeout_s = config->sync_timeout};
+                           .timeout_s = config->sync_timeout,
+                           .rule = config->sync_rule};
     if (hw_comm_init(&config->world) != HW_OK ||
         hw_comm_weights_agree(model->weights, model->n_weights, "the start") != HW_OK ||
         hw_couple_open(couple, model->weights, model->n_weights, &plan, &config->world) != HW_OK) {
