@@ -114,6 +114,10 @@ int hw_couple_poll(hw_couple *couple, int at_barrier, int64_t samples, double lo
 // for the next epoch. A collective: every rank gets here after the same round.
 int hw_couple_epoch_agreed(hw_couple *couple, const char *when, int *agreed);
 void hw_couple_view_read(const hw_couple *couple, hw_couple_view *view);
+// How long the watch loop may wait before its next hw_couple_poll, in seconds: 1 ms while a round
+// is in flight (MPI moves it only inside an MPI call), else until the next round is due, 10 ms at
+// most.
+double hw_couple_wait(const hw_couple *couple);
 // The coupling's numbers, printed by rank 0 at the end: rounds, their time in flight (how stale
 // the others' changes are when they land), and the watch loop's time spent coupling.
 void hw_couple_report(const hw_couple *couple, char *text, size_t cap);

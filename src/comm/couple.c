@@ -17,7 +17,9 @@
 // and no rank drifts apart from the others beyond the changes not yet sent.
 //
 // MPI progresses a non-blocking collective only inside MPI calls (Open MPI 4.1 over TCP and
-// shared memory): the watch loop's MPI_Test every pass is what moves the round.
+// shared memory): the watch loop's MPI_Test every pass is what moves the round, and the loop
+// passes every millisecond while one is in flight (hw_couple_wait), which halves its time in
+// flight against the loop's 10 ms (bench/RESULTS.md, issue 22).
 #include "hw/comm.h"
 
 #include "comm_mpi.h"
@@ -165,6 +167,13 @@ int comm_mpi_couple_epoch_agreed(hw_couple *c, const char *when, int *agreed) {
 }
 
 void comm_mpi_couple_view_read(const hw_couple *c, hw_couple_view *view) { *view = c->view; }
+
+double comm_mpi_couple_wait(const hw_couple *c) {
+    if (c->in_flight) return 0.001;
+    if (c->all_at_barrier || c->plan.every_samples > 0) return 0.01;
+    double left = c->last_start + c->plan.every_ms / 1000 - now_seconds();
+    return left < 0.001 ? 0.001 : left > 0.01 ? 0.01 : left;
+}
 
 void comm_mpi_couple_report(const hw_couple *c, char *text, size_t cap) {
     double wall = now_seconds() - c->opened;

@@ -45,7 +45,7 @@
 //
 // Its cost: a copy gets the others' progress over a few rounds instead of at once; against the
 // sum, the agreed weights trail by (R - 1)^2 / R rounds of all the copies' changes, which
-// frequent rounds (--sync-every) keep short.
+// frequent rounds (--sync-every, 20 ms by default) keep to tens of milliseconds.
 #include "hw/comm.h"
 
 #include "hw/err.h"
