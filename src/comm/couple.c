@@ -57,15 +57,18 @@ struct hw_couple {
     // The report.
     int64_t rounds;
     double flight_sum, flight_max;   // seconds from a round's change to its sum landing
-    double busy;                     // seconds in comm_mpi_couple_poll: the watch loop's cost of coupling
+    double busy;                     // seconds in comm_mpi_couple_poll: the watch loop's cost of coupling ...
+    double busy_cpu;                 // ... and its thread's CPU time in it (the rest: waiting for a core)
     double opened;
 };
 
-static double now_seconds(void) {
+static double clock_seconds(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+static double now_seconds(void) { return clock_seconds(CLOCK_MONOTONIC); }
 
 int comm_mpi_couple_open(hw_couple **out, float *live, size_t n, const hw_couple_plan *plan, const hw_world *world) {
     *out = NULL;
@@ -121,7 +124,7 @@ static void round_apply(hw_couple *c, double now) {
 }
 
 int comm_mpi_couple_poll(hw_couple *c, int at_barrier, int64_t samples, double loss_sum) {
-    double entered = now_seconds();
+    double entered = now_seconds(), cpu_entered = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
     int status = HW_OK;
     if (c->in_flight) {
         int done = 0;
@@ -151,6 +154,7 @@ int comm_mpi_couple_poll(hw_couple *c, int at_barrier, int64_t samples, double l
         if (due) status = round_start(c, at_barrier, samples, loss_sum, now_seconds());
     }
     c->busy += now_seconds() - entered;
+    c->busy_cpu += clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu_entered;
     return status;
 }
 
@@ -184,10 +188,10 @@ void comm_mpi_couple_report(const hw_couple *c, char *text, size_t cap) {
              "coupling (rank %d of %d): %lld rounds, rule %s, at most one every %s; a round is in flight %.1f ms on "
              "average, %.1f ms at most: the other nodes' changes land that long after they were taken, and this node "
              "trains without those of the last round in flight and the interval being gathered (staleness: 1 to 2 "
-             "rounds); the watch loop spent %.3f s coupling (%.1f%% of %.1f s)\n",
+             "rounds); the watch loop spent %.3f s coupling (%.1f%% of %.1f s), %.3f s of it on a CPU\n",
              c->world.rank, c->world.size, (long long)c->rounds, hw_couple_rule_name(c->plan.rule), every,
              c->rounds ? 1000 * c->flight_sum / (double)c->rounds : 0.0, 1000 * c->flight_max, c->busy,
-             wall > 0 ? 100 * c->busy / wall : 0.0, wall);
+             wall > 0 ? 100 * c->busy / wall : 0.0, wall, c->busy_cpu);
 }
 
 // A coupling closed with a round in flight, kept: see comm_mpi_couple_close.
