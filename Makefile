@@ -68,7 +68,8 @@ else ifneq ($(MPICC),)
 else
   HAVE_MPI := 0
 endif
-MPI_C_SRC := $(filter-out src/comm/door.c src/comm/detect.c src/comm/janitor.c, $(wildcard src/comm/*.c))
+# rule.c is plain arithmetic that the MPI side calls: it stays in the core (and in MPI=0 builds).
+MPI_C_SRC := $(filter-out src/comm/door.c src/comm/detect.c src/comm/janitor.c src/comm/rule.c, $(wildcard src/comm/*.c))
 C_SRC     := $(filter-out $(MPI_C_SRC), $(C_SRC))
 MPI_PLUGIN :=
 ifeq ($(HAVE_MPI),1)

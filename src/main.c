@@ -72,7 +72,10 @@ static const char *options_text =
     "\n"
     "Several machines (under mpirun; README, \"Several machines\"):\n"
     "  --sync-every N|Nms       Hogwild across ranks: couple the nodes every N training samples of a\n"
-    "                           node, or every N milliseconds (default 100ms)\n"
+    "                           node, or every N milliseconds, or as often as the link allows if less\n"
+    "                           often (default 20ms)\n"
+    "  --sync-rule momentum|sum Hogwild across ranks: what a round does with the nodes' changes:\n"
+    "                           block momentum (default) or their sum added at once (the old rule)\n"
     "  --sync-timeout S         a coupling round (Hogwild) or a step's gradient sum (DataParallel) not\n"
     "                           complete in S seconds ends the job: a rank stuck or gone (default 60)\n"
     "\n"
@@ -507,15 +510,15 @@ static int check_eval_only_flags(const given_flags *given, const hw_train_config
     return HW_EXIT_OK;
 }
 
-// Which of --sync-every and --sync-timeout were given (bits of check_world's sync_given).
-enum { SYNC_EVERY_GIVEN = 1, SYNC_TIMEOUT_GIVEN = 2 };
+// Which of --sync-every, --sync-timeout and --sync-rule were given (bits of check_world's sync_given).
+enum { SYNC_EVERY_GIVEN = 1, SYNC_TIMEOUT_GIVEN = 2, SYNC_RULE_GIVEN = 4 };
 
 // A run started by mpirun with several ranks (config->world): what each rank does and does not.
 static int check_world(hw_train_config *config, int sync_given) {
     if (config->world.size == 1) {
         if (sync_given) {
-            return usage_error("--sync-every and --sync-timeout couple the ranks of an mpirun job; this run is not "
-                               "one%s", "");
+            return usage_error("--sync-every, --sync-rule and --sync-timeout couple the ranks of an mpirun job; this "
+                               "run is not one%s", "");
         }
         return HW_EXIT_OK;
     }
@@ -535,9 +538,9 @@ static int check_world(hw_train_config *config, int sync_given) {
                            "of a host GPU B+L (--device cuda:B), with --replicas K on it%s", "");
     }
     if (config->eval_only) return usage_error("--eval-only evaluates in one process: run it without mpirun%s", "");
-    if (config->mode == HW_MODE_DATAPARALLEL && (sync_given & SYNC_EVERY_GIVEN)) {
-        return usage_error("--sync-every is for Hogwild across ranks; DataParallel sums the gradients every step%s",
-                           "");
+    if (config->mode == HW_MODE_DATAPARALLEL && (sync_given & (SYNC_EVERY_GIVEN | SYNC_RULE_GIVEN))) {
+        return usage_error("%s is for Hogwild across ranks; DataParallel sums the gradients every step",
+                           sync_given & SYNC_EVERY_GIVEN ? "--sync-every" : "--sync-rule");
     }
     if (config->world.rank != 0) {
         // Rank 0 prints, evaluates, writes the metrics and saves the checkpoints for the job.
@@ -690,6 +693,9 @@ int main(int argc, char **argv) {
         } else if (strcmp(flag, "--sync-every") == 0) {
             status = parse_sync_every(value, &config);
             sync_given |= SYNC_EVERY_GIVEN;
+        } else if (strcmp(flag, "--sync-rule") == 0) {
+            if (hw_couple_rule_parse(value, &config.sync_rule) != HW_OK) return usage_error("--sync-rule %s", hw_error());
+            sync_given |= SYNC_RULE_GIVEN;
         } else if (strcmp(flag, "--sync-timeout") == 0) {
             status = parse_float(flag, value, 0.001, &x);
             config.sync_timeout = x;

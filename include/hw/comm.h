@@ -14,7 +14,9 @@
 //              the broadcast of NCCL's unique id (NCCL then sums the gradients: src/cuda/ranks.cu)
 //   couple.c   Hogwild across ranks: the asynchronous rounds of the parent's watch loop
 //              (MPI_Iallreduce polled with MPI_Test) that add the other nodes' changes into the
-//              node's live shared weights
+//              node's live shared weights, by the rule of rule.c
+//   rule.c     THE rule of those rounds (block momentum; the sum, the rule before it, on
+//              request), with the reason it was chosen: plain arithmetic in the core, no MPI
 //   ops.c      the MPI side's table of these calls, which door.c looks up (src/comm/comm_mpi.h)
 #ifndef HW_COMM_H
 #define HW_COMM_H
@@ -85,15 +87,34 @@ int hw_comm_weights_agree(const float *weights, size_t n, const char *when);
 // timeout): how GPU ranks share rank 0's NCCL unique id (src/train/dataparallel_cuda.c).
 int hw_comm_bcast(void *buf, size_t bytes, int root);
 
+// ---- The rule that couples Hogwild copies of the weights (rule.c) ----
+// What a completed round does on one copy (a rank's node): `sum` is the copies' changes since the
+// agreed weights summed over the `copies`, `sent` this copy's own part of it. The agreed weights
+// take one step, the same on every copy; the live weights take it too, less `sent`, which they
+// already hold. `velocity`, n floats, is the rule's state (zeros at the start, the same on every
+// copy). `applied` (NULL: not measured) adds each change made to `live` as --measure counts it
+// (hw_couple_plan.applied). Why the default is block momentum and not the sum: rule.c.
+typedef enum {
+    HW_COUPLE_MOMENTUM,  // --sync-rule momentum (the default): block momentum, Nesterov's look-ahead
+    HW_COUPLE_SUM,       // --sync-rule sum: the summed changes added at once (the rule until issue 22)
+} hw_couple_rule;
+void hw_couple_rule_apply(hw_couple_rule rule, int copies, float *velocity, const float *sum, const float *sent,
+                          float *agreed, float *live, double *applied, size_t n);
+const char *hw_couple_rule_name(hw_couple_rule rule);
+// "momentum" or "sum"; anything else is an error naming it.
+int hw_couple_rule_parse(const char *name, hw_couple_rule *rule);
+
 // ---- Hogwild across nodes (couple.c) ----
 // The rounds of one node: each round sends the node's change since the last agreed weights and
-// the node's counters, and adds what the others sent into the live weights when it completes.
+// the node's counters, and applies the rule to what comes back when it completes.
 typedef struct hw_couple hw_couple;
 
 typedef struct {
     double every_ms;          // start a round every every_ms milliseconds ...
     int64_t every_samples;    // ... or every every_samples training samples of this node (0: by time)
+                              // (a round starts only once the last one has completed)
     double timeout_s;         // a round not complete after this long is an error (--sync-timeout)
+    hw_couple_rule rule;      // --sync-rule
     // --measure (NULL: not measured): n doubles, zeroed, to which every change the coupling makes
     // to the live weights is added as (double)written - (double)read, as a worker's measured step
     // adds its own; so the lost updates count only what a race overwrote, not the other nodes'
@@ -126,6 +147,10 @@ int hw_couple_poll(hw_couple *couple, int state, int64_t samples, double loss_su
 // for the next epoch. A collective: every rank gets here after the same round.
 int hw_couple_epoch_agreed(hw_couple *couple, const char *when, int *agreed);
 void hw_couple_view_read(const hw_couple *couple, hw_couple_view *view);
+// How long the watch loop may wait before its next hw_couple_poll, in seconds: 1 ms while a round
+// is in flight (MPI moves it only inside an MPI call), else until the next round is due, 10 ms at
+// most.
+double hw_couple_wait(const hw_couple *couple);
 // The coupling's numbers, printed by rank 0 at the end: rounds, their time in flight (how stale
 // the others' changes are when they land), and the watch loop's time spent coupling.
 void hw_couple_report(const hw_couple *couple, char *text, size_t cap);

@@ -52,6 +52,7 @@ typedef struct {
     double sync_timeout;         // --sync-timeout S: a coupling round or a DataParallel step's sum not complete in S s is an error
     int job_metrics;             // the job writes --metrics (rank 0 does; the others, which drop the
                                  // path, take part in its evaluations all the same)
+    hw_couple_rule sync_rule;    // --sync-rule: what a Hogwild round does with the nodes' changes (src/comm/rule.c)
 } hw_train_config;
 
 // The defaults of PyTorch's mnist_hogwild example: 2 workers, batch 64, test batch 1000,

@@ -149,7 +149,8 @@ static int couple_ranks(const hw_train_config *config, hw_train_inputs *in, hogw
     hw_model *model = &in->model;
     hw_couple_plan plan = {.every_ms = config->sync_every_ms,
                            .every_samples = config->sync_every_samples,
-                           .timeout_s = config->sync_timeout};
+                           .timeout_s = config->sync_timeout,
+                           .rule = config->sync_rule};
     // --measure: the coupling's changes to the live weights are applied updates, not lost ones.
     if (measure && !(plan.applied = measure_coupled(measure))) return HW_ERR;
     if (hw_comm_init(&config->world, config->sync_timeout) != HW_OK ||

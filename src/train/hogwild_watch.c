@@ -199,7 +199,8 @@ static int evaluate(const hogwild_watch *watch, hw_train_outputs *log, int epoch
         int min_done;
         sum_slots(watch->control, watch->config->workers, &node_samples, &node_loss, &min_done);
         if (status == HW_OK) status = hw_couple_poll(watch->couple, HW_COUPLE_EVALUATING, node_samples, node_loss);
-        struct timespec pause = {0, 5 * 1000000L};
+        double wait = hw_couple_wait(watch->couple);
+        struct timespec pause = {0, (long)(wait * 1e9)};
         nanosleep(&pause, NULL);
     }
     pthread_join(thread, NULL);
@@ -223,7 +224,9 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
     hw_train_outputs_commit(log);  // the workers (and the GPU, the ranks) are set up: training starts
 
     for (;;) {
-        hw_join_status joined = hw_join(spawn, 0.01);
+        // Across ranks the coupling says when it next needs a pass: every 1 ms while a round is
+        // in flight, since MPI moves it only inside the poll's MPI call.
+        hw_join_status joined = hw_join(spawn, watch->couple ? hw_couple_wait(watch->couple) : 0.01);
         int min_done;
         sum_slots(control, workers, &samples, &loss_sum, &min_done);
         int epoch_end = min_done > epochs_handled;

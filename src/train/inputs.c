@@ -26,8 +26,9 @@ void hw_train_config_default(hw_train_config *config) {
     config->device = (hw_device){HW_DEVICE_CPU, 0};
     config->norm = (hw_normalize){HW_MNIST_MEAN, HW_MNIST_STD};
     config->world = (hw_world){0, 1, 0};
-    config->sync_every_ms = 100;
+    config->sync_every_ms = 20;
     config->sync_timeout = 60;
+    config->sync_rule = HW_COUPLE_MOMENTUM;
 }
 
 int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config) {

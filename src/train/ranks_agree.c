@@ -118,6 +118,7 @@ int hw_run_check_ranks(const hw_train_config *config, const hw_train_inputs *in,
     if (config->sync_every_samples > 0) snprintf(key, sizeof key, "%lld", (long long)config->sync_every_samples);
     else snprintf(key, sizeof key, "%gms", config->sync_every_ms);
     add(list, &n, "--sync-every", key, NULL);
+    add(list, &n, "--sync-rule", hw_couple_rule_name(config->sync_rule), NULL);
     add_number(list, &n, "--sync-timeout", config->sync_timeout);
     if (config->resume_path) {
         snprintf(key, sizeof key, "epoch %d, %lld samples", first_epoch, (long long)samples_before);
