@@ -3,12 +3,18 @@
 #   make              build everything it can find the tools for (CUDA when nvcc is found)
 #   make CUDA=0       build without CUDA even where nvcc is installed
 #   make MPI=0        build without MPI even where Open MPI is installed
-#   make test         build and run the Criterion suite, the IDX fuzzer and make sim
+#   make test         build and run the Criterion suite, the IDX fuzzer, make layout-check and make sim
+#   make layout-check the file-level call graph of src/: no circle, every room calls only rooms before it
 #   make asan         the test suite and make sim under AddressSanitizer + UBSan (build-asan*/)
 #   make CC=clang     any C11 compiler; the build is -Wall -Wextra -Werror clean with gcc and clang
 #   make sim          the GPU suites on a SIMULATED CUDA device, no GPU needed (build-sim/; see below)
 #
-# Sources are found by wildcard: a new src/**/*.c file is built without touching this file.
+# Sources are found by wildcard, and each binary by its folder (docs/ARCHITECTURE.md, "Layout"):
+#   src/cli/        the command line: only ./hogwild links it
+#   src/cuda/       the GPU part: libhogwild-cuda.so (the simulated build links it into the library)
+#   src/comm/mpi/   the MPI part: libhogwild-mpi.so
+#   everything else the core library, build/libhogwild.a
+# A new file in a folder is built with that folder's binary without touching this file.
 
 CC      ?= cc
 comma   := ,
@@ -22,7 +28,7 @@ ARCH    ?= $(if $(shell $(CC) $(X86_64_V3) -E -x c /dev/null >/dev/null 2>&1 && 
 ARCH    := $(ARCH)
 OPT     ?= -O3 $(ARCH)
 CFLAGS  ?= $(OPT) -g
-CFLAGS  += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -pthread
+CFLAGS  += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Isrc -pthread
 CFLAGS  += $(shell pkg-config --cflags stb 2>/dev/null)
 
 # OpenBLAS is not linked: src/blas.c dlopen()s this library at run time, after choosing its kernels
@@ -52,14 +58,16 @@ CUDA_ARCH   ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code
 NVCCFLAGS   ?= -O3 -g -std=c++17 $(CUDA_ARCH)
 NVCCFLAGS   += -Iinclude -Xcompiler -Wall,-Wextra,-Werror -DHW_HAVE_CUDA=1
 
-C_SRC   := $(filter-out src/main.c src/cuda/%, $(wildcard src/*.c src/*/*.c))
+ALL_C   := $(wildcard src/*.c src/*/*.c src/*/*/*.c)
+CLI_SRC := $(wildcard src/cli/*.c)
+C_SRC   := $(filter-out src/cli/% src/cuda/% src/comm/mpi/%, $(ALL_C))
 
-# ---- MPI (src/comm/): on when Open MPI's mpicc is found, off with MPI=0 ----
-# Runs across machines under mpirun (README, "Several machines"). The MPI side of src/comm/ is
-# the shared object libhogwild-mpi.so beside the binary, which src/comm/door.c dlopen()s only in a
-# rank of a job of several: a plain ./hogwild maps no MPI library and never calls MPI_Init. Its
-# calls into the core resolve to the executable's symbols (linked -rdynamic). The test binary
-# links the MPI side directly. Without MPI, door.c refuses a several-rank job naming the build.
+# ---- MPI (src/comm/mpi/): on when Open MPI's mpicc is found, off with MPI=0 ----
+# Runs across machines under mpirun (README, "Several machines"). src/comm/mpi/ is the shared
+# object libhogwild-mpi.so beside the binary, which src/comm/mpi_plugin.c dlopen()s only in a rank
+# of a job of several: a plain ./hogwild maps no MPI library and never calls MPI_Init. Its calls
+# into the core resolve to the executable's symbols (linked -rdynamic). The test binary links the
+# MPI side directly. Without MPI, mpi_plugin.c refuses a several-rank job naming the build.
 MPICC ?= $(shell command -v mpicc 2>/dev/null)
 ifeq ($(MPI),0)
   HAVE_MPI := 0
@@ -68,9 +76,7 @@ else ifneq ($(MPICC),)
 else
   HAVE_MPI := 0
 endif
-# rule.c is plain arithmetic that the MPI side calls: it stays in the core (and in MPI=0 builds).
-MPI_C_SRC := $(filter-out src/comm/door.c src/comm/detect.c src/comm/janitor.c src/comm/rule.c, $(wildcard src/comm/*.c))
-C_SRC     := $(filter-out $(MPI_C_SRC), $(C_SRC))
+MPI_C_SRC := $(wildcard src/comm/mpi/*.c)
 MPI_PLUGIN :=
 ifeq ($(HAVE_MPI),1)
   CFLAGS     += -DHW_HAVE_MPI=1
@@ -80,19 +86,18 @@ ifeq ($(HAVE_MPI),1)
   MPI_PLUGIN := $(if $(filter build,$(BUILD)),libhogwild-mpi.so,$(BUILD)/libhogwild-mpi.so)
 endif
 CU_SRC  :=
-# The GPU part in a CUDA build: src/cuda/ and the GPU trainers, built as the shared object
-# libhogwild-cuda.so beside the binary, which src/train/gpu_door.c dlopen()s only when a run asks
-# for a GPU: a CPU run maps no CUDA library. The plugin carries no copy of the core: ./hogwild is
-# linked -rdynamic with the whole core library, and the plugin's calls resolve to it. The test
-# binary links the same objects directly.
-GPU_C_SRC := $(wildcard src/train/*_cuda.c)
+# The GPU part in a CUDA build: src/cuda/ (the backend) and src/cuda/train/ (the GPU trainers),
+# built as the shared object libhogwild-cuda.so beside the binary, which src/train/gpu_plugin.c
+# dlopen()s only when a run asks for a GPU: a CPU run maps no CUDA library. The plugin carries no
+# copy of the core: ./hogwild is linked -rdynamic with the whole core library, and the plugin's
+# calls resolve to it. The test binary links the same objects directly.
+GPU_C_SRC := $(wildcard src/cuda/*.c src/cuda/train/*.c)
 PLUGIN    :=
 ifeq ($(HAVE_CUDA),1)
   CFLAGS  += -DHW_HAVE_CUDA=1 -DHW_CUDA_PLUGIN=1 -fPIC -I$(CUDA_HOME)/include
   NVCCFLAGS += -Xcompiler -fPIC
   CU_SRC  := $(wildcard src/cuda/*.cu)
-  C_SRC   := $(filter-out $(GPU_C_SRC), $(C_SRC))
-  PLUGIN_C_SRC := $(GPU_C_SRC) $(wildcard src/cuda/*.c)
+  PLUGIN_C_SRC := $(GPU_C_SRC)
   PLUGIN  := $(if $(filter build,$(BUILD)),libhogwild-cuda.so,$(BUILD)/libhogwild-cuda.so)
   CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
   NCCL_FOUND := $(shell ls $(CUDA_HOME)/lib64/libnccl.so /usr/lib/x86_64-linux-gnu/libnccl.so 2>/dev/null | head -1)
@@ -106,15 +111,14 @@ else ifeq ($(HAVE_CUDA),sim)
   # tests/simcuda/'s cuda_runtime.h and cublas_v2.h, linked with tests/simcuda/*.c, which run every
   # CUDA call, cuBLAS call and kernel launch (kernels.cu's launchers) at once on the host, and
   # tests/simcuda/nccl.c's NCCL across the processes of one host (for GPU ranks under mpirun).
-  CU_SRC  := $(patsubst %,src/cuda/%.cu,runner device blas allreduce ranks)
-  C_SRC   += $(wildcard src/cuda/*.c)
+  CU_SRC  := $(filter-out src/cuda/kernels.cu, $(wildcard src/cuda/*.cu))
+  C_SRC   += $(GPU_C_SRC)
   SIM_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(wildcard tests/simcuda/*.c))
   CU_CC    = $(CXX) -x c++ -std=c++17 $(OPT) -g -Wall -Wextra -Werror -fno-exceptions -fno-rtti -D_GNU_SOURCE \
              -Iinclude -Itests/simcuda -DHW_HAVE_NCCL=1
 else
-  # No CUDA: no GPU part at all. src/train/gpu_door.c refuses a GPU run naming the build, and the
-  # GPU suites (which call the cuda module) are not built; tests/test_without_cuda.c is instead.
-  C_SRC   := $(filter-out $(GPU_C_SRC), $(C_SRC))
+  # No CUDA: no GPU part at all. src/train/gpu_plugin.c refuses a GPU run naming the build, and
+  # the GPU suites (which call the cuda module) are not built; tests/test_without_cuda.c is instead.
   CFLAGS  += -DHW_WITHOUT_CUDA=1
 endif
 CU_CC ?= $(NVCC) $(NVCCFLAGS)
@@ -122,6 +126,7 @@ CU_CC ?= $(NVCC) $(NVCCFLAGS)
 # The GPU objects: in the plugin (CUDA build) or in the library (simulated build).
 GPU_OBJ  := $(patsubst src/%.c,$(BUILD)/%.o,$(PLUGIN_C_SRC)) $(patsubst src/%.cu,$(BUILD)/%.cu.o,$(CU_SRC))
 OBJ      := $(patsubst src/%.c,$(BUILD)/%.o,$(C_SRC)) $(if $(PLUGIN),,$(GPU_OBJ)) $(SIM_OBJ)
+CLI_OBJ  := $(patsubst src/%.c,$(BUILD)/%.o,$(CLI_SRC))
 # ./hogwild of a CUDA build: every core symbol kept and exported, for the plugin. With MPI: the
 # core symbols it links exported, for the MPI plugin (which needs only the error functions).
 EXE_LIB   = $(if $(PLUGIN),-rdynamic -Wl$(comma)--whole-archive $(LIB) -Wl$(comma)--no-whole-archive,$(LIB)) \
@@ -132,7 +137,7 @@ TEST_SRC := $(filter-out $(if $(filter 0,$(HAVE_CUDA)),$(GPU_TESTS),tests/test_w
 TEST_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRC))
 LIB      := $(BUILD)/libhogwild.a
 
-.PHONY: all test asan sim clean info
+.PHONY: all test asan sim clean info layout-check
 # ./hogwild is the default build's; another BUILD= (CUDA=0, clang, asan, sim) builds its own
 # $(BUILD)/hogwild, so that it cannot replace ./hogwild with a binary make test would then trust.
 BIN := $(if $(filter build,$(BUILD)),hogwild,$(BUILD)/hogwild)
@@ -145,7 +150,8 @@ info:
 	@echo "hogwild CPU code: $(if $(ARCH),$(ARCH),the compiler's baseline (this CPU lacks AVX2/FMA))"
 	@echo "GPU part: $(if $(PLUGIN),$(PLUGIN)$(comma) loaded with dlopen() only when a run asks for a GPU (CPU runs map no CUDA library),$(if $(filter sim,$(HAVE_CUDA)),linked in (the simulated device),none: --device cuda fails naming the build))"
 
-$(BUILD)/%.o: src/%.c $(wildcard include/hw/*.h) $(wildcard src/*/*.h) $(wildcard src/cuda/*.cuh)
+SRC_H   := $(wildcard include/hw/*.h src/*/*.h src/*/*/*.h src/cuda/*.cuh)
+$(BUILD)/%.o: src/%.c $(SRC_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -159,10 +165,10 @@ $(LIB): $(OBJ)
 
 # ./hogwild, and $(BUILD)/hogwild for builds that must not replace it (make asan). In a CUDA build
 # it needs the plugin beside it, so the plugin is built with it.
-hogwild $(BUILD)/hogwild: $(BUILD)/main.o $(LIB) | $(PLUGIN) $(MPI_PLUGIN)
-	$(CC) $(CFLAGS) $(BUILD)/main.o $(EXE_LIB) -o $@ $(LDLIBS) -ldl
+hogwild $(BUILD)/hogwild: $(CLI_OBJ) $(LIB) | $(PLUGIN) $(MPI_PLUGIN)
+	$(CC) $(CFLAGS) $(CLI_OBJ) $(EXE_LIB) -o $@ $(LDLIBS) -ldl
 
-# The MPI side as a shared object (src/comm/door.c loads it); its objects see mpi.h.
+# The MPI side as a shared object (src/comm/mpi_plugin.c loads it); its objects see mpi.h.
 ifneq ($(MPI_PLUGIN),)
 $(MPI_OBJ): CFLAGS += $(MPI_CFLAGS)
 $(MPI_PLUGIN): $(MPI_OBJ)
@@ -175,7 +181,7 @@ $(PLUGIN): $(GPU_OBJ)
 	$(CC) -shared $(LDFLAGS) $(GPU_OBJ) -o $@ $(CUDA_LIBS)
 endif
 
-$(BUILD)/tests/%.o: tests/%.c $(wildcard include/hw/*.h) $(wildcard tests/*.h tests/simcuda/*.h) $(wildcard src/cuda/*.cuh) $(wildcard src/*/*.h)
+$(BUILD)/tests/%.o: tests/%.c $(SRC_H) $(wildcard tests/*.h tests/simcuda/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -c $< -o $@
 
@@ -188,16 +194,21 @@ $(BUILD)/bench_%: bench/%.c $(LIB) $(TEST_GPU) $(wildcard include/hw/*.h)
 	$(CC) $(CFLAGS) $< $(TEST_GPU) $(LIB) -o $@ $(LDLIBS) $(CUDA_LIBS)
 
 # The IDX reader fed a few thousand damaged files, built with ASan + UBSan (any report fails).
-# err, file, rng and the temporary-file table (shm, with signals and spawn under it) come
-# uninstrumented from the normal build.
+# err, file, rng and the temporary-file table (proc/shm, with proc/signals and proc/procfs under
+# it) come uninstrumented from the normal build.
 FUZZ_SRC := tests/fuzz/fuzz_idx.c $(wildcard src/data/*.c)
-FUZZ_OBJ := $(BUILD)/err.o $(BUILD)/file.o $(BUILD)/rng.o $(BUILD)/shm.o $(BUILD)/signals.o $(BUILD)/spawn.o
+FUZZ_OBJ := $(BUILD)/err.o $(BUILD)/file.o $(BUILD)/rng.o $(BUILD)/proc/shm.o $(BUILD)/proc/signals.o $(BUILD)/proc/procfs.o
 $(BUILD)/fuzz_idx: $(FUZZ_SRC) $(FUZZ_OBJ) $(wildcard include/hw/*.h)
 	$(CC) $(CFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
 	      $(FUZZ_SRC) $(FUZZ_OBJ) -o $@ -lstb -lmd -lz -lm -pthread
 
+# The layout (docs/ARCHITECTURE.md, "Layout"): the file-level call graph of the objects built, from
+# nm, has no circle, and every file calls only files of its own room or of rooms before it.
+layout-check: $(OBJ) $(CLI_OBJ) $(GPU_OBJ) $(MPI_OBJ)
+	python3 tests/tools/callgraph.py $(BUILD) --check --summary
+
 # The end-to-end tests run ./hogwild, so it is built first.
-test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx
+test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx layout-check
 	HW_BIN=$(CURDIR)/hogwild $(BUILD)/test_hogwild $(TEST_ARGS)
 	$(BUILD)/fuzz_idx
 	$(MAKE) --no-print-directory sim

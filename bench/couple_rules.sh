@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hogwild across ranks: the coupling's rules (--sync-rule, src/comm/rule.c) against one node with
+# Hogwild across ranks: the coupling's rules (--sync-rule, src/comm/couple_rule.c) against one node with
 # the same workers in all, at the same samples (issue 22). Every run is one row of a CSV.
 #
 #   bench/couple_rules.sh accuracy [RUNS]   (default 5) LeNet 1 epoch and the MLP 3 epochs on this

@@ -87,9 +87,9 @@ Test(compare, reads_a_well_formed_file) {
     cr_expect_eq(log.points[2].samples_seen, 60000);
     cr_expect_float_eq(log.points[2].train_loss, 0.3110, 1e-12);
     cr_expect_float_eq(log.points[3].test_accuracy, 98.50, 1e-12);
-    cr_expect_float_eq(hw_run_best_accuracy(&log), 98.50, 1e-12);
+    cr_expect_float_eq(hw_metrics_best_accuracy(&log), 98.50, 1e-12);
     char label[128];
-    hw_run_label(&log, label, sizeof label);
+    hw_metrics_label(&log, label, sizeof label);
     cr_expect_str_eq(label, "hogwild, 4 workers, cpu");
     hw_metrics_table_free(&log);
 }
@@ -109,18 +109,18 @@ Test(compare, columns_by_name_crlf_and_blank_lines) {
     cr_expect_float_eq(log.points[1].wall_seconds, 4.0, 1e-12);
     cr_expect(isnan(log.points[1].train_loss));
     char label[128];
-    hw_run_label(&log, label, sizeof label);
+    hw_metrics_label(&log, label, sizeof label);
     cr_expect_str_eq(label, "dataparallel, 2 replicas, cuda:0+cuda:1");
     hw_metrics_table_free(&log);
 }
 
 // A run built in memory: accuracies acc[i] at wall[i] seconds and samples[i] samples.
-static hw_metrics_table make_run(hw_run_point *points, int n, const double *wall, const int64_t *samples,
+static hw_metrics_table make_run(hw_metrics_point *points, int n, const double *wall, const int64_t *samples,
                            const double *acc) {
     hw_metrics_table log = {.path = "mem.csv", .mode = "hogwild", .workers = 2, .device = "cpu", .points = points,
                       .n_points = n};
     for (int i = 0; i < n; i++) {
-        points[i] = (hw_run_point){.wall_seconds = wall[i], .samples_seen = samples[i], .test_accuracy = acc[i]};
+        points[i] = (hw_metrics_point){.wall_seconds = wall[i], .samples_seen = samples[i], .test_accuracy = acc[i]};
     }
     return log;
 }
@@ -129,22 +129,22 @@ Test(compare, time_to_target_interpolates_by_accuracy) {
     const double wall[] = {0, 10, 20, 30};
     const int64_t samples[] = {0, 20000, 60000, 90000};
     const double acc[] = {9.82, 96.0, 99.0, 99.5};
-    hw_run_point points[4];
+    hw_metrics_point points[4];
     hw_metrics_table log = make_run(points, 4, wall, samples, acc);
     double t = -1, s = -1;
     // 98 lies 2/3 of the way from 96 (10 s, 20000) to 99 (20 s, 60000).
-    cr_assert_eq(hw_run_time_to_target(&log, 98.0, &t, &s), 1);
+    cr_assert_eq(hw_metrics_time_to_target(&log, 98.0, &t, &s), 1);
     cr_expect_float_eq(t, 10 + 10 * 2.0 / 3.0, 1e-9);
     cr_expect_float_eq(s, 20000 + 40000 * 2.0 / 3.0, 1e-6);
     // Exactly at a row: that row's time, no interpolation past it.
-    cr_assert_eq(hw_run_time_to_target(&log, 99.0, &t, &s), 1);
+    cr_assert_eq(hw_metrics_time_to_target(&log, 99.0, &t, &s), 1);
     cr_expect_float_eq(t, 20.0, 1e-9);
     cr_expect_float_eq(s, 60000.0, 1e-9);
     // Already above the target at the first row: that row.
-    cr_assert_eq(hw_run_time_to_target(&log, 5.0, &t, NULL), 1);
+    cr_assert_eq(hw_metrics_time_to_target(&log, 5.0, &t, NULL), 1);
     cr_expect_float_eq(t, 0.0, 1e-12);
     // Between the first two rows: 50 is (50 - 9.82) / (96 - 9.82) of the way.
-    cr_assert_eq(hw_run_time_to_target(&log, 50.0, &t, &s), 1);
+    cr_assert_eq(hw_metrics_time_to_target(&log, 50.0, &t, &s), 1);
     cr_expect_float_eq(t, 10 * (50 - 9.82) / (96 - 9.82), 1e-9);
     cr_expect_float_eq(s, 20000 * (50 - 9.82) / (96 - 9.82), 1e-6);
 }
@@ -154,10 +154,10 @@ Test(compare, time_to_target_first_crossing_not_a_later_one) {
     const double wall[] = {1, 2, 3, 4};
     const int64_t samples[] = {100, 200, 300, 400};
     const double acc[] = {97.0, 99.0, 97.5, 98.5};
-    hw_run_point points[4];
+    hw_metrics_point points[4];
     hw_metrics_table log = make_run(points, 4, wall, samples, acc);
     double t;
-    cr_assert_eq(hw_run_time_to_target(&log, 98.0, &t, NULL), 1);
+    cr_assert_eq(hw_metrics_time_to_target(&log, 98.0, &t, NULL), 1);
     cr_expect_float_eq(t, 1.5, 1e-9);
 }
 
@@ -165,10 +165,10 @@ Test(compare, target_not_reached) {
     const double wall[] = {0, 5, 10};
     const int64_t samples[] = {0, 1000, 2000};
     const double acc[] = {10.0, 90.0, 97.99};
-    hw_run_point points[3];
+    hw_metrics_point points[3];
     hw_metrics_table log = make_run(points, 3, wall, samples, acc);
     double t = -7;
-    cr_expect_eq(hw_run_time_to_target(&log, 98.0, &t, NULL), 0);
+    cr_expect_eq(hw_metrics_time_to_target(&log, 98.0, &t, NULL), 0);
     cr_expect_eq(t, -7, "an unreached target leaves the output alone");
 
     char *text = NULL;
@@ -514,7 +514,7 @@ Test(compare, reads_where_a_run_diverged) {
     cr_expect(log.diverged);
     cr_expect_eq(log.n_points, 2, "no NaN row is a point");
     cr_expect_eq(log.diverged_at.samples_seen, 120000, "the first NaN row is where it diverged");
-    cr_expect_eq(hw_run_best_accuracy(&log), 95.0);
+    cr_expect_eq(hw_metrics_best_accuracy(&log), 95.0);
     hw_metrics_table_free(&log);
 
     // A run that finished: a nan train_loss (the first row's) marks nothing.

@@ -1,6 +1,6 @@
-// Tests of the rule that couples Hogwild copies of the weights (src/comm/rule.c), on copies held
+// Tests of the rule that couples Hogwild copies of the weights (src/comm/couple_rule.c), on copies held
 // here: rounds of R copies, each taking its change since the agreed weights, the rule applied on
-// every copy to the same sum, as the ranks' rounds do (src/comm/couple.c) without MPI.
+// every copy to the same sum, as the ranks' rounds do (src/comm/mpi/hogwild_coupling.c) without MPI.
 #include "hw/comm.h"
 #include "hw/err.h"
 

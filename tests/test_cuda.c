@@ -14,7 +14,7 @@
 #include "hw/rng.h"
 #include "float_check.h"
 #include "gpu_tests.h"
-#include "../src/cuda/runner.h"  // the runner's state: its last log-probabilities
+#include "cuda/runner.h"  // the runner's state: its last log-probabilities
 
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>

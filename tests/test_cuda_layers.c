@@ -1,5 +1,5 @@
 // Each GPU layer function against its CPU layer (suite cuda_layers): the hw_cuda_* functions of
-// src/cuda/ops.c, run on the device on random inputs and edge cases, compared with the CPU layers
+// src/cuda/layer_ops.c, run on the device on random inputs and edge cases, compared with the CPU layers
 // of src/nn (made by the parser's hw_layer_setup and run through the CPU backend), which are
 // verified on their own (gradient checks, PyTorch reference values).
 //
@@ -11,12 +11,12 @@
 // where the kernel only selects or copies).
 //
 // Where it runs: on a GPU, the real kernels and cuBLAS. Without one the tests skip, saying why,
-// and `make sim` runs them on the simulated device (tests/simcuda/), where ops.c runs unchanged
+// and `make sim` runs them on the simulated device (tests/simcuda/), where layer_ops.c runs unchanged
 // over launchers that loop over the kernels' own per-index code (src/cuda/kernels.cuh) and the
 // GEMMs go to OpenBLAS given cuBLAS's arguments. The simulated device leaves out what only a GPU
 // does: launch configurations, shared memory and barriers, atomics, the device's rounding (FMA
 // contraction, expf and logf) and cuBLAS itself.
-#include "../src/cuda/kernels.cuh"  // col_major_gemm_of: the GEMM mapping's leading dimensions
+#include "cuda/kernels.cuh"  // col_major_gemm_of: the GEMM mapping's leading dimensions
 
 #include "hw/cuda.h"
 #include "hw/data.h"

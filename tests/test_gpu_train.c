@@ -1,4 +1,4 @@
-// Tests of the GPU trainers (src/train/hogwild_cuda.c, src/train/dataparallel_cuda.c) and of the
+// Tests of the GPU trainers (src/cuda/train/hogwild_gpu.c, src/cuda/train/dataparallel_gpu.c) and of the
 // gradient all-reduce they use (src/cuda/allreduce.cu), mostly through the ./hogwild binary.
 //
 // The error paths run on every CUDA build (a build without CUDA has tests/test_without_cuda.c

@@ -1,9 +1,9 @@
-// Tests of --measure (src/train/measure.c): the measured SGD step against the plain one, the
+// Tests of --measure (src/train/hogwild_measure.c): the measured SGD step against the plain one, the
 // lost-update arithmetic, the statistics of the counters, the CSV columns and their reading by
 // `hogwild compare`, its plot; and end to end: one worker trains bit for bit as without
 // --measure and loses exactly nothing, two workers see stale weights and lose a fraction in
 // [0, 1), and the combinations --measure cannot measure are refused.
-#include "../src/train/measure.h"
+#include "train/hogwild_measure.h"
 #include "e2e_util.h"
 #include "hw/compare.h"
 #include "hw/err.h"
@@ -148,9 +148,19 @@ static const char *write_text(const char *dir, const char *name, const char *tex
 Test(measure, compare_reads_the_columns_and_old_files_still_load) {
     char dir[256];
     make_temp_dir(dir, sizeof dir);
-    // The header as the trainer writes it (one source for both: measure_csv_header).
-    char header[1024];
-    snprintf(header, sizeof header, "%s%s\n", OLD_HEADER, measure_csv_header());
+    // The columns as the trainer writes them: the names of hw_metrics_columns, in order (one table
+    // for the writer and the reader), --measure's after the others.
+    char header[1024] = OLD_HEADER;
+    for (int c = 0; c < HW_METRICS_N_COLUMNS; c++) {
+        if (c == HW_COL_SKIPPED_EVAL_POINTS) continue;  // not in this file, which compare reads all the same
+        if (c < HW_METRICS_FIRST_MEASURE) {
+            cr_assert_not_null(strstr(OLD_HEADER, hw_metrics_columns[c].name));
+            continue;
+        }
+        strcat(header, ",");
+        strcat(header, hw_metrics_columns[c].name);
+    }
+    strcat(header, "\n");
     cr_assert_str_eq(header, MEASURE_HEADER);
 
     const char *measured = write_text(dir, "m.csv", MEASURE_HEADER
@@ -205,7 +215,7 @@ static int occurrences(const char *haystack, const char *needle) {
 }
 
 Test(measure, plot_has_a_bar_per_run_and_bin_and_a_point_per_run) {
-    hw_run_point point = {.wall_seconds = 1, .epoch = 1, .samples_seen = 100, .test_accuracy = 90};
+    hw_metrics_point point = {.wall_seconds = 1, .epoch = 1, .samples_seen = 100, .test_accuracy = 90};
     hw_metrics_table runs[3];
     memset(runs, 0, sizeof runs);
     for (int r = 0; r < 3; r++) {

@@ -1,5 +1,5 @@
-// Tests of the metrics CSV writer (src/train/metrics.c): the columns `hogwild compare` reads, and
-// the replicas (not the Hogwild workers) in the workers column of a DataParallel run.
+// Tests of the metrics CSV writer (src/report/metrics_write.c): the columns `hogwild compare` reads,
+// and the replicas (not the Hogwild workers) in the workers column of a DataParallel run.
 #include "hw/compare.h"
 #include "hw/err.h"
 #include "hw/train.h"
@@ -17,7 +17,10 @@ static void write_and_read(const hw_train_config *config, hw_metrics_table *tabl
     cr_assert(fd >= 0);
     close(fd);
     hw_metrics m;
-    cr_assert_eq(hw_metrics_open(&m, path, config), HW_OK, "%s", hw_error());
+    char device[64];
+    hw_metrics_run run;
+    hw_train_metrics_run(config, device, sizeof device, &run);
+    cr_assert_eq(hw_metrics_open(&m, path, &run), HW_OK, "%s", hw_error());
     cr_assert_eq(hw_metrics_row(&m, 0.5, 0, 0, NAN, 2.3, 10.0), HW_OK);
     hw_metrics_commit(&m);
     cr_assert_eq(hw_metrics_row(&m, 1.5, 1, 600, 0.75, 0.5, 90.25), HW_OK);
@@ -63,8 +66,7 @@ Test(metrics, hogwild_names_workers_and_device) {
 // fails in its set-up (issue 21, case 12: --device cuda without a GPU) leaves it as it was, and a
 // file the run created is removed.
 Test(metrics, a_file_is_replaced_only_at_the_commit) {
-    hw_train_config config;
-    hw_train_config_default(&config);
+    hw_metrics_run config = {.mode = "hogwild", .workers = 2, .device = "cpu"};
     char path[] = "/tmp/hw-metrics-XXXXXX";
     int fd = mkstemp(path);
     cr_assert(fd >= 0);

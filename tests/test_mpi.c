@@ -154,7 +154,7 @@ Test(mpi, hogwild_evaluations_at_epoch_ends_keep_the_ranks_in_step) {
 // against one node of 4 workers. The rule before issue 22 (the nodes' summed changes added at
 // once, every 100 ms) ended more than 1.5 points below one node in 10 runs of 26 (87.7% at
 // worst, one node 94.8 to 95.3%): its epoch ends, where the live weights become the agreed ones,
-// showed the overshoot of the summed corrections (src/comm/rule.c). The default ended within 0.5
+// showed the overshoot of the summed corrections (src/comm/couple_rule.c). The default ended within 0.5
 // points in all 20 runs paired with those.
 Test(mpi, hogwild_on_two_ranks_ends_within_1_5_points_of_one_node_on_mnist) {
     const char *mirror = real_data_dir();
@@ -486,7 +486,7 @@ Test(mpi, dataparallel_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) { check_ctrl_c
 
 // mpirun itself killed with SIGKILL: nothing removes what it owns (its session folder, the ranks'
 // shared-memory segments registered with it) and the ranks _exit() on the lost connection. The
-// janitor of each host (src/comm/janitor.c) removes them once the ranks are gone.
+// janitor of each host (src/comm/mpirun_cleanup.c) removes them once the ranks are gone.
 static void check_mpirun_killed(int dp) {
     need_mpirun();
     char *data = e2e_synth(71);

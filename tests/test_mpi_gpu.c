@@ -1,4 +1,4 @@
-// End-to-end tests of DataParallel on GPU ranks (src/train/dataparallel_cuda.c, src/cuda/ranks.cu):
+// End-to-end tests of DataParallel on GPU ranks (src/cuda/train/dataparallel_gpu.c, src/cuda/ranks.cu):
 // ./hogwild --device cuda run by mpirun with 2 ranks on this host, NCCL between them. On a GPU
 // machine they need 2 GPUs (one per rank: NCCL cannot put two ranks on one GPU), else they skip
 // saying so. In `make sim` they run on the simulated device (2 simulated GPUs) and its NCCL across

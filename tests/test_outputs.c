@@ -1,4 +1,4 @@
-// Tests of outputs (src/train/outputs.c) on their own: a checkpoint is never written from weights
+// Tests of outputs (src/train/run_log.c) on their own: a checkpoint is never written from weights
 // that are not finite, whichever save asks for it (epoch end, end of run, Ctrl-C), so the file
 // keeps the last good checkpoint (issue #11, item 3). The runs that diverge are in
 // test_e2e_diverge.c.

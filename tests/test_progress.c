@@ -1,4 +1,4 @@
-// Tests of the progress line (src/train/progress.c): what a run shows on a terminal and in a log.
+// Tests of the progress line (src/report/progress.c): what a run shows on a terminal and in a log.
 #include "hw/train.h"
 
 #include <criterion/criterion.h>

@@ -1,4 +1,4 @@
-// Tests of src/signals.c, the one place that handles signals (the end-to-end tests of Ctrl-C in
+// Tests of src/proc/signals.c, the one place that handles signals (the end-to-end tests of Ctrl-C in
 // both trainers are in test_e2e_train.c and test_spawn.c).
 #include "hw/err.h"
 #include "hw/shm.h"
@@ -57,20 +57,20 @@ Test(signals, death_handlers_only_replace_the_default) {
     set_action(SIGINT, SIG_IGN);
     set_action(SIGTERM, SIG_DFL);
     set_action(SIGHUP, SIG_DFL);
-    hw_signals_unlink_shm_on_death();
+    hw_signals_cleanup_on_death();
     cr_expect_eq(action_of(SIGINT), SIG_IGN);
     void (*installed)(int) = action_of(SIGTERM);
     cr_expect(installed != SIG_DFL && installed != SIG_IGN);
     cr_expect_eq(action_of(SIGHUP), installed);
     set_action(SIGHUP, SIG_DFL);
-    hw_signals_unlink_shm_on_death();
+    hw_signals_cleanup_on_death();
     cr_expect_eq(action_of(SIGHUP), SIG_DFL, "installed once");
 }
 
 // The death handler ends the process by the same signal, as the default action would.
 Test(signals, death_handler_dies_of_the_signal, .signal = SIGTERM) {
     set_action(SIGTERM, SIG_DFL);
-    hw_signals_unlink_shm_on_death();
+    hw_signals_cleanup_on_death();
     raise(SIGTERM);
 }
 
@@ -81,7 +81,7 @@ Test(signals, death_handlers_cover_every_deadly_signal) {
                           SIGXCPU, SIGPROF, SIGRTMIN, SIGRTMAX};
     for (size_t i = 0; i < sizeof deadly / sizeof deadly[0]; i++) set_action(deadly[i], SIG_DFL);
     set_action(SIGCHLD, SIG_DFL);
-    hw_signals_unlink_shm_on_death();
+    hw_signals_cleanup_on_death();
     for (size_t i = 0; i < sizeof deadly / sizeof deadly[0]; i++) {
         void (*handler)(int) = action_of(deadly[i]);
         cr_expect(handler != SIG_DFL && handler != SIG_IGN, "signal %d (%s) has no handler", deadly[i],

@@ -1,7 +1,7 @@
 // Tests of the tensor, rng and err modules.
 #include "hw/err.h"
 #include "hw/rng.h"
-#include "hw/tensor.h"
+#include "hw/shape.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-// A build without CUDA (make CUDA=0, or no nvcc): it has no GPU part, and src/train/gpu_door.c
+// A build without CUDA (make CUDA=0, or no nvcc): it has no GPU part, and src/train/gpu_plugin.c
 // refuses every GPU run. `--device cuda`, `--device cuda:N` and `--gpus` must fail in the parent,
 // before any worker starts, with exit 1 and a message naming the build, leaving no process and no
 // shared memory behind. Built only without CUDA (the Makefile); CUDA builds run test_gpu_train.c.

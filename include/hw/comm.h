@@ -2,22 +2,26 @@
 // MPI (src/comm/); nothing else in hogwild calls MPI. A plain ./hogwild, not started by mpirun,
 // calls none of it: no MPI_Init, no MPI threads, no MPI library loaded.
 //
-//   detect.c   who this process is, from mpirun's environment, before any MPI call
-//   door.c     the core's way in: loads the MPI side (libhogwild-mpi.so beside the binary) at
-//              hw_comm_init, and forwards every call below to it; without MPI, fails naming the build
-//   janitor.c  the first rank of each host forks a process that removes the job's MPI files on
-//              that host (session folder, shared memory) if mpirun dies first (SIGKILL)
-//   world.c    MPI_Init, MPI_Finalize, and ending the whole job on a failure (MPI_Abort)
-//   agree.c    the check at start-up that every rank was given the same settings
-//   reduce.c   DataParallel across ranks: the gradient sum (MPI_Allreduce) and the check that
-//              every rank holds the same weights (a hash reduced with MIN and MAX); on GPU ranks,
-//              the broadcast of NCCL's unique id (NCCL then sums the gradients: src/cuda/ranks.cu)
-//   couple.c   Hogwild across ranks: the asynchronous rounds of the parent's watch loop
-//              (MPI_Iallreduce polled with MPI_Test) that add the other nodes' changes into the
-//              node's live shared weights, by the rule of rule.c
-//   rule.c     THE rule of those rounds (block momentum; the sum, the rule before it, on
-//              request), with the reason it was chosen: plain arithmetic in the core, no MPI
-//   ops.c      the MPI side's table of these calls, which door.c looks up (src/comm/comm_mpi.h)
+// The core's side, in src/comm/ (in every build):
+//   world.c           who this process is, from mpirun's environment, before any MPI call
+//   mpi_plugin.c      the way in: loads the MPI side (libhogwild-mpi.so beside the binary) at
+//                     hw_comm_init, and forwards every call below to it; without MPI, fails naming
+//                     the build
+//   mpirun_cleanup.c  the first rank of each host forks a process that removes the job's MPI files
+//                     on that host (session folder, shared memory) if mpirun dies first (SIGKILL)
+//   couple_rule.c     THE rule of Hogwild's rounds (block momentum; the sum, the rule before it, on
+//                     request), with the reason it was chosen: plain arithmetic, no MPI
+// The MPI side, src/comm/mpi/ (libhogwild-mpi.so; mpi_side.h):
+//   init.c               MPI_Init, MPI_Finalize, and ending the whole job on a failure (MPI_Abort)
+//   settings.c           the check at start-up that every rank was given the same settings
+//   dataparallel_sum.c   DataParallel across ranks: the gradient sum (MPI_Allreduce) and the check
+//                        that every rank holds the same weights (a hash reduced with MIN and MAX); on
+//                        GPU ranks, the broadcast of NCCL's unique id (NCCL then sums the gradients:
+//                        src/cuda/ranks.cu)
+//   hogwild_coupling.c   Hogwild across ranks: the asynchronous rounds of the parent's watch loop
+//                        (MPI_Iallreduce polled with MPI_Test) that add the other nodes' changes into
+//                        the node's live shared weights, by the rule of couple_rule.c
+//   entry.c              the MPI side's table of these calls, which mpi_plugin.c looks up
 #ifndef HW_COMM_H
 #define HW_COMM_H
 
@@ -55,7 +59,7 @@ void hw_comm_finalize(void);
 // the others waiting in a collective. Does nothing when MPI was not initialised.
 void hw_comm_abort(int code);
 
-// ---- what every rank must share (agree.c) ----
+// ---- what every rank must share (mpi/settings.c) ----
 // One setting that every rank of a job must have the same: the flag that sets it, the value
 // compared (byte for byte) and the value shown in a message (e.g. a dataset's path, for a key that
 // is a hash of its contents).
@@ -70,7 +74,7 @@ typedef struct {
 // A collective, bounded by the job's timeout (hw_comm_init).
 int hw_comm_settings_agree(const hw_comm_setting *settings, int n);
 
-// ---- DataParallel (reduce.c) ----
+// ---- DataParallel (mpi/dataparallel_sum.c) ----
 // Sums buf[0..n) over the ranks, in place (an all-reduce). Every rank gets the same bits. Not
 // complete after timeout_s seconds (0: no limit) is an error: a rank stuck or gone (--sync-timeout).
 int hw_comm_sum(float *buf, size_t n, double timeout_s);
@@ -84,16 +88,16 @@ int hw_comm_min_int(int *value);
 // so is a check not complete within the job's timeout.
 int hw_comm_weights_agree(const float *weights, size_t n, const char *when);
 // Copies rank `root`'s `bytes` at buf to every other rank's buf (MPI_Ibcast, within the job's
-// timeout): how GPU ranks share rank 0's NCCL unique id (src/train/dataparallel_cuda.c).
+// timeout): how GPU ranks share rank 0's NCCL unique id (src/cuda/train/dataparallel_gpu.c).
 int hw_comm_bcast(void *buf, size_t bytes, int root);
 
-// ---- The rule that couples Hogwild copies of the weights (rule.c) ----
+// ---- The rule that couples Hogwild copies of the weights (couple_rule.c) ----
 // What a completed round does on one copy (a rank's node): `sum` is the copies' changes since the
 // agreed weights summed over the `copies`, `sent` this copy's own part of it. The agreed weights
 // take one step, the same on every copy; the live weights take it too, less `sent`, which they
 // already hold. `velocity`, n floats, is the rule's state (zeros at the start, the same on every
 // copy). `applied` (NULL: not measured) adds each change made to `live` as --measure counts it
-// (hw_couple_plan.applied). Why the default is block momentum and not the sum: rule.c.
+// (hw_couple_plan.applied). Why the default is block momentum and not the sum: couple_rule.c.
 typedef enum {
     HW_COUPLE_MOMENTUM,  // --sync-rule momentum (the default): block momentum, Nesterov's look-ahead
     HW_COUPLE_SUM,       // --sync-rule sum: the summed changes added at once (the rule until issue 22)
@@ -104,7 +108,7 @@ const char *hw_couple_rule_name(hw_couple_rule rule);
 // "momentum" or "sum"; anything else is an error naming it.
 int hw_couple_rule_parse(const char *name, hw_couple_rule *rule);
 
-// ---- Hogwild across nodes (couple.c) ----
+// ---- Hogwild across nodes (mpi/hogwild_coupling.c) ----
 // The rounds of one node: each round sends the node's change since the last agreed weights and
 // the node's counters, and applies the rule to what comes back when it completes.
 typedef struct hw_couple hw_couple;
@@ -118,7 +122,7 @@ typedef struct {
     // --measure (NULL: not measured): n doubles, zeroed, to which every change the coupling makes
     // to the live weights is added as (double)written - (double)read, as a worker's measured step
     // adds its own; so the lost updates count only what a race overwrote, not the other nodes'
-    // changes added in (src/train/measure.c).
+    // changes added in (src/train/hogwild_measure.c).
     double *applied;
 } hw_couple_plan;
 

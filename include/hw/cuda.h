@@ -1,7 +1,7 @@
 // cuda: devices, device and pinned memory, streams, events, IPC handles, cuBLAS GEMM, the layer
 // kernels and the GPU model runner.
 //
-// Device semantics follow PyTorch: a device is "cpu" or "cuda:N" (hw_device, tensor.h); a
+// Device semantics follow PyTorch: a device is "cpu" or "cuda:N" (hw_device, shape.h); a
 // process works on one selected CUDA device at a time (hw_cuda_select); memory belongs to the
 // device it was allocated on; copies between host and device are explicit.
 //
@@ -11,7 +11,7 @@
 //
 // Every CUDA, cuBLAS and NCCL call is checked; a failure returns HW_ERR with a message naming
 // the call, file:line and the library's error string (hw_error()). A build without CUDA (make
-// CUDA=0, or no nvcc) has none of this module: src/train/gpu_door.c refuses a GPU run there.
+// CUDA=0, or no nvcc) has none of this module: src/train/gpu_plugin.c refuses a GPU run there.
 //
 // The types below are the CUDA runtime's own handle types (cudaStream_t is struct CUstream_st *,
 // cudaEvent_t is struct CUevent_st *, cublasHandle_t is struct cublasContext *), named without
@@ -23,14 +23,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-// nn.h and tensor.h have no C++ guards of their own: the .cu files see them through this block.
+// nn.h and shape.h have no C++ guards of their own: the .cu files see them through this block.
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #include "hw/err.h"
 #include "hw/nn.h"
-#include "hw/tensor.h"
+#include "hw/shape.h"
 
 typedef struct CUstream_st *hw_cuda_stream;  // = cudaStream_t; NULL is the legacy default stream
 typedef struct CUevent_st *hw_cuda_event;    // = cudaEvent_t

@@ -11,10 +11,11 @@
 #define HW_NN_H
 
 #include "hw/rng.h"
-#include "hw/tensor.h"
+#include "hw/shape.h"
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 typedef struct hw_layer hw_layer;
 typedef struct hw_layer_type hw_layer_type;
@@ -195,8 +196,14 @@ void hw_model_init_weights(hw_model *model, uint64_t seed);
 // a layer name ("conv1") freezes all of its parameters. An unknown name fails, naming it and the
 // known ones, and freezes nothing.
 int hw_model_freeze(hw_model *model, const char *names);
-// Index of the parameter called `name`, or -1.
-int hw_model_find_param(const hw_model *model, const char *name);
+// Index of the parameter called `name`, or -1. Inline: a look-up in the struct, which the
+// checkpoints (src/ckpt.c, a room before nn) do without calling into src/nn/.
+static inline int hw_model_find_param(const hw_model *model, const char *name) {
+    for (int i = 0; i < model->n_params; i++) {
+        if (strcmp(model->params[i].name, name) == 0) return i;
+    }
+    return -1;
+}
 void hw_model_free(hw_model *model);
 // One line per layer: name, type, output shape, parameter count; then the total.
 void hw_model_summary(const hw_model *model, FILE *out);

@@ -1,18 +1,18 @@
-// signals: every signal handler of the program, in one place (src/signals.c).
+// signals: every signal handler of the program, in one place (src/proc/signals.c).
 //
 // Two regimes in the parent, and the workers' dispositions (hw_signals_worker):
 //   while a run trains (between hw_stop_signals_catch and hw_stop_signals_release, which nest)
-//       SIGINT, SIGTERM and SIGHUP are requests to stop: the handler records the signal and unlinks
-//       the shared-memory names (hw_shm_unlink_all, async-signal-safe); the trainers poll
+//       SIGINT, SIGTERM and SIGHUP are requests to stop: the handler records the signal and runs the
+//       clean-up set for a stop (src/proc/shm.c sets hw_shm_unlink_all: the shared-memory names); the trainers poll
 //       hw_stop_signal(), stop, save (--save) and ./hogwild exits 128 + signal. A second signal,
 //       or 20 s without stopping (SIGALRM, which then says so on stderr), ends the process at once
-//       with 128 + the stop signal, removing a checkpoint's temporary file half written
-//       (hw_shm_remove_all). A signal the shell set to be ignored (a background job, nohup) stays
+//       with 128 + the stop signal, after the clean-up set for a death (hw_shm_remove_all: also a
+//       checkpoint's temporary file half written). A signal the shell set to be ignored (a background job, nohup) stays
 //       ignored.
 //   otherwise, once a process holds shared-memory names or a temporary file
-//       (hw_signals_unlink_shm_on_death) every signal whose default action is death (SIGQUIT,
+//       (hw_signals_cleanup_on_death) every signal whose default action is death (SIGQUIT,
 //       SIGUSR1, SIGALRM, SIGSEGV, SIGABRT, the real-time ones, ...), where its action is still the
-//       default, removes them first (hw_shm_remove_all) and then ends the process by the same
+//       default, runs the clean-up set for a death first and then ends the process by the same
 //       signal. Only SIGKILL leaves them (hogwild --clean-shm).
 #ifndef HW_SIGNALS_H
 #define HW_SIGNALS_H
@@ -36,9 +36,15 @@ const char *hw_stop_signal_name(int sig);
 // group; the parent stops its workers itself, with SIGTERM), SIGTERM and SIGHUP back to the default.
 void hw_signals_worker(void);
 
-// Installs, once, the handler that removes the shared-memory names and temporary files before the
-// default death, for every deadly signal whose action is the default, on an alternate stack of the
-// calling thread (a stack overflow's SIGSEGV too).
-void hw_signals_unlink_shm_on_death(void);
+// What the handlers release, set by the module that owns what must not outlive the process
+// (src/proc/shm.c: its names and temporary file), so that this file calls no other: `on_stop` at a
+// stop signal while a run trains, `on_death` on every way to a death that runs code. Both must be
+// async-signal-safe. Unset, the handlers release nothing.
+void hw_signals_set_cleanup(void (*on_stop)(void), void (*on_death)(void));
+
+// Installs, once, the handler that runs the clean-up set for a death (hw_signals_set_cleanup) before
+// the default death, for every deadly signal whose action is the default, on an alternate stack of
+// the calling thread (a stack overflow's SIGSEGV too).
+void hw_signals_cleanup_on_death(void);
 
 #endif

@@ -73,9 +73,5 @@ void hw_spawn_free(hw_spawn_ctx *ctx);
 // (The parent's stop signals are caught through hw_stop_signals_catch, include/hw/signals.h,
 // from hw_spawn to hw_spawn_free; hw_stop_signal() says which one came.)
 
-// Process `pid` as /proc/PID/stat shows it: when it started (clock ticks after boot, field 22:
-// tells it from a later process that reused its pid) and whether it has ended and waits to be
-// reaped (a zombie). HW_ERR (no message) when there is no such process or it cannot be read.
-int hw_process_stat(pid_t pid, unsigned long long *start_ticks, int *ended);
 
 #endif

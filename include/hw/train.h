@@ -6,7 +6,9 @@
 #include "hw/comm.h"
 #include "hw/data.h"
 #include "hw/nn.h"
-#include "hw/tensor.h"
+#include "hw/metrics.h"
+#include "hw/progress.h"
+#include "hw/shape.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -52,7 +54,7 @@ typedef struct {
     double sync_timeout;         // --sync-timeout S: a coupling round or a DataParallel step's sum not complete in S s is an error
     int job_metrics;             // the job writes --metrics (rank 0 does; the others, which drop the
                                  // path, take part in its evaluations all the same)
-    hw_couple_rule sync_rule;    // --sync-rule: what a Hogwild round does with the nodes' changes (src/comm/rule.c)
+    hw_couple_rule sync_rule;    // --sync-rule: what a Hogwild round does with the nodes' changes (src/comm/couple_rule.c)
 } hw_train_config;
 
 // The defaults of PyTorch's mnist_hogwild example: 2 workers, batch 64, test batch 1000,
@@ -73,8 +75,6 @@ typedef struct {
 // worker its own masks, and worker 0 of Hogwild and replica 0 of DataParallel the same ones.
 static inline uint64_t hw_worker_seed(uint64_t seed, int rank) { return seed * 1000003u + (uint64_t)rank; }
 
-// Exit statuses of the command line: 0 ok, 1 failure, 2 bad usage, 128 + signal when interrupted.
-enum { HW_EXIT_OK = 0, HW_EXIT_FAILURE = 1, HW_EXIT_USAGE = 2 };
 
 // Everything a run needs before it forks: the model bound to its weights and both datasets.
 typedef struct {
@@ -88,34 +88,16 @@ typedef struct {
 // applies --freeze. The weights are not allocated yet.
 int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config);
 void hw_train_inputs_free(hw_train_inputs *in);
-// Caps --batch-size at what a batch can hold (a Hogwild worker's share of the training data, or
-// all of it in DataParallel) and --test-batch-size at the test set: larger values train and
-// evaluate the same, but allocated their whole size ("out of memory" for --batch-size 1048576).
-// `note` says what was capped ("" when nothing was).
-void hw_train_fit_batches(hw_train_config *config, const hw_train_inputs *in, char *note, size_t cap);
 
-// Checks the files the run will write before it trains (src/train/output_paths.c): --save is
-// writable, is not an input (model, dataset files, image folders) nor the --metrics file, and
-// replaces an existing file only when the run resumed from it or --overwrite was given; --metrics
-// is not an input nor the --resume checkpoint.
-int hw_run_check_outputs(const hw_train_config *config);
 
 // Under mpirun (after hw_comm_init): every rank must have been given the same settings, those that
 // make the ranks one run (--mode, --workers or --replicas, the device kind, the dataset's and the
 // network's contents, --epochs, --batch-size, the SGD flags, --seed, --normalize, --eval-every,
 // --sync-every, --sync-timeout, where --resume starts): a collective that fails on every rank at
-// the first that differs, naming the flag and each rank's value (src/train/ranks_agree.c).
+// the first that differs, naming the flag and each rank's value (src/train/ranks_settings.c).
 int hw_run_check_ranks(const hw_train_config *config, const hw_train_inputs *in, int first_epoch,
                        int64_t samples_before);
 
-// The address space a run needs per process, estimated (src/train/limits.c), and its check
-// against RLIMIT_AS (ulimit -v): a run that cannot fit is refused before it starts, naming both.
-double hw_run_memory_estimate(const hw_train_config *config, const hw_train_inputs *in, int eval_only);
-// The stack size limit (ulimit -s), which also sizes every thread's stack: below
-// HW_MIN_STACK_BYTES the parent or a worker died of SIGSEGV (at 64 KiB), without a word.
-enum { HW_MIN_STACK_BYTES = 512 << 10 };
-int hw_run_check_stack(void);
-int hw_run_check_memory(const hw_train_config *config, const hw_train_inputs *in, int eval_only);
 
 // The weights a run starts from, in model->weights: PyTorch's default initialisation from
 // --seed, or the --resume checkpoint. *first_epoch and *samples_before say where a resumed run
@@ -133,11 +115,11 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
 int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
 // The same on GPUs (config->device is cuda:N); hw_train_hogwild and hw_train_dataparallel hand
 // over to these. Hogwild: N worker processes on weights shared in one GPU's memory through CUDA IPC
-// (src/train/hogwild_cuda.c). DataParallel: a replica per entry of config->gpus, or
-// config->replicas replicas on config->device when no --gpus (src/train/dataparallel_cuda.c).
+// (src/cuda/train/hogwild_gpu.c). DataParallel: a replica per entry of config->gpus, or
+// config->replicas replicas on config->device when no --gpus (src/cuda/train/dataparallel_gpu.c).
 int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
 int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
-// The doors the core goes through to them (src/train/gpu_door.c): a direct call where the binary
+// The doors the core goes through to them (src/train/gpu_plugin.c): a direct call where the binary
 // links the GPU code, else the trainer of libhogwild-cuda.so beside the binary, loaded on first use.
 int hw_gpu_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
 int hw_gpu_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
@@ -161,7 +143,7 @@ float hw_dp_team_step(hw_dp_team *team, const float *x, const uint8_t *y, int ba
 int hw_dp_team_diverged(const hw_dp_team *team);
 void hw_dp_team_close(hw_dp_team *team);  // NULL: nothing
 
-// Mean loss and accuracy (percent) of `weights` on a dataset (src/train/eval.c). `ws` is a
+// Mean loss and accuracy (percent) of `weights` on a dataset (src/train/evaluate.c). `ws` is a
 // workspace of at least `batch_size`; `x`, `y` buffers of batch_size samples. A stop signal
 // (hw_stop_signal, while a run catches them) ends the evaluation between two batches: then
 // `interrupted` is set and the numbers are no result. So a test set that takes minutes does not
@@ -176,76 +158,9 @@ typedef struct {
 hw_eval_result hw_evaluate(const hw_model *model, hw_workspace *ws, const hw_dataset *ds, hw_normalize norm,
                            int batch_size);
 
-// ---- metrics CSV (src/train/metrics.c) ----
-// Header: mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,test_accuracy,
-// skipped_eval_points
-// and, with --measure, the measurement's columns after them (src/train/measure.c).
-struct hw_measure;
-// Rows are written whole (one write each); a failed write is undone and ends the metrics, not the
-// run: hw_metrics_row then warns on stderr, keeps the reason in `failure` and returns HW_OK.
-// The file is opened at hw_metrics_open (created if missing) but an existing one is replaced only
-// at hw_metrics_commit, once training has started: the header and the rows before it wait in
-// memory, and a run that never commits leaves the previous file untouched (and removes one it
-// created).
-typedef struct {
-    int fd;
-    int open;
-    int created;                 // hw_metrics_open made the file (it did not exist)
-    int committed;               // hw_metrics_commit: the file is being written
-    char *pending;               // before the commit: the header and rows to write
-    size_t pending_len;
-    int failed;                  // a write failed: no more rows
-    int rows;                    // rows written
-    long long bytes;             // the file's length: whole rows only
-    char failure[640];
-    const char *path;
-    char mode[16];
-    int workers;
-    char device[64];
-    int with_measure;                    // --measure: the header has its columns
-    const struct hw_measure *measure;    // their values at the row (set by the trainer; NULL: none yet)
-    int64_t skipped_eval_points;         // --eval-every points not evaluated so far (set by the trainer)
-} hw_metrics;
-int hw_metrics_open(hw_metrics *m, const char *path, const hw_train_config *config);
-int hw_metrics_row(hw_metrics *m, double wall_seconds, int epoch, int64_t samples_seen, double train_loss,
-                   double test_loss, double test_accuracy);
-// Training has started: the file is cut to nothing and gets the header and the rows so far.
-void hw_metrics_commit(hw_metrics *m);
-int hw_metrics_close(hw_metrics *m);
-
-// ---- memory (src/train/memory.c) ----
-// What a process holds: its peak resident set, and how much of its resident memory is private
-// to it. A Hogwild worker's private memory excludes the dataset, which it shares with the
-// parent copy-on-write: that is how a run shows the data is not copied per worker.
-typedef struct {
-    int64_t peak_rss_kb;      // getrusage ru_maxrss
-    int64_t rss_kb;           // now, from /proc/self/smaps_rollup
-    int64_t private_kb;       // Private_Clean + Private_Dirty, now
-} hw_memory;
-void hw_memory_read(hw_memory *m);
-
-// ---- progress (src/train/progress.c) ----
-// One live line on a terminal, plain periodic lines otherwise, nothing with --quiet.
-typedef struct {
-    int quiet;
-    int live;                    // stderr is a terminal
-    double started;              // monotonic seconds
-    double last_print;
-    int64_t total_samples;       // for the ETA
-    int line_open;               // a live line is on screen and not yet ended
-    int stdout_closed;           // a write to stdout failed with EPIPE: results are no longer printed
-    int silent;                  // a rank other than 0 of an mpirun job: no progress, no results
-} hw_progress;
-void hw_progress_start(hw_progress *p, int quiet, int64_t total_samples);
-// Called often; prints at most a few times a second (live) or every few seconds (plain).
-void hw_progress_update(hw_progress *p, int epoch, int epochs, int64_t samples_done, double running_loss);
-// A result line on stdout (epoch results, the summary), printed even with --quiet; a live
-// progress line on the same terminal is cleared first.
-void hw_progress_message(hw_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-double hw_now(void);
 
 
-// ---- what a training run writes, the same for both trainers (src/train/outputs.c) ----
+// ---- what a training run writes, the same for both trainers (src/train/run_log.c) ----
 // Evaluations of snapshots of the weights, the metrics rows, the checkpoints, the progress line.
 typedef struct {
     const hw_train_config *config;
@@ -270,6 +185,11 @@ typedef struct {
     // past --sync-timeout when an evaluation took longer). Rank 0 still writes and saves alone.
     int distributed;
 } hw_train_outputs;
+
+// What the --metrics file's first columns say of a run (include/hw/metrics.h): its mode; the
+// world's workers or replicas, every rank's together; its device, every GPU of --gpus (into
+// device[0..cap), which run->device points at).
+void hw_train_metrics_run(const hw_train_config *config, char *device, size_t cap, hw_metrics_run *run);
 
 int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, const hw_train_inputs *in, int first_epoch,
                     int64_t samples_base);

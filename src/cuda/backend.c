@@ -1,5 +1,5 @@
 // backend: the GPU's case of each layer kind. The executor (src/nn/exec.c) walks the model and
-// calls these with device pointers; each passes them to its layer's GPU operation (ops.c), which
+// calls these with device pointers; each passes them to its layer's GPU operation (layer_ops.c), which
 // queues its kernels and GEMMs on the runner's compute stream. The runner (runner.cu) is
 // io->backend. A new kind fails to compile (-Wswitch) until both switches have its case.
 #include "runner.h"

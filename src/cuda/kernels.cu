@@ -1,6 +1,6 @@
 // kernels: every CUDA kernel of the project and its launcher, one `<<<grid, block>>>` each.
 // What a kernel computes for one index is in kernels.cuh (shared with the simulated device);
-// which kernels and GEMMs make a layer, and in what order, is in ops.c. Every reduction runs in a
+// which kernels and GEMMs make a layer, and in what order, is in layer_ops.c. Every reduction runs in a
 // fixed order, so a result does not change from run to run.
 #include "check.cuh"
 #include "kernels.cuh"

@@ -8,7 +8,7 @@
 // (*_args_check, conv_gemm_size) are here too.
 //
 // The file is written in the common subset of C11 and CUDA C++ (HW_HOST_DEVICE is empty outside
-// nvcc), so that ops.c (plain C) and the simulated device of the tests (tests/simcuda/kernels.c,
+// nvcc), so that layer_ops.c (plain C) and the simulated device of the tests (tests/simcuda/kernels.c,
 // which runs each kernel as a host loop over these functions) include it. Private to src/cuda/
 // and the simulated device.
 #ifndef HW_CUDA_KERNELS_CUH
@@ -194,7 +194,7 @@ static inline HW_HOST_DEVICE void maxpool_backward_element(int64_t i, float *dx,
 
 // ---- pointwise ----
 
-// The GPU operations' argument checks (ops.c): HW_OK, or HW_ERR with the message. An empty
+// The GPU operations' argument checks (layer_ops.c): HW_OK, or HW_ERR with the message. An empty
 // launch (n <= 0) needs no channel plane.
 static inline int dropout_args_check(float p, int64_t n, int64_t plane) {
     if (!(p >= 0.0f && p <= 1.0f)) return hw_fail("dropout: p = %g is not in [0, 1]", (double)p);

@@ -1,14 +1,14 @@
 // launch.h: one launcher per CUDA kernel, the door between the GPU operations and the device.
 //
-// ops.c builds every hw_cuda_* layer, loss, optimiser and all-reduce function from these calls
+// layer_ops.c builds every hw_cuda_* layer, loss, optimiser and all-reduce function from these calls
 // (and hw_cuda_sgemm). On a GPU, kernels.cu defines each launcher as one `<<<grid, block>>>`
 // launch of its kernel on `stream`. On the simulated device of the tests (make sim), the same
 // launchers are tests/simcuda/kernels.c: a loop over every index calling the kernel's element
-// function of kernels.cuh, after checking the memory the launch touches. Either way ops.c runs
+// function of kernels.cuh, after checking the memory the launch touches. Either way layer_ops.c runs
 // as it is, so the order of kernels and GEMMs that makes a layer is written once.
 //
 // Each launcher queues its kernel asynchronously and returns HW_OK, or HW_ERR when the launch
-// itself fails (hw_error()). Sizes are > 0: ops.c returns before launching on empty work.
+// itself fails (hw_error()). Sizes are > 0: layer_ops.c returns before launching on empty work.
 // Plain C, private to src/cuda/ and the simulated device.
 #ifndef HW_CUDA_LAUNCH_H
 #define HW_CUDA_LAUNCH_H

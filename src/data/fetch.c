@@ -221,7 +221,7 @@ static int fetch_one(const known_dataset *set, int f, const char *dest_dir, cons
     }
     char tried[1024] = "";
     int n_sources = 0;
-    // The temporary file is noted (src/shm.c) while it exists: Ctrl-C or any other deadly signal
+    // The temporary file is noted (src/proc/shm.c) while it exists: Ctrl-C or any other deadly signal
     // removes it, and --clean-shm finds it after a SIGKILL (it ends with ".tmp.<pid>", as they must).
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     if (mirror_dir) {

@@ -317,7 +317,7 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 // Writes one IDX file: the magic, the sizes, the payload. Gzipped when the path ends in .gz. It is
-// written as "<path>.tmp.<pid>" (noted, so that a signal removes it: src/shm.c) and renamed into
+// written as "<path>.tmp.<pid>" (noted, so that a signal removes it: src/proc/shm.c) and renamed into
 // place whole: an interrupted `hogwild synth` leaves no truncated dataset file.
 static int write_idx(const char *path, uint32_t magic, const uint32_t *dims, int n_dims, const uint8_t *data,
                      uint64_t bytes) {

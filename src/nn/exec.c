@@ -349,7 +349,7 @@ static void sgd_nesterov(float *restrict w, float *restrict copy, float *restric
 
 // The three kernels in one, which also adds the increment it wrote into each weight to
 // applied[i], in double: (double)written - (double)read, exact. --measure sums them to find what
-// concurrent writers overwrote (src/train/measure.h). The float arithmetic is the kernels' own,
+// concurrent writers overwrote (src/train/hogwild_measure.h). The float arithmetic is the kernels' own,
 // expression for expression, so the weights come out bit-identical. Its branches are loop-invariant:
 // the compiler unswitches the loop into one per case and vectorises each.
 static void sgd_measured(const hw_sgd *opt, float *restrict w, float *restrict copy, float *restrict v,

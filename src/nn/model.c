@@ -247,13 +247,6 @@ void hw_model_init_weights(hw_model *model, uint64_t seed) {
     }
 }
 
-int hw_model_find_param(const hw_model *model, const char *name) {
-    for (int i = 0; i < model->n_params; i++) {
-        if (strcmp(model->params[i].name, name) == 0) return i;
-    }
-    return -1;
-}
-
 static int find_layer(const hw_model *model, const char *name) {
     for (int i = 0; i < model->n_layers; i++) {
         if (strcmp(model->layers[i].name, name) == 0) return i;

@@ -4,10 +4,10 @@
 //
 // CPU replicas are threads of this process. They all read the primary's weight buffer, which
 // no one writes while they compute, so the broadcast after the step costs nothing. (GPU
-// replicas, each with its own copy of the weights, are in dataparallel_cuda.c.)
+// replicas, each with its own copy of the weights, are in dataparallel_gpu.c.)
 #include "hw/train.h"
 
-#include "dp_loop.h"
+#include "dataparallel_loop.h"
 #include "hw/comm.h"
 #include "hw/err.h"
 #include "hw/optim.h"
@@ -229,7 +229,7 @@ void hw_dp_team_close(hw_dp_team *team) {
     free(team);
 }
 
-// ---- the trainer: hw_dp_team + SGD + a loader, driven by dp_loop.c ----
+// ---- the trainer: hw_dp_team + SGD + a loader, driven by dataparallel_loop.c ----
 
 typedef struct {
     hw_dp_team *team;
@@ -245,7 +245,7 @@ typedef struct {
 
 // DataParallel across the ranks of an mpirun job: every rank loads the same global batch (same
 // order, same seed), trains chunk `rank` of it on its replicas, and the chunk gradients, weighted
-// by chunk size, are summed over the ranks (MPI_Allreduce, src/comm/reduce.c): the gradient of
+// by chunk size, are summed over the ranks (MPI_Allreduce, src/comm/mpi/dataparallel_sum.c): the gradient of
 // the whole batch's mean loss, as one process would compute it, up to float rounding. Every rank
 // then takes the same SGD step on the same bits. The loss sum and a count of diverged replicas
 // travel in the same message.

@@ -8,7 +8,7 @@
 #include "hw/train.h"
 
 #include "hogwild_watch.h"
-#include "measure.h"
+#include "hogwild_measure.h"
 #include "hw/comm.h"
 #include "hw/err.h"
 #include "hw/optim.h"
@@ -142,7 +142,7 @@ static int snapshot_shared_weights(void *weights, hw_train_outputs *log) {
     return HW_OK;
 }
 
-// Hogwild across ranks (src/comm/couple.c): after the fork, since MPI_Init starts threads and the
+// Hogwild across ranks (src/comm/mpi/hogwild_coupling.c): after the fork, since MPI_Init starts threads and the
 // workers never call MPI. The ranks start from the same weights (checked), then the workers go.
 static int couple_ranks(const hw_train_config *config, hw_train_inputs *in, hogwild_control *control, int first_epoch,
                         int64_t samples_before, hw_measure *measure, hw_couple **couple) {
@@ -187,7 +187,7 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
         job.measure = &measure;
     }
     if (status == HW_OK) status = hw_train_outputs_open(&log, config, in, job.first_epoch, samples_before);
-    log.metrics.measure = job.measure;
+    if (job.measure) measure_metrics_values(job.measure, &log.metrics.measure);
     if (status == HW_OK) status = hw_train_outputs_first_point(&log, model->weights, job.first_epoch);
     hw_spawn_ctx spawn;
     hw_couple *couple = NULL;

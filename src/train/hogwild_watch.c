@@ -1,11 +1,12 @@
 // hogwild_watch: the workers' report slots, the epoch barrier and the parent's watch loop of a
-// Hogwild run, shared by the CPU (hogwild.c) and GPU (hogwild_cuda.c) trainers.
+// Hogwild run, shared by the CPU (hogwild.c) and GPU (hogwild_gpu.c) trainers.
 #include "hogwild_watch.h"
 
 #include "hw/comm.h"
 #include "hw/err.h"
+#include "hw/procfs.h"
 #include "hw/signals.h"
-#include "measure.h"
+#include "hogwild_measure.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -231,7 +232,7 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
         sum_slots(control, workers, &samples, &loss_sum, &min_done);
         int epoch_end = min_done > epochs_handled;
         if (watch->couple) {
-            // Across ranks: one step of the coupling (src/comm/couple.c), which never waits. The
+            // Across ranks: one step of the coupling (src/comm/mpi/hogwild_coupling.c), which never waits. The
             // epoch ends only when every rank's end-of-epoch changes are in, the same on every
             // rank; the counters are the world's, as the others last reported them. Rounds go on
             // until the last epoch is agreed, and none after: every rank must make the same
@@ -279,7 +280,10 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
                 status = HW_ERR;
                 break;
             }
-            if (watch->measure) measure_capture(watch->measure, log->snapshot);  // the workers wait
+            if (watch->measure) {
+                measure_capture(watch->measure, log->snapshot);  // the workers wait
+                measure_metrics_values(watch->measure, &log->metrics.measure);
+            }
             epochs_handled++;
             if (epochs_handled == epochs_to_run) {
                 // Training is over: its time ends at the last join, before the final evaluation.
@@ -299,7 +303,10 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
         } else if (next_eval > 0 && samples >= next_eval && samples < (int64_t)(epochs_handled + 1) * watch->n_train) {
             // A mid-epoch point of the curve: a snapshot taken while the workers write (Hogwild).
             // Not once the epoch's last samples are in: the epoch-end row comes next.
-            if (watch->measure) measure_capture(watch->measure, NULL);  // lost updates: epoch ends only
+            if (watch->measure) {
+                measure_capture(watch->measure, NULL);  // lost updates: epoch ends only
+                measure_metrics_values(watch->measure, &log->metrics.measure);
+            }
             // One evaluation for every point passed since the last: the others are skipped.
             hw_train_outputs_pass_points(log, &next_eval, samples, 0);
             if (watch->snapshot(watch->snapshot_ctx, log) != HW_OK ||

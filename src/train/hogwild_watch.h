@@ -1,6 +1,6 @@
 // hogwild_watch: what a Hogwild run does on any device (private to src/train/): the slots in
 // which workers report to the parent, the epoch barrier, fault injection for the tests, and the
-// parent's watch loop. hogwild.c (CPU) and hogwild_cuda.c (GPU) differ only in where the weights
+// parent's watch loop. hogwild.c (CPU) and hogwild_gpu.c (GPU) differ only in where the weights
 // live and how the workers compute; the parent's side is this one loop.
 #ifndef HW_HOGWILD_WATCH_H
 #define HW_HOGWILD_WATCH_H

@@ -3,13 +3,13 @@
 // (src/cuda/kernels.cuh), run at once on the host, after the launch is checked as a GPU would
 // take it (hw_sim_launch_check): a live stream of the current device, and every buffer the
 // kernel reads or writes, at its full size, inside memory that device can reach. The GPU
-// operations themselves (src/cuda/ops.c) run unchanged on these launchers.
+// operations themselves (src/cuda/layer_ops.c) run unchanged on these launchers.
 //
 // What only the device does is not simulated: the grid and block sizes (every index is visited
 // once, as the grid-stride loop does), and the block reductions' shared memory and barriers,
 // whose arithmetic is replayed here: each thread's strided_sum, combined in the kernel's order.
-#include "../../src/cuda/kernels.cuh"  // the kernels' per-index code
-#include "../../src/cuda/launch.h"
+#include "cuda/kernels.cuh"  // the kernels' per-index code
+#include "cuda/launch.h"
 
 #include "cuda_runtime.h"
 #include "hw/err.h"

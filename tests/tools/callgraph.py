@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """The file-level call graph of the objects of a build, from `nm`: file A calls file B when A
-uses a symbol that B defines. Prints the edges, the files called from nowhere, and every circle
-(a group of files that reach each other), and with --check exits 1 when there is a circle.
+uses a symbol that B defines. Prints the edges, every circle (a group of files that reach each
+other) and every call against the order of the rooms, and with --check exits 1 when there is a
+circle or such a call.
 
     python3 tests/tools/callgraph.py build                 # the graph of src/ as built in build/
-    python3 tests/tools/callgraph.py build --check         # make layout-check: no circle allowed
+    python3 tests/tools/callgraph.py build --check         # make layout-check: no circle, rooms in order
     python3 tests/tools/callgraph.py build --summary       # counts only
 
 Objects are build/**/*.o except the tests' (build/tests/); a .cu.o counts as its .cu file.
+
+The rooms of src/ (docs/ARCHITECTURE.md, "Layout"), in order: a file calls only files of its own
+room or of rooms before it. A plugin (src/cuda/, src/comm/mpi/) is reached from the rooms before
+it only through its entry table, at run time, which no object's symbols show.
 """
 import os
 import subprocess
@@ -29,6 +34,23 @@ def objects(build):
 def source_name(build, obj):
     rel = os.path.relpath(obj, build)
     return rel[:-5] + ".cu" if rel.endswith(".cu.o") else rel[:-2] + ".c"
+
+
+# err.c and clock.c, which every room uses and which use nothing, come first, before proc.
+BASE = ("err.c", "clock.c")
+ROOMS = ["base", "proc", "core", "nn", "data", "report", "cuda", "comm", "comm/mpi", "train", "cuda/train", "cli"]
+
+
+def room_of(name):
+    """The room of a source file named as source_name gives it ("proc/shm.c" -> "proc")."""
+    parts = name.split("/")
+    if name in BASE:
+        return "base"
+    if len(parts) == 1:
+        return "core"
+    if len(parts) >= 3 and "/".join(parts[:2]) in ROOMS:
+        return "/".join(parts[:2])
+    return parts[0]
 
 
 def symbols(obj):
@@ -97,13 +119,24 @@ def main():
                 edges[name].add(owner[u])
     n_edges = sum(len(v) for v in edges.values())
     found = circles(defs.keys(), edges)
-    print(f"{len(defs)} files, {n_edges} file-to-file calls, {len(found)} circle(s)")
+    upward = []
+    for name in sorted(edges):
+        for callee in sorted(edges[name]):
+            a, b = room_of(name), room_of(callee)
+            if a not in ROOMS or b not in ROOMS:
+                upward.append(f"{name} -> {callee}: a room not in the order ({a}, {b})")
+            elif ROOMS.index(b) > ROOMS.index(a):
+                upward.append(f"{name} -> {callee}: room {a} calls room {b}, which comes after it")
+    print(f"{len(defs)} files, {n_edges} file-to-file calls, {len(found)} circle(s), "
+          f"{len(upward)} call(s) against the rooms' order")
     if not summary:
         for name in sorted(edges):
             print(f"  {name} -> {', '.join(sorted(edges[name]))}")
     for group in found:
         print("circle: " + " <-> ".join(group))
-    if check and found:
+    for line in upward:
+        print("against the order: " + line)
+    if check and (found or upward):
         sys.exit(1)
 
 

@@ -1,0 +1,34 @@
+// preflight: what the command line checks before a run starts its work (src/cli/preflight_*.c),
+// so that a run that cannot finish fails at once, not an epoch later.
+#ifndef HW_CLI_PREFLIGHT_H
+#define HW_CLI_PREFLIGHT_H
+
+#include "hw/train.h"
+
+#include <stddef.h>
+
+// Exit statuses of the command line: 0 ok, 1 failure, 2 bad usage, 128 + signal when interrupted.
+enum { HW_EXIT_OK = 0, HW_EXIT_FAILURE = 1, HW_EXIT_USAGE = 2 };
+
+// Caps --batch-size at what a batch can hold (a Hogwild worker's share of the training data, or
+// all of it in DataParallel) and --test-batch-size at the test set: larger values train and
+// evaluate the same, but allocated their whole size ("out of memory" for --batch-size 1048576).
+// `note` says what was capped ("" when nothing was).
+void preflight_fit_batches(hw_train_config *config, const hw_train_inputs *in, char *note, size_t cap);
+
+// Checks the files the run will write before it trains (preflight_outputs.c): --save is
+// writable, is not an input (model, dataset files, image folders) nor the --metrics file, and
+// replaces an existing file only when the run resumed from it or --overwrite was given; --metrics
+// is not an input nor the --resume checkpoint.
+int preflight_outputs(const hw_train_config *config);
+
+// The address space a run needs per process, estimated (preflight_limits.c), and its check
+// against RLIMIT_AS (ulimit -v): a run that cannot fit is refused before it starts, naming both.
+double preflight_memory_estimate(const hw_train_config *config, const hw_train_inputs *in, int eval_only);
+// The stack size limit (ulimit -s), which also sizes every thread's stack: below
+// HW_MIN_STACK_BYTES the parent or a worker died of SIGSEGV (at 64 KiB), without a word.
+enum { HW_MIN_STACK_BYTES = 512 << 10 };
+int preflight_stack(void);
+int preflight_memory(const hw_train_config *config, const hw_train_inputs *in, int eval_only);
+
+#endif

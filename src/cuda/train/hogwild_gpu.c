@@ -1,0 +1,353 @@
+// hogwild_cuda: Hogwild on one GPU (--device cuda[:N] --workers N).
+//
+// The weights live in device memory, shared by every worker process through one CUDA IPC handle.
+// Each worker is its own process with its own CUDA context, streams and GPU model runner
+// (hw_cuda_runner), and its SGD step writes straight onto the shared device weights, without a
+// lock, as the CPU workers of hogwild.c write onto shared host memory.
+//
+// A process that has initialised CUDA cannot hand CUDA to a child it forks, so the order is:
+//   1. before fork, no CUDA call at all: the parent loads the model and the data, initialises (or
+//      --resume loads) the weights in host memory and maps the shared control block (hw_shm):
+//      per-worker progress atomics and the handle channel {state, handle, error text};
+//   2. it forks the workers, and only then selects the device, allocates the weights, uploads
+//      them, exports the IPC handle into the channel and marks it READY; when any of that fails
+//      (no GPU, a bad index, too little memory, a build without CUDA) it marks it FAILED with its
+//      message, the workers fail with that message, and the parent reports it;
+//   3. each worker waits for READY, opens the handle, builds its runner on the shared weights and
+//      trains on its shard epoch after epoch, with the CPU trainer's sampler, epoch barrier and
+//      progress slots; it closes the handle before it returns;
+//   4. the parent watches with the CPU trainer's loop (hogwild_watch.c); at an evaluation point
+//      it copies the device weights to host memory (pinned, on its own stream) and evaluates them
+//      on the CPU with hw_train_outputs: metrics rows, epoch results and checkpoints are the CPU's;
+//   5. it frees the device memory only after every worker has been reaped, however the run ends:
+//      a worker that returns has closed its handle, and one that was killed (a failure elsewhere,
+//      Ctrl-C) lost its mapping with its process, so no process maps the weights any more (CUDA
+//      leaves a free before the close undefined).
+//
+// Several processes on one GPU time-slice it unless the MPS daemon runs (nvidia-cuda-mps-control
+// -d), which lets their kernels run at the same time.
+#include "hw/train.h"
+
+#include "train/hogwild_watch.h"
+#include "hw/cuda.h"
+#include "hw/err.h"
+#include "hw/shm.h"
+#include "hw/signals.h"
+#include "hw/spawn.h"
+#include "gpu_batch.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+// The handle channel, in shared memory after the control block: the parent sets `state` once,
+// after `handle` or `error` is written.
+enum { HANDLE_WAIT = 0, HANDLE_READY = 1, HANDLE_FAILED = 2 };
+
+// A GPU worker reads its running loss (a wait for its stream) once every this many batches.
+enum { GPU_REPORT_EVERY = 8 };
+
+typedef struct {
+    atomic_int state;           // HANDLE_WAIT, then HANDLE_READY or HANDLE_FAILED
+    hw_cuda_ipc_handle handle;  // the device weights, valid once READY
+    char error[1024];           // the parent's message, once FAILED
+} handle_channel;
+
+typedef struct {
+    const hw_train_config *config;
+    hw_train_inputs *in;
+    hogwild_control *control;
+    handle_channel *channel;
+    int first_epoch;
+    fault_plan fault;
+} gpu_job;
+
+static void sleep_microseconds(long us) {
+    struct timespec ts = {0, us * 1000L};
+    nanosleep(&ts, NULL);
+}
+
+// ---- the worker: one process, one CUDA context, one shard ----
+
+// Waits for the parent's device set-up. HW_OK with *go = 1 once the handle is READY; HW_OK with
+// *go = 0 when the parent asks to stop first; HW_ERR with the parent's message when it FAILED.
+static int wait_for_weights(const gpu_job *job, int *go) {
+    *go = 0;
+    for (;;) {
+        int state = atomic_load(&job->channel->state);
+        if (state == HANDLE_READY) {
+            *go = 1;
+            return HW_OK;
+        }
+        if (state == HANDLE_FAILED) return hw_fail("the parent could not set up the GPU: %s", job->channel->error);
+        if (atomic_load(&job->control->stop)) return HW_OK;
+        sleep_microseconds(200);
+    }
+}
+
+// Whether the workers' steps are CUDA graphs: yes, unless HOGWILD_CUDA_GRAPHS=0.
+static int graphs_wanted(void) {
+    const char *value = getenv("HOGWILD_CUDA_GRAPHS");
+    return !(value && strcmp(value, "0") == 0);
+}
+
+// Gathers the batch at shard[*pos ...] and queues it on the runner; the number of samples, 0 when
+// the shard is used up, -1 on error.
+static int queue_batch(hw_cuda_runner *runner, const hw_dataset *ds, const int64_t *shard, int64_t count,
+                       int64_t *pos, int batch_size, uint8_t *x, uint8_t *y) {
+    if (*pos >= count) return 0;
+    int batch = (int)(count - *pos < batch_size ? count - *pos : batch_size);
+    batch_gather_u8(ds, shard + *pos, batch, x, y);
+    if (hw_cuda_runner_upload_u8(runner, x, y, batch) != HW_OK) return -1;
+    *pos += batch;
+    return batch;
+}
+
+// The epochs of one worker on the shared device weights.
+static int train_shard(int rank, gpu_job *job, hw_cuda_runner *runner, int64_t *shard, uint8_t *x, uint8_t *y) {
+    const hw_train_config *config = job->config;
+    const hw_dataset *train = &job->in->train;
+    hogwild_control *control = job->control;
+    worker_slot *slot = &control->slots[rank];
+    int64_t samples = 0, reported_samples = 0;
+    double reported_sum = 0, last_finite_loss = NAN;
+    int batches = 0;
+    for (int epoch = job->first_epoch; epoch < config->epochs; epoch++) {
+        if (!hogwild_wait_for_epoch(control, epoch)) return HW_OK;
+        int64_t count = hw_sampler_shard_size(train->n, config->workers, rank);
+        if (hw_sampler_shard(shard, train->n, config->workers, rank, epoch, config->seed) != HW_OK) return HW_ERR;
+        int64_t pos = 0;
+        int batch = queue_batch(runner, train, shard, count, &pos, config->batch_size, x, y);
+        while (batch > 0) {
+            // The next batch's copy to the GPU runs on the copy stream while this one computes.
+            int next = queue_batch(runner, train, shard, count, &pos, config->batch_size, x, y);
+            if (next < 0) return HW_ERR;
+            // Forward, backward and THE Hogwild update: straight onto the shared device weights, no lock.
+            if (hw_cuda_runner_train_step(runner, config->lr, config->momentum, config->weight_decay,
+                                          config->nesterov) != HW_OK) {
+                return HW_ERR;
+            }
+            samples += batch;
+            batches++;
+            // Reading the loss waits for the GPU, so the progress is reported every few batches
+            // and at the epoch's end, while the GPU keeps the queued steps running in between.
+            if (batches % GPU_REPORT_EVERY == 0 || next == 0) {
+                double loss_sum = 0;
+                if (hw_cuda_runner_train_loss_sum(runner, &loss_sum) != HW_OK) return HW_ERR;
+                // The mean loss of the batches since the last report: the one the rule judges.
+                double window = 0;
+                if (samples > reported_samples) window = (loss_sum - reported_sum) / (double)(samples - reported_samples);
+                if (!isfinite(loss_sum) || hw_loss_diverged(window)) {
+                    // Diverged within these batches: the parent ends the run naming this worker.
+                    // Their samples were trained (their steps are in the weights): they count.
+                    hogwild_report(slot, samples, reported_sum);
+                    hogwild_report_diverged(slot, epoch, isfinite(loss_sum) ? window : loss_sum, last_finite_loss);
+                    return hw_cuda_runner_sync(runner);
+                }
+                if (samples > reported_samples) last_finite_loss = window;
+                reported_samples = samples;
+                reported_sum = loss_sum;
+                hogwild_report(slot, samples, loss_sum);
+            }
+            if (fault_check(&job->fault, rank, batches) != HW_OK) return HW_ERR;
+            if (atomic_load_explicit(&control->stop, memory_order_relaxed)) return HW_OK;
+            batch = next;
+        }
+        if (batch < 0) return HW_ERR;
+        // The epoch's last step must have landed in the shared weights before the parent copies them.
+        if (hw_cuda_runner_sync(runner) != HW_OK) return HW_ERR;
+        atomic_store(&slot->epochs_done, epoch - job->first_epoch + 1);
+    }
+    return HW_OK;
+}
+
+static int gpu_worker(int rank, void *arg) {
+    gpu_job *job = arg;
+    const hw_train_config *config = job->config;
+    const hw_dataset *train = &job->in->train;
+    int go = 0;
+    if (wait_for_weights(job, &go) != HW_OK) return HW_ERR;
+    if (!go) return HW_OK;
+
+    // This process's first CUDA call: its own context on the device.
+    float *weights = NULL;
+    if (hw_cuda_select(config->device) != HW_OK ||
+        hw_cuda_ipc_open(&job->channel->handle, (void **)&weights) != HW_OK) {
+        return hw_error_prefix("opening the shared device weights");
+    }
+    const size_t sample = (size_t)train->channels * (size_t)train->height * (size_t)train->width;
+    int64_t *shard = malloc(sizeof(int64_t) * (size_t)(hw_sampler_shard_size(train->n, config->workers, 0) + 1));
+    uint8_t *x = malloc(sample * (size_t)config->batch_size);
+    uint8_t *y = malloc((size_t)config->batch_size);
+    hw_cuda_runner *runner = NULL;
+    hw_cuda_runner_config rc = {
+        .device = config->device,
+        .max_batch = config->batch_size,
+        .weights_dev = weights,
+        .mean = job->in->norm.mean,
+        .std = job->in->norm.std,
+        .seed = hw_worker_seed(config->seed, rank),
+        // Each step one CUDA graph launch (runner.cu): up to 3x the steps of a lone worker on an
+        // H100, even with four (bench/RESULTS.md, "GPU"). HOGWILD_CUDA_GRAPHS=0 launches kernel by kernel.
+        .graph = graphs_wanted(),
+    };
+    int status = shard && x && y ? HW_OK : hw_fail("out of memory for the shard and a batch");
+    if (status == HW_OK) status = hw_cuda_runner_create(&runner, &job->in->model, &rc);
+    if (status == HW_OK) status = train_shard(rank, job, runner, shard, x, y);
+    // Asked for by name, graphs that could not be had are worth a word; by default they are not.
+    const char *asked = getenv("HOGWILD_CUDA_GRAPHS");
+    if (status == HW_OK && rank == 0 && asked && strcmp(asked, "1") == 0 && hw_cuda_runner_graph_off(runner)) {
+        fprintf(stderr, "note: HOGWILD_CUDA_GRAPHS=1, but the steps ran launch by launch: %s\n",
+                hw_cuda_runner_graph_off(runner));
+    }
+    char message[1024] = "";
+    if (status != HW_OK) snprintf(message, sizeof message, "%s", hw_error());
+    // The runner waits for its streams; then nothing of this process uses the weights any more.
+    hw_cuda_runner_free(runner);
+    int closed = hw_cuda_ipc_close(weights);
+    hogwild_report_memory(&job->control->slots[rank]);
+    free(shard);
+    free(x);
+    free(y);
+    if (status != HW_OK) return hw_fail("%s", message);  // the first failure, not the close's
+    return closed;
+}
+
+// ---- the parent ----
+
+// The parent's side of the GPU: the shared weights, a stream and a pinned buffer to copy them out.
+typedef struct {
+    float *weights;       // device, exported to the workers
+    float *host;          // pinned, n_weights floats
+    hw_cuda_stream stream;
+    size_t bytes;
+} gpu_parent;
+
+// Step 2 above: after the fork. On failure the channel says FAILED with the message.
+static int parent_device_open(gpu_parent *dev, const hw_train_config *config, const hw_model *model,
+                              handle_channel *channel) {
+    char name[32];
+    hw_device_format(config->device, name, sizeof name);
+    dev->bytes = sizeof(float) * model->n_weights;
+    int status = hw_cuda_select(config->device);
+    if (status == HW_OK) status = hw_cuda_check_shared_use(config->device);
+    if (status == HW_OK && hw_cuda_check_free(dev->bytes) != HW_OK) status = hw_error_prefix("the shared weights");
+    if (status == HW_OK) status = hw_cuda_malloc((void **)&dev->weights, dev->bytes);
+    if (status == HW_OK) status = hw_cuda_stream_create(&dev->stream);
+    if (status == HW_OK) status = hw_cuda_host_alloc((void **)&dev->host, dev->bytes);
+    if (status == HW_OK) {
+        memcpy(dev->host, model->weights, dev->bytes);  // initialised or loaded before the fork
+        status = hw_cuda_memcpy_h2d(dev->weights, dev->host, dev->bytes, dev->stream);
+    }
+    if (status == HW_OK) status = hw_cuda_stream_sync(dev->stream);
+    if (status == HW_OK) status = hw_cuda_ipc_export(dev->weights, &channel->handle);
+    if (status != HW_OK) {
+        hw_error_prefix("GPU Hogwild on %s", name);
+        snprintf(channel->error, sizeof channel->error, "%s", hw_error());
+        atomic_store(&channel->state, HANDLE_FAILED);
+        return HW_ERR;
+    }
+    atomic_store(&channel->state, HANDLE_READY);
+    return HW_OK;
+}
+
+// Only once no worker can map the weights any more (every worker reaped).
+static void parent_device_close(gpu_parent *dev) {
+    hw_cuda_stream_destroy(dev->stream);
+    hw_cuda_host_free(dev->host);
+    hw_cuda_free(dev->weights);
+    memset(dev, 0, sizeof *dev);
+}
+
+// The device weights into dev->host (waits): while workers write them, a Hogwild snapshot.
+static int parent_device_copy(gpu_parent *dev) {
+    if (hw_cuda_memcpy_d2h(dev->host, dev->weights, dev->bytes, dev->stream) != HW_OK) return HW_ERR;
+    return hw_cuda_stream_sync(dev->stream);
+}
+
+// hogwild_watch's snapshot: the device weights, through the pinned buffer.
+static int snapshot_device_weights(void *ctx, hw_train_outputs *log) {
+    gpu_parent *dev = ctx;
+    if (parent_device_copy(dev) != HW_OK) return hw_error_prefix("copying the device weights for an evaluation");
+    hw_train_outputs_snapshot(log, dev->host);
+    return HW_OK;
+}
+
+// The device set-up failed: the workers see FAILED and leave with the parent's message; wait for
+// them (stopping any that lingers) and report the parent's own message.
+static int fail_setup(hw_spawn_ctx *spawn) {
+    char message[1200];
+    snprintf(message, sizeof message, "%s", hw_error());
+    hw_join(spawn, 10.0);
+    hw_spawn_stop(spawn);
+    return hw_fail("%s", message);
+}
+
+// After the fork: the device set up, then hogwild_watch's loop with snapshots from the device.
+static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_job *job, hw_train_outputs *log,
+                       hw_train_result *result) {
+    hw_spawn_ctx spawn;
+    log->started = hw_now();  // timed from the first fork, as on the CPU: the set-up below counts
+    if (hw_spawn(&spawn, gpu_worker, job, config->workers) != HW_OK) return HW_ERR;
+
+    // From here on this process may use CUDA. Its first calls start the runtime's helper threads,
+    // which inherit this thread's signal mask: with SIGINT and SIGTERM blocked meanwhile, a Ctrl-C
+    // can only be delivered to this thread, whose waits (ppoll in hw_join) it must wake. One that
+    // comes meanwhile stays pending until the mask is restored.
+    gpu_parent dev = {0};
+    sigset_t stop_signals, old_mask;
+    hw_stop_signal_set(&stop_signals);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
+    int opened = parent_device_open(&dev, config, &in->model, job->channel);
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    int status;
+    if (opened != HW_OK) {
+        status = fail_setup(&spawn);
+    } else {
+        hogwild_watch watch = {.config = config,
+                                  .control = job->control,
+                                  .n_train = in->train.n,
+                                  .first_epoch = job->first_epoch,
+                                  .snapshot = snapshot_device_weights,
+                                  .snapshot_ctx = &dev};
+        status = hogwild_watch_run(&watch, &spawn, log, result);
+    }
+    hw_spawn_free(&spawn);
+    // Every worker is reaped: no other process maps the device weights any more.
+    parent_device_close(&dev);
+    return status;
+}
+
+int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
+    memset(result, 0, sizeof *result);
+
+    // The host copy of the weights: initialised (or loaded) here, before the fork, uploaded by the
+    // parent after it; the workers never read it.
+    hw_model *model = &in->model;
+    if (!model->weights && hw_model_alloc_weights(model) != HW_OK) return HW_ERR;
+    gpu_job job = {.config = config, .in = in};
+    fault_read(&job.fault);
+    int64_t samples_before = 0;
+    if (hw_train_start_weights(config, model, &job.first_epoch, &samples_before) != HW_OK) return HW_ERR;
+
+    // Shared with the workers: the control block, then the handle channel.
+    size_t head = hogwild_control_bytes(config->workers);
+    hw_shm shm;
+    if (hw_shm_open(&shm, head + sizeof(handle_channel)) != HW_OK) return HW_ERR;
+    job.control = shm.data;
+    job.channel = (handle_channel *)((char *)shm.data + head);
+    atomic_store(&job.control->released_epoch, job.first_epoch);
+    atomic_store(&job.channel->state, HANDLE_WAIT);
+
+    hw_train_outputs log = {0};
+    int status = hw_train_outputs_open(&log, config, in, job.first_epoch, samples_before);
+    // The weights are still on the host.
+    if (status == HW_OK) status = hw_train_outputs_first_point(&log, model->weights, job.first_epoch);
+    if (status == HW_OK) status = run_workers(config, in, &job, &log, result);
+    hw_train_outputs_close(&log);
+    hw_shm_close(&shm);
+    return status;
+}

@@ -1,0 +1,105 @@
+// svg: what the plots of `hogwild compare` share (src/report/svg.h): the axes on nice numbers,
+// tick labels, the palette, XML-escaped text and a legend row.
+#include "svg.h"
+
+#include <math.h>
+#include <string.h>
+
+const char *const svg_palette[SVG_N_COLOURS] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                                "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
+
+hw_axis hw_nice_axis(double lo, double hi, int max_ticks) {
+    if (max_ticks < 2) max_ticks = 2;
+    if (!isfinite(lo) || !isfinite(hi)) lo = 0, hi = 1;
+    if (!(hi > lo)) hi = lo + 1;
+    double raw = (hi - lo) / (max_ticks - 1);
+    double step = pow(10, floor(log10(raw)));
+    static const double mantissa[] = {1, 2, 5};
+    hw_axis axis = {0};
+    // Walk up the 1-2-5 steps from below the raw step until the rounded-out range fits.
+    for (int k = 0;; k = (k + 1) % 3) {
+        double s = mantissa[k] * step;
+        if (k == 2) step *= 10;
+        if (s < raw * (1 - 1e-9)) continue;
+        // The epsilon keeps 0.3 / 0.1 = 2.9999999999999996 from flooring to 2.
+        double first = floor(lo / s + 1e-9), last = ceil(hi / s - 1e-9);
+        int n = (int)(last - first) + 1;
+        if (n > max_ticks) continue;
+        axis.lo = first * s;
+        axis.hi = last * s;
+        axis.step = s;
+        axis.n_ticks = n;
+        return axis;
+    }
+}
+
+double hw_axis_tick(const hw_axis *axis, int i) {
+    double v = (floor(axis->lo / axis->step + 0.5) + i) * axis->step;
+    return fabs(v) < axis->step * 1e-9 ? 0.0 : v;
+}
+
+// A tick label with as many decimals as the step needs; with `suffix`, thousands as "k" and
+// millions as "M" (samples seen: "60k" rather than "60000").
+void svg_format_tick(double v, double step, double axis_max, int suffix, char *buf, size_t cap) {
+    double unit = 1;
+    const char *unit_name = "";
+    if (suffix && axis_max >= 1e6) {
+        unit = 1e6;
+        unit_name = "M";
+    } else if (suffix && axis_max >= 1e4) {
+        unit = 1e3;
+        unit_name = "k";
+    }
+    double scaled_step = step / unit;
+    int decimals = scaled_step >= 1 ? 0 : (int)ceil(-log10(scaled_step) - 1e-9);
+    snprintf(buf, cap, "%.*f%s", decimals, v / unit, v == 0 ? "" : unit_name);
+}
+
+// Length of the valid UTF-8 sequence at s, or 0 when it is not one.
+static int utf8_length(const unsigned char *s) {
+    int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    }
+    return n;
+}
+
+void svg_put_legend_text(FILE *out, double x, double y, const hw_metrics_table *run) {
+    char label[256];
+    hw_metrics_label(run, label, sizeof label);
+    fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" dominant-baseline=\"middle\">", x, y);
+    svg_put_text(out, label);
+    if (run->diverged) {
+        fprintf(out, " <tspan fill=\"#d62728\" font-weight=\"bold\">diverged after %lld samples, not ranked</tspan>",
+                (long long)run->diverged_at.samples_seen);
+    }
+    fputs(" <tspan fill=\"#666\">(", out);
+    svg_put_text(out, run->path);
+    fputs(")</tspan></text>\n", out);
+}
+
+// Text content or attribute value: XML-escaped; control bytes and invalid UTF-8 (from file names)
+// become '?', so that the document stays well-formed.
+void svg_put_text(FILE *out, const char *text) {
+    const unsigned char *s = (const unsigned char *)text;
+    while (*s) {
+        if (*s == '&') fputs("&amp;", out);
+        else if (*s == '<') fputs("&lt;", out);
+        else if (*s == '>') fputs("&gt;", out);
+        else if (*s == '"') fputs("&quot;", out);
+        else if (*s == '\'') fputs("&apos;", out);
+        else if (*s < 0x20 || *s == 0x7f) fputc('?', out);
+        else if (*s < 0x80) fputc(*s, out);
+        else {
+            int n = utf8_length(s);
+            if (n == 0) {
+                fputc('?', out);
+            } else {
+                fwrite(s, 1, (size_t)n, out);
+                s += n - 1;
+            }
+        }
+        s++;
+    }
+}
+

@@ -1,0 +1,26 @@
+// svg: what the plots of `hogwild compare` share (private to src/report/, in svg.c): the palette,
+// tick labels, escaped text and a legend row (the axes, hw_nice_axis, are in hw/compare.h).
+// svg_accuracy.c draws the accuracy curves, svg_measure.c the --measure plot.
+#ifndef HW_REPORT_SVG_H
+#define HW_REPORT_SVG_H
+
+#include "hw/compare.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+enum { SVG_N_COLOURS = 10 };
+// One colour per run, in order; past ten runs they come round again.
+extern const char *const svg_palette[SVG_N_COLOURS];
+
+// A tick label with as many decimals as the step needs; with `suffix`, thousands as "k" and
+// millions as "M" (samples seen: "60k" rather than "60000").
+void svg_format_tick(double v, double step, double axis_max, int suffix, char *buf, size_t cap);
+// Text content or attribute value: XML-escaped; control bytes and invalid UTF-8 (from file names)
+// become '?', so that the document stays well-formed.
+void svg_put_text(FILE *out, const char *text);
+// A legend row's text at (x, y): the run's label, "diverged after N samples" for a diverged run,
+// and its file in grey.
+void svg_put_legend_text(FILE *out, double x, double y, const hw_metrics_table *run);
+
+#endif

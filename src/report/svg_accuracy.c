@@ -1,0 +1,179 @@
+// svg_accuracy: the comparison plot of `hogwild compare` as one standalone SVG document: two panels
+// (test accuracy against wall time, and against samples seen), a legend, the target as a dashed line.
+#include "svg.h"
+
+#include "hw/err.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+// ---- layout, in SVG user units (px) ----
+enum {
+    PLOT_W = 430,        // one panel's plotting area
+    PLOT_H = 320,
+    PANEL_X0 = 80,       // left edge of the first plotting area (room for the y tick labels and label)
+    PANEL_GAP = 110,     // from the right edge of the first area to the left edge of the second
+    PLOT_TOP = 50,
+    LEGEND_TOP = PLOT_TOP + PLOT_H + 72,
+    LEGEND_ROW = 22,
+    SVG_W = PANEL_X0 + 2 * PLOT_W + PANEL_GAP + 40,
+};
+
+// Past ten runs the colours come round again, and the lines are dashed to tell them apart.
+static const char *dash_of(int run) { return run >= SVG_N_COLOURS ? " stroke-dasharray=\"7 3\"" : ""; }
+
+typedef struct {
+    double x0;          // left edge of the plotting area
+    hw_axis x, y;
+} panel;
+
+static double px(const panel *p, double v) { return p->x0 + (v - p->x.lo) / (p->x.hi - p->x.lo) * PLOT_W; }
+static double py(const panel *p, double v) { return PLOT_TOP + (p->y.hi - v) / (p->y.hi - p->y.lo) * PLOT_H; }
+
+// hogwild runs are drawn with circles, the others with squares, so modes read apart without colour.
+static void put_marker(FILE *out, double x, double y, const char *colour, int circle) {
+    if (circle) {
+        fprintf(out, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3.5\" fill=\"%s\"/>\n", x, y, colour);
+    } else {
+        fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"7\" height=\"7\" fill=\"%s\"/>\n", x - 3.5, y - 3.5, colour);
+    }
+}
+
+static double x_value(const hw_metrics_point *pt, int by_samples) {
+    return by_samples ? (double)pt->samples_seen : pt->wall_seconds;
+}
+
+static void put_panel(FILE *out, const panel *p, int index, const hw_metrics_table *runs, int n_runs, double target) {
+    const int by_samples = index == 1;
+    const double left = p->x0, right = p->x0 + PLOT_W, top = PLOT_TOP, bottom = PLOT_TOP + PLOT_H;
+    fprintf(out, "<g>\n<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">%s</text>\n",
+            left + PLOT_W / 2.0, PLOT_TOP - 14,
+            by_samples ? "Test accuracy against samples seen" : "Test accuracy against wall time");
+    // Grid lines and tick labels.
+    for (int i = 0; i < p->y.n_ticks; i++) {
+        double v = hw_axis_tick(&p->y, i), y = py(p, v);
+        char label[32];
+        svg_format_tick(v, p->y.step, p->y.hi, 0, label, sizeof label);
+        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e4e4e4\"/>\n", left, y, right, y);
+        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n", left - 5, y, left, y);
+        fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\" dominant-baseline=\"middle\">%s</text>\n",
+                left - 8, y, label);
+    }
+    for (int i = 0; i < p->x.n_ticks; i++) {
+        double v = hw_axis_tick(&p->x, i), x = px(p, v);
+        char label[32];
+        svg_format_tick(v, p->x.step, p->x.hi, by_samples, label, sizeof label);
+        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e4e4e4\"/>\n", x, top, x, bottom);
+        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n", x, bottom, x, bottom + 5);
+        fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n", x, bottom + 20, label);
+    }
+    fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n", left, top,
+            PLOT_W, PLOT_H);
+    // Axis labels.
+    fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n", left + PLOT_W / 2.0, bottom + 44,
+            by_samples ? "samples seen" : "wall time (s)");
+    fprintf(out, "<text transform=\"translate(%.2f %.2f) rotate(-90)\" text-anchor=\"middle\">test accuracy (%%)</text>\n",
+            left - 52, top + PLOT_H / 2.0);
+    // The target line.
+    double ty = py(p, target);
+    fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#555\" stroke-width=\"1.2\" "
+                 "stroke-dasharray=\"6 4\"/>\n", left, ty, right, ty);
+    // The label sits above the line, or below it when the line runs close to the top edge.
+    double label_y = ty - top < 16 ? ty + 13 : ty - 4;
+    fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\" fill=\"#555\" font-size=\"11\">target %g%%</text>\n",
+            right - 4, label_y, target);
+
+    // The curves. Points below the y range (the untrained model at ~10%) are clipped at the bottom
+    // edge only; the clip reaches a little past the other edges so markers there are not cut.
+    fprintf(out, "<clipPath id=\"clip%d\"><rect x=\"%.2f\" y=\"%.2f\" width=\"%d\" height=\"%d\"/></clipPath>\n", index,
+            left - 8, top - 8, PLOT_W + 16, PLOT_H + 8);
+    fprintf(out, "<g clip-path=\"url(#clip%d)\">\n", index);
+    for (int r = 0; r < n_runs; r++) {
+        const char *colour = svg_palette[r % SVG_N_COLOURS];
+        const int circle = strcmp(runs[r].mode, "hogwild") == 0;
+        fprintf(out, "<polyline fill=\"none\" stroke=\"%s\"%s stroke-width=\"2\" stroke-linejoin=\"round\" points=\"",
+                colour, dash_of(r));
+        for (int i = 0; i < runs[r].n_points; i++) {
+            const hw_metrics_point *pt = &runs[r].points[i];
+            fprintf(out, "%s%.2f,%.2f", i ? " " : "", px(p, x_value(pt, by_samples)), py(p, pt->test_accuracy));
+        }
+        fprintf(out, "\"/>\n");
+        for (int i = 0; i < runs[r].n_points; i++) {
+            const hw_metrics_point *pt = &runs[r].points[i];
+            put_marker(out, px(p, x_value(pt, by_samples)), py(p, pt->test_accuracy), colour, circle);
+        }
+    }
+    fprintf(out, "</g>\n</g>\n");
+}
+
+// The y range: from a little below the lowest accuracy worth looking at, to 100. The evaluation
+// of the untrained model (samples_seen 0, ~10%) is left out of that minimum, or it would squash
+// every curve into the top of the panel; the target is always in range.
+static hw_axis accuracy_axis(const hw_metrics_table *runs, int n_runs, double target) {
+    double lo = target, lo_all = target;
+    for (int r = 0; r < n_runs; r++) {
+        for (int i = 0; i < runs[r].n_points; i++) {
+            double a = runs[r].points[i].test_accuracy;
+            if (a < lo_all) lo_all = a;
+            if (runs[r].points[i].samples_seen > 0 && a < lo) lo = a;
+        }
+    }
+    int trained_points = 0;
+    for (int r = 0; r < n_runs; r++) trained_points += runs[r].points[runs[r].n_points - 1].samples_seen > 0;
+    if (trained_points == 0) lo = lo_all;
+    if (lo > 99) lo = 99;
+    lo -= 0.03 * (100 - lo);  // so that the lowest point is not on the bottom edge
+    hw_axis axis = hw_nice_axis(lo, 100, 8);
+    if (axis.lo < 0) axis = hw_nice_axis(0, 100, 8);
+    return axis;
+}
+
+int hw_compare_plot_svg(FILE *out, const hw_metrics_table *runs, int n_runs, double target) {
+    double max_wall = 0, max_samples = 0;
+    for (int r = 0; r < n_runs; r++) {
+        const hw_metrics_point *last = &runs[r].points[runs[r].n_points - 1];
+        if (last->wall_seconds > max_wall) max_wall = last->wall_seconds;
+        if ((double)last->samples_seen > max_samples) max_samples = (double)last->samples_seen;
+    }
+    hw_axis y = accuracy_axis(runs, n_runs, target);
+    panel panels[2] = {
+        {PANEL_X0, hw_nice_axis(0, max_wall, 8), y},
+        {PANEL_X0 + PLOT_W + PANEL_GAP, hw_nice_axis(0, max_samples, 7), y},
+    };
+    const int height = LEGEND_TOP + n_runs * LEGEND_ROW + 16;
+
+    fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+                 "font-family=\"DejaVu Sans, Arial, Helvetica, sans-serif\" font-size=\"12\">\n",
+            SVG_W, height, SVG_W, height);
+    fprintf(out, "<title>hogwild compare: test accuracy of %d run%s, target %g%%</title>\n", n_runs,
+            n_runs == 1 ? "" : "s", target);
+    fprintf(out, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    for (int k = 0; k < 2; k++) put_panel(out, &panels[k], k, runs, n_runs, target);
+
+    // The legend, one row per run, under both panels.
+    fprintf(out, "<g>\n");
+    for (int r = 0; r < n_runs; r++) {
+        const char *colour = svg_palette[r % SVG_N_COLOURS];
+        double y = LEGEND_TOP + r * LEGEND_ROW, x = PANEL_X0;
+        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\"%s stroke-width=\"2\"/>\n", x,
+                y, x + 28, y, colour, dash_of(r));
+        put_marker(out, x + 14, y, colour, strcmp(runs[r].mode, "hogwild") == 0);
+        svg_put_legend_text(out, x + 38, y, &runs[r]);
+    }
+    fprintf(out, "</g>\n</svg>\n");
+    if (ferror(out)) return hw_fail("error writing the SVG plot");
+    return HW_OK;
+}
+
+int hw_compare_write_plot(const char *path, const hw_metrics_table *runs, int n_runs, double target) {
+    FILE *f = fopen(path, "w");
+    if (!f) return hw_fail_errno(errno, "cannot write the plot %s", path);
+    int rc = hw_compare_plot_svg(f, runs, n_runs, target);
+    if (rc != HW_OK) {
+        fclose(f);
+        return hw_error_prefix("%s", path);
+    }
+    if (fclose(f) != 0) return hw_fail_errno(errno, "cannot write the plot %s", path);
+    return HW_OK;
+}
