@@ -64,10 +64,10 @@ C_SRC   := $(filter-out src/cli/% src/cuda/% src/comm/mpi/%, $(ALL_C))
 
 # ---- MPI (src/comm/mpi/): on when Open MPI's mpicc is found, off with MPI=0 ----
 # Runs across machines under mpirun (README, "Several machines"). src/comm/mpi/ is the shared
-# object libhogwild-mpi.so beside the binary, which src/comm/mpi_plugin.c dlopen()s only in a rank
-# of a job of several: a plain ./hogwild maps no MPI library and never calls MPI_Init. Its calls
-# into the core resolve to the executable's symbols (linked -rdynamic). The test binary links the
-# MPI side directly. Without MPI, mpi_plugin.c refuses a several-rank job naming the build.
+# object libhogwild-mpi.so beside the binary, which src/comm/mpi_plugin.c enters only in a rank of
+# a job of several: a plain ./hogwild maps no MPI library and never calls MPI_Init. Its calls into
+# the core resolve to the executable's symbols (the exports below). The test binary links the MPI
+# side directly. Without MPI, mpi_plugin.c refuses a several-rank job naming the build.
 MPICC ?= $(shell command -v mpicc 2>/dev/null)
 ifeq ($(MPI),0)
   HAVE_MPI := 0
@@ -88,9 +88,9 @@ endif
 CU_SRC  :=
 # The GPU part in a CUDA build: src/cuda/ (the backend) and src/cuda/train/ (the GPU trainers),
 # built as the shared object libhogwild-cuda.so beside the binary, which src/train/gpu_plugin.c
-# dlopen()s only when a run asks for a GPU: a CPU run maps no CUDA library. The plugin carries no
-# copy of the core: ./hogwild is linked -rdynamic with the whole core library, and the plugin's
-# calls resolve to it. The test binary links the same objects directly.
+# enters only when a run asks for a GPU: a CPU run maps no CUDA library. The plugin carries no copy
+# of the core: ./hogwild links the whole core library and exports the hw_ functions the plugin
+# calls, which resolve to it. The test binary links the same objects directly.
 GPU_C_SRC := $(wildcard src/cuda/*.c src/cuda/train/*.c)
 PLUGIN    :=
 ifeq ($(HAVE_CUDA),1)
@@ -127,10 +127,15 @@ CU_CC ?= $(NVCC) $(NVCCFLAGS)
 GPU_OBJ  := $(patsubst src/%.c,$(BUILD)/%.o,$(PLUGIN_C_SRC)) $(patsubst src/%.cu,$(BUILD)/%.cu.o,$(CU_SRC))
 OBJ      := $(patsubst src/%.c,$(BUILD)/%.o,$(C_SRC)) $(if $(PLUGIN),,$(GPU_OBJ)) $(SIM_OBJ)
 CLI_OBJ  := $(patsubst src/%.c,$(BUILD)/%.o,$(CLI_SRC))
-# ./hogwild of a CUDA build: every core symbol kept and exported, for the plugin. With MPI: the
-# core symbols it links exported, for the MPI plugin (which needs only the error functions).
-EXE_LIB   = $(if $(PLUGIN),-rdynamic -Wl$(comma)--whole-archive $(LIB) -Wl$(comma)--no-whole-archive,$(LIB)) \
-            $(if $(MPI_PLUGIN),-rdynamic)
+
+# ./hogwild exports to its plugins the hw_ functions they call, and nothing else: the list is made
+# from the plugins' undefined symbols ($(BUILD)/exports.list); every core object is linked in
+# (--whole-archive), whether the binary calls it itself or only a plugin does. A plugin exports its
+# entry table alone (its folder's plugin.map).
+PLUGIN_OBJ := $(if $(PLUGIN),$(GPU_OBJ)) $(MPI_OBJ)
+EXPORTS    := $(if $(strip $(PLUGIN_OBJ)),$(BUILD)/exports.list)
+EXE_LIB     = $(if $(EXPORTS),-Wl$(comma)--dynamic-list=$(EXPORTS) -Wl$(comma)--whole-archive $(LIB) \
+              -Wl$(comma)--no-whole-archive,$(LIB))
 TEST_GPU := $(if $(PLUGIN),$(GPU_OBJ))
 GPU_TESTS := tests/test_cuda.c tests/test_cuda_layers.c tests/test_gpu_train.c tests/test_simcuda.c tests/test_mpi_gpu.c
 TEST_SRC := $(filter-out $(if $(filter 0,$(HAVE_CUDA)),$(GPU_TESTS),tests/test_without_cuda.c), $(wildcard tests/*.c))
@@ -165,20 +170,24 @@ $(LIB): $(OBJ)
 
 # ./hogwild, and $(BUILD)/hogwild for builds that must not replace it (make asan). In a CUDA build
 # it needs the plugin beside it, so the plugin is built with it.
-hogwild $(BUILD)/hogwild: $(CLI_OBJ) $(LIB) | $(PLUGIN) $(MPI_PLUGIN)
+$(BUILD)/exports.list: $(PLUGIN_OBJ)
+	{ echo '{'; nm $^ | awk '$$1 == "U" && $$2 ~ /^hw_/ { used[$$2] = 1 } NF == 3 { defined[$$3] = 1 } \
+	    END { for (s in used) if (!(s in defined)) print "    " s ";" }' | sort; echo '};'; } > $@
+
+hogwild $(BUILD)/hogwild: $(CLI_OBJ) $(LIB) $(EXPORTS) | $(PLUGIN) $(MPI_PLUGIN)
 	$(CC) $(CFLAGS) $(CLI_OBJ) $(EXE_LIB) -o $@ $(LDLIBS) -ldl
 
 # The MPI side as a shared object (src/comm/mpi_plugin.c loads it); its objects see mpi.h.
 ifneq ($(MPI_PLUGIN),)
 $(MPI_OBJ): CFLAGS += $(MPI_CFLAGS)
-$(MPI_PLUGIN): $(MPI_OBJ)
-	$(CC) -shared $(LDFLAGS) $(MPI_OBJ) -o $@ $(MPI_LIBS)
+$(MPI_PLUGIN): $(MPI_OBJ) src/comm/mpi/plugin.map
+	$(CC) -shared $(LDFLAGS) $(MPI_OBJ) -Wl,--version-script=src/comm/mpi/plugin.map -o $@ $(MPI_LIBS)
 endif
 
 # The GPU part as a shared object; its undefined core symbols resolve to the executable's.
 ifneq ($(PLUGIN),)
-$(PLUGIN): $(GPU_OBJ)
-	$(CC) -shared $(LDFLAGS) $(GPU_OBJ) -o $@ $(CUDA_LIBS)
+$(PLUGIN): $(GPU_OBJ) src/cuda/plugin.map
+	$(CC) -shared $(LDFLAGS) $(GPU_OBJ) -Wl,--version-script=src/cuda/plugin.map -o $@ $(CUDA_LIBS)
 endif
 
 $(BUILD)/tests/%.o: tests/%.c $(SRC_H) $(wildcard tests/*.h tests/simcuda/*.h)

@@ -3,6 +3,7 @@
 #include "hw/blas.h"
 
 #include "hw/err.h"
+#include "hw/plugin.h"
 
 #include <cblas.h>  // the CBLAS enum values; the functions come from dlsym
 #include <cpuid.h>
@@ -64,11 +65,11 @@ const char *hw_blas_pick_kernels(const char **why) {
 
 // ---- loading ----
 
-static void *symbol(void *library, const char *name, const char *path) {
-    void *fn = dlsym(library, name);
-    if (!fn) hw_fail("%s has no %s: it is not OpenBLAS", path, name);
-    return fn;
-}
+// What hogwild calls of OpenBLAS, in the order hw_plugin_load resolves them.
+enum { GET_CONFIG, GET_CORENAME, GET_PARALLEL, GET_THREADS, SGEMM, N_SYMBOLS };
+static const char *const blas_symbols[N_SYMBOLS + 1] = {"openblas_get_config", "openblas_get_corename",
+                                                        "openblas_get_parallel", "openblas_get_num_threads",
+                                                        "cblas_sgemm", NULL};
 
 // OpenBLAS 0.3.21 takes OPENBLAS_CORETYPE=SkylakeX (or Cooperlake) on a CPU without AVX-512, and
 // the first GEMM dies of SIGILL: a worker "killed by signal SIGILL", after the start. Refused here.
@@ -99,22 +100,28 @@ static int load(void) {
     // and a pool started now would be running in the parent when it forks.
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
 
-    const char *path = HW_BLAS_LIBRARY;
-    void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!library) {
-        path = "libopenblas.so.0";
-        library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    // The pthread build the Makefile names, else the system's default libopenblas.so.0.
+    void *fn[N_SYMBOLS];
+    hw_plugin_failure failure;
+    hw_plugin_spec spec = {.file = HW_BLAS_LIBRARY, .flags = RTLD_NOW | RTLD_LOCAL, .symbols = blas_symbols};
+    int loaded = hw_plugin_load(&spec, fn, &failure);
+    if (loaded != HW_OK && !failure.missing) {
+        spec.file = "libopenblas.so.0";
+        loaded = hw_plugin_load(&spec, fn, &failure);
     }
-    if (!library) {
+    if (loaded != HW_OK && failure.missing) {
+        return hw_fail("%s has no %s: it is not OpenBLAS", failure.path, failure.missing);
+    }
+    if (loaded != HW_OK) {
         return hw_fail("cannot load OpenBLAS from %s or the system's libopenblas.so.0: %s; install Debian's "
-                       "libopenblas0-pthread (./run.sh does)", HW_BLAS_LIBRARY, dlerror());
+                       "libopenblas0-pthread (./run.sh does)", HW_BLAS_LIBRARY, failure.why);
     }
-    char *(*get_config)(void) = (char *(*)(void))symbol(library, "openblas_get_config", path);
-    char *(*get_corename)(void) = (char *(*)(void))symbol(library, "openblas_get_corename", path);
-    int (*get_parallel)(void) = (int (*)(void))symbol(library, "openblas_get_parallel", path);
-    int (*get_threads)(void) = (int (*)(void))symbol(library, "openblas_get_num_threads", path);
-    sgemm_fn sgemm = (sgemm_fn)symbol(library, "cblas_sgemm", path);
-    if (!get_config || !get_corename || !get_parallel || !get_threads || !sgemm) return HW_ERR;
+    const char *path = failure.path;
+    char *(*get_config)(void) = (char *(*)(void))fn[GET_CONFIG];
+    char *(*get_corename)(void) = (char *(*)(void))fn[GET_CORENAME];
+    int (*get_parallel)(void) = (int (*)(void))fn[GET_PARALLEL];
+    int (*get_threads)(void) = (int (*)(void))fn[GET_THREADS];
+    sgemm_fn sgemm = (sgemm_fn)fn[SGEMM];
     // 0 is the serial build, whose buffer allocator races when two threads call it at once; 2 is
     // OpenMP, whose runtime keeps a pool. Only the pthread build (1) with one thread is safe for
     // both the replica threads and fork.

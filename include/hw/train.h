@@ -119,8 +119,15 @@ int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw
 // config->replicas replicas on config->device when no --gpus (src/cuda/train/dataparallel_gpu.c).
 int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
 int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
-// The doors the core goes through to them (src/train/gpu_plugin.c): a direct call where the binary
-// links the GPU code, else the trainer of libhogwild-cuda.so beside the binary, loaded on first use.
+// The GPU part's entry table (src/cuda/train/entry.c): the one symbol libhogwild-cuda.so exports,
+// hw_cuda_plugin, which hw_plugin_entry finds (include/hw/plugin.h).
+typedef struct {
+    int (*train_hogwild)(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
+    int (*train_dataparallel)(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
+} hw_gpu_plugin;
+// How the core reaches them (src/train/gpu_plugin.c): through the entry table of
+// libhogwild-cuda.so beside the binary, loaded on first use, or of the GPU part the binary links
+// itself; a build without CUDA refuses, naming the build.
 int hw_gpu_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
 int hw_gpu_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
 

@@ -1,15 +1,15 @@
-// door: the core's one way into MPI (include/hw/comm.h).
+// mpi_plugin: the core's one way into MPI (include/hw/comm.h).
 //
-// In an MPI build the MPI side (src/comm/mpi/: init.c, settings.c, dataparallel_sum.c, hogwild_coupling.c;
-// src/comm/mpi/mpi_side.h) is a separate
-// object, libhogwild-mpi.so beside the hogwild binary, loaded with dlopen() by hw_comm_init, which
-// only a rank of a job of several calls: a plain run maps no MPI library and pays nothing for it at
-// start-up (linked in, Open MPI's libraries cost ~7 ms per start here). The plugin's calls into the
-// core (hw_fail) resolve to the executable's own symbols (it is linked -rdynamic). A binary that
-// links the MPI side itself (the test binary) uses it directly: the weak reference below is set.
+// In an MPI build the MPI side (src/comm/mpi/, private header mpi_side.h) is a separate object,
+// libhogwild-mpi.so beside the hogwild binary, entered through its entry table (hw_mpi_plugin) with
+// hw_plugin_entry by hw_comm_init, which only a rank of a job of several calls: a plain run maps no
+// MPI library and pays nothing for it at start-up (linked in, Open MPI's libraries cost ~7 ms per
+// start here). The plugin's calls into the core (hw_fail) resolve to the executable's own symbols
+// (./hogwild exports the hw_ ones the plugins call). A binary that links the MPI side itself (the
+// test binary) enters the same table without loading anything: the weak reference below is set.
 //
-// Without MPI (make MPI=0, or no Open MPI found) every call fails naming the build; main.c refuses
-// a job of several ranks before any of them.
+// Without MPI (make MPI=0, or no Open MPI found) every call fails naming the build; the command
+// line refuses a job of several ranks before any of them.
 #include "hw/comm.h"
 
 #include "comm/mpi/mpi_side.h"
@@ -19,26 +19,19 @@
 #include "hw/plugin.h"
 
 #include <dlfcn.h>
-#include <limits.h>
 
-extern const comm_ops hw_mpi_ops __attribute__((weak));
-
-#define PLUGIN_NAME "libhogwild-mpi.so"
+extern const comm_ops hw_mpi_plugin __attribute__((weak));
 
 static const comm_ops *ops;  // set by hw_comm_init; NULL before: MPI is not in use
 
 int hw_comm_built(void) { return 1; }
 
-// The table of the plugin beside this executable; NULL after hw_fail naming the path.
+// The table of the plugin beside this executable; NULL after hw_fail naming the path. RTLD_GLOBAL:
+// Open MPI loads components of its own that expect libmpi's symbols to be global. Never unloaded:
+// MPI cannot be initialised twice in a process anyway.
 static const comm_ops *load_ops(void) {
-    if (&hw_mpi_ops) return &hw_mpi_ops;
-    char path[PATH_MAX];
-    // RTLD_GLOBAL: Open MPI loads components of its own that expect libmpi's symbols to be global.
-    void *plugin = hw_plugin_open(path, sizeof path, PLUGIN_NAME, "MPI part", "Open MPI", RTLD_NOW | RTLD_GLOBAL);
-    if (!plugin) return NULL;
-    const comm_ops *table = dlsym(plugin, "hw_mpi_ops");
-    if (!table) hw_fail("the MPI part of hogwild, %s, has no hw_mpi_ops: rebuild it with `make`", path);
-    return table;  // never unloaded: MPI cannot be initialised twice in a process anyway
+    return hw_plugin_entry("libhogwild-mpi.so", "MPI part", "Open MPI", RTLD_NOW | RTLD_GLOBAL, "hw_mpi_plugin",
+                           &hw_mpi_plugin);
 }
 
 int hw_comm_init(const hw_world *world, double timeout_s) {

@@ -238,7 +238,7 @@ typedef struct {
     const hw_train_config *config;
     const hw_train_inputs *in;
     hw_loader *loader;          // this epoch's batches
-    float *rank_sum;            // across ranks: the weighted gradient, then the tail (dp_ranks_tail)
+    float *rank_sum;            // across ranks: the weighted gradient, then the tail (hw_dp_ranks_tail)
     int64_t steps;              // steps taken in this run
     int stop_agreed;            // across ranks: the stop signal some rank saw, agreed at the last step
 } cpu_trainer;
@@ -267,11 +267,11 @@ static int ranks_step(cpu_trainer *t, const float *x, const uint8_t *y, int batc
     } else {
         memset(sum, 0, sizeof(float) * n);  // more ranks than samples in this (last) batch
     }
-    // The gradient and the tail (loss, divergence, stop: dp_ranks_tail) in one sum.
-    dp_ranks_tail(sum + n, local_loss_sum, local_diverged);
+    // The gradient and the tail (loss, divergence, stop: hw_dp_ranks_tail) in one sum.
+    hw_dp_ranks_tail(sum + n, local_loss_sum, local_diverged);
     if (hw_comm_sum(sum, n + 3, t->config->sync_timeout) != HW_OK) return -1;
     *loss = sum[n] / (float)batch;
-    if (dp_ranks_settle(sum + n, local_diverged, world, t->config->replicas, &t->stop_agreed, diverged) != HW_OK) {
+    if (hw_dp_ranks_settle(sum + n, local_diverged, world, t->config->replicas, &t->stop_agreed, diverged) != HW_OK) {
         return -1;
     }
     if (*diverged >= 0) return batch;  // no step: the weights stay the last finite ones
@@ -364,7 +364,7 @@ int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw
     static const dp_ops cpu_ops = {cpu_begin_epoch, cpu_step, cpu_end_epoch, cpu_snapshot, NULL};
     static const dp_ops ranks_ops = {cpu_begin_epoch, cpu_step, cpu_end_epoch, cpu_snapshot, ranks_stop};
     const dp_ops *ops = world->size > 1 ? &ranks_ops : &cpu_ops;
-    if (status == HW_OK) status = dp_run(config, in, first_epoch, &log, ops, &t, result);
+    if (status == HW_OK) status = hw_dp_run(config, in, first_epoch, &log, ops, &t, result);
     hw_dp_team_close(t.team);
     hw_train_outputs_close(&log);
     hw_sgd_free(&t.opt);

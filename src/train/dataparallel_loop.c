@@ -18,13 +18,13 @@ void hw_dp_chunk(int batch, int replicas, int k, int *offset, int *count) {
     *offset = k * base + (k < extra ? k : extra);
 }
 
-void dp_ranks_tail(float tail[3], float loss_sum, int local_diverged) {
+void hw_dp_ranks_tail(float tail[3], float loss_sum, int local_diverged) {
     tail[0] = loss_sum;
     tail[1] = local_diverged >= 0 ? 1.0f : 0.0f;
     tail[2] = (float)hw_stop_signal();  // the signals' numbers, summed: any nonzero sum is a stop
 }
 
-int dp_ranks_settle(const float tail[3], int local_diverged, const hw_world *world, int replicas, int *stop_agreed,
+int hw_dp_ranks_settle(const float tail[3], int local_diverged, const hw_world *world, int replicas, int *stop_agreed,
                     int *diverged) {
     if (tail[2] > 0) *stop_agreed = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
     *diverged = -1;
@@ -103,7 +103,7 @@ static int train_epochs(const hw_train_config *config, const hw_train_inputs *in
     return status;
 }
 
-int dp_run(const hw_train_config *config, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
+int hw_dp_run(const hw_train_config *config, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
               const dp_ops *ops, void *team, hw_train_result *result) {
     hw_stop_signals_catch();
     hw_train_outputs_commit(log);  // the replicas (and the GPUs, the ranks) are set up: training starts

@@ -30,13 +30,13 @@ typedef struct {
 // Across ranks, what every rank must agree on after a step travels with the step's sum over the
 // ranks as 3 floats, the tail: this rank's loss sum, whether one of its replicas diverged, and
 // its stop signal (Ctrl-C on mpirun reaches every rank as SIGTERM, not all at the same step).
-// dp_ranks_tail writes this rank's; once the tails are summed, dp_ranks_settle reads the world's:
+// hw_dp_ranks_tail writes this rank's; once the tails are summed, hw_dp_ranks_settle reads the world's:
 // *stop_agreed gets a signal when any rank saw one, so that every rank leaves after this same
 // step and none waits alone in the next sum; *diverged gets the world's first diverged replica
 // (rank r's replica k being r*replicas+k; a collective, MPI's MIN, when any diverged) or -1.
 // `local_diverged`: this rank's first diverged replica, or -1.
-void dp_ranks_tail(float tail[3], float loss_sum, int local_diverged);
-int dp_ranks_settle(const float tail[3], int local_diverged, const hw_world *world, int replicas, int *stop_agreed,
+void hw_dp_ranks_tail(float tail[3], float loss_sum, int local_diverged);
+int hw_dp_ranks_settle(const float tail[3], int local_diverged, const hw_world *world, int replicas, int *stop_agreed,
                     int *diverged);
 
 // Trains epochs first_epoch .. config->epochs - 1: the sampler with one replica (DataParallel
@@ -44,7 +44,7 @@ int dp_ranks_settle(const float tail[3], int local_diverged, const hw_world *wor
 // every epoch end; a replica's non-finite loss ends the run (exit 1, the replica named, nothing
 // saved); on SIGINT/SIGTERM it finishes the step, saves the current weights (--save) and
 // sets result->interrupted_by. Prints the summary of a finished run.
-int dp_run(const hw_train_config *config, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
+int hw_dp_run(const hw_train_config *config, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
               const dp_ops *ops, void *team, hw_train_result *result);
 
 #endif

@@ -52,7 +52,7 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
     measure_worker measured, *measure = NULL;  // --measure
     if (job->measure) measure_worker_open(measure = &measured, job->measure, rank);
     for (int epoch = job->first_epoch; epoch < config->epochs; epoch++) {
-        if (!hogwild_wait_for_epoch(job->control, epoch)) return HW_OK;
+        if (!hw_hogwild_wait_for_epoch(job->control, epoch)) return HW_OK;
         memcpy(local->weights, model->weights, sizeof(float) * model->n_weights);
         if (measure) measure_weights_read(measure);
         // Across ranks the world is R x N workers, each with a shard of its own.
@@ -69,11 +69,11 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
             if (measure) measure_step_begin(measure);
             // One step, all of it in src/nn/exec.c: forward and the loss, backward, the update.
             float loss = hw_cpu_forward(local, ws, x, y, batch, 1);
-            if (fault_poisons_loss(&job->fault, rank, batches + 1)) loss = NAN;  // the tests' HOGWILD_FAIL_WORKER
+            if (hw_fault_poisons_loss(&job->fault, rank, batches + 1)) loss = NAN;  // the tests' HOGWILD_FAIL_WORKER
             if (hw_loss_diverged(loss)) {
                 // Diverged: its gradient would write NaN, inf or huge steps into everyone's weights. The
                 // parent ends the run naming this worker.
-                hogwild_report_diverged(slot, epoch, loss, last_finite_loss);
+                hw_hogwild_report_diverged(slot, epoch, loss, last_finite_loss);
                 hw_loader_close(loader);
                 return HW_OK;
             }
@@ -92,7 +92,7 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
             samples += batch;
             loss_sum += (double)loss * batch;
             hogwild_report(slot, samples, loss_sum);
-            if (fault_check(&job->fault, rank, ++batches) != HW_OK) {
+            if (hw_fault_check(&job->fault, rank, ++batches) != HW_OK) {
                 hw_loader_close(loader);
                 return HW_ERR;
             }
@@ -127,7 +127,7 @@ static int hogwild_worker(int rank, void *arg) {
     if (status == HW_OK && !local.weights) status = hw_fail("worker %d: out of memory for its copy of the weights", rank);
     if (status == HW_OK) status = train_shard(rank, job, &ws, &opt, shard, &local);
     free(local.weights);
-    hogwild_report_memory(&job->control->slots[rank]);
+    hw_hogwild_report_memory(&job->control->slots[rank]);
     free(shard);
     hw_sgd_free(&opt);
     hw_workspace_free(&ws);
@@ -170,14 +170,14 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
 
     // The one shared mapping: control block + weights, mapped before fork so that every worker
     // sees it at the same address.
-    size_t head = hogwild_control_bytes(config->workers);
+    size_t head = hw_hogwild_control_bytes(config->workers);
     hw_shm shm;
     if (hw_shm_open(&shm, head + sizeof(float) * model->n_weights) != HW_OK) return HW_ERR;
     hogwild_control *control = shm.data;
     hw_model_bind_weights(model, (float *)((char *)shm.data + head));
 
     hogwild_job job = {.config = config, .in = in, .control = control};
-    fault_read(&job.fault);
+    hw_fault_read(&job.fault);
     int64_t samples_before = 0;
     hw_train_outputs log = {0};
     hw_measure measure = {0};
@@ -209,7 +209,7 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
                                   .measure = job.measure,
                                   .couple = couple};
         if (status == HW_OK) {
-            status = hogwild_watch_run(&watch, &spawn, &log, result);
+            status = hw_hogwild_watch_run(&watch, &spawn, &log, result);
         } else {
             atomic_store(&control->stop, 1);
             hw_spawn_stop(&spawn);

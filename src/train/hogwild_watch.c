@@ -16,12 +16,12 @@
 #include <string.h>
 #include <time.h>
 
-size_t hogwild_control_bytes(int workers) {
+size_t hw_hogwild_control_bytes(int workers) {
     size_t bytes = sizeof(hogwild_control) + sizeof(worker_slot) * (size_t)workers;
     return (bytes + 63) & ~(size_t)63;
 }
 
-int hogwild_wait_for_epoch(hogwild_control *control, int epoch) {
+int hw_hogwild_wait_for_epoch(hogwild_control *control, int epoch) {
     while (atomic_load(&control->released_epoch) < epoch) {
         if (atomic_load(&control->stop)) return 0;
         struct timespec pause = {0, 100 * 1000L};
@@ -30,21 +30,21 @@ int hogwild_wait_for_epoch(hogwild_control *control, int epoch) {
     return !atomic_load(&control->stop);
 }
 
-void hogwild_report_memory(worker_slot *slot) {
+void hw_hogwild_report_memory(worker_slot *slot) {
     hw_memory memory;
     hw_memory_read(&memory);
     atomic_store(&slot->peak_rss_kb, memory.peak_rss_kb);
     atomic_store(&slot->private_kb, memory.private_kb);
 }
 
-void hogwild_report_diverged(worker_slot *slot, int epoch, double loss, double last_finite) {
+void hw_hogwild_report_diverged(worker_slot *slot, int epoch, double loss, double last_finite) {
     atomic_store(&slot->bad_loss, loss);
     atomic_store(&slot->last_finite_loss, last_finite);
     atomic_store(&slot->diverged_epoch, epoch);
     atomic_store(&slot->diverged, 1);
 }
 
-void fault_read(fault_plan *fault) {
+void hw_fault_read(fault_plan *fault) {
     memset(fault, 0, sizeof *fault);
     fault->rank = -1;
     const char *text = getenv("HOGWILD_FAIL_WORKER");
@@ -55,13 +55,13 @@ void fault_read(fault_plan *fault) {
     fault->by_nan = strcmp(mode, "nan") == 0;
 }
 
-int fault_check(const fault_plan *fault, int rank, int batches) {
+int hw_fault_check(const fault_plan *fault, int rank, int batches) {
     if (rank != fault->rank || batches != fault->after_batches || fault->by_nan) return HW_OK;
     if (fault->by_abort) abort();
     return hw_fail("injected failure after %d batches (HOGWILD_FAIL_WORKER)", batches);
 }
 
-int fault_poisons_loss(const fault_plan *fault, int rank, int batch) {
+int hw_fault_poisons_loss(const fault_plan *fault, int rank, int batch) {
     return fault->by_nan && rank == fault->rank && batch == fault->after_batches;
 }
 
@@ -209,7 +209,7 @@ static int evaluate(const hogwild_watch *watch, hw_train_outputs *log, int epoch
     return status;
 }
 
-int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_outputs *log,
+int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_outputs *log,
                          hw_train_result *result) {
     const hw_train_config *config = watch->config;
     hogwild_control *control = watch->control;

@@ -20,7 +20,7 @@ typedef struct {
     atomic_int epochs_done;            // epochs finished in this run (their steps in the weights)
     atomic_llong peak_rss_kb;          // its memory when it finished (see hw_memory)
     atomic_llong private_kb;
-    // A non-finite training loss (hogwild_report_diverged): set once, `diverged` last.
+    // A non-finite training loss (hw_hogwild_report_diverged): set once, `diverged` last.
     _Atomic double bad_loss;           // the loss it saw (nan, inf)
     _Atomic double last_finite_loss;   // the last finite loss before it, or NAN
     atomic_int diverged_epoch;         // the epoch it was training (0-based)
@@ -35,21 +35,21 @@ typedef struct {
 } hogwild_control;
 
 // Bytes of the control block for `workers`, rounded up to a cache line.
-size_t hogwild_control_bytes(int workers);
+size_t hw_hogwild_control_bytes(int workers);
 
 // ---- the worker's side ----
 // Waits at the epoch barrier until the parent has copied the end weights of epoch-1. Returns 1
 // when the worker may train `epoch`, 0 when the parent asked it to stop.
-int hogwild_wait_for_epoch(hogwild_control *control, int epoch);
+int hw_hogwild_wait_for_epoch(hogwild_control *control, int epoch);
 static inline void hogwild_report(worker_slot *slot, int64_t samples, double loss_sum) {
     atomic_store_explicit(&slot->samples, samples, memory_order_relaxed);
     atomic_store_explicit(&slot->loss_sum, loss_sum, memory_order_relaxed);
 }
-void hogwild_report_memory(worker_slot *slot);
+void hw_hogwild_report_memory(worker_slot *slot);
 // The worker saw a non-finite training loss `loss` in `epoch` (0-based); `last_finite` is the last
 // finite one it saw (NAN: none). Its step was not applied; the worker stops training and the
-// parent ends the run (hogwild_watch_run), naming the worker.
-void hogwild_report_diverged(worker_slot *slot, int epoch, double loss, double last_finite);
+// parent ends the run (hw_hogwild_watch_run), naming the worker.
+void hw_hogwild_report_diverged(worker_slot *slot, int epoch, double loss, double last_finite);
 
 // HOGWILD_FAIL_WORKER=RANK:BATCHES[:abort|:nan] makes worker RANK fail (or abort) after BATCHES
 // batches, or (nan) see a NaN training loss at batch BATCHES: the tests use it to check that a
@@ -61,15 +61,15 @@ typedef struct {
     int by_abort;
     int by_nan;
 } fault_plan;
-void fault_read(fault_plan *fault);
+void hw_fault_read(fault_plan *fault);
 // HW_ERR (or abort()) when worker `rank` has just done its injected batch.
-int fault_check(const fault_plan *fault, int rank, int batches);
+int hw_fault_check(const fault_plan *fault, int rank, int batches);
 // Whether worker `rank`'s loss at its batch number `batch` (from 1) is to read as NaN (:nan).
-int fault_poisons_loss(const fault_plan *fault, int rank, int batch);
+int hw_fault_poisons_loss(const fault_plan *fault, int rank, int batch);
 
 // ---- the parent's side ----
 // Copies the current weights into log->snapshot (hw_train_outputs_snapshot).
-typedef int (*snapshot_fn)(void *ctx, hw_train_outputs *log);
+typedef int (*snapshot_fn)(void *ctx, hw_train_outputs *log);  // run_loop_snapshot_fn, for the GPU trainer
 
 typedef struct {
     const hw_train_config *config;
@@ -87,7 +87,7 @@ typedef struct {
 // progress, the epoch barrier (copy, release, evaluate the copy), --eval-every points. On a
 // failure or an interrupt it stops and reaps every worker; on an interrupt it saves the current
 // weights (--save). It prints the summary of a finished run. The caller frees `spawn`.
-int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_outputs *log,
+int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_outputs *log,
                          hw_train_result *result);
 
 #endif

@@ -1,7 +1,8 @@
-// ops: the MPI side's table of calls (src/comm/mpi/mpi_side.h), which mpi_plugin.c looks up by name.
+// entry: the MPI side's entry table (src/comm/mpi/mpi_side.h), the one symbol libhogwild-mpi.so
+// exports (the version script plugin.map hides every other), which src/comm/mpi_plugin.c looks up.
 #include "mpi_side.h"
 
-const comm_ops hw_mpi_ops = {
+const comm_ops hw_mpi_plugin = {
     .init = comm_mpi_init,
     .settings_agree = comm_mpi_settings_agree,
     .finalize = comm_mpi_finalize,

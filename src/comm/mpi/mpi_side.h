@@ -1,10 +1,10 @@
-// comm_mpi: the MPI side of src/comm/ (private to src/comm/).
+// mpi_side: the MPI side of src/comm/, libhogwild-mpi.so (private to src/comm/).
 //
-// init.c, settings.c, dataparallel_sum.c and hogwild_coupling.c call MPI; in an MPI build they are
-// libhogwild-mpi.so, beside the
-// hogwild binary, which mpi_plugin.c loads with dlopen() only when the process is a rank of a job of
-// several: a plain run maps no MPI library. They implement include/hw/comm.h's calls under the
-// names below, gathered in one table, hw_mpi_ops (ops.c), which is all mpi_plugin.c looks up.
+// init.c, settings.c, dataparallel_sum.c and hogwild_coupling.c call MPI; in an MPI build they
+// are libhogwild-mpi.so, beside the hogwild binary, which src/comm/mpi_plugin.c enters only when
+// the process is a rank of a job of several: a plain run maps no MPI library. They implement
+// include/hw/comm.h's calls under the names below, gathered in one table, hw_mpi_plugin (entry.c),
+// the plugin's one exported symbol.
 #ifndef HW_COMM_MPI_H
 #define HW_COMM_MPI_H
 
@@ -30,7 +30,7 @@ typedef struct {
 } comm_ops;
 
 // The table of the MPI side, the one symbol mpi_plugin.c looks up in the plugin.
-extern const comm_ops hw_mpi_ops;
+extern const comm_ops hw_mpi_plugin;
 
 // Sets the message "rank R: <what> failed: <MPI's text for code>" and returns HW_ERR.
 int comm_mpi_failed(int code, const char *what);

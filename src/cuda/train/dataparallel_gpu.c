@@ -210,15 +210,15 @@ static int use_replica(const gpu_team *team, int k) {
     return hw_cuda_select((hw_device){HW_DEVICE_CUDA, team->devices[k]});
 }
 
-// Across ranks, after the step: the tails (dp_ranks_tail) summed over the ranks (MPI, within
+// Across ranks, after the step: the tails (hw_dp_ranks_tail) summed over the ranks (MPI, within
 // --sync-timeout), so that every rank ends the run, or leaves on Ctrl-C, after the same step.
 // *loss_sum and *diverged are the world's on return.
 static int ranks_agree(gpu_team *team, float *loss_sum, int *diverged) {
     float tail[3];
-    dp_ranks_tail(tail, *loss_sum, *diverged);
+    hw_dp_ranks_tail(tail, *loss_sum, *diverged);
     if (hw_comm_sum(tail, 3, team->config->sync_timeout) != HW_OK) return HW_ERR;
     *loss_sum = tail[0];
-    return dp_ranks_settle(tail, *diverged, &team->world, team->replicas, &team->stop_agreed, diverged);
+    return hw_dp_ranks_settle(tail, *diverged, &team->world, team->replicas, &team->stop_agreed, diverged);
 }
 
 // One synchronous step over the oldest queued batch of `batch` samples (the global batch: this
@@ -368,7 +368,7 @@ int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *i
     static const dp_ops gpu_ops = {gpu_begin_epoch, gpu_step, gpu_end_epoch, gpu_snapshot, NULL};
     static const dp_ops gpu_ranks_ops = {gpu_begin_epoch, gpu_step, gpu_end_epoch, gpu_snapshot, gpu_ranks_stop};
     const dp_ops *ops = config->world.size > 1 ? &gpu_ranks_ops : &gpu_ops;
-    if (status == HW_OK) status = dp_run(config, in, first_epoch, &log, ops, &team, result);
+    if (status == HW_OK) status = hw_dp_run(config, in, first_epoch, &log, ops, &team, result);
     team_close(&team);
     hw_train_outputs_close(&log);
     return status;

@@ -116,7 +116,7 @@ static int train_shard(int rank, gpu_job *job, hw_cuda_runner *runner, int64_t *
     double reported_sum = 0, last_finite_loss = NAN;
     int batches = 0;
     for (int epoch = job->first_epoch; epoch < config->epochs; epoch++) {
-        if (!hogwild_wait_for_epoch(control, epoch)) return HW_OK;
+        if (!hw_hogwild_wait_for_epoch(control, epoch)) return HW_OK;
         int64_t count = hw_sampler_shard_size(train->n, config->workers, rank);
         if (hw_sampler_shard(shard, train->n, config->workers, rank, epoch, config->seed) != HW_OK) return HW_ERR;
         int64_t pos = 0;
@@ -144,7 +144,7 @@ static int train_shard(int rank, gpu_job *job, hw_cuda_runner *runner, int64_t *
                     // Diverged within these batches: the parent ends the run naming this worker.
                     // Their samples were trained (their steps are in the weights): they count.
                     hogwild_report(slot, samples, reported_sum);
-                    hogwild_report_diverged(slot, epoch, isfinite(loss_sum) ? window : loss_sum, last_finite_loss);
+                    hw_hogwild_report_diverged(slot, epoch, isfinite(loss_sum) ? window : loss_sum, last_finite_loss);
                     return hw_cuda_runner_sync(runner);
                 }
                 if (samples > reported_samples) last_finite_loss = window;
@@ -152,7 +152,7 @@ static int train_shard(int rank, gpu_job *job, hw_cuda_runner *runner, int64_t *
                 reported_sum = loss_sum;
                 hogwild_report(slot, samples, loss_sum);
             }
-            if (fault_check(&job->fault, rank, batches) != HW_OK) return HW_ERR;
+            if (hw_fault_check(&job->fault, rank, batches) != HW_OK) return HW_ERR;
             if (atomic_load_explicit(&control->stop, memory_order_relaxed)) return HW_OK;
             batch = next;
         }
@@ -208,7 +208,7 @@ static int gpu_worker(int rank, void *arg) {
     // The runner waits for its streams; then nothing of this process uses the weights any more.
     hw_cuda_runner_free(runner);
     int closed = hw_cuda_ipc_close(weights);
-    hogwild_report_memory(&job->control->slots[rank]);
+    hw_hogwild_report_memory(&job->control->slots[rank]);
     free(shard);
     free(x);
     free(y);
@@ -313,7 +313,7 @@ static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_j
                                   .first_epoch = job->first_epoch,
                                   .snapshot = snapshot_device_weights,
                                   .snapshot_ctx = &dev};
-        status = hogwild_watch_run(&watch, &spawn, log, result);
+        status = hw_hogwild_watch_run(&watch, &spawn, log, result);
     }
     hw_spawn_free(&spawn);
     // Every worker is reaped: no other process maps the device weights any more.
@@ -329,12 +329,12 @@ int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw
     hw_model *model = &in->model;
     if (!model->weights && hw_model_alloc_weights(model) != HW_OK) return HW_ERR;
     gpu_job job = {.config = config, .in = in};
-    fault_read(&job.fault);
+    hw_fault_read(&job.fault);
     int64_t samples_before = 0;
     if (hw_train_start_weights(config, model, &job.first_epoch, &samples_before) != HW_OK) return HW_ERR;
 
     // Shared with the workers: the control block, then the handle channel.
-    size_t head = hogwild_control_bytes(config->workers);
+    size_t head = hw_hogwild_control_bytes(config->workers);
     hw_shm shm;
     if (hw_shm_open(&shm, head + sizeof(handle_channel)) != HW_OK) return HW_ERR;
     job.control = shm.data;
