@@ -127,6 +127,8 @@ CU_CC ?= $(NVCC) $(NVCCFLAGS)
 GPU_OBJ  := $(patsubst src/%.c,$(BUILD)/%.o,$(PLUGIN_C_SRC)) $(patsubst src/%.cu,$(BUILD)/%.cu.o,$(CU_SRC))
 OBJ      := $(patsubst src/%.c,$(BUILD)/%.o,$(C_SRC)) $(if $(PLUGIN),,$(GPU_OBJ)) $(SIM_OBJ)
 CLI_OBJ  := $(patsubst src/%.c,$(BUILD)/%.o,$(CLI_SRC))
+# The test binary links the command line without its main(): the option tables and the commands.
+CLI_TEST_OBJ := $(filter-out $(BUILD)/cli/main.o,$(CLI_OBJ))
 
 # ./hogwild exports to its plugins the hw_ functions they call, and nothing else: the list is made
 # from the plugins' undefined symbols ($(BUILD)/exports.list); every core object is linked in
@@ -194,7 +196,7 @@ $(BUILD)/tests/%.o: tests/%.c $(SRC_H) $(wildcard tests/*.h tests/simcuda/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -c $< -o $@
 
-$(BUILD)/test_hogwild: $(TEST_OBJ) $(TEST_GPU) $(MPI_OBJ) $(LIB)
+$(BUILD)/test_hogwild: $(TEST_OBJ) $(CLI_TEST_OBJ) $(TEST_GPU) $(MPI_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(CUDA_LIBS) $(MPI_LIBS) -lcriterion
 
 # Benchmarks: bench/<name>.c -> $(BUILD)/bench_<name>, linked like ./hogwild.

@@ -1,5 +1,6 @@
 // Tests of the compare module: the metrics CSV reader, time to target, the table, the SVG plot,
 // nice axis ticks and the `hogwild compare` command line.
+#include "cli/compare_command.h"
 #include "hw/compare.h"
 #include "hw/err.h"
 
@@ -369,7 +370,7 @@ static cli_result run_cli(const char **argv) {
     cli_result r = {0};
     size_t cap_out = 0, cap_err = 0;
     FILE *out = open_memstream(&r.out, &cap_out), *err = open_memstream(&r.err, &cap_err);
-    r.status = hw_compare_run(argc, (char **)argv, out, err);
+    r.status = cli_compare_run(argc, (char **)argv, out, err);
     fclose(out);
     fclose(err);
     return r;

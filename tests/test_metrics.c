@@ -1,5 +1,6 @@
 // Tests of the metrics CSV writer (src/report/metrics_write.c): the columns `hogwild compare` reads,
 // and the replicas (not the Hogwild workers) in the workers column of a DataParallel run.
+#include "cli/train_options.h"
 #include "hw/compare.h"
 #include "hw/err.h"
 #include "hw/train.h"
@@ -31,7 +32,7 @@ static void write_and_read(const hw_train_config *config, hw_metrics_table *tabl
 
 Test(metrics, dataparallel_on_gpus_names_replicas_and_devices) {
     hw_train_config config;
-    hw_train_config_default(&config);
+    cli_train_defaults(&config);
     config.mode = HW_MODE_DATAPARALLEL;
     config.workers = 7;  // Hogwild's, not used by DataParallel
     config.replicas = 3;
@@ -52,7 +53,7 @@ Test(metrics, dataparallel_on_gpus_names_replicas_and_devices) {
 
 Test(metrics, hogwild_names_workers_and_device) {
     hw_train_config config;
-    hw_train_config_default(&config);
+    cli_train_defaults(&config);
     config.workers = 4;
     hw_metrics_table t;
     write_and_read(&config, &t);

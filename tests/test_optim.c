@@ -214,12 +214,12 @@ static void expect_init_fails(float lr, float momentum, float wd, int nesterov, 
     cr_expect_null(opt.velocity);
 }
 
-Test(optim, init_refuses_bad_flags) {
-    expect_init_fails(-1.0f, 0.0f, 0.0f, 0, "--lr must be >= 0, got -1");
-    expect_init_fails(NAN, 0.0f, 0.0f, 0, "--lr");
-    expect_init_fails(0.1f, -0.5f, 0.0f, 0, "--momentum must be >= 0, got -0.5");
-    expect_init_fails(0.1f, 0.5f, -0.01f, 0, "--weight-decay must be >= 0, got -0.01");
-    expect_init_fails(0.1f, 0.0f, 0.0f, 1, "--nesterov");
+Test(optim, init_refuses_bad_settings) {
+    expect_init_fails(-1.0f, 0.0f, 0.0f, 0, "SGD: the learning rate must be >= 0, got -1");
+    expect_init_fails(NAN, 0.0f, 0.0f, 0, "the learning rate");
+    expect_init_fails(0.1f, -0.5f, 0.0f, 0, "SGD: the momentum must be >= 0, got -0.5");
+    expect_init_fails(0.1f, 0.5f, -0.01f, 0, "SGD: the weight decay must be >= 0, got -0.01");
+    expect_init_fails(0.1f, 0.0f, 0.0f, 1, "Nesterov momentum needs a momentum > 0");
     hw_sgd opt;
     cr_expect_eq(hw_sgd_init(&opt, 4, 0.0f, 0.5f, 0.0f, 1), HW_OK, "lr 0 is allowed: %s", hw_error());
     cr_expect_not_null(opt.velocity);

@@ -3,6 +3,7 @@
 // keeps the last good checkpoint (issue #11, item 3). The runs that diverge are in
 // test_e2e_diverge.c.
 #include "data_util.h"
+#include "cli/train_options.h"
 #include "hw/ckpt.h"
 #include "hw/err.h"
 #include "hw/nn.h"
@@ -32,7 +33,7 @@ TestSuite(outputs, .init = make_dir, .fini = remove_dir);
 
 static void check_refused(float bad_value) {
     hw_train_config config;
-    hw_train_config_default(&config);
+    cli_train_defaults(&config);
     char path[128];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     config.save_path = path;

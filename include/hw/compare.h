@@ -52,12 +52,4 @@ void hw_compare_print_measure_table(FILE *out, const hw_metrics_table *runs, int
 int hw_compare_plot_measure_svg(FILE *out, const hw_metrics_table *runs, int n_runs);
 int hw_compare_write_measure_plot(const char *path, const hw_metrics_table *runs, int n_runs);
 
-// ---- command line ----
-// `hogwild compare RUN.csv ... [--target 98] [--plot FILE.svg | --no-plot]`, given the arguments
-// after the word "compare" (argv[0] is the first of them). The table goes to `out`, messages to
-// `err`. Returns the exit status: 0, 1 on a bad file, 2 on bad usage (with the usage text).
-int hw_compare_run(int argc, char **argv, FILE *out, FILE *err);
-// hw_compare_run on stdout and stderr.
-int hw_compare_main(int argc, char **argv);
-
 #endif

@@ -15,51 +15,53 @@
 
 typedef enum { HW_MODE_HOGWILD = 0, HW_MODE_DATAPARALLEL = 1 } hw_mode;
 
+// What a run is asked to do. The command line fills it (src/cli/train_options.c, whose table
+// names the option that sets each field and its default); a library caller sets the fields itself.
 typedef struct {
     hw_mode mode;
-    const char *model_path;      // --model, default models/lenet.model
+    const char *model_path;      // the model file
     const char *model_text;      // the model's text when it comes from a checkpoint (then model_path
                                  // names the checkpoint), else NULL: read model_path
-    const char *data_dir;        // --data, default data/mnist
-    int workers;                 // --workers: Hogwild processes, default 2
-    int replicas;                // --replicas, or one per --gpus entry: DataParallel replicas, default 2
-    int epochs;                  // --epochs, default 1
-    int batch_size;              // --batch-size, default 64 (DataParallel: the whole batch, split)
-    int test_batch_size;         // --test-batch-size, default 1000
-    float lr;                    // --lr, default 0.01
-    float momentum;              // --momentum, default 0.5
-    float weight_decay;          // --weight-decay, default 0
-    int nesterov;                // --nesterov
-    uint64_t seed;               // --seed, default 1
-    const char *save_path;       // --save FILE: checkpoint at every epoch end and at the end
-    int overwrite;               // --overwrite: --save may replace a checkpoint the run did not resume from
-    const char *resume_path;     // --resume FILE
-    const char *metrics_path;    // --metrics FILE.csv
-    const char *freeze;          // --freeze NAME,...
-    int eval_only;               // --eval-only (with --resume)
-    int64_t eval_every;          // --eval-every N training samples (0: only at epoch ends)
-    int quiet;                   // --quiet
-    int prefetch;                // --prefetch: a loader thread per worker (off by default)
-    int measure;                 // --measure: staleness, lost updates, contention (CPU Hogwild)
-    hw_device device;            // --device cpu|cuda|cuda:N
-    int gpus[16];                // --gpus 0,1,... (DataParallel on GPUs)
+    const char *data_dir;        // the dataset folder
+    int workers;                 // Hogwild: worker processes
+    int replicas;                // DataParallel: replicas (one per entry of gpus, when given)
+    int epochs;                  // epochs to train, counted from 0 (a resumed run continues its count)
+    int batch_size;              // training batch of a worker (DataParallel: the whole batch, split)
+    int test_batch_size;         // evaluation batch
+    float lr;                    // SGD: learning rate
+    float momentum;              // SGD: momentum
+    float weight_decay;          // SGD: L2 weight decay
+    int nesterov;                // SGD: Nesterov momentum
+    uint64_t seed;               // initialisation, shuffling and dropout
+    const char *save_path;       // checkpoint at every epoch end, at the end and on a stop signal; NULL: none
+    int overwrite;               // save_path may replace a checkpoint the run did not resume from
+    const char *resume_path;     // the checkpoint to continue from, or NULL
+    const char *metrics_path;    // the metrics CSV to write, or NULL
+    const char *freeze;          // parameters not to train, "NAME,..." or NULL
+    int eval_only;               // evaluate resume_path's checkpoint, train nothing
+    int64_t eval_every;          // also evaluate every N training samples (0: only at epoch ends)
+    int quiet;                   // no progress line
+    int prefetch;                // a loader thread per worker
+    int measure;                 // measure staleness, lost updates, contention (CPU Hogwild)
+    hw_device device;            // where the workers or replicas compute
+    int gpus[16];                // DataParallel on these GPUs, one replica each (n_gpus of them)
     int n_gpus;
-    hw_normalize norm;           // --normalize mean,std or "auto"
-    int resize_height, resize_width;  // --resize HxW: image folders' images to this size (0: their own)
+    hw_normalize norm;           // input mean and std; {0, 0}: from the data
+    int resize_height, resize_width;  // image folders' images resized to this size (0: their own)
     // Across ranks of an mpirun job (include/hw/comm.h; rank 0 of 1 otherwise). Rank 0 evaluates,
     // writes the metrics and checkpoints, and prints; the other ranks train in silence.
     hw_world world;
-    double sync_every_ms;        // --sync-every Nms: Hogwild across ranks, a coupling round every N ms
-    int64_t sync_every_samples;  // --sync-every N: every N training samples of the node instead (0: by time)
-    double sync_timeout;         // --sync-timeout S: a coupling round or a DataParallel step's sum not complete in S s is an error
-    int job_metrics;             // the job writes --metrics (rank 0 does; the others, which drop the
+    double sync_every_ms;        // Hogwild across ranks: a coupling round every N ms
+    int64_t sync_every_samples;  // ... or every N training samples of the node instead (0: by time)
+    double sync_timeout;         // a coupling round or a DataParallel step's sum not complete in S s is an error
+    int job_metrics;             // the job writes metrics (rank 0 does; the others, which drop the
                                  // path, take part in its evaluations all the same)
-    hw_couple_rule sync_rule;    // --sync-rule: what a Hogwild round does with the nodes' changes (src/comm/couple_rule.c)
+    hw_couple_rule sync_rule;    // what a Hogwild round does with the nodes' changes (src/comm/couple_rule.c)
 } hw_train_config;
 
-// The defaults of PyTorch's mnist_hogwild example: 2 workers, batch 64, test batch 1000,
-// lr 0.01, momentum 0.5, seed 1; one epoch; MNIST's mean and std; no prefetch thread; the CPU.
-void hw_train_config_default(hw_train_config *config);
+// Every field zero (nothing asked for), in one process (rank 0 of 1). The command line's defaults
+// come on top of it (src/cli/train_options.c).
+void hw_train_config_init(hw_train_config *config);
 
 typedef struct {
     double wall_seconds;         // the whole run, final evaluation included

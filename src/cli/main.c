@@ -2,14 +2,15 @@
 #include "hw/blas.h"
 #include "hw/ckpt.h"
 #include "hw/comm.h"
-#include "hw/compare.h"
 #include "hw/data.h"
 #include "hw/err.h"
 #include "hw/file.h"
 #include "hw/nn.h"
 #include "hw/shm.h"
 #include "hw/train.h"
-#include "preflight.h"
+#include "cli/compare_command.h"
+#include "cli/preflight.h"
+#include "cli/train_options.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -31,74 +32,14 @@ static const char *usage_text =
     "       hogwild compare RUN.csv... [--target PCT] [--plot FILE.svg]\n"
     "                                              compare runs from --metrics files\n";
 
-static const char *options_text =
-    "\n"
-    "Training:\n"
-    "  --workers N              Hogwild worker processes (default 2)\n"
-    "  --mode MODE              hogwild (default) or dataparallel\n"
-    "  --replicas K             DataParallel replicas (default 2): CPU threads, or K on --device cuda:N\n"
-    "  --gpus LIST              DataParallel replicas on GPUs, e.g. 0,1 (0,0: two on one GPU)\n"
-    "  --device DEV             cpu (default), cuda or cuda:N (Hogwild: every worker on that GPU;\n"
-    "                           under mpirun, DataParallel: local rank L of a host on GPU N+L)\n"
-    "  --model FILE             model file (default models/lenet.model)\n"
-    "  --data DIR               dataset folder (default data/mnist): the four IDX files of\n"
-    "                           MNIST/Fashion-MNIST/KMNIST, or train/ and test/ image folders\n"
-    "  --resize HxW             resize every image of the image folders to H x W pixels (default:\n"
-    "                           the training images' own size, which must then be one)\n"
-    "  --epochs N               epochs (default 1)\n"
-    "  --batch-size N           training batch per worker; DataParallel: split over replicas (default 64)\n"
-    "  --test-batch-size N      evaluation batch (default 1000)\n"
-    "  --lr X                   learning rate (default 0.01)\n"
-    "  --momentum X             SGD momentum (default 0.5)\n"
-    "  --weight-decay X         L2 weight decay (default 0)\n"
-    "  --nesterov               Nesterov momentum\n"
-    "  --seed N                 seed of initialisation, shuffling and dropout (default 1)\n"
-    "  --normalize M,S|auto     input mean and std (default MNIST's 0.1307,0.3081; auto: from the data)\n"
-    "  --freeze NAMES           parameters not to train, e.g. conv1.weight,conv1.bias\n"
-    "  --prefetch               assemble the next batch in a thread while the current one trains\n"
-    "                           (off by default: on the CPU it measured no gain, see bench/RESULTS.md)\n"
-    "\n"
-    "Evaluation, checkpoints, output:\n"
-    "  --eval-every N           also evaluate every N training samples (default: epoch ends only)\n"
-    "  --metrics FILE.csv       write one CSV row per evaluation (for hogwild compare)\n"
-    "  --save FILE              checkpoint (safetensors) at every epoch end, at the end and on Ctrl-C\n"
-    "                           (an existing FILE only if this run resumed from it, or with --overwrite)\n"
-    "  --overwrite              let --save replace an existing checkpoint this run did not resume from\n"
-    "  --resume FILE            continue from a checkpoint (weights, epoch, samples seen, seed)\n"
-    "  --eval-only              with --resume: evaluate the checkpoint on the test set (its own model\n"
-    "                           text unless --model is given)\n"
-    "  --quiet                  no progress line (results are still printed)\n"
-    "  --measure                measure what Hogwild does (CPU workers): staleness, lost updates,\n"
-    "                           contention; printed after training and added to --metrics\n"
-    "\n"
-    "Several machines (under mpirun; README, \"Several machines\"):\n"
-    "  --sync-every N|Nms       Hogwild across ranks: couple the nodes every N training samples of a\n"
-    "                           node, or every N milliseconds, or as often as the link allows if less\n"
-    "                           often (default 20ms)\n"
-    "  --sync-rule momentum|sum Hogwild across ranks: what a round does with the nodes' changes:\n"
-    "                           block momentum (default) or their sum added at once (the old rule)\n"
-    "  --sync-timeout S         a coupling round (Hogwild) or a step's gradient sum (DataParallel) not\n"
-    "                           complete in S seconds ends the job: a rank stuck or gone (default 60)\n"
-    "\n"
-    "Process runtime:\n"
-    "  --sharing-strategy NAME  file_descriptor (default) or file_system\n"
-    "  --list-sharing-strategies  list them, the current one marked\n"
-    "  --clean-shm              remove shared memory left by hogwild runs killed with SIGKILL\n"
-    "  -h, --help               this text;  --version  the version\n"
-    "\n"
-    "Exit status: 0 done, 1 failed, 2 bad usage, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP.\n";
-
-// Whether `flag` is an option with a value: options_text lists each one as "  FLAG VALUE".
-static int takes_value(const char *flag) {
-    char line_start[128];
-    snprintf(line_start, sizeof line_start, "\n  %s ", flag);
-    const char *at = strstr(options_text, line_start);
-    return at && at[strlen(line_start)] != ' ';
-}
+static const char *exit_text = "\nExit status: 0 done, 1 failed, 2 bad usage, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP.\n";
 
 static void print_usage(FILE *out, int with_options) {
     fputs(usage_text, out);
-    if (with_options) fputs(options_text, out);
+    if (with_options) {
+        cli_print_options(&cli_train_command, out);
+        fputs(exit_text, out);
+    }
 }
 
 static int usage_error(const char *fmt, const char *value) {
@@ -110,123 +51,38 @@ static int usage_error(const char *fmt, const char *value) {
     return HW_EXIT_USAGE;
 }
 
-// ---- strict number parsing: the whole text must be the number ----
-
-static int parse_int(const char *flag, const char *text, long min, long max, long *out) {
-    char *end = NULL;
-    errno = 0;
-    long value = strtol(text, &end, 10);
-    // strtol skips leading blanks; the whole text must be the number, so " 3" is refused as "3 " is.
-    if (errno || end == text || *end != '\0' || isspace((unsigned char)text[0]) || value < min || value > max) {
-        char message[256];
-        snprintf(message, sizeof message, "%s expects an integer from %ld to %ld, got '%%s'", flag, min, max);
-        return usage_error(message, text);
-    }
-    *out = value;
-    return HW_EXIT_OK;
-}
-
-static int parse_float(const char *flag, const char *text, double min, double *out) {
-    char *end = NULL;
-    errno = 0;
-    double value = strtod(text, &end);
-    if (errno || end == text || *end != '\0' || isspace((unsigned char)text[0]) || !(value >= min) || value > 1e9) {
-        char message[256];
-        snprintf(message, sizeof message, "%s expects a number >= %g, got '%%s'", flag, min);
-        return usage_error(message, text);
-    }
-    *out = value;
-    return HW_EXIT_OK;
-}
-
-static int parse_gpus(const char *text, hw_train_config *config) {
-    config->n_gpus = 0;
-    const char *p = text;
-    while (*p) {
-        char *end = NULL;
-        long index = strtol(p, &end, 10);
-        if (end == p || index < 0 || index > 1023 || (*end != ',' && *end != '\0') || config->n_gpus >= 16) {
-            return usage_error("--gpus expects a comma-separated list of GPU indices like 0,1, got '%s'", text);
-        }
-        config->gpus[config->n_gpus++] = (int)index;
-        p = *end == ',' ? end + 1 : end;
-    }
-    if (config->n_gpus == 0) return usage_error("--gpus expects at least one GPU index, got '%s'", text);
-    return HW_EXIT_OK;
-}
-
-// --sync-every: "N" training samples of a node, or "Nms" milliseconds.
-static int parse_sync_every(const char *text, hw_train_config *config) {
-    char *end = NULL;
-    errno = 0;
-    long long value = strtoll(text, &end, 10);
-    int ms = end && strcmp(end, "ms") == 0;
-    if (errno || end == text || (*end != '\0' && !ms) || !isdigit((unsigned char)text[0]) || value < 1 ||
-        value > 1000000000LL) {
-        return usage_error("--sync-every expects a number of samples (e.g. 2000) or of milliseconds (e.g. 100ms), "
-                           "at least 1, got '%s'",
-                           text);
-    }
-    config->sync_every_ms = ms ? (double)value : 0;
-    config->sync_every_samples = ms ? 0 : value;
-    return HW_EXIT_OK;
-}
-
-// --resize HxW: two sizes from 1 to HW_IMAGE_MAX_SIDE, "28x28".
-static int parse_resize(const char *text, hw_train_config *config) {
-    int h = 0, w = 0, used = 0;
-    const char *x = strchr(text, 'x');
-    if (!x || !isdigit((unsigned char)text[0]) || !isdigit((unsigned char)x[1]) ||
-        sscanf(text, "%5d%*1[x]%5d%n", &h, &w, &used) != 2 || text[used] != '\0' || h < 1 || w < 1 ||
-        h > HW_IMAGE_MAX_SIDE || w > HW_IMAGE_MAX_SIDE) {
-        return usage_error("--resize expects HEIGHTxWIDTH, each from 1 to 4096 (e.g. 28x28), got '%s'", text);
-    }
-    config->resize_height = h;
-    config->resize_width = w;
-    return HW_EXIT_OK;
-}
-
-static int parse_normalize(const char *text, hw_normalize *norm) {
-    if (strcmp(text, "auto") == 0) {
-        *norm = (hw_normalize){0, 0};
-        return HW_EXIT_OK;
-    }
-    float mean, std;
-    char rest;
-    // nan, inf and numbers beyond a float (1e39, read as inf) would train to NaN: refused.
-    if (sscanf(text, "%f,%f%c", &mean, &std, &rest) != 2 || !isfinite(mean) || !isfinite(std) || !(std > 0)) {
-        return usage_error("--normalize expects MEAN,STD, finite numbers with STD > 0 (e.g. 0.1307,0.3081) or auto, "
-                           "got '%s'",
-                           text);
-    }
-    // Pixels are in [0, 1]: normalised beyond +-1e6 (a STD of 1e-45 gave 1e45, then inf) the first
-    // batch overflows, and the run ended as "diverged" with a hint to lower --lr.
-    double lo = (0.0 - mean) / std, hi = (1.0 - mean) / std;
-    if (!(fabs(lo) <= 1e6 && fabs(hi) <= 1e6)) {
-        return usage_error("--normalize %s maps pixels in [0, 1] beyond +-1e6, where the network overflows: give a "
-                           "MEAN near the pixels' mean and a STD near their spread (or auto)",
-                           text);
-    }
-    *norm = (hw_normalize){mean, std};
-    return HW_EXIT_OK;
-}
-
 // ---- subcommands ----
 
+// The small commands' options, on the same table mechanism as training's (src/cli/options.h).
+// Their arguments are argv[1..argc) after the command's word, argv[0].
+
+typedef struct {
+    const char *dir;
+} download_args;
+
+static const cli_option download_options[] = {
+    {.name = "dir", .metavar = "DIR", .kind = CLI_TEXT, .field = offsetof(download_args, dir)},
+};
+
+static const cli_command download_command = {
+    .options = download_options,
+    .n_options = sizeof download_options / sizeof download_options[0],
+    .missing = "option '%s' needs a folder",
+    .empty = "option '%s' needs a folder",
+    .operands = 1,
+};
+
 static int command_download(int argc, char **argv) {
-    const char *name = NULL, *dir = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--dir") == 0) {
-            if (i + 1 >= argc || !argv[i + 1][0]) return usage_error("download: option '%s' needs a folder", argv[i]);
-            dir = argv[++i];
-        } else if (argv[i][0] == '-') {
-            return usage_error("download: unknown option '%s'", argv[i]);
-        } else if (!name) {
-            name = argv[i];
-        } else {
-            return usage_error("download: one dataset name at a time, got also '%s'", argv[i]);
-        }
-    }
+    download_args args = {0};
+    cli_defaults(&download_command, &args);
+    cli_parsed parsed;
+    int status = cli_parse(&download_command, argc, argv, &args, NULL, &parsed);
+    const char *name = parsed.n_operands > 0 ? parsed.operands[0] : NULL;
+    const char *also = parsed.n_operands > 1 ? parsed.operands[1] : NULL;
+    cli_parsed_free(&parsed);
+    if (status != HW_EXIT_OK) return usage_error("download: %s", parsed.error);
+    if (also) return usage_error("download: one dataset name at a time, got also '%s'", also);
+    const char *dir = args.dir;
     if (!name) return usage_error("download: which dataset? %s", "mnist or fashion-mnist");
     // A name it does not know is bad usage (exit 2), as a missing one is; KMNIST's files load with
     // --data once fetched by hand.
@@ -260,34 +116,46 @@ static const char *dataset_file_in(const char *dir) {
     return NULL;
 }
 
+typedef struct {
+    const char *dir;
+    int64_t n_train, n_test;
+    uint64_t seed;
+    int overwrite;
+} synth_args;
+
+static const cli_option synth_options[] = {
+    {.name = "dir", .metavar = "DIR", .kind = CLI_TEXT, .field = offsetof(synth_args, dir), .fallback = "data/synthetic"},
+    {.name = "train", .metavar = "N", .kind = CLI_INT64, .field = offsetof(synth_args, n_train), .min = 1,
+     .max = 10000000, .fallback = "60000"},
+    {.name = "test", .metavar = "N", .kind = CLI_INT64, .field = offsetof(synth_args, n_test), .min = 1,
+     .max = 10000000, .fallback = "10000"},
+    {.name = "seed", .metavar = "S", .kind = CLI_UINT64, .field = offsetof(synth_args, seed), .min = 0,
+     .max = LLONG_MAX, .fallback = "1"},
+    {.name = "overwrite", .kind = CLI_SWITCH, .field = offsetof(synth_args, overwrite)},
+};
+
+static const cli_command synth_command = {
+    .options = synth_options,
+    .n_options = sizeof synth_options / sizeof synth_options[0],
+    .missing = "option '%s' needs a value",
+    .empty = "option '%s' needs a value",
+    .operands = 1,  // refused below, as unknown options
+};
+
 static int command_synth(int argc, char **argv) {
-    const char *dir = "data/synthetic";
-    long n_train = 60000, n_test = 10000, seed = 1;
-    int overwrite = 0;
-    for (int i = 0; i < argc; i++) {
-        int status = HW_EXIT_OK;
-        if (strcmp(argv[i], "--overwrite") == 0) {
-            overwrite = 1;
-            continue;
-        }
-        const char *const known[] = {"--dir", "--train", "--test", "--seed"};
-        int is_known = 0;
-        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) is_known |= strcmp(argv[i], known[k]) == 0;
-        if (!is_known) return usage_error("synth: unknown option '%s'", argv[i]);
-        if (i + 1 >= argc || !argv[i + 1][0]) return usage_error("synth: option '%s' needs a value", argv[i]);
-        if (strcmp(argv[i], "--dir") == 0) {
-            dir = argv[++i];
-        } else if (strcmp(argv[i], "--train") == 0) {
-            status = parse_int("--train", argv[++i], 1, 10000000, &n_train);
-        } else if (strcmp(argv[i], "--test") == 0) {
-            status = parse_int("--test", argv[++i], 1, 10000000, &n_test);
-        } else if (strcmp(argv[i], "--seed") == 0) {
-            status = parse_int("--seed", argv[++i], 0, LONG_MAX, &seed);
-        } else {
-            return usage_error("synth: unknown option '%s'", argv[i]);
-        }
-        if (status != HW_EXIT_OK) return status;
-    }
+    synth_args args = {0};
+    cli_defaults(&synth_command, &args);
+    cli_parsed parsed;
+    int status = cli_parse(&synth_command, argc, argv, &args, NULL, &parsed);
+    const char *stray = parsed.n_operands > 0 ? parsed.operands[0] : NULL;
+    cli_parsed_free(&parsed);
+    // A number out of range names its flag; anything else is the command's.
+    if (status != HW_EXIT_OK && strncmp(parsed.error, "--", 2) == 0) return usage_error("%s", parsed.error);
+    if (status != HW_EXIT_OK) return usage_error("synth: %s", parsed.error);
+    if (stray) return usage_error("synth: unknown option '%s'", stray);
+    const char *dir = args.dir;
+    long n_train = (long)args.n_train, n_test = (long)args.n_test, seed = (long)args.seed;
+    int overwrite = args.overwrite;
     // `synth --dir data/mnist` replaced the real MNIST without a word.
     const char *existing = overwrite ? NULL : dataset_file_in(dir);
     if (existing) {
@@ -484,25 +352,21 @@ static int command_train(hw_train_config *config) {
     return HW_EXIT_OK;
 }
 
-// The flags given on the command line, in order (a flag given twice is listed twice).
-enum { MAX_GIVEN = 128 };
-typedef struct {
-    const char *flag[MAX_GIVEN];
-    int n;
-} given_flags;
-
 // --eval-only evaluates a checkpoint on the CPU and trains nothing: a flag that would change
 // training, the workers or where they run has no effect there, and is refused rather than ignored.
-static int check_eval_only_flags(const given_flags *given, const hw_train_config *config) {
-    static const char *const apply[] = {"--eval-only", "--resume", "--model", "--data", "--resize",
-                                        "--test-batch-size", "--normalize", "--quiet", "--device"};
-    for (int i = 0; i < given->n; i++) {
+static int check_eval_only_flags(const cli_parsed *given, const hw_train_config *config) {
+    static const char *const apply[] = {"eval-only",  "resume", "model", "data",  "resize",
+                                        "test-batch-size", "normalize", "quiet", "device"};
+    for (int i = 0; i < given->n_given; i++) {
+        const char *name = given->given[i]->name;
         int applies = 0;
-        for (size_t k = 0; k < sizeof apply / sizeof apply[0]; k++) applies |= strcmp(given->flag[i], apply[k]) == 0;
-        if (strcmp(given->flag[i], "--save") == 0 || strcmp(given->flag[i], "--metrics") == 0) continue;  // below
+        for (size_t k = 0; k < sizeof apply / sizeof apply[0]; k++) applies |= strcmp(name, apply[k]) == 0;
+        if (strcmp(name, "save") == 0 || strcmp(name, "metrics") == 0) continue;  // below
         if (!applies) {
+            char flag[80];
+            snprintf(flag, sizeof flag, "--%s", name);
             return usage_error("%s does not apply to --eval-only, which evaluates the checkpoint on the CPU and trains "
-                               "nothing: drop it", given->flag[i]);
+                               "nothing: drop it", flag);
         }
     }
     if (config->device.type == HW_DEVICE_CUDA) {
@@ -511,13 +375,11 @@ static int check_eval_only_flags(const given_flags *given, const hw_train_config
     return HW_EXIT_OK;
 }
 
-// Which of --sync-every, --sync-timeout and --sync-rule were given (bits of check_world's sync_given).
-enum { SYNC_EVERY_GIVEN = 1, SYNC_TIMEOUT_GIVEN = 2, SYNC_RULE_GIVEN = 4 };
-
 // A run started by mpirun with several ranks (config->world): what each rank does and does not.
-static int check_world(hw_train_config *config, int sync_given) {
+static int check_world(hw_train_config *config, const cli_parsed *given) {
+    int sync_every = cli_given(given, "sync-every"), sync_rule = cli_given(given, "sync-rule");
     if (config->world.size == 1) {
-        if (sync_given) {
+        if (sync_every || sync_rule || cli_given(given, "sync-timeout")) {
             return usage_error("--sync-every, --sync-rule and --sync-timeout couple the ranks of an mpirun job; this "
                                "run is not one%s", "");
         }
@@ -539,9 +401,9 @@ static int check_world(hw_train_config *config, int sync_given) {
                            "of a host GPU B+L (--device cuda:B), with --replicas K on it%s", "");
     }
     if (config->eval_only) return usage_error("--eval-only evaluates in one process: run it without mpirun%s", "");
-    if (config->mode == HW_MODE_DATAPARALLEL && (sync_given & (SYNC_EVERY_GIVEN | SYNC_RULE_GIVEN))) {
+    if (config->mode == HW_MODE_DATAPARALLEL && (sync_every || sync_rule)) {
         return usage_error("%s is for Hogwild across ranks; DataParallel sums the gradients every step",
-                           sync_given & SYNC_EVERY_GIVEN ? "--sync-every" : "--sync-rule");
+                           sync_every ? "--sync-every" : "--sync-rule");
     }
     if (config->world.rank != 0) {
         // Rank 0 prints, evaluates, writes the metrics and saves the checkpoints for the job.
@@ -571,143 +433,29 @@ int main(int argc, char **argv) {
             return usage_error("hogwild %s runs in one process: start it without mpirun", subcommands[k]);
         }
     }
-    if (argc > 1 && strcmp(argv[1], "download") == 0) return command_download(argc - 2, argv + 2);
-    if (argc > 1 && strcmp(argv[1], "synth") == 0) return command_synth(argc - 2, argv + 2);
-    if (argc > 1 && strcmp(argv[1], "compare") == 0) return hw_compare_main(argc - 2, argv + 2);
+    if (argc > 1 && strcmp(argv[1], "download") == 0) return command_download(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "synth") == 0) return command_synth(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "compare") == 0) return cli_compare_run(argc - 2, argv + 2, stdout, stderr);
 
     hw_train_config config;
-    hw_train_config_default(&config);
-    int summary = 0, replicas_given = 0, workers_given = 0, model_given = 0, list_strategies = 0, clean_shm = 0;
-    int sync_given = 0;
-    given_flags given = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *flag = argv[i];
-        long n = 0;
-        double x = 0;
-        int status = HW_EXIT_OK;
-        if (given.n < MAX_GIVEN && strncmp(flag, "--", 2) == 0) given.flag[given.n++] = flag;
-        // Flags without a value.
-        if (strcmp(flag, "-h") == 0 || strcmp(flag, "--help") == 0) {
-            print_usage(stdout, 1);
-            return HW_EXIT_OK;
-        } else if (strcmp(flag, "--version") == 0) {
-            printf("hogwild 0.1.0\nBLAS: %s\n", hw_blas_info());
-            return HW_EXIT_OK;
-        } else if (strcmp(flag, "--summary") == 0) {
-            summary = 1;
-            continue;
-        } else if (strcmp(flag, "--list-sharing-strategies") == 0) {
-            list_strategies = 1;  // after every flag: --sharing-strategy may come later
-            continue;
-        } else if (strcmp(flag, "--clean-shm") == 0) {
-            clean_shm = 1;
-            continue;
-        } else if (strcmp(flag, "--overwrite") == 0) {
-            config.overwrite = 1;
-            continue;
-        } else if (strcmp(flag, "--nesterov") == 0) {
-            config.nesterov = 1;
-            continue;
-        } else if (strcmp(flag, "--eval-only") == 0) {
-            config.eval_only = 1;
-            continue;
-        } else if (strcmp(flag, "--quiet") == 0) {
-            config.quiet = 1;
-            continue;
-        } else if (strcmp(flag, "--prefetch") == 0) {
-            config.prefetch = 1;
-            continue;
-        } else if (strcmp(flag, "--measure") == 0) {
-            config.measure = 1;
-            continue;
-        }
-        // Flags with a value.
-        if (strncmp(flag, "--", 2) != 0) return usage_error("unexpected argument '%s'", flag);
-        if (i + 1 >= argc) {
-            return takes_value(flag) ? usage_error("option '%s' needs a value", flag)
-                                     : usage_error("unknown option '%s'", flag);
-        }
-        const char *value = argv[++i];
-        // --save '' passed every check of a file name and failed at the first save, an epoch later.
-        if (!value[0]) return usage_error("option '%s' needs a value, got an empty one", flag);
-        if (strcmp(flag, "--workers") == 0) {
-            status = parse_int(flag, value, 1, 1024, &n);
-            config.workers = (int)n;
-            workers_given = 1;
-        } else if (strcmp(flag, "--replicas") == 0) {
-            status = parse_int(flag, value, 1, 1024, &n);
-            config.replicas = (int)n;
-            replicas_given = 1;
-        } else if (strcmp(flag, "--mode") == 0) {
-            if (strcmp(value, "hogwild") == 0) {
-                config.mode = HW_MODE_HOGWILD;
-            } else if (strcmp(value, "dataparallel") == 0) {
-                config.mode = HW_MODE_DATAPARALLEL;
-            } else {
-                return usage_error("--mode expects hogwild or dataparallel, got '%s'", value);
-            }
-        } else if (strcmp(flag, "--gpus") == 0) {
-            status = parse_gpus(value, &config);
-        } else if (strcmp(flag, "--device") == 0) {
-            if (hw_device_parse(value, &config.device) != HW_OK) return usage_error("--device: %s", hw_error());
-        } else if (strcmp(flag, "--model") == 0) {
-            config.model_path = value;
-            model_given = 1;
-        } else if (strcmp(flag, "--data") == 0) {
-            config.data_dir = value;
-        } else if (strcmp(flag, "--resize") == 0) {
-            status = parse_resize(value, &config);
-        } else if (strcmp(flag, "--epochs") == 0) {
-            status = parse_int(flag, value, 1, 100000, &n);
-            config.epochs = (int)n;
-        } else if (strcmp(flag, "--batch-size") == 0) {
-            status = parse_int(flag, value, 1, 1 << 20, &n);
-            config.batch_size = (int)n;
-        } else if (strcmp(flag, "--test-batch-size") == 0) {
-            status = parse_int(flag, value, 1, 1 << 20, &n);
-            config.test_batch_size = (int)n;
-        } else if (strcmp(flag, "--lr") == 0) {
-            status = parse_float(flag, value, 0, &x);
-            config.lr = (float)x;
-        } else if (strcmp(flag, "--momentum") == 0) {
-            status = parse_float(flag, value, 0, &x);
-            config.momentum = (float)x;
-        } else if (strcmp(flag, "--weight-decay") == 0) {
-            status = parse_float(flag, value, 0, &x);
-            config.weight_decay = (float)x;
-        } else if (strcmp(flag, "--seed") == 0) {
-            status = parse_int(flag, value, 0, LONG_MAX, &n);
-            config.seed = (uint64_t)n;
-        } else if (strcmp(flag, "--normalize") == 0) {
-            status = parse_normalize(value, &config.norm);
-        } else if (strcmp(flag, "--freeze") == 0) {
-            config.freeze = value;
-        } else if (strcmp(flag, "--eval-every") == 0) {
-            status = parse_int(flag, value, 1, LONG_MAX, &n);
-            config.eval_every = n;
-        } else if (strcmp(flag, "--metrics") == 0) {
-            config.metrics_path = value;
-        } else if (strcmp(flag, "--save") == 0) {
-            config.save_path = value;
-        } else if (strcmp(flag, "--resume") == 0) {
-            config.resume_path = value;
-        } else if (strcmp(flag, "--sync-every") == 0) {
-            status = parse_sync_every(value, &config);
-            sync_given |= SYNC_EVERY_GIVEN;
-        } else if (strcmp(flag, "--sync-rule") == 0) {
-            if (hw_couple_rule_parse(value, &config.sync_rule) != HW_OK) return usage_error("--sync-rule %s", hw_error());
-            sync_given |= SYNC_RULE_GIVEN;
-        } else if (strcmp(flag, "--sync-timeout") == 0) {
-            status = parse_float(flag, value, 0.001, &x);
-            config.sync_timeout = x;
-            sync_given |= SYNC_TIMEOUT_GIVEN;
-        } else if (strcmp(flag, "--sharing-strategy") == 0) {
-            if (hw_sharing_strategy_set(value) != HW_OK) return usage_error("--sharing-strategy: %s", hw_error());
-        } else {
-            return usage_error("unknown option '%s'", flag);
-        }
-        if (status != HW_EXIT_OK) return status;
+    cli_train_defaults(&config);
+    cli_parsed given;
+    static const char *const stop_at[] = {"help", "version", NULL};
+    int parsed = cli_parse(&cli_train_command, argc, argv, &config, stop_at, &given);
+    cli_parsed_free(&given);  // no operands: the options given are all that is used
+    if (parsed != HW_EXIT_OK) return usage_error("%s", given.error);
+    if (given.stop && strcmp(given.stop->name, "help") == 0) {
+        print_usage(stdout, 1);
+        return HW_EXIT_OK;
     }
+    if (given.stop) {
+        printf("hogwild 0.1.0\nBLAS: %s\n", hw_blas_info());
+        return HW_EXIT_OK;
+    }
+    int replicas_given = cli_given(&given, "replicas"), workers_given = cli_given(&given, "workers");
+    int model_given = cli_given(&given, "model");
+    int list_strategies = cli_given(&given, "list-sharing-strategies"), clean_shm = cli_given(&given, "clean-shm");
+    int summary = cli_given(&given, "summary");
 
     if (list_strategies) return command_list_strategies();
     if (clean_shm) return command_clean_shm();
@@ -746,7 +494,7 @@ int main(int argc, char **argv) {
         return HW_EXIT_FAILURE;
     }
     config.job_metrics = config.metrics_path != NULL;
-    int world_status = check_world(&config, sync_given);
+    int world_status = check_world(&config, &given);
     if (world_status != HW_EXIT_OK) return world_status;
     // Before anything starts a thread (the GPU libraries, MPI, the loaders): the janitor is a fork.
     if (config.world.size > 1 && hw_comm_built() && hw_comm_janitor_start(&config.world) != HW_OK) {

@@ -3,12 +3,11 @@
 #ifndef HW_CLI_PREFLIGHT_H
 #define HW_CLI_PREFLIGHT_H
 
+#include "cli/options.h"
 #include "hw/train.h"
 
 #include <stddef.h>
 
-// Exit statuses of the command line: 0 ok, 1 failure, 2 bad usage, 128 + signal when interrupted.
-enum { HW_EXIT_OK = 0, HW_EXIT_FAILURE = 1, HW_EXIT_USAGE = 2 };
 
 // Caps --batch-size at what a batch can hold (a Hogwild worker's share of the training data, or
 // all of it in DataParallel) and --test-batch-size at the test set: larger values train and

@@ -283,11 +283,11 @@ int hw_cpu_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labe
 int hw_sgd_init(hw_sgd *opt, size_t n, float lr, float momentum, float weight_decay, int nesterov) {
     memset(opt, 0, sizeof *opt);
     // The negated comparisons also refuse NaN.
-    if (!(lr >= 0.0f)) return hw_fail("--lr must be >= 0, got %g", (double)lr);
-    if (!(momentum >= 0.0f)) return hw_fail("--momentum must be >= 0, got %g", (double)momentum);
-    if (!(weight_decay >= 0.0f)) return hw_fail("--weight-decay must be >= 0, got %g", (double)weight_decay);
+    if (!(lr >= 0.0f)) return hw_fail("SGD: the learning rate must be >= 0, got %g", (double)lr);
+    if (!(momentum >= 0.0f)) return hw_fail("SGD: the momentum must be >= 0, got %g", (double)momentum);
+    if (!(weight_decay >= 0.0f)) return hw_fail("SGD: the weight decay must be >= 0, got %g", (double)weight_decay);
     if (nesterov && momentum == 0.0f) {
-        return hw_fail("--nesterov needs a momentum > 0 (torch refuses nesterov with momentum 0)");
+        return hw_fail("SGD: Nesterov momentum needs a momentum > 0 (torch refuses nesterov with momentum 0)");
     }
     opt->lr = lr;
     opt->momentum = momentum;

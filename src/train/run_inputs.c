@@ -8,27 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-void hw_train_config_default(hw_train_config *config) {
+void hw_train_config_init(hw_train_config *config) {
     memset(config, 0, sizeof *config);
-    config->mode = HW_MODE_HOGWILD;
-    config->model_path = "models/lenet.model";
-    config->data_dir = "data/mnist";
-    config->workers = 2;
-    config->replicas = 2;
-    config->epochs = 1;
-    config->batch_size = 64;
-    config->test_batch_size = 1000;
-    config->lr = 0.01f;
-    config->momentum = 0.5f;
-    config->weight_decay = 0.0f;
-    config->seed = 1;
-    config->prefetch = 0;
-    config->device = (hw_device){HW_DEVICE_CPU, 0};
-    config->norm = (hw_normalize){HW_MNIST_MEAN, HW_MNIST_STD};
     config->world = (hw_world){0, 1, 0};
-    config->sync_every_ms = 20;
-    config->sync_timeout = 60;
-    config->sync_rule = HW_COUPLE_MOMENTUM;
 }
 
 int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config) {

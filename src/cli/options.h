@@ -1,0 +1,91 @@
+// options: the one mechanism behind every command's options (src/cli/options.c). A command is a
+// table of options, each with its name, the kind of its value, its default, its help and the field
+// it sets; the help text, the parser (getopt_long) and the defaults all come from that table. The
+// tables themselves are in the files of their commands: train_options.c (./hogwild's training
+// flags), compare_command.c (hogwild compare). Only src/cli/ knows flag names.
+#ifndef HW_CLI_OPTIONS_H
+#define HW_CLI_OPTIONS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+// Exit statuses of the command line: 0 ok, 1 failure, 2 bad usage, 128 + signal when interrupted.
+enum { HW_EXIT_OK = 0, HW_EXIT_FAILURE = 1, HW_EXIT_USAGE = 2 };
+
+// The kind of an option's value, which is also the C type of the field it sets.
+typedef enum {
+    CLI_SWITCH,  // no value; sets an int field to 1 (or only records that it was given)
+    CLI_INT,     // an integer in [min, max], into an int
+    CLI_INT64,   // an integer in [min, max], into an int64_t
+    CLI_UINT64,  // an integer in [min, max], into a uint64_t
+    CLI_FLOAT,   // a number >= min (and <= 1e9), into a float
+    CLI_DOUBLE,  // a number >= min (and <= 1e9), into a double
+    CLI_TEXT,    // the text itself, into a const char *
+    CLI_CUSTOM,  // the option's own parse function reads it into the target
+} cli_kind;
+
+enum { CLI_NO_FIELD = (size_t)-1 };
+
+typedef struct cli_option cli_option;
+
+// Reads `value` into `target` (the command's struct). HW_EXIT_OK, or HW_EXIT_USAGE with the
+// message in error[0..cap) (cli_refuse).
+typedef int (*cli_parse_fn)(const cli_option *option, const char *value, void *target, char *error, size_t cap);
+
+struct cli_option {
+    const char *section;    // the help's heading this option starts (NULL: the previous one's)
+    const char *name;       // without the dashes: "workers"
+    char short_name;        // '\0', or 'h' for -h
+    const char *metavar;    // the value's name in the help, "N"; NULL for a switch
+    cli_kind kind;
+    size_t field;           // offsetof the field in the target, or CLI_NO_FIELD
+    long long min, max;     // CLI_INT, CLI_INT64, CLI_UINT64: the range
+    double least;           // CLI_FLOAT, CLI_DOUBLE: the smallest value (the largest is 1e9)
+    const char *fallback;   // the default, as text, read as a given value would be (NULL: zero)
+    cli_parse_fn parse;     // CLI_CUSTOM
+    const char *missing;    // the message when the value is missing (a format of the flag), or NULL
+    const char *help;       // the help text, a printf format of the default's text; NULL: not listed
+};
+
+typedef struct {
+    const cli_option *options;
+    int n_options;
+    const char *missing;       // the message when an option's value is missing (a format of the flag)
+    const char *empty;         // the message when it is empty (a format of the flag), NULL: allowed
+    int operands;              // 1: arguments that are not options are the command's (files, anywhere)
+    int help_column;           // where the help text of an option starts in cli_print_options
+} cli_command;
+
+// The options given, in order, an option given twice listed twice; `stop` is the option of
+// cli_parse's stop_at that ended the parse at once (--help, --version), else NULL.
+enum { CLI_MAX_GIVEN = 128 };
+typedef struct {
+    const cli_option *given[CLI_MAX_GIVEN];
+    int n_given;
+    const cli_option *stop;
+    char **operands;           // the command's other arguments (operands = 1), in order
+    int n_operands;
+    char error[768];           // the usage error, when cli_parse returns HW_EXIT_USAGE
+} cli_parsed;
+
+// Sets every field of `target` that an option with a default names, from the default's text.
+void cli_defaults(const cli_command *command, void *target);
+
+// Parses argv[1..argc) (argv[0] is the command's name) into `target`: HW_EXIT_OK, or HW_EXIT_USAGE
+// with parsed->error set. `stop_at` lists option names that end the parse when met (parsed->stop).
+// parsed->operands points into an array the caller frees with cli_parsed_free.
+int cli_parse(const cli_command *command, int argc, char **argv, void *target, const char *const *stop_at,
+              cli_parsed *parsed);
+void cli_parsed_free(cli_parsed *parsed);
+
+// Whether the option `name` was given.
+int cli_given(const cli_parsed *parsed, const char *name);
+
+// The options' help: per section a heading, then "  --name VALUE   help" lines, help wrapped as
+// written (a '\n' in it continues under the help's column).
+void cli_print_options(const cli_command *command, FILE *out);
+
+// Writes the message into error[0..cap) and returns HW_EXIT_USAGE.
+__attribute__((format(printf, 3, 4))) int cli_refuse(char *error, size_t cap, const char *fmt, ...);
+
+#endif

@@ -1,0 +1,251 @@
+// train_options: ./hogwild's options for training, one table (src/cli/options.h): each option's
+// name, kind of value, default, help and the field of hw_train_config it sets. The help text, the
+// parser and the defaults all come from it.
+#include "cli/train_options.h"
+
+#include "hw/comm.h"
+#include "hw/data.h"
+#include "hw/err.h"
+#include "hw/file.h"
+#include "hw/shm.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ---- the values that are more than a number ----
+
+static int parse_mode(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
+    (void)o;
+    hw_train_config *config = target;
+    if (strcmp(text, "hogwild") == 0) {
+        config->mode = HW_MODE_HOGWILD;
+    } else if (strcmp(text, "dataparallel") == 0) {
+        config->mode = HW_MODE_DATAPARALLEL;
+    } else {
+        return cli_refuse(error, cap, "--mode expects hogwild or dataparallel, got '%s'", text);
+    }
+    return HW_EXIT_OK;
+}
+
+static int parse_gpus(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
+    (void)o;
+    hw_train_config *config = target;
+    config->n_gpus = 0;
+    const char *p = text;
+    while (*p) {
+        char *end = NULL;
+        long index = strtol(p, &end, 10);
+        if (end == p || index < 0 || index > 1023 || (*end != ',' && *end != '\0') || config->n_gpus >= 16) {
+            return cli_refuse(error, cap, "--gpus expects a comma-separated list of GPU indices like 0,1, got '%s'",
+                              text);
+        }
+        config->gpus[config->n_gpus++] = (int)index;
+        p = *end == ',' ? end + 1 : end;
+    }
+    if (config->n_gpus == 0) return cli_refuse(error, cap, "--gpus expects at least one GPU index, got '%s'", text);
+    return HW_EXIT_OK;
+}
+
+static int parse_device(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
+    (void)o;
+    hw_train_config *config = target;
+    if (hw_device_parse(text, &config->device) != HW_OK) return cli_refuse(error, cap, "--device: %s", hw_error());
+    return HW_EXIT_OK;
+}
+
+// --resize HxW: two sizes from 1 to HW_IMAGE_MAX_SIDE, "28x28".
+static int parse_resize(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
+    (void)o;
+    hw_train_config *config = target;
+    int h = 0, w = 0, used = 0;
+    const char *x = strchr(text, 'x');
+    if (!x || !isdigit((unsigned char)text[0]) || !isdigit((unsigned char)x[1]) ||
+        sscanf(text, "%5d%*1[x]%5d%n", &h, &w, &used) != 2 || text[used] != '\0' || h < 1 || w < 1 ||
+        h > HW_IMAGE_MAX_SIDE || w > HW_IMAGE_MAX_SIDE) {
+        return cli_refuse(error, cap, "--resize expects HEIGHTxWIDTH, each from 1 to 4096 (e.g. 28x28), got '%s'", text);
+    }
+    config->resize_height = h;
+    config->resize_width = w;
+    return HW_EXIT_OK;
+}
+
+static int parse_normalize(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
+    (void)o;
+    hw_normalize *norm = &((hw_train_config *)target)->norm;
+    if (strcmp(text, "auto") == 0) {
+        *norm = (hw_normalize){0, 0};
+        return HW_EXIT_OK;
+    }
+    float mean, std;
+    char rest;
+    // nan, inf and numbers beyond a float (1e39, read as inf) would train to NaN: refused.
+    if (sscanf(text, "%f,%f%c", &mean, &std, &rest) != 2 || !isfinite(mean) || !isfinite(std) || !(std > 0)) {
+        return cli_refuse(error, cap,
+                          "--normalize expects MEAN,STD, finite numbers with STD > 0 (e.g. 0.1307,0.3081) or auto, "
+                          "got '%s'",
+                          text);
+    }
+    // Pixels are in [0, 1]: normalised beyond +-1e6 (a STD of 1e-45 gave 1e45, then inf) the first
+    // batch overflows, and the run ended as "diverged" with a hint to lower --lr.
+    double lo = (0.0 - mean) / std, hi = (1.0 - mean) / std;
+    if (!(fabs(lo) <= 1e6 && fabs(hi) <= 1e6)) {
+        return cli_refuse(error, cap,
+                          "--normalize %s maps pixels in [0, 1] beyond +-1e6, where the network overflows: give a "
+                          "MEAN near the pixels' mean and a STD near their spread (or auto)",
+                          text);
+    }
+    *norm = (hw_normalize){mean, std};
+    return HW_EXIT_OK;
+}
+
+// --sync-every: "N" training samples of a node, or "Nms" milliseconds.
+static int parse_sync_every(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
+    (void)o;
+    hw_train_config *config = target;
+    char *end = NULL;
+    errno = 0;
+    long long value = strtoll(text, &end, 10);
+    int ms = end && strcmp(end, "ms") == 0;
+    if (errno || end == text || (*end != '\0' && !ms) || !isdigit((unsigned char)text[0]) || value < 1 ||
+        value > 1000000000LL) {
+        return cli_refuse(error, cap,
+                          "--sync-every expects a number of samples (e.g. 2000) or of milliseconds (e.g. 100ms), "
+                          "at least 1, got '%s'",
+                          text);
+    }
+    config->sync_every_ms = ms ? (double)value : 0;
+    config->sync_every_samples = ms ? 0 : value;
+    return HW_EXIT_OK;
+}
+
+static int parse_sync_rule(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
+    (void)o;
+    hw_train_config *config = target;
+    if (hw_couple_rule_parse(text, &config->sync_rule) != HW_OK) return cli_refuse(error, cap, "--sync-rule %s", hw_error());
+    return HW_EXIT_OK;
+}
+
+// The process runtime's setting, not the run's: proc/shm.c keeps it (and its default).
+static int parse_sharing(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
+    (void)o, (void)target;
+    if (hw_sharing_strategy_set(text) != HW_OK) return cli_refuse(error, cap, "--sharing-strategy: %s", hw_error());
+    return HW_EXIT_OK;
+}
+
+// ---- the table ----
+
+#define FIELD(name) offsetof(hw_train_config, name)
+#define NONE CLI_NO_FIELD
+
+// The defaults are those of PyTorch's mnist_hogwild example: 2 workers, batch 64, test batch 1000,
+// lr 0.01, momentum 0.5, seed 1; one epoch; MNIST's mean and std; no prefetch thread; the CPU.
+static const cli_option train_options[] = {
+    {.section = "Training", .name = "workers", .metavar = "N", .kind = CLI_INT, .field = FIELD(workers), .min = 1,
+     .max = 1024, .fallback = "2", .help = "Hogwild worker processes (default %s)"},
+    {.name = "mode", .metavar = "MODE", .kind = CLI_CUSTOM, .field = FIELD(mode), .parse = parse_mode,
+     .fallback = "hogwild", .help = "%s (default) or dataparallel"},
+    {.name = "replicas", .metavar = "K", .kind = CLI_INT, .field = FIELD(replicas), .min = 1, .max = 1024,
+     .fallback = "2", .help = "DataParallel replicas (default %s): CPU threads, or K on --device cuda:N"},
+    {.name = "gpus", .metavar = "LIST", .kind = CLI_CUSTOM, .field = FIELD(gpus), .parse = parse_gpus,
+     .help = "DataParallel replicas on GPUs, e.g. 0,1 (0,0: two on one GPU)"},
+    {.name = "device", .metavar = "DEV", .kind = CLI_CUSTOM, .field = FIELD(device), .parse = parse_device,
+     .fallback = "cpu",
+     .help = "%s (default), cuda or cuda:N (Hogwild: every worker on that GPU;\n"
+             "under mpirun, DataParallel: local rank L of a host on GPU N+L)"},
+    {.name = "model", .metavar = "FILE", .kind = CLI_TEXT, .field = FIELD(model_path),
+     .fallback = "models/lenet.model", .help = "model file (default %s)"},
+    {.name = "data", .metavar = "DIR", .kind = CLI_TEXT, .field = FIELD(data_dir), .fallback = "data/mnist",
+     .help = "dataset folder (default %s): the four IDX files of\n"
+             "MNIST/Fashion-MNIST/KMNIST, or train/ and test/ image folders"},
+    {.name = "resize", .metavar = "HxW", .kind = CLI_CUSTOM, .field = FIELD(resize_height), .parse = parse_resize,
+     .help = "resize every image of the image folders to H x W pixels (default:\n"
+             "the training images' own size, which must then be one)"},
+    {.name = "epochs", .metavar = "N", .kind = CLI_INT, .field = FIELD(epochs), .min = 1, .max = 100000,
+     .fallback = "1", .help = "epochs (default %s)"},
+    {.name = "batch-size", .metavar = "N", .kind = CLI_INT, .field = FIELD(batch_size), .min = 1, .max = 1 << 20,
+     .fallback = "64", .help = "training batch per worker; DataParallel: split over replicas (default %s)"},
+    {.name = "test-batch-size", .metavar = "N", .kind = CLI_INT, .field = FIELD(test_batch_size), .min = 1,
+     .max = 1 << 20, .fallback = "1000", .help = "evaluation batch (default %s)"},
+    {.name = "lr", .metavar = "X", .kind = CLI_FLOAT, .field = FIELD(lr), .least = 0, .fallback = "0.01",
+     .help = "learning rate (default %s)"},
+    {.name = "momentum", .metavar = "X", .kind = CLI_FLOAT, .field = FIELD(momentum), .least = 0, .fallback = "0.5",
+     .help = "SGD momentum (default %s)"},
+    {.name = "weight-decay", .metavar = "X", .kind = CLI_FLOAT, .field = FIELD(weight_decay), .least = 0,
+     .fallback = "0", .help = "L2 weight decay (default %s)"},
+    {.name = "nesterov", .kind = CLI_SWITCH, .field = FIELD(nesterov), .help = "Nesterov momentum"},
+    {.name = "seed", .metavar = "N", .kind = CLI_UINT64, .field = FIELD(seed), .min = 0, .max = LLONG_MAX,
+     .fallback = "1", .help = "seed of initialisation, shuffling and dropout (default %s)"},
+    {.name = "normalize", .metavar = "M,S|auto", .kind = CLI_CUSTOM, .field = FIELD(norm), .parse = parse_normalize,
+     .fallback = "0.1307,0.3081", .help = "input mean and std (default MNIST's %s; auto: from the data)"},
+    {.name = "freeze", .metavar = "NAMES", .kind = CLI_TEXT, .field = FIELD(freeze),
+     .help = "parameters not to train, e.g. conv1.weight,conv1.bias"},
+    {.name = "prefetch", .kind = CLI_SWITCH, .field = FIELD(prefetch),
+     .help = "assemble the next batch in a thread while the current one trains\n"
+             "(off by default: on the CPU it measured no gain, see bench/RESULTS.md)"},
+
+    {.section = "Evaluation, checkpoints, output", .name = "eval-every", .metavar = "N", .kind = CLI_INT64,
+     .field = FIELD(eval_every), .min = 1, .max = LLONG_MAX,
+     .help = "also evaluate every N training samples (default: epoch ends only)"},
+    {.name = "metrics", .metavar = "FILE.csv", .kind = CLI_TEXT, .field = FIELD(metrics_path),
+     .help = "write one CSV row per evaluation (for hogwild compare)"},
+    {.name = "save", .metavar = "FILE", .kind = CLI_TEXT, .field = FIELD(save_path),
+     .help = "checkpoint (safetensors) at every epoch end, at the end and on Ctrl-C\n"
+             "(an existing FILE only if this run resumed from it, or with --overwrite)"},
+    {.name = "overwrite", .kind = CLI_SWITCH, .field = FIELD(overwrite),
+     .help = "let --save replace an existing checkpoint this run did not resume from"},
+    {.name = "resume", .metavar = "FILE", .kind = CLI_TEXT, .field = FIELD(resume_path),
+     .help = "continue from a checkpoint (weights, epoch, samples seen, seed)"},
+    {.name = "eval-only", .kind = CLI_SWITCH, .field = FIELD(eval_only),
+     .help = "with --resume: evaluate the checkpoint on the test set (its own model\n"
+             "text unless --model is given)"},
+    {.name = "quiet", .kind = CLI_SWITCH, .field = FIELD(quiet), .help = "no progress line (results are still printed)"},
+    {.name = "measure", .kind = CLI_SWITCH, .field = FIELD(measure),
+     .help = "measure what Hogwild does (CPU workers): staleness, lost updates,\n"
+             "contention; printed after training and added to --metrics"},
+
+    {.section = "Several machines (under mpirun; README, \"Several machines\")", .name = "sync-every",
+     .metavar = "N|Nms", .kind = CLI_CUSTOM, .field = FIELD(sync_every_ms), .parse = parse_sync_every,
+     .fallback = "20ms",
+     .help = "Hogwild across ranks: couple the nodes every N training samples of a\n"
+             "node, or every N milliseconds, or as often as the link allows if less\n"
+             "often (default %s)"},
+    {.name = "sync-rule", .metavar = "momentum|sum", .kind = CLI_CUSTOM, .field = FIELD(sync_rule),
+     .parse = parse_sync_rule, .fallback = "momentum",
+     .help = "Hogwild across ranks: what a round does with the nodes' changes:\n"
+             "block momentum (default) or their sum added at once (the old rule)"},
+    {.name = "sync-timeout", .metavar = "S", .kind = CLI_DOUBLE, .field = FIELD(sync_timeout), .least = 0.001,
+     .fallback = "60",
+     .help = "a coupling round (Hogwild) or a step's gradient sum (DataParallel) not\n"
+             "complete in S seconds ends the job: a rank stuck or gone (default %s)"},
+
+    {.section = "Process runtime", .name = "sharing-strategy", .metavar = "NAME", .kind = CLI_CUSTOM, .field = NONE,
+     .parse = parse_sharing, .help = "file_descriptor (default) or file_system"},
+    {.name = "list-sharing-strategies", .kind = CLI_SWITCH, .field = NONE,
+     .help = "list them, the current one marked"},
+    {.name = "clean-shm", .kind = CLI_SWITCH, .field = NONE,
+     .help = "remove shared memory left by hogwild runs killed with SIGKILL"},
+    {.name = "help", .short_name = 'h', .kind = CLI_SWITCH, .field = NONE,
+     .help = "this text;  --version  the version"},
+    {.name = "version", .kind = CLI_SWITCH, .field = NONE},
+    {.name = "summary", .kind = CLI_SWITCH, .field = NONE},  // in the usage lines, not among the options
+};
+
+const cli_command cli_train_command = {
+    .options = train_options,
+    .n_options = sizeof train_options / sizeof train_options[0],
+    .missing = "option '%s' needs a value",
+    // --save '' passed every check of a file name and failed at the first save, an epoch later.
+    .empty = "option '%s' needs a value, got an empty one",
+    .help_column = 27,
+};
+
+void cli_train_defaults(hw_train_config *config) {
+    hw_train_config_init(config);
+    cli_defaults(&cli_train_command, config);
+}

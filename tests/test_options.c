@@ -1,0 +1,98 @@
+// The command line's table of options (src/cli/options.c, src/cli/train_options.c): the defaults,
+// the parser and the help all come from one table.
+#include "cli/options.h"
+#include "cli/train_options.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// argv is NULL-terminated and starts with the command's name.
+static int parse(hw_train_config *config, cli_parsed *parsed, const char **argv) {
+    int argc = 0;
+    while (argv[argc]) argc++;
+    cli_train_defaults(config);
+    static const char *const stop_at[] = {"help", "version", NULL};
+    int status = cli_parse(&cli_train_command, argc, (char **)argv, config, stop_at, parsed);
+    cli_parsed_free(parsed);
+    return status;
+}
+
+Test(options, defaults_are_pytorchs_mnist_hogwild) {
+    hw_train_config c;
+    cli_train_defaults(&c);
+    cr_expect_eq(c.mode, HW_MODE_HOGWILD);
+    cr_expect_eq(c.workers, 2);
+    cr_expect_eq(c.replicas, 2);
+    cr_expect_eq(c.epochs, 1);
+    cr_expect_eq(c.batch_size, 64);
+    cr_expect_eq(c.test_batch_size, 1000);
+    cr_expect_eq(c.lr, 0.01f);
+    cr_expect_eq(c.momentum, 0.5f);
+    cr_expect_eq(c.seed, 1u);
+    cr_expect_eq(c.norm.mean, HW_MNIST_MEAN);
+    cr_expect_eq(c.norm.std, HW_MNIST_STD);
+    cr_expect_eq(c.sync_every_ms, 20.0);
+    cr_expect_eq(c.sync_timeout, 60.0);
+    cr_expect_eq(c.world.size, 1);
+    cr_expect_str_eq(c.model_path, "models/lenet.model");
+    cr_expect_str_eq(c.data_dir, "data/mnist");
+}
+
+Test(options, values_land_in_their_fields) {
+    hw_train_config c;
+    cli_parsed p;
+    const char *argv[] = {"hogwild", "--workers", "4", "--lr=0.5", "--seed", "7", "--quiet", "--eval-every", "100",
+                          "--sync-every", "300", "--save", "x.safetensors", NULL};
+    cr_assert_eq(parse(&c, &p, argv), HW_EXIT_OK, "%s", p.error);
+    cr_expect_eq(c.workers, 4);
+    cr_expect_eq(c.lr, 0.5f);
+    cr_expect_eq(c.seed, 7u);
+    cr_expect_eq(c.quiet, 1);
+    cr_expect_eq(c.eval_every, 100);
+    cr_expect_eq(c.sync_every_samples, 300);
+    cr_expect_eq(c.sync_every_ms, 0.0);
+    cr_expect_str_eq(c.save_path, "x.safetensors");
+    cr_expect(cli_given(&p, "workers") && cli_given(&p, "quiet") && !cli_given(&p, "epochs"));
+}
+
+// getopt_long takes an unambiguous prefix; hogwild does not (a typo must not pick a flag).
+Test(options, a_prefix_is_an_unknown_option) {
+    hw_train_config c;
+    cli_parsed p;
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--epoch", "3", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "unknown option '--epoch'");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--seed", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "option '--seed' needs a value");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--save", "", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "option '--save' needs a value, got an empty one");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "stray", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "unexpected argument 'stray'");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--workers", "0", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "--workers expects an integer from 1 to 1024, got '0'");
+}
+
+Test(options, help_stops_the_parse) {
+    hw_train_config c;
+    cli_parsed p;
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "-h", "--workers", "0", NULL}), HW_EXIT_OK);
+    cr_assert_not_null(p.stop);
+    cr_expect_str_eq(p.stop->name, "help");
+}
+
+// Every option with a value has a default or says in its help what happens without it; every
+// default is read back by the option's own parser (cli_defaults aborts otherwise), and the help
+// shows it.
+Test(options, the_help_shows_each_default) {
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    cli_print_options(&cli_train_command, out);
+    fclose(out);
+    cr_expect(strstr(text, "  --workers N              Hogwild worker processes (default 2)\n") != NULL, "%s", text);
+    cr_expect(strstr(text, "  --lr X                   learning rate (default 0.01)\n") != NULL, "%s", text);
+    cr_expect(strstr(text, "  --list-sharing-strategies  list them") != NULL, "%s", text);
+    cr_expect(strstr(text, "--summary") == NULL, "--summary is in the usage lines, not among the options");
+    free(text);
+}
