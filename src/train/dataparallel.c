@@ -11,6 +11,7 @@
 #include "hw/comm.h"
 #include "hw/err.h"
 #include "hw/optim.h"
+#include "hw/signals.h"
 
 #include <errno.h>
 #include <math.h>
@@ -279,14 +280,15 @@ static int ranks_step(cpu_trainer *t, const float *x, const uint8_t *y, int batc
     return batch;
 }
 
-static int cpu_begin_epoch(void *arg, const int64_t *order, int64_t n) {
-    cpu_trainer *t = arg;
+static int cpu_begin_epoch(cpu_trainer *t, const int64_t *order, int64_t n) {
     return hw_loader_open(&t->loader, &t->in->train, order, n, t->config->batch_size, t->in->norm,
                           t->config->prefetch);
 }
 
-static int cpu_step(void *arg, float *loss, int *diverged) {
-    cpu_trainer *t = arg;
+// One synchronous step over the epoch's next batch, SGD step included. Returns the batch size, 0
+// when the epoch is used up, -1 on error; *loss gets the batch's mean loss. When a replica's loss
+// is not finite, *diverged gets that replica (the first): no step then.
+static int cpu_step(cpu_trainer *t, float *loss, int *diverged) {
     const float *x;
     const uint8_t *y;
     int batch = hw_loader_next(t->loader, &x, &y);
@@ -303,17 +305,14 @@ static int cpu_step(void *arg, float *loss, int *diverged) {
     return batch;
 }
 
-static void cpu_end_epoch(void *arg) {
-    cpu_trainer *t = arg;
+static void cpu_end_epoch(cpu_trainer *t) {
     hw_loader_close(t->loader);
     t->loader = NULL;
 }
 
-// Across ranks the loop stops on the agreed signal only (ranks_step).
-static int ranks_stop(void *arg) {
-    cpu_trainer *t = arg;
-    return t->stop_agreed;
-}
+// The stop signal the loop obeys: across ranks the one agreed at the last step (ranks_step), so
+// that every rank leaves after the same step.
+static int cpu_stop(const cpu_trainer *t) { return t->config->world.size > 1 ? t->stop_agreed : hw_stop_signal(); }
 
 static int cpu_snapshot(void *arg, hw_train_outputs *log) {
     cpu_trainer *t = arg;
@@ -327,6 +326,24 @@ static int cpu_snapshot(void *arg, hw_train_outputs *log) {
     }
     hw_train_outputs_snapshot(log, t->model->weights);
     return HW_OK;
+}
+
+// The epochs (dataparallel_loop.h), each step a call of cpu_step.
+static int cpu_train(cpu_trainer *t, int first_epoch, hw_train_outputs *log, hw_train_result *result) {
+    hw_dp_loop loop;
+    int status = hw_dp_loop_open(&loop, t->in, first_epoch, log, cpu_snapshot, t);
+    while (hw_dp_loop_next_epoch(&loop, &status, cpu_stop(t))) {
+        status = cpu_begin_epoch(t, loop.order, t->in->train.n);
+        if (status != HW_OK) break;
+        float loss = 0;
+        int batch = 0, diverged = -1;
+        while (status == HW_OK && !cpu_stop(t) && (batch = cpu_step(t, &loss, &diverged)) > 0) {
+            status = hw_dp_loop_step(&loop, batch, loss, diverged);
+        }
+        cpu_end_epoch(t);
+        status = hw_dp_loop_end_epoch(&loop, batch < 0 ? HW_ERR : status, cpu_stop(t));
+    }
+    return hw_dp_loop_close(&loop, status, cpu_stop(t), result);
 }
 
 int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
@@ -361,10 +378,7 @@ int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw
     log.distributed = config->world.size > 1;  // every rank evaluates a share: none waits for rank 0
     if (status == HW_OK) status = hw_dp_team_open(&t.team, model, config->replicas, rank_batch, team_seed);
     if (status == HW_OK) status = hw_train_outputs_first_point(&log, model->weights, first_epoch);
-    static const dp_ops cpu_ops = {cpu_begin_epoch, cpu_step, cpu_end_epoch, cpu_snapshot, NULL};
-    static const dp_ops ranks_ops = {cpu_begin_epoch, cpu_step, cpu_end_epoch, cpu_snapshot, ranks_stop};
-    const dp_ops *ops = world->size > 1 ? &ranks_ops : &cpu_ops;
-    if (status == HW_OK) status = hw_dp_run(config, in, first_epoch, &log, ops, &t, result);
+    if (status == HW_OK) status = cpu_train(&t, first_epoch, &log, result);
     hw_dp_team_close(t.team);
     hw_train_outputs_close(&log);
     hw_sgd_free(&t.opt);

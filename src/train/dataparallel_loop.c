@@ -1,4 +1,4 @@
-// dp_loop: the epoch loop of a DataParallel run, shared by the CPU and GPU trainers.
+// dataparallel_loop: the epoch loop of a DataParallel run, shared by the CPU and GPU trainers.
 #include "dataparallel_loop.h"
 
 #include "hw/comm.h"
@@ -36,101 +36,81 @@ int hw_dp_ranks_settle(const float tail[3], int local_diverged, const hw_world *
     return HW_OK;
 }
 
-static int stop_signal(const dp_ops *ops, void *team) { return ops->stop ? ops->stop(team) : hw_stop_signal(); }
+int hw_dp_loop_open(hw_dp_loop *loop, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
+                    hw_snapshot_fn snapshot, void *ctx) {
+    *loop = (hw_dp_loop){.in = in, .first_epoch = first_epoch, .epoch = first_epoch - 1, .epochs_done = first_epoch};
+    hw_stop_signals_catch();
+    hw_run_loop_start(&loop->run, log, snapshot, ctx);  // the replicas (GPUs, ranks) are set up: training starts
+    log->started = hw_now();
+    loop->order = malloc(sizeof(int64_t) * (size_t)in->train.n);
+    if (!loop->order) return hw_fail("out of memory for the sample order");
+    return HW_OK;
+}
 
-// The epochs; returns the status, with the samples trained and the epochs completed.
-static int train_epochs(const hw_train_config *config, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
-                        const dp_ops *ops, void *team, int64_t *samples_out, int *epochs_done_out) {
-    *samples_out = 0;
-    *epochs_done_out = first_epoch;
-    int64_t *order = malloc(sizeof(int64_t) * (size_t)in->train.n);
-    if (!order) return hw_fail("out of memory for the sample order");
-    int64_t samples = 0, next_eval = config->eval_every;
-    double loss_sum = 0;
-    int epochs_done = first_epoch;
-    int status = HW_OK;
-    for (int epoch = first_epoch; status == HW_OK && epoch < config->epochs && !stop_signal(ops, team); epoch++) {
-        status = hw_sampler_shard(order, in->train.n, 1, 0, epoch, config->seed);
-        if (status == HW_OK) status = ops->begin_epoch(team, order, in->train.n);
-        if (status != HW_OK) break;
-        const int64_t epoch_end_samples = (int64_t)(epoch - first_epoch + 1) * in->train.n;
-        float loss = 0;
-        int batch = 0, diverged = -1;
-        while (!stop_signal(ops, team) && (batch = ops->step(team, &loss, &diverged)) > 0) {
-            if (diverged >= 0 || hw_loss_diverged(loss)) {
-                char who[48], bad[48], what[80];
-                int replica = diverged >= 0 ? diverged : 0;
-                if (config->world.size > 1) {
-                    // Across ranks the replica is counted over the world: rank r holds r*K .. r*K+K-1.
-                    snprintf(who, sizeof who, "rank %d replica %d", replica / config->replicas,
-                             replica % config->replicas);
-                } else {
-                    snprintf(who, sizeof who, "replica %d", replica);
-                }
-                hw_loss_describe(bad, sizeof bad, loss);
-                snprintf(what, sizeof what, "its training loss is %s", bad);
-                status = hw_train_outputs_diverged(log, who, what, epoch + 1, epochs_done, samples, loss);
-                break;
-            }
-            hw_train_outputs_loss(log, loss);
-            samples += batch;
-            loss_sum += (double)loss * batch;
-            hw_progress_update(&log->progress, epoch + 1, config->epochs, samples, loss);
-            // A mid-epoch point of the curve; one that falls on the epoch's end is the epoch-end
-            // row, written once below.
-            if (next_eval > 0 && samples >= next_eval && samples < epoch_end_samples) {
-                // A batch larger than --eval-every passes several points: one row for them all.
-                hw_train_outputs_pass_points(log, &next_eval, samples, 0);
-                status = ops->snapshot(team, log);
-                if (status == HW_OK) status = hw_train_outputs_evaluate(log, epoch, samples, loss_sum, 0);
-                if (status != HW_OK) break;
-            }
+int hw_dp_loop_next_epoch(hw_dp_loop *loop, int *status, int stop) {
+    const hw_train_config *config = loop->run.config;
+    if (*status != HW_OK || loop->stopped || stop || loop->epoch + 1 >= config->epochs) return 0;
+    loop->epoch++;
+    const int64_t n = loop->in->train.n;
+    *status = hw_sampler_shard(loop->order, n, 1, 0, loop->epoch, config->seed);
+    loop->epoch_end_samples = (int64_t)(loop->epoch - loop->first_epoch + 1) * n;
+    return *status == HW_OK;
+}
+
+int hw_dp_loop_step(hw_dp_loop *loop, int batch, float loss, int diverged) {
+    const hw_train_config *config = loop->run.config;
+    hw_train_outputs *log = loop->run.log;
+    if (diverged >= 0 || hw_loss_diverged(loss)) {
+        char who[48];
+        int replica = diverged >= 0 ? diverged : 0;
+        if (config->world.size > 1) {
+            // Across ranks the replica is counted over the world: rank r holds r*K .. r*K+K-1.
+            snprintf(who, sizeof who, "rank %d replica %d", replica / config->replicas, replica % config->replicas);
+        } else {
+            snprintf(who, sizeof who, "replica %d", replica);
         }
-        if (batch < 0) status = HW_ERR;
-        ops->end_epoch(team);
-        if (status != HW_OK) break;
-        // A signal after the epoch's last step: the epoch is done all the same.
-        if (samples == epoch_end_samples) epochs_done = epoch + 1;
-        if (stop_signal(ops, team)) break;
-        if (epochs_done == config->epochs) log->trained = hw_now();
-        hw_train_outputs_pass_points(log, &next_eval, samples, 1);
-        status = ops->snapshot(team, log);
-        if (status == HW_OK) status = hw_train_outputs_evaluate(log, epochs_done, samples, loss_sum, 1);
+        return hw_run_loop_diverged(&loop->run, who, loss, loop->epoch + 1, loop->epochs_done, loop->samples);
     }
-    free(order);
-    *samples_out = samples;
-    *epochs_done_out = epochs_done;
+    hw_train_outputs_loss(log, loss);
+    loop->samples += batch;
+    loop->loss_sum += (double)loss * batch;
+    hw_progress_update(&log->progress, loop->epoch + 1, config->epochs, loop->samples, loss);
+    if (!hw_run_loop_point_due(&loop->run, loop->samples, loop->epoch_end_samples)) return HW_OK;
+    // A batch larger than --eval-every passes several points: one row for them all.
+    int status = hw_run_loop_point(&loop->run, loop->samples, 0);
+    if (status == HW_OK) status = hw_train_outputs_evaluate(log, loop->epoch, loop->samples, loop->loss_sum, 0);
     return status;
 }
 
-int hw_dp_run(const hw_train_config *config, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
-              const dp_ops *ops, void *team, hw_train_result *result) {
-    hw_stop_signals_catch();
-    hw_train_outputs_commit(log);  // the replicas (and the GPUs, the ranks) are set up: training starts
+int hw_dp_loop_end_epoch(hw_dp_loop *loop, int status, int stop) {
+    if (status != HW_OK) return status;
+    // A signal after the epoch's last step: the epoch is done all the same.
+    if (loop->samples == loop->epoch_end_samples) loop->epochs_done = loop->epoch + 1;
+    if (stop) {
+        loop->stopped = 1;
+        return HW_OK;
+    }
+    hw_train_outputs *log = loop->run.log;
+    if (loop->epochs_done == loop->run.config->epochs) log->trained = hw_now();
+    status = hw_run_loop_point(&loop->run, loop->samples, 1);
+    if (status == HW_OK) status = hw_train_outputs_evaluate(log, loop->epochs_done, loop->samples, loop->loss_sum, 1);
+    return status;
+}
 
-    log->started = hw_now();
-    int64_t samples;
-    int epochs_done;
-    int status = train_epochs(config, in, first_epoch, log, ops, team, &samples, &epochs_done);
+int hw_dp_loop_close(hw_dp_loop *loop, int status, int stop, hw_train_result *result) {
+    free(loop->order);
+    loop->order = NULL;
     hw_stop_signals_release();
-
-    int stopped_by = stop_signal(ops, team);
+    hw_train_outputs *log = loop->run.log;
+    int stopped_by = stop;
     // A stop signal that cut an evaluation short stops this process even before the ranks have
     // agreed on it (rank 0 alone evaluates: the others stop at the next step's sum, or have ended).
     if (!stopped_by && log->interrupted) stopped_by = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
     if (status == HW_OK && stopped_by) {
         result->interrupted_by = stopped_by;
-        hw_progress_message(&log->progress, "interrupted by %s after %lld samples\n",
-                            hw_stop_signal_name(stopped_by), (long long)samples);
-        if (config->save_path) {
-            status = ops->snapshot(team, log);
-            if (status == HW_OK) status = hw_train_outputs_save(log, log->snapshot, epochs_done, samples);
-            if (status == HW_OK) {
-                hw_progress_message(&log->progress, "saved the current weights to %s\n", config->save_path);
-            }
-        }
+        status = hw_run_loop_save_stopped(&loop->run, stopped_by, loop->epochs_done, loop->samples);
     } else if (status == HW_OK) {
-        hw_train_outputs_finish(log, samples, result);
+        hw_train_outputs_finish(log, loop->samples, result);
     }
     return status;
 }

@@ -1,31 +1,14 @@
-// dp_loop: the epoch loop of a DataParallel run on any device (private to src/train/). The CPU
-// trainer (dataparallel.c) and the GPU trainer (dataparallel_gpu.c) differ in how a step runs;
-// epochs, evaluations, metrics, checkpoints and Ctrl-C are this one loop.
+// dataparallel_loop: the epoch loop of a DataParallel run on any device (private to src/train/ and
+// the GPU trainers). The CPU trainer (dataparallel.c) and the GPU trainer (dataparallel_gpu.c)
+// differ in how a step runs, which each calls itself; epochs, evaluations, metrics, checkpoints and
+// Ctrl-C are this one loop, on the core it shares with Hogwild (run_loop.h).
 #ifndef HW_DP_LOOP_H
 #define HW_DP_LOOP_H
 
 #include "hw/train.h"
+#include "run_loop.h"
 
 #include <stdint.h>
-
-// How one kind of replicas trains. `team` is the trainer's own state.
-typedef struct {
-    // Prepares an epoch over `order` (n sample indices, the whole training set shuffled).
-    int (*begin_epoch)(void *team, const int64_t *order, int64_t n);
-    // One synchronous step over the epoch's next batch, SGD step included. Returns the batch
-    // size, 0 when the epoch is used up, -1 on error; *loss gets the batch's mean loss. When a
-    // replica's loss is not finite, *diverged gets that replica (the first), else -1; the loop
-    // then ends the run (hw_train_outputs_diverged).
-    int (*step)(void *team, float *loss, int *diverged);
-    // Ends the epoch; called after an interruption or an error too.
-    void (*end_epoch)(void *team);
-    // Copies the current weights into log->snapshot.
-    int (*snapshot)(void *team, hw_train_outputs *log);
-    // The stop signal the loop obeys (SIGINT, SIGTERM, SIGHUP, or 0), when the trainer decides it
-    // itself; NULL: hw_stop_signal(). Across ranks every rank must leave after the same step, so
-    // the stop is agreed in the step's sum rather than read from each rank's own signal.
-    int (*stop)(void *team);
-} dp_ops;
 
 // Across ranks, what every rank must agree on after a step travels with the step's sum over the
 // ranks as 3 floats, the tail: this rank's loss sum, whether one of its replicas diverged, and
@@ -39,12 +22,52 @@ void hw_dp_ranks_tail(float tail[3], float loss_sum, int local_diverged);
 int hw_dp_ranks_settle(const float tail[3], int local_diverged, const hw_world *world, int replicas, int *stop_agreed,
                     int *diverged);
 
-// Trains epochs first_epoch .. config->epochs - 1: the sampler with one replica (DataParallel
-// splits each batch, not the dataset), --eval-every points, an evaluation and a checkpoint at
-// every epoch end; a replica's non-finite loss ends the run (exit 1, the replica named, nothing
-// saved); on SIGINT/SIGTERM it finishes the step, saves the current weights (--save) and
-// sets result->interrupted_by. Prints the summary of a finished run.
-int hw_dp_run(const hw_train_config *config, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
-              const dp_ops *ops, void *team, hw_train_result *result);
+// The epochs of a DataParallel run, first_epoch .. config->epochs - 1: the sampler with one
+// replica (DataParallel splits each batch, not the dataset), --eval-every points, an evaluation and
+// a checkpoint at every epoch end; a replica's non-finite loss ends the run (exit 1, the replica
+// named, nothing saved); on SIGINT/SIGTERM the step under way finishes, the current weights are
+// saved (--save) and result->interrupted_by is set. The summary of a finished run is printed.
+// The trainer drives it and takes each step itself, with a direct call (`stop`: the stop signal
+// it obeys, hw_stop_signal() or, across ranks, the one agreed in the last step's sum):
+//
+//     hw_dp_loop loop;
+//     int status = hw_dp_loop_open(&loop, in, first_epoch, log, snapshot, team);
+//     while (hw_dp_loop_next_epoch(&loop, &status, stop)) {
+//         status = begin the epoch over loop.order;
+//         ... while status is HW_OK, no stop, and a step trains a batch:
+//                 status = hw_dp_loop_step(&loop, batch, loss, diverged);
+//         end the epoch;
+//         status = hw_dp_loop_end_epoch(&loop, status, stop);
+//     }
+//     status = hw_dp_loop_close(&loop, status, stop, result);
+typedef struct {
+    hw_run_loop run;                // the core shared with Hogwild (run_loop.h)
+    const hw_train_inputs *in;
+    int first_epoch;
+    int epoch;                      // the epoch under way (0-based)
+    int64_t *order;                 // its samples in order, in->train.n of them
+    int64_t epoch_end_samples;      // this run's samples at its end
+    int64_t samples;                // this run's samples so far
+    double loss_sum;
+    int epochs_done;                // counted from 0, as a checkpoint counts them
+    int stopped;                    // a stop signal ended an epoch
+} hw_dp_loop;
+
+// Training starts (hw_run_loop_start, with the stop signals caught). `snapshot(ctx, log)` copies
+// the trainer's current weights. HW_ERR when out of memory: then hw_dp_loop_close all the same.
+int hw_dp_loop_open(hw_dp_loop *loop, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
+                    hw_snapshot_fn snapshot, void *ctx);
+// 1 when the next epoch is to be trained (loop->epoch, over loop->order); 0 when the run is over:
+// every epoch trained, a stop, or an error in *status.
+int hw_dp_loop_next_epoch(hw_dp_loop *loop, int *status, int stop);
+// After a step that trained `batch` samples with the mean loss `loss`; `diverged`: the first
+// replica whose loss was not finite, or -1. HW_ERR ends the run (a divergence, an evaluation that
+// failed); an --eval-every point due is evaluated here.
+int hw_dp_loop_step(hw_dp_loop *loop, int batch, float loss, int diverged);
+// After the epoch's last step (or a stop, or an error in `status`): the epoch-end evaluation and
+// checkpoint.
+int hw_dp_loop_end_epoch(hw_dp_loop *loop, int status, int stop);
+// The end of the run: the save on a stop signal, or the summary of a finished run.
+int hw_dp_loop_close(hw_dp_loop *loop, int status, int stop, hw_train_result *result);
 
 #endif

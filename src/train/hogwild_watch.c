@@ -100,36 +100,26 @@ static void report_memory(hw_train_outputs *log, const hogwild_control *control,
 // Ctrl-C: every worker is stopped and reaped, so the weights are still; keep them. Workers that
 // had all finished an epoch were waiting at the barrier with its end weights before the loop
 // handled it: that epoch is done, and the checkpoint says so.
-static int save_interrupted(const hogwild_watch *watch, hw_train_outputs *log, int signal_number,
-                            int epochs_handled) {
+static int save_interrupted(const hogwild_watch *watch, hw_run_loop *run, int signal_number, int epochs_handled) {
     int64_t samples;
     double loss_sum;
     int min_done;
     sum_slots(watch->control, watch->config->workers, &samples, &loss_sum, &min_done);
     int epochs_done = min_done > epochs_handled ? min_done : epochs_handled;
-    hw_progress_message(&log->progress, "interrupted by %s after %lld samples\n",
-                        hw_stop_signal_name(signal_number), (long long)samples);
-    if (!watch->config->save_path) return HW_OK;
-    if (watch->snapshot(watch->snapshot_ctx, log) != HW_OK) return HW_ERR;
-    if (hw_train_outputs_save(log, log->snapshot, watch->first_epoch + epochs_done, samples) != HW_OK) return HW_ERR;
-    hw_progress_message(&log->progress, "saved the current weights to %s\n", watch->config->save_path);
-    return HW_OK;
+    return hw_run_loop_save_stopped(run, signal_number, watch->first_epoch + epochs_done, samples);
 }
 
-// The first worker that reported a diverged training loss (hw_loss_diverged) ends the run: the row that marks it
-// diverged, and its message. HW_OK when none has.
-static int check_diverged(const hogwild_watch *watch, hw_train_outputs *log, int epochs_handled, int64_t samples) {
+// The first worker that reported a diverged training loss (hw_loss_diverged) ends the run: the row
+// that marks it diverged, and its message. HW_OK when none has.
+static int check_diverged(const hogwild_watch *watch, hw_run_loop *run, int epochs_handled, int64_t samples) {
     for (int r = 0; r < watch->config->workers; r++) {
         worker_slot *slot = &watch->control->slots[r];
         if (!atomic_load(&slot->diverged)) continue;
-        double loss = atomic_load(&slot->bad_loss);
-        char who[32], bad[48], what[80];
+        char who[32];
         snprintf(who, sizeof who, "worker %d", r);
-        hw_loss_describe(bad, sizeof bad, loss);
-        snprintf(what, sizeof what, "its training loss is %s", bad);
-        hw_train_outputs_loss(log, atomic_load(&slot->last_finite_loss));
-        return hw_train_outputs_diverged(log, who, what, atomic_load(&slot->diverged_epoch) + 1,
-                                     watch->first_epoch + epochs_handled, samples, loss);
+        hw_train_outputs_loss(run->log, atomic_load(&slot->last_finite_loss));
+        return hw_run_loop_diverged(run, who, atomic_load(&slot->bad_loss), atomic_load(&slot->diverged_epoch) + 1,
+                                    watch->first_epoch + epochs_handled, samples);
     }
     return HW_OK;
 }
@@ -216,13 +206,13 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
     const int workers = config->workers;
     const int epochs_to_run = config->epochs - watch->first_epoch;
     int epochs_handled = 0;  // epoch ends already evaluated, counted from first_epoch
-    int64_t next_eval = config->eval_every;
     int64_t samples = 0;
     double loss_sum = 0, running_loss = NAN;
     int64_t loss_window_samples = 0;
     double loss_window_sum = 0;
     int status = HW_OK;
-    hw_train_outputs_commit(log);  // the workers (and the GPU, the ranks) are set up: training starts
+    hw_run_loop run;
+    hw_run_loop_start(&run, log, watch->snapshot, watch->snapshot_ctx);  // the workers (GPU, ranks) are set up
 
     for (;;) {
         // Across ranks the coupling says when it next needs a pass: every 1 ms while a round is
@@ -266,7 +256,7 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
             loss_window_sum = loss_sum;
         }
         int epoch_now = watch->first_epoch + epochs_handled + 1;
-        if ((status = check_diverged(watch, log, epochs_handled, samples)) != HW_OK) break;
+        if ((status = check_diverged(watch, &run, epochs_handled, samples)) != HW_OK) break;
         hw_progress_update(&log->progress, epoch_now > config->epochs ? config->epochs : epoch_now, config->epochs,
                            samples, running_loss);
 
@@ -275,8 +265,9 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
         if (epoch_end) {
             // Every worker has finished this epoch and waits at the barrier (or has exited after
             // the last epoch): the weights are the end-of-epoch weights. Copy them, let the
-            // workers go on, and evaluate the copy while they train.
-            if (watch->snapshot(watch->snapshot_ctx, log) != HW_OK) {
+            // workers go on, and evaluate the copy while they train. Points before this epoch end
+            // that no mid-epoch evaluation took are skipped.
+            if (hw_run_loop_point(&run, samples, 1) != HW_OK) {
                 status = HW_ERR;
                 break;
             }
@@ -292,15 +283,13 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
                 log->trained = hw_now();
             }
             atomic_store(&control->released_epoch, watch->first_epoch + epochs_handled);
-            // Points before this epoch end that no mid-epoch evaluation took are skipped.
-            hw_train_outputs_pass_points(log, &next_eval, samples, 1);
             if (evaluate(watch, log, watch->first_epoch + epochs_handled, samples, loss_sum, 1,
                          epochs_handled < epochs_to_run) != HW_OK) {
                 status = HW_ERR;
                 break;
             }
             if (stopped_in_evaluation(log, result)) break;
-        } else if (next_eval > 0 && samples >= next_eval && samples < (int64_t)(epochs_handled + 1) * watch->n_train) {
+        } else if (hw_run_loop_point_due(&run, samples, (int64_t)(epochs_handled + 1) * watch->n_train)) {
             // A mid-epoch point of the curve: a snapshot taken while the workers write (Hogwild).
             // Not once the epoch's last samples are in: the epoch-end row comes next.
             if (watch->measure) {
@@ -308,8 +297,7 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
                 measure_metrics_values(watch->measure, &log->metrics.measure);
             }
             // One evaluation for every point passed since the last: the others are skipped.
-            hw_train_outputs_pass_points(log, &next_eval, samples, 0);
-            if (watch->snapshot(watch->snapshot_ctx, log) != HW_OK ||
+            if (hw_run_loop_point(&run, samples, 0) != HW_OK ||
                 evaluate(watch, log, watch->first_epoch + epochs_handled, samples, loss_sum, 0, 1) != HW_OK) {
                 status = HW_ERR;
                 break;
@@ -324,7 +312,7 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
         hw_spawn_stop(spawn);
     }
     if (status == HW_OK && result->interrupted_by) {
-        status = save_interrupted(watch, log, result->interrupted_by, epochs_handled);
+        status = save_interrupted(watch, &run, result->interrupted_by, epochs_handled);
     } else if (status == HW_OK) {
         hw_train_outputs_finish(log, samples, result);
         report_memory(log, control, workers);

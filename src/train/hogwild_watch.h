@@ -7,6 +7,7 @@
 
 #include "hw/spawn.h"
 #include "hw/train.h"
+#include "run_loop.h"
 
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -68,15 +69,12 @@ int hw_fault_check(const fault_plan *fault, int rank, int batches);
 int hw_fault_poisons_loss(const fault_plan *fault, int rank, int batch);
 
 // ---- the parent's side ----
-// Copies the current weights into log->snapshot (hw_train_outputs_snapshot).
-typedef int (*snapshot_fn)(void *ctx, hw_train_outputs *log);  // run_loop_snapshot_fn, for the GPU trainer
-
 typedef struct {
     const hw_train_config *config;
     hogwild_control *control;
     int64_t n_train;            // samples in one epoch
     int first_epoch;            // from --resume
-    snapshot_fn snapshot;
+    hw_snapshot_fn snapshot;    // copies the shared weights (host memory, or the GPU's)
     void *snapshot_ctx;
     struct hw_measure *measure;  // --measure: read at every evaluation point; NULL otherwise
     struct hw_couple *couple;    // across ranks: this node's coupling to the others; NULL on one node

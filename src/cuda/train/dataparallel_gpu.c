@@ -42,6 +42,7 @@
 #include "hw/comm.h"
 #include "hw/cuda.h"
 #include "hw/err.h"
+#include "hw/signals.h"
 #include "gpu_batch.h"
 
 #include <math.h>
@@ -285,10 +286,9 @@ static int team_download(gpu_team *team, float *host) {
     return HW_OK;
 }
 
-// ---- driven by dataparallel_loop.c ----
+// ---- the epochs (src/train/dataparallel_loop.h), each step a call of gpu_step ----
 
-static int gpu_begin_epoch(void *arg, const int64_t *order, int64_t n) {
-    gpu_team *team = arg;
+static int gpu_begin_epoch(gpu_team *team, const int64_t *order, int64_t n) {
     team->order = order;
     team->n = n;
     team->pos = 0;
@@ -297,8 +297,8 @@ static int gpu_begin_epoch(void *arg, const int64_t *order, int64_t n) {
 }
 
 // The queued batch's step; the next batch is queued first, so its copies overlap this compute.
-static int gpu_step(void *arg, float *loss, int *diverged) {
-    gpu_team *team = arg;
+// Returns the batch size, 0 when the epoch is used up, -1 on error.
+static int gpu_step(gpu_team *team, float *loss, int *diverged) {
     int batch = team->queued;
     if (batch <= 0) return batch;
     team->queued = team_queue(team, team->train, team->order, team->n, &team->pos, team->config->batch_size);
@@ -307,16 +307,10 @@ static int gpu_step(void *arg, float *loss, int *diverged) {
     return batch;
 }
 
-// Across ranks the loop stops on the agreed signal only (ranks_agree).
-static int gpu_ranks_stop(void *arg) {
-    gpu_team *team = arg;
-    return team->stop_agreed;
-}
+// The stop signal the loop obeys: across ranks the one agreed at the last step (ranks_agree).
+static int gpu_stop(const gpu_team *team) { return team->config->world.size > 1 ? team->stop_agreed : hw_stop_signal(); }
 
-static void gpu_end_epoch(void *arg) {
-    gpu_team *team = arg;
-    team->queued = 0;
-}
+static void gpu_end_epoch(gpu_team *team) { team->queued = 0; }
 
 static int gpu_snapshot(void *arg, hw_train_outputs *log) {
     gpu_team *team = arg;
@@ -330,6 +324,24 @@ static int gpu_snapshot(void *arg, hw_train_outputs *log) {
     }
     hw_train_outputs_snapshot(log, team->host_weights);
     return HW_OK;
+}
+
+static int gpu_train(gpu_team *team, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
+                     hw_train_result *result) {
+    hw_dp_loop loop;
+    int status = hw_dp_loop_open(&loop, in, first_epoch, log, gpu_snapshot, team);
+    while (hw_dp_loop_next_epoch(&loop, &status, gpu_stop(team))) {
+        status = gpu_begin_epoch(team, loop.order, in->train.n);
+        if (status != HW_OK) break;
+        float loss = 0;
+        int batch = 0, diverged = -1;
+        while (status == HW_OK && !gpu_stop(team) && (batch = gpu_step(team, &loss, &diverged)) > 0) {
+            status = hw_dp_loop_step(&loop, batch, loss, diverged);
+        }
+        gpu_end_epoch(team);
+        status = hw_dp_loop_end_epoch(&loop, batch < 0 ? HW_ERR : status, gpu_stop(team));
+    }
+    return hw_dp_loop_close(&loop, status, gpu_stop(team), result);
 }
 
 int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
@@ -365,10 +377,7 @@ int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *i
                             hw_cuda_allreduce_method(team.reduce));
     }
     if (status == HW_OK) status = hw_train_outputs_first_point(&log, model->weights, first_epoch);
-    static const dp_ops gpu_ops = {gpu_begin_epoch, gpu_step, gpu_end_epoch, gpu_snapshot, NULL};
-    static const dp_ops gpu_ranks_ops = {gpu_begin_epoch, gpu_step, gpu_end_epoch, gpu_snapshot, gpu_ranks_stop};
-    const dp_ops *ops = config->world.size > 1 ? &gpu_ranks_ops : &gpu_ops;
-    if (status == HW_OK) status = hw_dp_run(config, in, first_epoch, &log, ops, &team, result);
+    if (status == HW_OK) status = gpu_train(&team, in, first_epoch, &log, result);
     team_close(&team);
     hw_train_outputs_close(&log);
     return status;
