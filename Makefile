@@ -118,7 +118,7 @@ else ifeq ($(HAVE_CUDA),sim)
              -Iinclude -Itests/simcuda -DHW_HAVE_NCCL=1
 else
   # No CUDA: no GPU part at all. src/train/gpu_plugin.c refuses a GPU run naming the build, and
-  # the GPU suites (which call the cuda module) are not built; tests/test_without_cuda.c is instead.
+  # the GPU suites (which call the cuda module) are not built; tests/gpu/test_without_cuda.c is instead.
   CFLAGS  += -DHW_WITHOUT_CUDA=1
 endif
 CU_CC ?= $(NVCC) $(NVCCFLAGS)
@@ -139,8 +139,13 @@ EXPORTS    := $(if $(strip $(PLUGIN_OBJ)),$(BUILD)/exports.list)
 EXE_LIB     = $(if $(EXPORTS),-Wl$(comma)--dynamic-list=$(EXPORTS) -Wl$(comma)--whole-archive $(LIB) \
               -Wl$(comma)--no-whole-archive,$(LIB))
 TEST_GPU := $(if $(PLUGIN),$(GPU_OBJ))
-GPU_TESTS := tests/test_cuda.c tests/test_cuda_layers.c tests/test_gpu_train.c tests/test_simcuda.c tests/test_mpi_gpu.c
-TEST_SRC := $(filter-out $(if $(filter 0,$(HAVE_CUDA)),$(GPU_TESTS),tests/test_without_cuda.c), $(wildcard tests/*.c))
+# The tests, split as the code is: tests/unit/ (a module's functions), tests/e2e/ (./hogwild run as a
+# user runs it, mpirun among them), tests/gpu/ (the GPU suites: on a GPU, on the simulated device of
+# make sim, and skipped saying why without either; test_without_cuda.c instead in a build without
+# CUDA). One binary runs them all.
+GPU_TESTS := $(filter-out tests/gpu/test_without_cuda.c,$(wildcard tests/gpu/*.c))
+TEST_SRC := $(wildcard tests/unit/*.c tests/e2e/*.c) \
+            $(if $(filter 0,$(HAVE_CUDA)),tests/gpu/test_without_cuda.c,$(GPU_TESTS))
 TEST_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRC))
 LIB      := $(BUILD)/libhogwild.a
 

@@ -17,7 +17,7 @@
 #include <string.h>
 
 // Skips the test, saying why, unless the machine has a CUDA device; the number of devices. (A
-// build without CUDA does not build the GPU suites: tests/test_without_cuda.c runs instead.)
+// build without CUDA does not build the GPU suites: tests/gpu/test_without_cuda.c runs instead.)
 static inline int skip_without_gpu(void) {
     int count = 0;
     if (hw_cuda_device_count(&count) != HW_OK) cr_skip_test("%s", hw_error());

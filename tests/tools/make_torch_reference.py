@@ -4,7 +4,7 @@
 The network gets deterministic weights w[i] = 0.1 * sin(i) over the flat parameter buffer (the
 state_dict's tensors one after the other, in order), a deterministic input batch and labels;
 the header holds the input, the log-probabilities, the mean NLL loss and the gradient of every
-parameter, all computed in eval mode (no dropout). tests/test_nn.c compares hogwild's forward and
+parameter, all computed in eval mode (no dropout). tests/unit/test_nn.c compares hogwild's forward and
 backward against them.
 
 Run with Debian's python3 (it has torch), from the repository root:

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference numbers for tests/test_optim.c from torch.optim.SGD (run with Debian's torch 1.13).
+"""Reference numbers for tests/unit/test_optim.c from torch.optim.SGD (run with Debian's torch 1.13).
 
     /usr/bin/python3 tests/tools/sgd_reference.py > /tmp/ref.h
 

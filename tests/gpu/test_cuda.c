@@ -1,6 +1,6 @@
 // Tests of the cuda module: devices and their errors, copies, streams and events, the GPU model
 // runner against the CPU layers of the same parsed model, and CUDA IPC across fork. Each GPU layer
-// function against its CPU layer is tests/test_cuda_layers.c (suite cuda_layers). The runner is
+// function against its CPU layer is tests/gpu/test_cuda_layers.c (suite cuda_layers). The runner is
 // judged by the product's CPU code: the executor's CPU backend (given the GPU's dropout masks, a
 // hash of seed, step and index), hw_sgd_step and hw_batch_fill.
 //

@@ -1,7 +1,7 @@
 // Tests of the GPU trainers (src/cuda/train/hogwild_gpu.c, src/cuda/train/dataparallel_gpu.c) and of the
 // gradient all-reduce they use (src/cuda/allreduce.cu), mostly through the ./hogwild binary.
 //
-// The error paths run on every CUDA build (a build without CUDA has tests/test_without_cuda.c
+// The error paths run on every CUDA build (a build without CUDA has tests/gpu/test_without_cuda.c
 // instead): without a GPU `--device cuda` and `--gpus` must fail with exit 1 and a message that says why, leaving no process and no shared
 // memory behind; with a GPU the same holds for an index that does not exist. The training tests
 // need a GPU and skip, saying why, where there is none.
