@@ -3,14 +3,16 @@
 #   make              build everything it can find the tools for (CUDA when nvcc is found)
 #   make CUDA=0       build without CUDA even where nvcc is installed
 #   make MPI=0        build without MPI even where Open MPI is installed
-#   make test         build and run the Criterion suite, the IDX fuzzer, make layout-check and make sim
+#   make test         build and run the Criterion suite, the IDX fuzzer, make layout-check, make exports-check
+#                     and make sim
 #   make layout-check the file-level call graph of src/: no circle, every room calls only rooms before it
+#   make exports-check ./hogwild exports only the hw_ functions its plugins call
 #   make asan         the test suite and make sim under AddressSanitizer + UBSan (build-asan*/)
 #   make CC=clang     any C11 compiler; the build is -Wall -Wextra -Werror clean with gcc and clang
 #   make sim          the GPU suites on a SIMULATED CUDA device, no GPU needed (build-sim/; see below)
 #
 # Sources are found by wildcard, and each binary by its folder (docs/ARCHITECTURE.md, "Layout"):
-#   src/cli/        the command line: only ./hogwild links it
+#   src/cli/        the command line: ./hogwild (the test binary links it without main.c)
 #   src/cuda/       the GPU part: libhogwild-cuda.so (the simulated build links it into the library)
 #   src/comm/mpi/   the MPI part: libhogwild-mpi.so
 #   everything else the core library, build/libhogwild.a
@@ -149,7 +151,7 @@ TEST_SRC := $(wildcard tests/unit/*.c tests/e2e/*.c) \
 TEST_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRC))
 LIB      := $(BUILD)/libhogwild.a
 
-.PHONY: all test asan sim clean info layout-check
+.PHONY: all test asan sim clean info layout-check exports-check
 # ./hogwild is the default build's; another BUILD= (CUDA=0, clang, asan, sim) builds its own
 # $(BUILD)/hogwild, so that it cannot replace ./hogwild with a binary make test would then trust.
 BIN := $(if $(filter build,$(BUILD)),hogwild,$(BUILD)/hogwild)
@@ -223,8 +225,17 @@ $(BUILD)/fuzz_idx: $(FUZZ_SRC) $(FUZZ_OBJ) $(wildcard include/hw/*.h)
 layout-check: $(OBJ) $(CLI_OBJ) $(GPU_OBJ) $(MPI_OBJ)
 	python3 tests/tools/callgraph.py $(BUILD) --check --summary
 
+# Only the public API is exported: the dynamic symbols of ./hogwild are the hw_ functions its plugins
+# call ($(BUILD)/exports.list), and each plugin's its entry table alone.
+exports-check: hogwild $(PLUGIN) $(MPI_PLUGIN)
+	@bad=$$(nm -D --defined-only hogwild | awk '$$3 !~ /^hw_/'); \
+	    for so in $(PLUGIN) $(MPI_PLUGIN); do \
+	        bad="$$bad$$(nm -D --defined-only $$so | awk '$$3 !~ /^hw_(cuda|mpi)_plugin$$/')"; done; \
+	    if [ -n "$$bad" ]; then echo "$$bad"; echo "exports-check: symbols exported beyond the public API (above)"; exit 1; fi
+	@echo "exports-check: ./hogwild exports $$(nm -D --defined-only hogwild | wc -l) hw_ symbols; each plugin its entry table alone"
+
 # The end-to-end tests run ./hogwild, so it is built first.
-test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx layout-check
+test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx layout-check exports-check
 	HW_BIN=$(CURDIR)/hogwild $(BUILD)/test_hogwild $(TEST_ARGS)
 	$(BUILD)/fuzz_idx
 	$(MAKE) --no-print-directory sim
