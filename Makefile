@@ -278,4 +278,4 @@ asan:
 	    echo "make asan: sanitizer reports, above"; exit 1; fi
 
 clean:
-	rm -rf build build-asan build-sim build-asan-sim hogwild libhogwild-cuda.so libhogwild-mpi.so
+	rm -rf build build-asan build-sim build-asan-sim build-clang hogwild libhogwild-cuda.so libhogwild-mpi.so

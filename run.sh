@@ -21,9 +21,10 @@ JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 # thread per caller: thread-safe, see include/hw/blas.h); jansson reads and writes checkpoint
 # headers; libmd checks the downloads' md5; criterion runs the tests; g++ builds the CUDA host code
 # against the simulated CUDA device of the tests (make sim); Open MPI (mpicc, mpirun, libmpi) runs
-# training across several ranks and machines (README, "Several machines") and its tests.
+# training across several ranks and machines (README, "Several machines") and its tests; clang and
+# clang-format are CI's second compiler and the formatter (.ci/run: make CC=clang, make format-check).
 PACKAGES="gcc g++ make pkg-config zlib1g-dev libopenblas-dev libopenblas0-pthread libstb-dev libjansson-dev libmd-dev libcriterion-dev"
-PACKAGES="$PACKAGES openmpi-bin libopenmpi-dev"
+PACKAGES="$PACKAGES openmpi-bin libopenmpi-dev clang clang-format"
 
 say() { printf '[run.sh] %s\n' "$*"; }
 
