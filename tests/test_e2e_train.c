@@ -354,13 +354,17 @@ Test(e2e_train, dataparallel_with_more_replicas_than_the_batch) {
 
 // ---- 9. DataParallel set-up failures: a clear error and exit 1, never a crash or a hang ----
 
-// A batch whose replica workspaces do not fit in memory. Before the fix: SIGFPE (exit 136), as
-// the team's close waited on barriers that its failed open had not created yet.
+// A batch whose replica workspaces do not fit in memory: 2^19 samples per replica of a wide
+// convolution, 90 GB of activations per buffer. Before the fix: SIGFPE (exit 136), as the team's
+// close waited on barriers that its failed open had not created yet.
 Test(e2e_train, dataparallel_with_a_batch_too_large_for_memory_fails_cleanly) {
     char *data = e2e_synth_n("data", 20, 300, 100);
+    char *model = e2e_path("wide.model");
+    const char *text = "input 1 28 28\nconv2d 64 3\nflatten\nlinear 10\nlog_softmax\n";
+    write_bytes(model, text, strlen(text));
     e2e_run_result r;
-    e2e_run(&r, NULL, "--data", data, "--mode", "dataparallel", "--replicas", "2", "--batch-size", "1048576",
-            "--quiet");
+    e2e_run(&r, NULL, "--model", model, "--data", data, "--mode", "dataparallel", "--replicas", "2", "--batch-size",
+            "1048576", "--quiet");
     e2e_assert_exit(&r, 1);
     e2e_assert_contains(r.err, "DataParallel replica 0", "stderr");
     e2e_assert_contains(r.err, "out of memory", "stderr");
