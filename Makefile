@@ -151,8 +151,7 @@ $(BUILD)/%.o: src/%.c $(wildcard include/hw/*.h) $(wildcard src/*/*.h) $(wildcar
 # The CPU kernels of src/nn/ (kernels.h): the same source compiled once per instruction set, and
 # chosen at run time by what the CPU reports (HOGWILD_CPU_PATH forces one). Only these files get
 # these flags; the rest of the binary keeps $(ARCH), never AVX-512.
-# (-Wno-psabi: the baseline's 8-float vectors pass between static functions, never across an ABI.)
-$(BUILD)/nn/kernels_baseline.o: CFLAGS += -march=x86-64 -mtune=generic -Wno-psabi
+$(BUILD)/nn/kernels_baseline.o: CFLAGS += -march=x86-64 -mtune=generic
 $(BUILD)/nn/kernels_avx2.o: CFLAGS += -march=x86-64 -mtune=generic -mavx2 -mfma
 $(BUILD)/nn/kernels_avx512.o: CFLAGS += -march=x86-64 -mtune=generic -mavx2 -mfma -mavx512f -mavx512vl -mavx512bw -mavx512dq
 

@@ -447,8 +447,9 @@ Test(nn_layers, maxpool2d_matches_direct_pooling) {
     for (int trial = 0; trial < 40; trial++) {
         int ch = hw_rng_below(&rng, 3) + 1, k = hw_rng_below(&rng, 4) + 1, stride = hw_rng_below(&rng, 3) + 1;
         int batch = hw_rng_below(&rng, 3) + 1;
-        if (trial < 2) k = stride = 2;  // the vectorised 2x2 path, with even and odd sizes
+        if (trial < 6) k = stride = 2;  // the vectorised 2x2 paths, with even and odd sizes
         int h = k + (int)hw_rng_below(&rng, 8), w = k + (int)hw_rng_below(&rng, 8);
+        if (trial >= 2 && trial < 6) w = 16 + (int)hw_rng_below(&rng, 11);  // rows of 8 outputs or more: the CPU kernels
         char line[64];
         snprintf(line, sizeof line, "maxpool2d %d stride=%d", k, stride);
         hw_layer layer;

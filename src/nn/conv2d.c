@@ -50,7 +50,7 @@ static size_t conv2d_scratch_floats(const hw_layer *layer, int batch) {
     (void)batch;
     hw_conv2d_dims d = layer->dims.conv2d;
     if (nn_conv2d_direct(&d)) {  // as much as any copy of the kernels needs: the copy may change (tests)
-        const nn_kernels *copies[] = {&nn_kernels_avx512, &nn_kernels_avx2, &nn_kernels_baseline};
+        const nn_kernels *copies[] = {nn_kernels_avx512(), nn_kernels_avx2(), nn_kernels_baseline()};
         size_t most = 0;
         for (int i = 0; i < 3; i++) {
             size_t need = copies[i]->conv_scratch_floats(&d);

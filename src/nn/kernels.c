@@ -11,8 +11,8 @@
 #include <string.h>
 
 // Best first.
-static const nn_kernels *const all[] = {&nn_kernels_avx512, &nn_kernels_avx2, &nn_kernels_baseline};
-enum { COPIES = sizeof all / sizeof all[0] };
+static const nn_kernels *(*const copies[])(void) = {nn_kernels_avx512, nn_kernels_avx2, nn_kernels_baseline};
+enum { COPIES = sizeof copies / sizeof copies[0] };
 
 static const nn_kernels *in_use;
 static const char *chooser = "";
@@ -36,13 +36,12 @@ static int cpu_level(void) {
     return (b & avx512) == avx512 && (xcr0 & 0xE0) == 0xE0 ? 2 : 1;
 }
 
-static int level_of(const nn_kernels *k) {
-    return k == &nn_kernels_avx512 ? 2 : k == &nn_kernels_avx2 ? 1 : 0;
-}
+// The level of cpu_level a copy needs: its place from the end of `copies`.
+static int level_of(int copy) { return COPIES - 1 - copy; }
 
 int hw_nn_kernels_runnable(const char *name) {
     for (int i = 0; i < COPIES; i++) {
-        if (strcmp(all[i]->name, name) == 0) return level_of(all[i]) <= cpu_level();
+        if (strcmp(copies[i]()->name, name) == 0) return level_of(i) <= cpu_level();
     }
     return 0;
 }
@@ -52,25 +51,25 @@ static void runnable_list(char *out, size_t cap) {
     size_t used = 0;
     out[0] = '\0';
     for (int i = 0; i < COPIES; i++) {
-        if (level_of(all[i]) > cpu_level()) continue;
-        used += (size_t)snprintf(out + used, used < cap ? cap - used : 0, "%s%s", used ? ", " : "", all[i]->name);
+        if (level_of(i) > cpu_level()) continue;
+        used += (size_t)snprintf(out + used, used < cap ? cap - used : 0, "%s%s", used ? ", " : "", copies[i]()->name);
     }
 }
 
 int hw_nn_kernels_select(const char *name) {
     char runnable[64];
     runnable_list(runnable, sizeof runnable);
-    const nn_kernels *chosen = NULL;
+    int chosen = -1;
     if (!name || !*name || strcmp(name, "auto") == 0) {
-        for (int i = 0; i < COPIES && !chosen; i++) {
-            if (level_of(all[i]) <= cpu_level()) chosen = all[i];
+        for (int i = 0; i < COPIES && chosen < 0; i++) {
+            if (level_of(i) <= cpu_level()) chosen = i;
         }
         chooser = "the CPU's best";
     } else {
-        for (int i = 0; i < COPIES && !chosen; i++) {
-            if (strcmp(all[i]->name, name) == 0) chosen = all[i];
+        for (int i = 0; i < COPIES && chosen < 0; i++) {
+            if (strcmp(copies[i]()->name, name) == 0) chosen = i;
         }
-        if (!chosen) {
+        if (chosen < 0) {
             return hw_fail("HOGWILD_CPU_PATH=%s: no such CPU path; expected avx512, avx2, baseline or auto "
                            "(this CPU runs %s)", name, runnable);
         }
@@ -82,8 +81,8 @@ int hw_nn_kernels_select(const char *name) {
         }
         chooser = "forced by HOGWILD_CPU_PATH";
     }
-    in_use = chosen;
-    snprintf(info, sizeof info, "%s (%s; this CPU runs %s; HOGWILD_CPU_PATH forces one)", chosen->name, chooser,
+    in_use = copies[chosen]();
+    snprintf(info, sizeof info, "%s (%s; this CPU runs %s; HOGWILD_CPU_PATH forces one)", in_use->name, chooser,
              runnable);
     return HW_OK;
 }

@@ -11,6 +11,7 @@
 #include "hw/nn.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     const char *name;  // "avx512", "avx2", "baseline": the values of HOGWILD_CPU_PATH
@@ -24,11 +25,22 @@ typedef struct {
                                  const hw_conv2d_dims *d, int batch);
     void (*conv_backward_input)(float *din, float *scratch, const float *dout, const float *weight,
                                 const hw_conv2d_dims *d, int batch);
+    // maxpool2d with 2x2 windows, stride 2, over `planes` planes whose output rows are at least a
+    // vector (out_w >= NN_KERNEL_VECTOR), with maxpool2d's rule and argmax. Backward writes every
+    // input a window covers; the caller zeroes an odd last row or column.
+    void (*pool2x2_forward)(float *out, int32_t *argmax, const float *in, int planes, int in_h, int in_w, int out_h,
+                            int out_w);
+    void (*pool2x2_backward)(float *din, const float *dout, const int32_t *argmax, int planes, int in_h, int in_w,
+                             int out_h, int out_w);
 } nn_kernels;
 
-extern const nn_kernels nn_kernels_avx512, nn_kernels_avx2, nn_kernels_baseline;
+// Each copy's table, from its kernels_<isa>.c.
+const nn_kernels *nn_kernels_avx512(void);
+const nn_kernels *nn_kernels_avx2(void);
+const nn_kernels *nn_kernels_baseline(void);
 
-// Floats per vector in every copy: the rows of output a convolution kernel takes are multiples of it.
+// The rows of output the kernels take are multiples of NN_KERNEL_VECTOR floats (convolution) or at
+// least that long (pooling): a multiple of every copy's vector (8 floats with AVX, 4 with SSE2).
 enum { NN_KERNEL_VECTOR = 8 };
 
 // The copy in use: the one hw_nn_kernels_select chose, or on first use the one HOGWILD_CPU_PATH

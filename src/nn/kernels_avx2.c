@@ -4,12 +4,8 @@
 
 enum { CONV_MR = 5, CONV_NV = 2, DW_MR = 2, DW_NR = 5, DWT_MR = 4, DWT_NV = 3 };
 
+static const char KERNELS_NAME[] = "avx2";
+
 #include "kernels_impl.h"
 
-const nn_kernels nn_kernels_avx2 = {
-    .name = "avx2",
-    .conv_scratch_floats = conv_scratch_floats,
-    .conv_forward = conv_forward,
-    .conv_backward_weight = conv_backward_weight,
-    .conv_backward_input = conv_backward_input,
-};
+const nn_kernels *nn_kernels_avx2(void) { return &kernels; }

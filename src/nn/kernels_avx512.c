@@ -6,12 +6,8 @@
 
 enum { CONV_MR = 5, CONV_NV = 4, DW_MR = 4, DW_NR = 5, DWT_MR = 6, DWT_NV = 3 };
 
+static const char KERNELS_NAME[] = "avx512";
+
 #include "kernels_impl.h"
 
-const nn_kernels nn_kernels_avx512 = {
-    .name = "avx512",
-    .conv_scratch_floats = conv_scratch_floats,
-    .conv_forward = conv_forward,
-    .conv_backward_weight = conv_backward_weight,
-    .conv_backward_input = conv_backward_input,
-};
+const nn_kernels *nn_kernels_avx512(void) { return &kernels; }

@@ -5,11 +5,18 @@
 //   vf_load, vf_store         unaligned loads and stores of VW floats
 //   vf_bcast(p)               *p in every lane;  vf_zero()  all lanes 0
 //   vf_fma(a, b, c)           a * b + c (fused where the instruction set has FMA)
+//   vf_even, vf_odd           the even and the odd lanes of a, then of b; vf_pairs_low, _high:
+//                             a0 b0 a1 b1 ... from the first and from the second half of the lanes
+//   vf_transpose(r)           r[0..VW) as the rows of a square block, transposed in place
 //   CONV_MR, CONV_NV          the register tile: CONV_MR output channels x CONV_NV vectors of positions
-//   DW_MR, DW_NR              the weight gradient's tile: DW_MR output channels x DW_NR taps
+//   DW_MR, DW_NR              the weight gradient's tile over positions: DW_MR channels x DW_NR taps
+//   DWT_MR, DWT_NV            and over channels: DWT_MR taps x DWT_NV vectors of channels
+//   vi                        a vector of VW ints (what comparing two vf gives)
+//   KERNELS_NAME              the copy's name: "avx2"
 //
 // Every function here is static: each instruction set's copy stays in its own object file, and
-// only the table that file defines (nn_kernels_<isa>) is seen from outside.
+// only its table (`kernels`, at the end, which the including file returns from nn_kernels_<isa>())
+// is seen from outside.
 //
 // The convolution, for stride 1, no padding and output rows of whole vectors (out_w % VW == 0:
 // LeNet's 24 and 8), without im2col: a tap (c, ki, kj) of the column matrix at output position
@@ -23,6 +30,7 @@
 // output happen in the same order whatever the tile sizes: the tiles change the speed, not the bits.
 #include "kernels.h"
 
+#include <stdint.h>
 #include <string.h>
 
 // rows x cols, row-major, as blocks of `mr` rows: packed[block][col][i] = a[block * mr + i][col],
@@ -115,10 +123,13 @@ enum { DW_STEPS = 64 };
 
 // `full`: all DW_NR taps lie in the kernel row (a constant, so that each use compiles to its own
 // loop); otherwise the taps past the row's end repeat its last one and are not stored.
-static inline __attribute__((always_inline)) void weight_tile(float *restrict acc, const float *restrict in,
-                                                              const float *restrict dout, const int *restrict offsets,
-                                                              const hw_conv2d_dims *d, int o0, int row, int kj0,
-                                                              int samples, int full) {
+// `bias`: also sums the tile's channels of dy into bacc[o][VW] (one tile per channel does: the
+// bias gradient then costs no pass of its own over dy).
+static inline __attribute__((always_inline)) void weight_tile(float *restrict acc, float *restrict bacc,
+                                                              const float *restrict in, const float *restrict dout,
+                                                              const int *restrict offsets, const hw_conv2d_dims *d,
+                                                              int o0, int row, int kj0, int samples, int full,
+                                                              int bias) {
     const int k = d->k, taps = d->in_c * k * k, n = d->out_h * d->out_w, out_c = d->out_c;
     const size_t in_size = (size_t)d->in_c * d->in_h * d->in_w, out_size = (size_t)out_c * n;
     const int t0 = row * k + kj0, last = k - 1 - kj0;  // the tile's first tap; its last valid j
@@ -133,6 +144,8 @@ static inline __attribute__((always_inline)) void weight_tile(float *restrict ac
             s[i][j] = vf_load(acc + ((size_t)o * taps + t) * VW);
         }
     }
+    vf sb[DW_MR];
+    for (int i = 0; i < DW_MR; i++) sb[i] = bias ? vf_load(bacc + (size_t)(o0 + i < out_c ? o0 + i : out_c - 1) * VW) : vf_zero();
     for (int b = 0; b < samples; b++) {
         const float *x = x0 + b * in_size;
         const size_t dyb = b * out_size;
@@ -140,6 +153,9 @@ static inline __attribute__((always_inline)) void weight_tile(float *restrict ac
             const float *xp = x + offsets[q];
             vf g[DW_MR];
             for (int i = 0; i < DW_MR; i++) g[i] = vf_load(g0[i] + dyb + (size_t)q * VW);
+            if (bias) {
+                for (int i = 0; i < DW_MR; i++) sb[i] += g[i];
+            }
             for (int j = 0; j < DW_NR; j++) {
                 vf xv = vf_load(xp + (full || j <= last ? j : last));
                 for (int i = 0; i < DW_MR; i++) s[i][j] = vf_fma(g[i], xv, s[i][j]);
@@ -150,7 +166,16 @@ static inline __attribute__((always_inline)) void weight_tile(float *restrict ac
         for (int j = 0; j < DW_NR; j++) {
             if (o0 + i < out_c && (full || j <= last)) vf_store(acc + ((size_t)(o0 + i) * taps + t0 + j) * VW, s[i][j]);
         }
+        if (bias && o0 + i < out_c) vf_store(bacc + (size_t)(o0 + i) * VW, sb[i]);
     }
+}
+
+// The lanes of v added up.
+static inline float vf_sum(vf v) {
+    float lanes[VW], sum = 0.0f;
+    vf_store(lanes, v);
+    for (int l = 0; l < VW; l++) sum += lanes[l];
+    return sum;
 }
 
 // The other way round, for layers with many output channels (conv2's 20: 24 lanes, 83% used):
@@ -215,8 +240,13 @@ static void weight_gradient_by_channels(float *dweight, float *dbias, float *scr
     for (int t = 0; t < taps; t++) tap[t] = t / (k * k) * d->in_h * d->in_w + t / k % k * d->in_w + t % k;
     for (int b = 0; b < batch; b++) {
         const float *dy = dout + b * out_size, *x = in + b * in_size;
-        for (int o = 0; o < out_c; o++) {
-            for (int p = 0; p < n; p++) dyt[(size_t)p * lanes + o] = dy[(size_t)o * n + p];
+        for (int o0 = 0; o0 < lanes; o0 += VW) {  // dy^T in blocks of VW x VW; channels past out_c stay 0
+            for (int p0 = 0; p0 < n; p0 += VW) {
+                vf r[VW];
+                for (int l = 0; l < VW; l++) r[l] = o0 + l < out_c ? vf_load(dy + (size_t)(o0 + l) * n + p0) : vf_zero();
+                vf_transpose(r);
+                for (int l = 0; l < VW; l++) vf_store(dyt + (size_t)(p0 + l) * lanes + o0, r[l]);
+            }
         }
         if (dbias) {
             for (int p = 0; p < n; p++) {
@@ -246,10 +276,10 @@ static void conv_backward_weight(float *dweight, float *dbias, float *scratch, c
     }
     const int taps = d->in_c * d->k * d->k, n = d->out_h * d->out_w;
     const size_t in_size = (size_t)d->in_c * d->in_h * d->in_w, out_size = (size_t)d->out_c * n;
+    const int *offsets = (const int *)scratch;
+    float *acc = position_offsets(scratch, d), *bacc = acc + (size_t)d->out_c * taps * VW;
+    memset(acc, 0, sizeof(float) * ((size_t)d->out_c * taps * VW + (size_t)d->out_c * VW));
     if (dweight) {
-        const int *offsets = (const int *)scratch;
-        float *acc = position_offsets(scratch, d);
-        memset(acc, 0, sizeof(float) * (size_t)d->out_c * taps * VW);
         int vectors = n / VW, samples = vectors >= DW_STEPS ? 1 : DW_STEPS / vectors;
         for (int b0 = 0; b0 < batch; b0 += samples) {
             int chunk = batch - b0 < samples ? batch - b0 : samples;
@@ -257,32 +287,32 @@ static void conv_backward_weight(float *dweight, float *dbias, float *scratch, c
             for (int o0 = 0; o0 < d->out_c; o0 += DW_MR) {
                 for (int row = 0; row < d->in_c * d->k; row++) {
                     int kj0 = 0;
-                    for (; kj0 + DW_NR <= d->k; kj0 += DW_NR) weight_tile(acc, x, dy, offsets, d, o0, row, kj0, chunk, 1);
-                    if (kj0 < d->k) weight_tile(acc, x, dy, offsets, d, o0, row, kj0, chunk, 0);
+                    for (; kj0 + DW_NR <= d->k; kj0 += DW_NR) {
+                        if (dbias && row == 0 && kj0 == 0) {
+                            weight_tile(acc, bacc, x, dy, offsets, d, o0, row, kj0, chunk, 1, 1);
+                        } else {
+                            weight_tile(acc, bacc, x, dy, offsets, d, o0, row, kj0, chunk, 1, 0);
+                        }
+                    }
+                    if (kj0 < d->k) {
+                        weight_tile(acc, bacc, x, dy, offsets, d, o0, row, kj0, chunk, 0, dbias && row == 0 && kj0 == 0);
+                    }
                 }
             }
         }
-        for (size_t e = 0; e < (size_t)d->out_c * taps; e++) {
-            float lanes[VW];
-            vf_store(lanes, vf_load(acc + e * VW));
-            float sum = 0.0f;
-            for (int l = 0; l < VW; l++) sum += lanes[l];
-            dweight[e] = sum;
+        for (size_t e = 0; e < (size_t)d->out_c * taps; e++) dweight[e] = vf_sum(vf_load(acc + e * VW));
+    } else if (dbias) {  // the bias alone: its own pass over dy, four sums at a time
+        for (int o = 0; o < d->out_c; o++) {
+            vf sum[4] = {vf_zero(), vf_zero(), vf_zero(), vf_zero()};
+            for (int b = 0; b < batch; b++) {
+                const float *dy = dout + b * out_size + (size_t)o * n;
+                for (int p = 0; p < n; p += VW) sum[p / VW % 4] += vf_load(dy + p);
+            }
+            vf_store(bacc + (size_t)o * VW, (sum[0] + sum[1]) + (sum[2] + sum[3]));
         }
     }
     if (dbias) {
-        for (int o = 0; o < d->out_c; o++) {
-            vf sum = vf_zero();
-            for (int b = 0; b < batch; b++) {
-                const float *dy = dout + b * out_size + (size_t)o * n;
-                for (int p = 0; p < n; p += VW) sum += vf_load(dy + p);
-            }
-            float lanes[VW];
-            vf_store(lanes, sum);
-            float total = 0.0f;
-            for (int l = 0; l < VW; l++) total += lanes[l];
-            dbias[o] = total;
-        }
+        for (int o = 0; o < d->out_c; o++) dbias[o] = vf_sum(vf_load(bacc + (size_t)o * VW));
     }
 }
 
@@ -312,10 +342,35 @@ static inline __attribute__((always_inline)) void input_tile(float *restrict dx,
             }
         }
     }
+    const int *off = offsets + n0 / VW;
+    int stacked = 1;  // the tile's vectors are whole rows one under the other (conv2's rows of 8)
+    for (int v = 1; v < CONV_NV; v++) stacked &= v >= nv || off[v] == off[0] + v * in_w;
+    if (stacked) {
+        // Tap ki of vector v and tap ki + 1 of vector v - 1 land on the same input row: added
+        // together first, each row is read and written once.
+        for (int j = 0; j < CONV_MR + CONV_NV - 1; j++) {
+            vf sum = vf_zero();
+            int any = 0;
+            for (int i = 0; i < CONV_MR; i++) {
+                for (int v = 0; v < CONV_NV; v++) {
+                    if (i + v != j || v >= nv || k0 + i >= k) continue;
+                    if (any++) {
+                        sum += acc[i][v];
+                    } else {
+                        sum = acc[i][v];
+                    }
+                }
+            }
+            if (!any) continue;
+            float *p = dx + (size_t)(k0 + j) * in_w + kj + off[0];
+            vf_store(p, vf_load(p) + sum);
+        }
+        return;
+    }
     for (int i = 0; i < CONV_MR; i++) {
         for (int v = 0; v < CONV_NV; v++) {
             if (k0 + i >= k || v >= nv) continue;
-            float *p = dx + (size_t)(k0 + i) * in_w + kj + offsets[n0 / VW + v];
+            float *p = dx + (size_t)(k0 + i) * in_w + kj + off[v];
             vf_store(p, vf_load(p) + acc[i][v]);
         }
     }
@@ -358,13 +413,90 @@ static void conv_backward_input(float *din, float *scratch, const float *dout, c
     }
 }
 
+// ---- 2x2 max-pooling, stride 2 ----
+//
+// Eight outputs of a row at a time: the inputs of their windows are two rows of 16 floats, split
+// into the windows' four corners by even and odd lanes. The rule is maxpool2d's (src/nn/maxpool2d.c):
+// corners in the order (0, 0), (0, 1), (1, 0), (1, 1), a later one taking over when it is larger or
+// NaN; argmax holds where the winner is in the input plane. A row's last eight outputs overlap the
+// ones before when out_w is not a multiple of 8 (LeNet's 12): they are the same values, written twice.
+
+static inline vf select_f(vi mask, vf yes, vf no) { return (vf)(((vi)yes & mask) | ((vi)no & ~mask)); }
+static inline vi select_i(vi mask, vi yes, vi no) { return (yes & mask) | (no & ~mask); }
+
+// One corner's turn: it takes over where it is larger than the best so far, or NaN.
+static inline void pool_corner(vf v, int at, vf *best, vi *where) {
+    vi take = (v > *best) | (v != v);
+    *best = select_f(take, v, *best);
+    *where = select_i(take, (vi){0} + at, *where);
+}
+
+// planes of in_h x in_w -> out_h x out_w; out_w >= VW.
+static void pool2x2_forward(float *out, int32_t *argmax, const float *in, int planes, int in_h, int in_w, int out_h,
+                            int out_w) {
+    vi lane2;  // 0, 2, 4, ...: where each lane's window starts, from the first
+    for (int l = 0; l < VW; l++) lane2[l] = 2 * l;
+    for (int p = 0; p < planes; p++) {
+        const float *x = in + (size_t)p * in_h * in_w;
+        float *y = out + (size_t)p * out_h * out_w;
+        int32_t *arg = argmax + (size_t)p * out_h * out_w;
+        for (int oh = 0; oh < out_h; oh++) {
+            for (int ow = 0; ow < out_w; ow += VW) {
+                if (ow + VW > out_w) ow = out_w - VW;
+                const int at = 2 * oh * in_w + 2 * ow;
+                vf r0a = vf_load(x + at), r0b = vf_load(x + at + VW), r1a = vf_load(x + at + in_w),
+                   r1b = vf_load(x + at + in_w + VW);
+                vf best = vf_even(r0a, r0b);
+                vi where = (vi){0};
+                pool_corner(vf_odd(r0a, r0b), 1, &best, &where);
+                pool_corner(vf_even(r1a, r1b), in_w, &best, &where);
+                pool_corner(vf_odd(r1a, r1b), in_w + 1, &best, &where);
+                vf_store(y + oh * out_w + ow, best);
+                vi index = lane2 + at + where;
+                memcpy(arg + oh * out_w + ow, &index, sizeof index);
+            }
+        }
+    }
+}
+
+// The gradient of every input of the windows, written whole (no zeroing first, no scatter): dy at
+// the window's argmax, 0 at its other three corners. Inputs outside every window (an odd last row
+// or column) are left to the caller.
+static void pool2x2_backward(float *din, const float *dout, const int32_t *argmax, int planes, int in_h, int in_w,
+                             int out_h, int out_w) {
+    vi lane2;
+    for (int l = 0; l < VW; l++) lane2[l] = 2 * l;
+    const vf zero = vf_zero();
+    for (int p = 0; p < planes; p++) {
+        float *dx = din + (size_t)p * in_h * in_w;
+        const float *dy = dout + (size_t)p * out_h * out_w;
+        const int32_t *arg = argmax + (size_t)p * out_h * out_w;
+        for (int oh = 0; oh < out_h; oh++) {
+            for (int ow = 0; ow < out_w; ow += VW) {
+                if (ow + VW > out_w) ow = out_w - VW;
+                const int at = 2 * oh * in_w + 2 * ow;
+                vf g = vf_load(dy + oh * out_w + ow);
+                vi where;
+                memcpy(&where, arg + oh * out_w + ow, sizeof where);
+                vi corner = lane2 + at;
+                vf a = select_f(where == corner, g, zero), b = select_f(where == corner + 1, g, zero);
+                vf c = select_f(where == corner + in_w, g, zero), d = select_f(where == corner + in_w + 1, g, zero);
+                vf_store(dx + at, vf_pairs_low(a, b));
+                vf_store(dx + at + VW, vf_pairs_high(a, b));
+                vf_store(dx + at + in_w, vf_pairs_low(c, d));
+                vf_store(dx + at + in_w + VW, vf_pairs_high(c, d));
+            }
+        }
+    }
+}
+
 // ---- scratch ----
 
 static size_t conv_scratch_floats(const hw_conv2d_dims *d) {
     const size_t taps = (size_t)d->in_c * d->k * d->k;
     const size_t blocks = (size_t)(d->k + CONV_MR - 1) / CONV_MR;
     size_t forward = (size_t)(d->out_c + CONV_MR - 1) / CONV_MR * CONV_MR * taps;   // packed weights
-    size_t weight = (size_t)d->out_c * taps * VW;                                   // unreduced sums
+    size_t weight = (size_t)d->out_c * (taps + 1) * VW;                             // unreduced sums
     size_t input = (size_t)d->in_c * d->k * blocks * d->out_c * CONV_MR;             // packed weights
     const size_t lanes = (size_t)(d->out_c + VW - 1) / VW * VW;
     if (weight_by_channels(d)) weight = ((size_t)d->out_h * d->out_w + taps + 1) * lanes + taps;  // dyt, dwt, db, tap
@@ -372,3 +504,13 @@ static size_t conv_scratch_floats(const hw_conv2d_dims *d) {
     most = most > input ? most : input;
     return most + (size_t)(d->out_h * d->out_w / VW + 15) / 16 * 16;  // and position_offsets' table
 }
+
+static const nn_kernels kernels = {
+    .name = KERNELS_NAME,
+    .conv_scratch_floats = conv_scratch_floats,
+    .conv_forward = conv_forward,
+    .conv_backward_weight = conv_backward_weight,
+    .conv_backward_input = conv_backward_input,
+    .pool2x2_forward = pool2x2_forward,
+    .pool2x2_backward = pool2x2_backward,
+};
