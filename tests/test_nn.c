@@ -450,6 +450,8 @@ Test(nn_layers, maxpool2d_matches_direct_pooling) {
         if (trial < 6) k = stride = 2;  // the vectorised 2x2 paths, with even and odd sizes
         int h = k + (int)hw_rng_below(&rng, 8), w = k + (int)hw_rng_below(&rng, 8);
         if (trial >= 2 && trial < 6) w = 16 + (int)hw_rng_below(&rng, 11);  // rows of 8 outputs or more: the CPU kernels
+        if (trial >= 6 && trial < 9) w = 8 + (int)hw_rng_below(&rng, 2), h = 4 * (1 + (int)hw_rng_below(&rng, 2));  // rows of 4
+        if (trial >= 6 && trial < 9) k = stride = 2;
         char line[64];
         snprintf(line, sizeof line, "maxpool2d %d stride=%d", k, stride);
         hw_layer layer;

@@ -110,3 +110,8 @@ const char *hw_nn_kernels_info(void) {
 int nn_conv2d_direct(const hw_conv2d_dims *d) {
     return d->stride == 1 && d->pad == 0 && d->out_w % NN_KERNEL_VECTOR == 0;
 }
+
+int nn_pool2x2_kernel(const hw_maxpool2d_dims *d) {
+    if (d->k != 2 || d->stride != 2) return 0;
+    return d->out_w >= NN_KERNEL_VECTOR || (2 * d->out_w == NN_KERNEL_VECTOR && d->out_h % 2 == 0);
+}

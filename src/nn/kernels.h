@@ -26,8 +26,8 @@ typedef struct {
     void (*conv_backward_input)(float *din, float *scratch, const float *dout, const float *weight,
                                 const hw_conv2d_dims *d, int batch);
     // maxpool2d with 2x2 windows, stride 2, over `planes` planes whose output rows are at least a
-    // vector (out_w >= NN_KERNEL_VECTOR), with maxpool2d's rule and argmax. Backward writes every
-    // input a window covers; the caller zeroes an odd last row or column.
+    // vector long or half of one (nn_pool2x2_kernel), with maxpool2d's rule and argmax. Backward
+    // writes every input a window covers; the caller zeroes an odd last row or column.
     void (*pool2x2_forward)(float *out, int32_t *argmax, const float *in, int planes, int in_h, int in_w, int out_h,
                             int out_w);
     void (*pool2x2_backward)(float *din, const float *dout, const int32_t *argmax, int planes, int in_h, int in_w,
@@ -50,5 +50,10 @@ const nn_kernels *nn_kernels_in_use(void);
 // True when conv2d of these sizes runs on the kernels: stride 1, no padding, output rows of whole
 // vectors (LeNet's convolutions). Other sizes take im2col and the BLAS.
 int nn_conv2d_direct(const hw_conv2d_dims *d);
+
+// True when maxpool2d of these sizes runs on the kernels: 2x2 windows, stride 2, output rows of at
+// least NN_KERNEL_VECTOR floats (LeNet's pool1: 12), or of half of it over an even number of rows
+// (pool2: 4 x 4).
+int nn_pool2x2_kernel(const hw_maxpool2d_dims *d);
 
 #endif

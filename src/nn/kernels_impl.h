@@ -324,16 +324,18 @@ static void conv_backward_weight(float *dweight, float *dbias, float *scratch, c
 // different input rows (an addition that overlaps one just stored, shifted by a float, waits for it).
 static inline __attribute__((always_inline)) void input_tile(float *restrict dx, const float *restrict dy,
                                                              const float *restrict wq, const int *restrict offsets,
-                                                             const hw_conv2d_dims *d, int k0, int kj, int n0, int nv) {
-    const int n = d->out_h * d->out_w, out_c = d->out_c, in_w = d->in_w, k = d->k;
+                                                             int out_c, const hw_conv2d_dims *d, int k0, int kj,
+                                                             int n0, int nv) {
+    const int n = d->out_h * d->out_w, in_w = d->in_w, k = d->k;
     vf acc[CONV_MR][CONV_NV];
     for (int i = 0; i < CONV_MR; i++) {
         for (int v = 0; v < CONV_NV; v++) acc[i][v] = vf_zero();
     }
-    for (int o = 0; o < out_c; o++, wq += CONV_MR) {
+    const float *g0 = dy + n0;
+    for (int o = 0; o < out_c; o++, wq += CONV_MR, g0 += n) {
         vf g[CONV_NV];
         for (int v = 0; v < CONV_NV; v++) {
-            if (v < nv) g[v] = vf_load(dy + (size_t)o * n + n0 + v * VW);
+            if (v < nv) g[v] = vf_load(g0 + v * VW);
         }
         for (int i = 0; i < CONV_MR; i++) {
             vf a = vf_bcast(wq + i);
@@ -395,18 +397,46 @@ static void conv_backward_input(float *din, float *scratch, const float *dout, c
             }
         }
     }
+    // Per sample, the output channels whose gradient is not all zero: the sums skip the others,
+    // which would add exact zeros (LeNet's dropout2d zeroes half of conv2's). Their dy planes and
+    // packed weights are copied together (dyc, wc) when some are skipped, so that the tiles run
+    // the same loop either way.
+    const int out_c = d->out_c, per_channel = d->in_c * k * blocks * CONV_MR;  // wq floats per channel
+    float *wc = wq, *dyc = wc + (size_t)per_channel * out_c;
+    int *live = (int *)(dyc + (size_t)out_c * n);
     for (int b = 0; b < batch; b++) {
         float *dx = din + b * in_size;
         const float *dy = dout + b * out_size;
         memset(dx, 0, sizeof(float) * in_size);
-        const float *w = packed;
+        int n_live = 0;
+        for (int o = 0; o < out_c; o++) {
+            vi any = (vi){0};
+            for (int p = 0; p < n; p += VW) any |= vf_load(dy + (size_t)o * n + p) != vf_zero();
+            int nonzero = 0;
+            for (int l = 0; l < VW; l++) nonzero |= any[l];
+            if (nonzero) live[n_live++] = o;
+        }
+        if (n_live == 0) continue;
+        const float *w = packed, *g = dy;
+        if (n_live < out_c) {
+            for (int j = 0; j < n_live; j++) memcpy(dyc + (size_t)j * n, dy + (size_t)live[j] * n, sizeof(float) * n);
+            for (size_t block = 0; block < (size_t)d->in_c * k * blocks; block++) {
+                for (int j = 0; j < n_live; j++) {
+                    memcpy(wc + (block * n_live + j) * CONV_MR, packed + (block * out_c + live[j]) * CONV_MR,
+                           sizeof(float) * CONV_MR);
+                }
+            }
+            w = wc, g = dyc;
+        }
         for (int c = 0; c < d->in_c; c++) {
             float *dxc = dx + (size_t)c * d->in_h * d->in_w;
             for (int kj = 0; kj < k; kj++) {
-                for (int kb = 0; kb < blocks; kb++, w += (size_t)d->out_c * CONV_MR) {
+                for (int kb = 0; kb < blocks; kb++, w += (size_t)n_live * CONV_MR) {
                     int n0 = 0;
-                    for (; n0 + CONV_NV * VW <= n; n0 += CONV_NV * VW) input_tile(dxc, dy, w, offsets, d, kb * CONV_MR, kj, n0, CONV_NV);
-                    for (; n0 < n; n0 += VW) input_tile(dxc, dy, w, offsets, d, kb * CONV_MR, kj, n0, 1);
+                    for (; n0 + CONV_NV * VW <= n; n0 += CONV_NV * VW) {
+                        input_tile(dxc, g, w, offsets, n_live, d, kb * CONV_MR, kj, n0, CONV_NV);
+                    }
+                    for (; n0 < n; n0 += VW) input_tile(dxc, g, w, offsets, n_live, d, kb * CONV_MR, kj, n0, 1);
                 }
             }
         }
@@ -415,11 +445,14 @@ static void conv_backward_input(float *din, float *scratch, const float *dout, c
 
 // ---- 2x2 max-pooling, stride 2 ----
 //
-// Eight outputs of a row at a time: the inputs of their windows are two rows of 16 floats, split
-// into the windows' four corners by even and odd lanes. The rule is maxpool2d's (src/nn/maxpool2d.c):
-// corners in the order (0, 0), (0, 1), (1, 0), (1, 1), a later one taking over when it is larger or
-// NaN; argmax holds where the winner is in the input plane. A row's last eight outputs overlap the
-// ones before when out_w is not a multiple of 8 (LeNet's 12): they are the same values, written twice.
+// VW outputs at a time, from two input rows of 2 * VW floats split into the windows' four corners
+// by even and odd lanes. The rule is maxpool2d's (src/nn/maxpool2d.c): corners in the order
+// (0, 0), (0, 1), (1, 0), (1, 1), a later one taking over when it is larger or NaN; argmax holds
+// where the winner is in the input plane. The first and the second half of a vector's lanes read
+// their windows at `at` and `at2`: neighbours in one row (out_w >= VW; a row's last vector
+// overlaps the one before when out_w is not a multiple of VW: LeNet's 12, the same values written
+// twice), or the same columns of two output rows when a row is half a vector (LeNet's pool2 on
+// 8-float vectors: out_w 4; out_h must be even).
 
 static inline vf select_f(vi mask, vf yes, vf no) { return (vf)(((vi)yes & mask) | ((vi)no & ~mask)); }
 static inline vi select_i(vi mask, vi yes, vi no) { return (yes & mask) | (no & ~mask); }
@@ -431,28 +464,34 @@ static inline void pool_corner(vf v, int at, vf *best, vi *where) {
     *where = select_i(take, (vi){0} + at, *where);
 }
 
-// planes of in_h x in_w -> out_h x out_w; out_w >= VW.
+// Where each lane's window starts in the plane: at + 2 l in the first half, at2 + 2 (l - VW/2) in
+// the second.
+static inline vi window_starts(int at, int at2) {
+    vi start;
+    for (int l = 0; l < VW; l++) start[l] = l < VW / 2 ? at + 2 * l : at2 + 2 * (l - VW / 2);
+    return start;
+}
+
 static void pool2x2_forward(float *out, int32_t *argmax, const float *in, int planes, int in_h, int in_w, int out_h,
                             int out_w) {
-    vi lane2;  // 0, 2, 4, ...: where each lane's window starts, from the first
-    for (int l = 0; l < VW; l++) lane2[l] = 2 * l;
+    const int two_rows = out_w < VW;
     for (int p = 0; p < planes; p++) {
         const float *x = in + (size_t)p * in_h * in_w;
         float *y = out + (size_t)p * out_h * out_w;
         int32_t *arg = argmax + (size_t)p * out_h * out_w;
-        for (int oh = 0; oh < out_h; oh++) {
+        for (int oh = 0; oh < out_h; oh += two_rows ? 2 : 1) {
             for (int ow = 0; ow < out_w; ow += VW) {
-                if (ow + VW > out_w) ow = out_w - VW;
-                const int at = 2 * oh * in_w + 2 * ow;
-                vf r0a = vf_load(x + at), r0b = vf_load(x + at + VW), r1a = vf_load(x + at + in_w),
-                   r1b = vf_load(x + at + in_w + VW);
+                if (!two_rows && ow + VW > out_w) ow = out_w - VW;
+                const int at = 2 * oh * in_w + 2 * ow, at2 = two_rows ? at + 2 * in_w : at + VW;
+                vf r0a = vf_load(x + at), r0b = vf_load(x + at2), r1a = vf_load(x + at + in_w),
+                   r1b = vf_load(x + at2 + in_w);
                 vf best = vf_even(r0a, r0b);
                 vi where = (vi){0};
                 pool_corner(vf_odd(r0a, r0b), 1, &best, &where);
                 pool_corner(vf_even(r1a, r1b), in_w, &best, &where);
                 pool_corner(vf_odd(r1a, r1b), in_w + 1, &best, &where);
                 vf_store(y + oh * out_w + ow, best);
-                vi index = lane2 + at + where;
+                vi index = window_starts(at, at2) + where;
                 memcpy(arg + oh * out_w + ow, &index, sizeof index);
             }
         }
@@ -464,27 +503,26 @@ static void pool2x2_forward(float *out, int32_t *argmax, const float *in, int pl
 // or column) are left to the caller.
 static void pool2x2_backward(float *din, const float *dout, const int32_t *argmax, int planes, int in_h, int in_w,
                              int out_h, int out_w) {
-    vi lane2;
-    for (int l = 0; l < VW; l++) lane2[l] = 2 * l;
+    const int two_rows = out_w < VW;
     const vf zero = vf_zero();
     for (int p = 0; p < planes; p++) {
         float *dx = din + (size_t)p * in_h * in_w;
         const float *dy = dout + (size_t)p * out_h * out_w;
         const int32_t *arg = argmax + (size_t)p * out_h * out_w;
-        for (int oh = 0; oh < out_h; oh++) {
+        for (int oh = 0; oh < out_h; oh += two_rows ? 2 : 1) {
             for (int ow = 0; ow < out_w; ow += VW) {
-                if (ow + VW > out_w) ow = out_w - VW;
-                const int at = 2 * oh * in_w + 2 * ow;
+                if (!two_rows && ow + VW > out_w) ow = out_w - VW;
+                const int at = 2 * oh * in_w + 2 * ow, at2 = two_rows ? at + 2 * in_w : at + VW;
                 vf g = vf_load(dy + oh * out_w + ow);
                 vi where;
                 memcpy(&where, arg + oh * out_w + ow, sizeof where);
-                vi corner = lane2 + at;
+                vi corner = window_starts(at, at2);
                 vf a = select_f(where == corner, g, zero), b = select_f(where == corner + 1, g, zero);
                 vf c = select_f(where == corner + in_w, g, zero), d = select_f(where == corner + in_w + 1, g, zero);
                 vf_store(dx + at, vf_pairs_low(a, b));
-                vf_store(dx + at + VW, vf_pairs_high(a, b));
+                vf_store(dx + at2, vf_pairs_high(a, b));
                 vf_store(dx + at + in_w, vf_pairs_low(c, d));
-                vf_store(dx + at + in_w + VW, vf_pairs_high(c, d));
+                vf_store(dx + at2 + in_w, vf_pairs_high(c, d));
             }
         }
     }
@@ -497,7 +535,8 @@ static size_t conv_scratch_floats(const hw_conv2d_dims *d) {
     const size_t blocks = (size_t)(d->k + CONV_MR - 1) / CONV_MR;
     size_t forward = (size_t)(d->out_c + CONV_MR - 1) / CONV_MR * CONV_MR * taps;   // packed weights
     size_t weight = (size_t)d->out_c * (taps + 1) * VW;                             // unreduced sums
-    size_t input = (size_t)d->in_c * d->k * blocks * d->out_c * CONV_MR;             // packed weights
+    // packed weights twice (all and the live channels'), the live channels' dy, their list
+    size_t input = 2 * (size_t)d->in_c * d->k * blocks * d->out_c * CONV_MR + (size_t)(d->out_c + 1) * d->out_h * d->out_w;
     const size_t lanes = (size_t)(d->out_c + VW - 1) / VW * VW;
     if (weight_by_channels(d)) weight = ((size_t)d->out_h * d->out_w + taps + 1) * lanes + taps;  // dyt, dwt, db, tap
     size_t most = forward > weight ? forward : weight;
