@@ -457,24 +457,34 @@ static void conv_backward_input(float *din, float *scratch, const float *dout, c
 static inline vf select_f(vi mask, vf yes, vf no) { return (vf)(((vi)yes & mask) | ((vi)no & ~mask)); }
 static inline vi select_i(vi mask, vi yes, vi no) { return (yes & mask) | (no & ~mask); }
 
-// One corner's turn: it takes over where it is larger than the best so far, or NaN.
-static inline void pool_corner(vf v, int at, vf *best, vi *where) {
-    vi take = (v > *best) | (v != v);
-    *best = select_f(take, v, *best);
-    *where = select_i(take, (vi){0} + at, *where);
+// Of two corners in maxpool2d's order, the later one wins where it is larger or NaN. Four corners
+// go as a tree, (a, b) and (c, d), then the two winners: the same winner as taking them one after
+// the other (the first of equal maxima, or the last NaN), with a shorter chain of dependent steps.
+static inline void pool_pair(vf first, vi at_first, vf later, vi at_later, vf *best, vi *where) {
+    vi take = (later > first) | (later != later);
+    *best = select_f(take, later, first);
+    *where = select_i(take, at_later, at_first);
 }
 
-// Where each lane's window starts in the plane: at + 2 l in the first half, at2 + 2 (l - VW/2) in
-// the second.
-static inline vi window_starts(int at, int at2) {
-    vi start;
-    for (int l = 0; l < VW; l++) start[l] = l < VW / 2 ? at + 2 * l : at2 + 2 * (l - VW / 2);
-    return start;
+// Where each lane's window starts in the plane: at + 2 l in the first half of the lanes, at2 +
+// 2 (l - VW/2) in the second. `lane2` is 0, 2, 4, ...; `upper` is all ones in the second half.
+static inline vi window_starts(vi lane2, vi upper, int at, int at2) {
+    return lane2 + at + (upper & ((vi){0} + (at2 - at - VW)));
+}
+
+static inline void lane_constants(vi *lane2, vi *upper) {
+    for (int l = 0; l < VW; l++) {
+        (*lane2)[l] = 2 * l;
+        (*upper)[l] = l < VW / 2 ? 0 : -1;
+    }
 }
 
 static void pool2x2_forward(float *out, int32_t *argmax, const float *in, int planes, int in_h, int in_w, int out_h,
                             int out_w) {
     const int two_rows = out_w < VW;
+    vi lane2, upper;
+    lane_constants(&lane2, &upper);
+    const vi zero = (vi){0}, one = zero + 1, below = zero + in_w, diagonal = zero + in_w + 1;
     for (int p = 0; p < planes; p++) {
         const float *x = in + (size_t)p * in_h * in_w;
         float *y = out + (size_t)p * out_h * out_w;
@@ -485,13 +495,13 @@ static void pool2x2_forward(float *out, int32_t *argmax, const float *in, int pl
                 const int at = 2 * oh * in_w + 2 * ow, at2 = two_rows ? at + 2 * in_w : at + VW;
                 vf r0a = vf_load(x + at), r0b = vf_load(x + at2), r1a = vf_load(x + at + in_w),
                    r1b = vf_load(x + at2 + in_w);
-                vf best = vf_even(r0a, r0b);
-                vi where = (vi){0};
-                pool_corner(vf_odd(r0a, r0b), 1, &best, &where);
-                pool_corner(vf_even(r1a, r1b), in_w, &best, &where);
-                pool_corner(vf_odd(r1a, r1b), in_w + 1, &best, &where);
+                vf top, bottom, best;
+                vi top_at, bottom_at, where;
+                pool_pair(vf_even(r0a, r0b), zero, vf_odd(r0a, r0b), one, &top, &top_at);
+                pool_pair(vf_even(r1a, r1b), below, vf_odd(r1a, r1b), diagonal, &bottom, &bottom_at);
+                pool_pair(top, top_at, bottom, bottom_at, &best, &where);
                 vf_store(y + oh * out_w + ow, best);
-                vi index = window_starts(at, at2) + where;
+                vi index = window_starts(lane2, upper, at, at2) + where;
                 memcpy(arg + oh * out_w + ow, &index, sizeof index);
             }
         }
@@ -504,7 +514,8 @@ static void pool2x2_forward(float *out, int32_t *argmax, const float *in, int pl
 static void pool2x2_backward(float *din, const float *dout, const int32_t *argmax, int planes, int in_h, int in_w,
                              int out_h, int out_w) {
     const int two_rows = out_w < VW;
-    const vf zero = vf_zero();
+    vi lane2, upper;
+    lane_constants(&lane2, &upper);
     for (int p = 0; p < planes; p++) {
         float *dx = din + (size_t)p * in_h * in_w;
         const float *dy = dout + (size_t)p * out_h * out_w;
@@ -513,12 +524,11 @@ static void pool2x2_backward(float *din, const float *dout, const int32_t *argma
             for (int ow = 0; ow < out_w; ow += VW) {
                 if (!two_rows && ow + VW > out_w) ow = out_w - VW;
                 const int at = 2 * oh * in_w + 2 * ow, at2 = two_rows ? at + 2 * in_w : at + VW;
-                vf g = vf_load(dy + oh * out_w + ow);
-                vi where;
+                vi g = (vi)vf_load(dy + oh * out_w + ow), where;
                 memcpy(&where, arg + oh * out_w + ow, sizeof where);
-                vi corner = window_starts(at, at2);
-                vf a = select_f(where == corner, g, zero), b = select_f(where == corner + 1, g, zero);
-                vf c = select_f(where == corner + in_w, g, zero), d = select_f(where == corner + in_w + 1, g, zero);
+                vi corner = where - window_starts(lane2, upper, at, at2);  // 0, 1, in_w or in_w + 1
+                vf a = (vf)(g & (corner == 0)), b = (vf)(g & (corner == 1));
+                vf c = (vf)(g & (corner == in_w)), d = (vf)(g & (corner == in_w + 1));
                 vf_store(dx + at, vf_pairs_low(a, b));
                 vf_store(dx + at2, vf_pairs_high(a, b));
                 vf_store(dx + at + in_w, vf_pairs_low(c, d));
