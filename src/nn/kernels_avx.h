@@ -16,6 +16,10 @@ static inline void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
 static inline vf vf_bcast(const float *p) { return _mm256_broadcast_ss(p); }
 static inline vf vf_zero(void) { return _mm256_setzero_ps(); }
 static inline vf vf_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+// An empty asm that "changes" v: the compiler may no longer load v again from memory where it is
+// used. (GCC folded the weight gradient's input loads into each multiply-add that used them, two
+// loads where one was written, and the loads were what limited the loop.)
+static inline void vf_in_register(vf *v) { __asm__("" : "+x"(*v)); }
 
 // a0 a2 a4 a6 b0 b2 b4 b6, and a1 a3 ... b7: in-lane shuffles, then one 64-bit permute.
 static inline vf vf_even(vf a, vf b) {

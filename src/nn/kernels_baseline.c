@@ -12,6 +12,10 @@ static inline void vf_store(float *p, vf v) { _mm_storeu_ps(p, v); }
 static inline vf vf_bcast(const float *p) { return _mm_load1_ps(p); }
 static inline vf vf_zero(void) { return _mm_setzero_ps(); }
 static inline vf vf_fma(vf a, vf b, vf c) { return a * b + c; }
+// An empty asm that "changes" v: the compiler may no longer load v again from memory where it is
+// used. (GCC folded the weight gradient's input loads into each multiply-add that used them, two
+// loads where one was written, and the loads were what limited the loop.)
+static inline void vf_in_register(vf *v) { __asm__("" : "+x"(*v)); }
 static inline vf vf_even(vf a, vf b) { return _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); }
 static inline vf vf_odd(vf a, vf b) { return _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)); }
 static inline vf vf_pairs_low(vf a, vf b) { return _mm_unpacklo_ps(a, b); }

@@ -8,6 +8,7 @@
 //   vf_even, vf_odd           the even and the odd lanes of a, then of b; vf_pairs_low, _high:
 //                             a0 b0 a1 b1 ... from the first and from the second half of the lanes
 //   vf_transpose(r)           r[0..VW) as the rows of a square block, transposed in place
+//   vf_in_register(&v)        nothing, but the compiler must hold v in a register from there on
 //   CONV_MR, CONV_NV          the register tile: CONV_MR output channels x CONV_NV vectors of positions
 //   DW_MR, DW_NR              the weight gradient's tile over positions: DW_MR channels x DW_NR taps
 //   DWT_MR, DWT_NV            and over channels: DWT_MR taps x DWT_NV vectors of channels
@@ -158,6 +159,7 @@ static inline __attribute__((always_inline)) void weight_tile(float *restrict ac
             }
             for (int j = 0; j < DW_NR; j++) {
                 vf xv = vf_load(xp + (full || j <= last ? j : last));
+                vf_in_register(&xv);
                 for (int i = 0; i < DW_MR; i++) s[i][j] = vf_fma(g[i], xv, s[i][j]);
             }
         }
