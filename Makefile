@@ -68,7 +68,8 @@ else ifneq ($(MPICC),)
 else
   HAVE_MPI := 0
 endif
-MPI_C_SRC := $(filter-out src/comm/door.c src/comm/detect.c src/comm/janitor.c, $(wildcard src/comm/*.c))
+# rule.c is plain arithmetic that the MPI side calls: it stays in the core (and in MPI=0 builds).
+MPI_C_SRC := $(filter-out src/comm/door.c src/comm/detect.c src/comm/janitor.c src/comm/rule.c, $(wildcard src/comm/*.c))
 C_SRC     := $(filter-out $(MPI_C_SRC), $(C_SRC))
 MPI_PLUGIN :=
 ifeq ($(HAVE_MPI),1)
@@ -194,9 +195,10 @@ $(BUILD)/bench_%: bench/%.c $(LIB) $(TEST_GPU) $(wildcard include/hw/*.h)
 	$(CC) $(CFLAGS) $< $(TEST_GPU) $(LIB) -o $@ $(LDLIBS) $(CUDA_LIBS)
 
 # The IDX reader fed a few thousand damaged files, built with ASan + UBSan (any report fails).
-# err, file and rng come uninstrumented from the normal build.
+# err, file, rng and the temporary-file table (shm, with signals and spawn under it) come
+# uninstrumented from the normal build.
 FUZZ_SRC := tests/fuzz/fuzz_idx.c $(wildcard src/data/*.c)
-FUZZ_OBJ := $(BUILD)/err.o $(BUILD)/file.o $(BUILD)/rng.o
+FUZZ_OBJ := $(BUILD)/err.o $(BUILD)/file.o $(BUILD)/rng.o $(BUILD)/shm.o $(BUILD)/signals.o $(BUILD)/spawn.o
 $(BUILD)/fuzz_idx: $(FUZZ_SRC) $(FUZZ_OBJ) $(wildcard include/hw/*.h)
 	$(CC) $(CFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
 	      $(FUZZ_SRC) $(FUZZ_OBJ) -o $@ -lstb -lmd -lz -lm -pthread

@@ -69,7 +69,7 @@ get_data() {
     done
     if [ $ok -eq 0 ] && [ ! -f data/mnist/train-images-idx3-ubyte.gz ]; then
         say "could not get MNIST (offline, and no HOGWILD_DATA_MIRROR): using the SYNTHETIC digits in data/synthetic instead"
-        ./hogwild synth --dir data/synthetic
+        ./hogwild synth --dir data/synthetic --overwrite  # run.sh's own folder: the same digits again
         DATA_DIR=data/synthetic
     fi
 }

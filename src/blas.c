@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 // Debian's pthread build (package libopenblas0-pthread); the Makefile may name another. When it
 // is missing, the system's default libopenblas.so.0 is tried, and refused if it is not thread-safe.
@@ -69,10 +70,26 @@ static void *symbol(void *library, const char *name, const char *path) {
     return fn;
 }
 
+// OpenBLAS 0.3.21 takes OPENBLAS_CORETYPE=SkylakeX (or Cooperlake) on a CPU without AVX-512, and
+// the first GEMM dies of SIGILL: a worker "killed by signal SIGILL", after the start. Refused here.
+static int check_user_kernels(const char *kernels) {
+    static const char *const avx512_sets[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
+    int bf16;
+    for (size_t i = 0; i < sizeof avx512_sets / sizeof avx512_sets[0]; i++) {
+        if (strcasecmp(kernels, avx512_sets[i]) == 0 && !cpu_has_avx512(&bf16)) {
+            return hw_fail("OPENBLAS_CORETYPE=%s asks for AVX-512 kernels, which this CPU cannot run (it has no "
+                           "AVX-512); unset it, or name a kernel set it runs (Haswell, Zen)",
+                           kernels);
+        }
+    }
+    return HW_OK;
+}
+
 static int load(void) {
     const char *chooser;
     const char *user_kernels = getenv("OPENBLAS_CORETYPE");
     if (user_kernels && *user_kernels) {
+        if (check_user_kernels(user_kernels) != HW_OK) return HW_ERR;
         chooser = "set by OPENBLAS_CORETYPE";
     } else {
         const char *kernels = hw_blas_pick_kernels(&chooser);
@@ -108,6 +125,17 @@ static int load(void) {
     if (get_threads() != 1) return hw_fail("%s runs %d threads per call, not 1", path, get_threads());
 
     snprintf(blas.kernels, sizeof blas.kernels, "%s", get_corename());
+    // OpenBLAS takes OPENBLAS_CORETYPE only when it names a kernel set it has and the CPU runs;
+    // otherwise it quietly keeps its own choice (Foo gave Haswell here, reported as "set by
+    // OPENBLAS_CORETYPE"). Say what happened.
+    char not_taken[160];
+    if (user_kernels && *user_kernels && strcasecmp(user_kernels, blas.kernels) != 0) {
+        snprintf(not_taken, sizeof not_taken,
+                 "OPENBLAS_CORETYPE=%.40s was not taken: not a kernel set this OpenBLAS has, or one this CPU cannot "
+                 "run; OpenBLAS's choice",
+                 user_kernels);
+        chooser = not_taken;
+    }
     // get_config() is e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64".
     char name[16] = "", version[32] = "";
     sscanf(get_config(), "%15s %31s", name, version);

@@ -12,6 +12,7 @@
 #include "hw/ckpt.h"
 
 #include "hw/err.h"
+#include "hw/shm.h"
 
 #include <jansson.h>
 
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,6 +50,8 @@ static int ckpt_fail(const char *path, const char *fmt, ...) {
 // ---------------------------------------------------------------------------------------------
 // Writing
 // ---------------------------------------------------------------------------------------------
+
+static int save(const char *path, const hw_model *model, const float *weights, const hw_ckpt_meta *meta);
 
 // Length of the valid UTF-8 sequence at s[0] (a byte >= 0x80) within avail bytes, or 0 when it
 // is not one (bad lead byte, missing continuation, overlong form, surrogate, beyond U+10FFFF).
@@ -189,7 +193,46 @@ static int write_contents(int fd, const hw_model *model, const float *weights, c
     return err;
 }
 
+// ---- the descriptor kept for the saves ----
+
+// A run opens descriptors as it goes (a worker's pidfd and pipe, MPI's sockets, the GPU's): under a
+// low `ulimit -n` the first save, an epoch later, found none left. One is kept from the start
+// (hw_ckpt_keep_descriptor) and given up for each save, which opens its files one at a time.
+static int spare_fd = -1;
+
+int hw_ckpt_keep_descriptor(void) {
+    if (spare_fd >= 0) return HW_OK;
+    spare_fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (spare_fd < 0) {
+        int err = errno;
+        struct rlimit rl;
+        long limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (long)rl.rlim_cur : -1;
+        return hw_fail_errno(err, "no file descriptor left to keep for saving the checkpoint (ulimit -n is %ld)",
+                             limit);
+    }
+    return HW_OK;
+}
+
+static void give_up_spare(void) {
+    if (spare_fd >= 0) close(spare_fd);
+    spare_fd = -1;
+}
+
+// After a save: the descriptor is kept again for the next one (if it cannot be, the next save
+// opens what it can, as without one).
+static void take_spare_back(int had_one) {
+    if (had_one) hw_ckpt_keep_descriptor();
+}
+
 int hw_ckpt_save(const char *path, const hw_model *model, const float *weights, const hw_ckpt_meta *meta) {
+    int had_spare = spare_fd >= 0;
+    give_up_spare();
+    int status = save(path, model, weights, meta);
+    take_spare_back(had_spare);
+    return status;
+}
+
+static int save(const char *path, const hw_model *model, const float *weights, const hw_ckpt_meta *meta) {
     hw_ckpt_meta zero = {0};
     if (meta == NULL) meta = &zero;
     if (weights == NULL && model->n_weights > 0) return ckpt_fail(path, "no weights to save");
@@ -200,6 +243,11 @@ int hw_ckpt_save(const char *path, const hw_model *model, const float *weights, 
     char *header = NULL;
     size_t header_length = 0;
     if (build_header(path, model, meta, &header, &header_length) != HW_OK) return HW_ERR;
+    // Noted first: every exit that runs code removes it, and --clean-shm finds it after a SIGKILL.
+    if (hw_shm_temp_note(tmp) != HW_OK) {
+        free(header);
+        return hw_error_prefix("cannot save checkpoint '%s'", path);
+    }
     // O_EXCL: never write through a file or link that is already there; a leftover of a killed
     // run with the same pid is removed first.
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
@@ -207,14 +255,16 @@ int hw_ckpt_save(const char *path, const hw_model *model, const float *weights, 
     if (fd < 0) {
         int err = errno;
         free(header);
+        hw_shm_temp_forget();
         return hw_fail_errno(err, "cannot save checkpoint '%s': cannot create '%s'", path, tmp);
     }
     int err = write_contents(fd, model, weights, header, header_length);
     free(header);
     if (close(fd) != 0 && err == 0) err = errno;
     if (err == 0 && rename(tmp, path) != 0) err = errno;
+    if (err != 0) unlink(tmp);
+    hw_shm_temp_forget();
     if (err != 0) {
-        unlink(tmp);
         return hw_fail_errno(err, "cannot save checkpoint '%s' (the previous file, if any, is unchanged)", path);
     }
     // Make the rename itself durable.

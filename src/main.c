@@ -5,6 +5,7 @@
 #include "hw/compare.h"
 #include "hw/data.h"
 #include "hw/err.h"
+#include "hw/file.h"
 #include "hw/nn.h"
 #include "hw/shm.h"
 #include "hw/train.h"
@@ -17,12 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char *usage_text =
     "usage: hogwild [options]                      train (Hogwild by default)\n"
     "       hogwild --model FILE --summary         print a model's layers and parameter counts\n"
     "       hogwild download NAME [--dir DIR]      get mnist or fashion-mnist (md5-checked)\n"
-    "       hogwild synth [--dir DIR] [--train N] [--test N] [--seed S]\n"
+    "       hogwild synth [--dir DIR] [--train N] [--test N] [--seed S] [--overwrite]\n"
     "                                              write the synthetic digits as IDX files\n"
     "       hogwild compare RUN.csv... [--target PCT] [--plot FILE.svg]\n"
     "                                              compare runs from --metrics files\n";
@@ -39,6 +42,8 @@ static const char *options_text =
     "  --model FILE             model file (default models/lenet.model)\n"
     "  --data DIR               dataset folder (default data/mnist): the four IDX files of\n"
     "                           MNIST/Fashion-MNIST/KMNIST, or train/ and test/ image folders\n"
+    "  --resize HxW             resize every image of the image folders to H x W pixels (default:\n"
+    "                           the training images' own size, which must then be one)\n"
     "  --epochs N               epochs (default 1)\n"
     "  --batch-size N           training batch per worker; DataParallel: split over replicas (default 64)\n"
     "  --test-batch-size N      evaluation batch (default 1000)\n"
@@ -67,7 +72,10 @@ static const char *options_text =
     "\n"
     "Several machines (under mpirun; README, \"Several machines\"):\n"
     "  --sync-every N|Nms       Hogwild across ranks: couple the nodes every N training samples of a\n"
-    "                           node, or every N milliseconds (default 100ms)\n"
+    "                           node, or every N milliseconds, or as often as the link allows if less\n"
+    "                           often (default 20ms)\n"
+    "  --sync-rule momentum|sum Hogwild across ranks: what a round does with the nodes' changes:\n"
+    "                           block momentum (default) or their sum added at once (the old rule)\n"
     "  --sync-timeout S         a coupling round (Hogwild) or a step's gradient sum (DataParallel) not\n"
     "                           complete in S seconds ends the job: a rank stuck or gone (default 60)\n"
     "\n"
@@ -163,6 +171,20 @@ static int parse_sync_every(const char *text, hw_train_config *config) {
     return HW_EXIT_OK;
 }
 
+// --resize HxW: two sizes from 1 to HW_IMAGE_MAX_SIDE, "28x28".
+static int parse_resize(const char *text, hw_train_config *config) {
+    int h = 0, w = 0, used = 0;
+    const char *x = strchr(text, 'x');
+    if (!x || !isdigit((unsigned char)text[0]) || !isdigit((unsigned char)x[1]) ||
+        sscanf(text, "%5d%*1[x]%5d%n", &h, &w, &used) != 2 || text[used] != '\0' || h < 1 || w < 1 ||
+        h > HW_IMAGE_MAX_SIDE || w > HW_IMAGE_MAX_SIDE) {
+        return usage_error("--resize expects HEIGHTxWIDTH, each from 1 to 4096 (e.g. 28x28), got '%s'", text);
+    }
+    config->resize_height = h;
+    config->resize_width = w;
+    return HW_EXIT_OK;
+}
+
 static int parse_normalize(const char *text, hw_normalize *norm) {
     if (strcmp(text, "auto") == 0) {
         *norm = (hw_normalize){0, 0};
@@ -176,6 +198,14 @@ static int parse_normalize(const char *text, hw_normalize *norm) {
                            "got '%s'",
                            text);
     }
+    // Pixels are in [0, 1]: normalised beyond +-1e6 (a STD of 1e-45 gave 1e45, then inf) the first
+    // batch overflows, and the run ended as "diverged" with a hint to lower --lr.
+    double lo = (0.0 - mean) / std, hi = (1.0 - mean) / std;
+    if (!(fabs(lo) <= 1e6 && fabs(hi) <= 1e6)) {
+        return usage_error("--normalize %s maps pixels in [0, 1] beyond +-1e6, where the network overflows: give a "
+                           "MEAN near the pixels' mean and a STD near their spread (or auto)",
+                           text);
+    }
     *norm = (hw_normalize){mean, std};
     return HW_EXIT_OK;
 }
@@ -185,7 +215,8 @@ static int parse_normalize(const char *text, hw_normalize *norm) {
 static int command_download(int argc, char **argv) {
     const char *name = NULL, *dir = NULL;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--dir") == 0) {
+            if (i + 1 >= argc || !argv[i + 1][0]) return usage_error("download: option '%s' needs a folder", argv[i]);
             dir = argv[++i];
         } else if (argv[i][0] == '-') {
             return usage_error("download: unknown option '%s'", argv[i]);
@@ -196,6 +227,12 @@ static int command_download(int argc, char **argv) {
         }
     }
     if (!name) return usage_error("download: which dataset? %s", "mnist or fashion-mnist");
+    // A name it does not know is bad usage (exit 2), as a missing one is; KMNIST's files load with
+    // --data once fetched by hand.
+    if (!hw_download_known(name)) {
+        return usage_error("download: unknown dataset '%s': known are mnist and fashion-mnist (KMNIST and other "
+                           "IDX datasets load with --data DIR once their four files are there)", name);
+    }
     char default_dir[512];
     if (!dir) {
         snprintf(default_dir, sizeof default_dir, "data/%s", name);
@@ -208,16 +245,35 @@ static int command_download(int argc, char **argv) {
     return HW_EXIT_OK;
 }
 
+// Whether `dir` holds one of the four IDX files (gzipped or not): a dataset that synth would replace.
+static const char *dataset_file_in(const char *dir) {
+    static const char *const names[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                        "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+    static char found[1100];
+    for (int i = 0; i < 4; i++) {
+        for (int gz = 0; gz < 2; gz++) {
+            snprintf(found, sizeof found, "%s/%s%s", dir, names[i], gz ? ".gz" : "");
+            if (access(found, F_OK) == 0) return found;
+        }
+    }
+    return NULL;
+}
+
 static int command_synth(int argc, char **argv) {
     const char *dir = "data/synthetic";
     long n_train = 60000, n_test = 10000, seed = 1;
+    int overwrite = 0;
     for (int i = 0; i < argc; i++) {
         int status = HW_EXIT_OK;
+        if (strcmp(argv[i], "--overwrite") == 0) {
+            overwrite = 1;
+            continue;
+        }
         const char *const known[] = {"--dir", "--train", "--test", "--seed"};
         int is_known = 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) is_known |= strcmp(argv[i], known[k]) == 0;
         if (!is_known) return usage_error("synth: unknown option '%s'", argv[i]);
-        if (i + 1 >= argc) return usage_error("synth: option '%s' needs a value", argv[i]);
+        if (i + 1 >= argc || !argv[i + 1][0]) return usage_error("synth: option '%s' needs a value", argv[i]);
         if (strcmp(argv[i], "--dir") == 0) {
             dir = argv[++i];
         } else if (strcmp(argv[i], "--train") == 0) {
@@ -230,6 +286,14 @@ static int command_synth(int argc, char **argv) {
             return usage_error("synth: unknown option '%s'", argv[i]);
         }
         if (status != HW_EXIT_OK) return status;
+    }
+    // `synth --dir data/mnist` replaced the real MNIST without a word.
+    const char *existing = overwrite ? NULL : dataset_file_in(dir);
+    if (existing) {
+        fprintf(stderr, "hogwild synth: %s already holds a dataset (%s): give --overwrite to replace it, or another "
+                        "--dir\n",
+                dir, existing);
+        return HW_EXIT_FAILURE;
     }
     if (hw_synth_write(dir, n_train, n_test, (uint64_t)seed) != HW_OK) {
         fprintf(stderr, "hogwild synth: %s\n", hw_error());
@@ -267,18 +331,29 @@ static int command_clean_shm(void) {
     FILE *lines = open_memstream(&report, &report_size);
     int status = hw_shm_clean(lines, &removed);
     if (lines) fclose(lines);
+    // Also when a removal failed: what was removed and kept is said all the same.
+    printf("removed %d stale shared-memory segment(s) and checkpoint temporary file(s)\n%s", removed,
+           report ? report : "");
+    free(report);
     if (status != HW_OK) {
+        fflush(stdout);
         fprintf(stderr, "hogwild --clean-shm: %s\n", hw_error());
-        free(report);
         return HW_EXIT_FAILURE;
     }
-    printf("removed %d stale shared-memory segment(s)\n%s", removed, report ? report : "");
-    free(report);
     return HW_EXIT_OK;
 }
 
+static double largest_magnitude(const float *w, size_t n) {
+    double most = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (fabs((double)w[i]) > most) most = fabs((double)w[i]);
+    }
+    return most;
+}
+
 static int command_eval_only(hw_train_config *config, int model_given) {
-    if (hw_blas_open() != HW_OK || hw_nn_kernels_select(getenv("HOGWILD_CPU_PATH")) != HW_OK) {
+    if (hw_run_check_stack() != HW_OK || hw_blas_open() != HW_OK ||
+        hw_nn_kernels_select(getenv("HOGWILD_CPU_PATH")) != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         return HW_EXIT_FAILURE;
     }
@@ -290,14 +365,22 @@ static int command_eval_only(hw_train_config *config, int model_given) {
             fprintf(stderr, "hogwild: %s\n", hw_error());
             return HW_EXIT_FAILURE;
         }
-        if (model_text) {
-            config->model_text = model_text;
-            config->model_path = config->resume_path;
+        if (!model_text) {
+            // Not models/lenet.model by default: that would evaluate a network the checkpoint was
+            // perhaps never trained as, and any mismatch would read as a fault of the checkpoint.
+            fprintf(stderr, "hogwild: the checkpoint %s holds no model text (it was not written by hogwild): give the "
+                            "network it was trained as with --model FILE\n",
+                    config->resume_path);
+            return HW_EXIT_FAILURE;
         }
+        config->model_text = model_text;
+        config->model_path = config->resume_path;
     }
     hw_train_inputs in;
-    if (hw_train_inputs_load(&in, config) != HW_OK || hw_run_check_memory(config, &in, 1) != HW_OK ||
-        hw_model_alloc_weights(&in.model) != HW_OK) {
+    char capped[512] = "";
+    int loaded = hw_train_inputs_load(&in, config);
+    if (loaded == HW_OK) hw_train_fit_batches(config, &in, capped, sizeof capped);  // only the test batch applies
+    if (loaded != HW_OK || hw_run_check_memory(config, &in, 1) != HW_OK || hw_model_alloc_weights(&in.model) != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         hw_train_inputs_free(&in);
         free(model_text);
@@ -316,6 +399,19 @@ static int command_eval_only(hw_train_config *config, int model_given) {
         return HW_EXIT_FAILURE;
     }
     hw_eval_result r = hw_evaluate(&in.model, &ws, &in.test, in.norm, config->test_batch_size);
+    if (hw_loss_diverged(r.loss)) {
+        // Finite weights can still be no model: 1e30 everywhere gives NaN logits. As in training,
+        // a diverged loss is no result (hw_loss_diverged), and its accuracy is chance.
+        char loss_text[48];
+        hw_loss_describe(loss_text, sizeof loss_text, r.loss);
+        fprintf(stderr, "hogwild: the checkpoint %s gives a test loss of %s on %s: its weights (largest magnitude "
+                        "%.3g) have blown up, as a diverged run's do; use an earlier checkpoint\n",
+                config->resume_path, loss_text, config->data_dir, largest_magnitude(in.model.weights,
+                                                                                   in.model.n_weights));
+        hw_workspace_free(&ws);
+        hw_train_inputs_free(&in);
+        return HW_EXIT_FAILURE;
+    }
     printf("%s (epoch %d, %lld samples seen): test loss %.4f, accuracy %.2f%% on %lld samples of %s\n",
            config->resume_path, meta.epoch, (long long)meta.samples_seen, r.loss, r.accuracy, (long long)in.test.n,
            config->data_dir);
@@ -324,7 +420,11 @@ static int command_eval_only(hw_train_config *config, int model_given) {
     return HW_EXIT_OK;
 }
 
-static int command_train(const hw_train_config *config) {
+static int command_train(hw_train_config *config) {
+    if (hw_run_check_stack() != HW_OK) {
+        fprintf(stderr, "hogwild: %s\n", hw_error());
+        return HW_EXIT_FAILURE;
+    }
     hw_train_inputs in;
     // The BLAS is loaded first, while this is the only thread and before any fork (hw_blas_open), so
     // that the memory check counts it; the CPU kernels are chosen then too (HOGWILD_CPU_PATH).
@@ -332,12 +432,24 @@ static int command_train(const hw_train_config *config) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         return HW_EXIT_FAILURE;
     }
-    if (hw_train_inputs_load(&in, config) != HW_OK || hw_run_check_outputs(config) != HW_OK ||
-        hw_run_check_memory(config, &in, 0) != HW_OK) {
+    // --save through a symbolic link writes the file it points to (`--resume X --save X` with X a
+    // link updated a new file in the link's place and left the checkpoint it named behind).
+    static char save_target[PATH_MAX];
+    struct stat link;
+    if (config->save_path && lstat(config->save_path, &link) == 0 && S_ISLNK(link.st_mode) &&
+        realpath(config->save_path, save_target)) {
+        config->save_path = save_target;
+    }
+    char capped[512] = "";
+    int loaded = hw_train_inputs_load(&in, config);
+    if (loaded == HW_OK) hw_train_fit_batches(config, &in, capped, sizeof capped);
+    if (loaded != HW_OK || hw_run_check_outputs(config) != HW_OK ||
+        (config->save_path && hw_ckpt_keep_descriptor() != HW_OK) || hw_run_check_memory(config, &in, 0) != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         hw_train_inputs_free(&in);
         return HW_EXIT_FAILURE;
     }
+    if (capped[0] && !config->quiet) printf("hogwild: %s\n", capped);
     char device[32], ranks[32] = "";
     hw_device_format(config->device, device, sizeof device);
     if (config->world.size > 1) snprintf(ranks, sizeof ranks, "%d ranks x ", config->world.size);
@@ -372,15 +484,42 @@ static int command_train(const hw_train_config *config) {
     return HW_EXIT_OK;
 }
 
-// Which of --sync-every and --sync-timeout were given (bits of check_world's sync_given).
-enum { SYNC_EVERY_GIVEN = 1, SYNC_TIMEOUT_GIVEN = 2 };
+// The flags given on the command line, in order (a flag given twice is listed twice).
+enum { MAX_GIVEN = 128 };
+typedef struct {
+    const char *flag[MAX_GIVEN];
+    int n;
+} given_flags;
+
+// --eval-only evaluates a checkpoint on the CPU and trains nothing: a flag that would change
+// training, the workers or where they run has no effect there, and is refused rather than ignored.
+static int check_eval_only_flags(const given_flags *given, const hw_train_config *config) {
+    static const char *const apply[] = {"--eval-only", "--resume", "--model", "--data", "--resize",
+                                        "--test-batch-size", "--normalize", "--quiet", "--device"};
+    for (int i = 0; i < given->n; i++) {
+        int applies = 0;
+        for (size_t k = 0; k < sizeof apply / sizeof apply[0]; k++) applies |= strcmp(given->flag[i], apply[k]) == 0;
+        if (strcmp(given->flag[i], "--save") == 0 || strcmp(given->flag[i], "--metrics") == 0) continue;  // below
+        if (!applies) {
+            return usage_error("%s does not apply to --eval-only, which evaluates the checkpoint on the CPU and trains "
+                               "nothing: drop it", given->flag[i]);
+        }
+    }
+    if (config->device.type == HW_DEVICE_CUDA) {
+        return usage_error("--eval-only evaluates on the CPU; --device %s is not supported there (drop it)", "cuda");
+    }
+    return HW_EXIT_OK;
+}
+
+// Which of --sync-every, --sync-timeout and --sync-rule were given (bits of check_world's sync_given).
+enum { SYNC_EVERY_GIVEN = 1, SYNC_TIMEOUT_GIVEN = 2, SYNC_RULE_GIVEN = 4 };
 
 // A run started by mpirun with several ranks (config->world): what each rank does and does not.
 static int check_world(hw_train_config *config, int sync_given) {
     if (config->world.size == 1) {
         if (sync_given) {
-            return usage_error("--sync-every and --sync-timeout couple the ranks of an mpirun job; this run is not "
-                               "one%s", "");
+            return usage_error("--sync-every, --sync-rule and --sync-timeout couple the ranks of an mpirun job; this "
+                               "run is not one%s", "");
         }
         return HW_EXIT_OK;
     }
@@ -400,14 +539,14 @@ static int check_world(hw_train_config *config, int sync_given) {
                            "of a host GPU B+L (--device cuda:B), with --replicas K on it%s", "");
     }
     if (config->eval_only) return usage_error("--eval-only evaluates in one process: run it without mpirun%s", "");
-    if (config->mode == HW_MODE_DATAPARALLEL && (sync_given & SYNC_EVERY_GIVEN)) {
-        return usage_error("--sync-every is for Hogwild across ranks; DataParallel sums the gradients every step%s",
-                           "");
+    if (config->mode == HW_MODE_DATAPARALLEL && (sync_given & (SYNC_EVERY_GIVEN | SYNC_RULE_GIVEN))) {
+        return usage_error("%s is for Hogwild across ranks; DataParallel sums the gradients every step",
+                           sync_given & SYNC_EVERY_GIVEN ? "--sync-every" : "--sync-rule");
     }
     if (config->world.rank != 0) {
         // Rank 0 prints, evaluates, writes the metrics and saves the checkpoints for the job.
         config->quiet = 1;
-        config->metrics_path = NULL;
+        config->metrics_path = NULL;  // (config->job_metrics still says rank 0 writes them)
         config->save_path = NULL;
     }
     return HW_EXIT_OK;
@@ -422,6 +561,16 @@ int main(int argc, char **argv) {
     // A write beyond the file size limit (ulimit -f) then fails with EFBIG, which the checkpoint and
     // metrics writers report, instead of killing the run.
     signal(SIGXFSZ, SIG_IGN);
+    const char *const subcommands[] = {"download", "synth", "compare"};
+    for (int k = 0; argc > 1 && k < 3; k++) {
+        if (strcmp(argv[1], subcommands[k]) != 0) continue;
+        // Under mpirun every rank would run it: two downloads, two syntheses, two comparisons
+        // writing the same plot at once.
+        hw_world world;
+        if (hw_world_detect(&world) == HW_OK && world.size > 1) {
+            return usage_error("hogwild %s runs in one process: start it without mpirun", subcommands[k]);
+        }
+    }
     if (argc > 1 && strcmp(argv[1], "download") == 0) return command_download(argc - 2, argv + 2);
     if (argc > 1 && strcmp(argv[1], "synth") == 0) return command_synth(argc - 2, argv + 2);
     if (argc > 1 && strcmp(argv[1], "compare") == 0) return hw_compare_main(argc - 2, argv + 2);
@@ -430,11 +579,13 @@ int main(int argc, char **argv) {
     hw_train_config_default(&config);
     int summary = 0, replicas_given = 0, workers_given = 0, model_given = 0, list_strategies = 0, clean_shm = 0;
     int sync_given = 0;
+    given_flags given = {0};
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
         long n = 0;
         double x = 0;
         int status = HW_EXIT_OK;
+        if (given.n < MAX_GIVEN && strncmp(flag, "--", 2) == 0) given.flag[given.n++] = flag;
         // Flags without a value.
         if (strcmp(flag, "-h") == 0 || strcmp(flag, "--help") == 0) {
             print_usage(stdout, 1);
@@ -482,6 +633,8 @@ int main(int argc, char **argv) {
                                      : usage_error("unknown option '%s'", flag);
         }
         const char *value = argv[++i];
+        // --save '' passed every check of a file name and failed at the first save, an epoch later.
+        if (!value[0]) return usage_error("option '%s' needs a value, got an empty one", flag);
         if (strcmp(flag, "--workers") == 0) {
             status = parse_int(flag, value, 1, 1024, &n);
             config.workers = (int)n;
@@ -507,6 +660,8 @@ int main(int argc, char **argv) {
             model_given = 1;
         } else if (strcmp(flag, "--data") == 0) {
             config.data_dir = value;
+        } else if (strcmp(flag, "--resize") == 0) {
+            status = parse_resize(value, &config);
         } else if (strcmp(flag, "--epochs") == 0) {
             status = parse_int(flag, value, 1, 100000, &n);
             config.epochs = (int)n;
@@ -544,6 +699,9 @@ int main(int argc, char **argv) {
         } else if (strcmp(flag, "--sync-every") == 0) {
             status = parse_sync_every(value, &config);
             sync_given |= SYNC_EVERY_GIVEN;
+        } else if (strcmp(flag, "--sync-rule") == 0) {
+            if (hw_couple_rule_parse(value, &config.sync_rule) != HW_OK) return usage_error("--sync-rule %s", hw_error());
+            sync_given |= SYNC_RULE_GIVEN;
         } else if (strcmp(flag, "--sync-timeout") == 0) {
             status = parse_float(flag, value, 0.001, &x);
             config.sync_timeout = x;
@@ -559,6 +717,10 @@ int main(int argc, char **argv) {
     if (list_strategies) return command_list_strategies();
     if (clean_shm) return command_clean_shm();
     if (summary) return command_summary(&config);
+    if (config.eval_only) {
+        int flags_status = check_eval_only_flags(&given, &config);
+        if (flags_status != HW_EXIT_OK) return flags_status;
+    }
     if (config.momentum == 0 && config.nesterov) return usage_error("--nesterov needs --momentum > 0%s", "");
     if (config.mode == HW_MODE_HOGWILD && replicas_given) {
         return usage_error("--replicas is for --mode dataparallel; Hogwild uses --workers%s", "");
@@ -588,6 +750,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         return HW_EXIT_FAILURE;
     }
+    config.job_metrics = config.metrics_path != NULL;
     int world_status = check_world(&config, sync_given);
     if (world_status != HW_EXIT_OK) return world_status;
     // Before anything starts a thread (the GPU libraries, MPI, the loaders): the janitor is a fork.

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -89,15 +90,77 @@ void hw_shm_unlink_all(void) {
     errno = saved_errno;
 }
 
+// ---- temporary files: one a process is writing now (a checkpoint's "<path>.tmp.<pid>") ----
+//
+// Noted before the file is created and forgotten once it is renamed or removed, so that every exit
+// that runs code removes it (hw_shm_remove_all). SIGKILL runs nothing: the note is also a record,
+// /dev/shm/hogwild-<pid>-tmp, a symbolic link to the file, which --clean-shm follows once the pid
+// is gone. One at a time: a process writes one checkpoint at a time.
+
+enum { TEMP_FREE = 0, TEMP_LIVE = 2 };
+static _Atomic int temp_state;
+static pid_t temp_owner;
+static char temp_path[PATH_MAX];           // absolute
+static char temp_record[PATH_CAP];         // /dev/shm/hogwild-<pid>-tmp
+#define TEMP_RECORD_SUFFIX "-tmp"
+
+static void install_exit_hooks(void);
+
+int hw_shm_temp_note(const char *path) {
+    if (atomic_load(&temp_state) == TEMP_LIVE && temp_owner == getpid()) return hw_fail("a temporary file is noted already");
+    // Absolute, for --clean-shm, which runs anywhere: the folder resolved, the name as given.
+    char folder[PATH_MAX], real[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(folder, sizeof folder, ".");
+    else if (slash == path) snprintf(folder, sizeof folder, "/");
+    else snprintf(folder, sizeof folder, "%.*s", (int)(slash - path), path);
+    if (!realpath(folder, real)) return hw_fail_errno(errno, "cannot resolve the folder of %s", path);
+    if (snprintf(temp_path, sizeof temp_path, "%s/%s", strcmp(real, "/") == 0 ? "" : real, slash ? slash + 1 : path) >=
+        (int)sizeof temp_path) {
+        return hw_fail("%s: the path is too long", path);
+    }
+    snprintf(temp_record, sizeof temp_record, SHM_DIR "/" NAME_PREFIX "%ld" TEMP_RECORD_SUFFIX, (long)getpid());
+    temp_owner = getpid();
+    install_exit_hooks();
+    atomic_store(&temp_state, TEMP_LIVE);
+    // Best effort: without /dev/shm the exits that run code still remove the file.
+    if (symlink(temp_path, temp_record) != 0 && errno == EEXIST && unlink(temp_record) == 0) {
+        if (symlink(temp_path, temp_record) != 0) temp_record[0] = '\0';
+    }
+    return HW_OK;
+}
+
+void hw_shm_temp_forget(void) {
+    int expected = TEMP_LIVE;
+    if (temp_owner != getpid() || !atomic_compare_exchange_strong(&temp_state, &expected, TEMP_FREE)) return;
+    if (temp_record[0]) unlink(temp_record);
+}
+
+// Async-signal-safe: the death paths call it.
+static void temp_remove(void) {
+    int expected = TEMP_LIVE;
+    if (temp_owner != getpid() || !atomic_compare_exchange_strong(&temp_state, &expected, TEMP_FREE)) return;
+    unlink(temp_path);
+    if (temp_record[0]) unlink(temp_record);
+}
+
+void hw_shm_remove_all(void) {
+    int saved_errno = errno;
+    hw_shm_unlink_all();
+    temp_remove();
+    errno = saved_errno;
+}
+
 // ---- exit paths of a process that holds names ----
 
-static void unlink_all_at_exit(void) { hw_shm_unlink_all(); }
+static void remove_all_at_exit(void) { hw_shm_remove_all(); }
 
-// At the first file_system open: the names are unlinked at exit and, through src/signals.c, before
-// a death by SIGINT, SIGTERM or SIGHUP (while workers run, hw_spawn's stop handler unlinks them).
+// At the first file_system open or temporary file: the names are unlinked at exit and, through
+// src/signals.c, before a death by any signal whose default action is death (while workers run,
+// hw_spawn's stop handler unlinks them).
 static void install_exit_hooks(void) {
     if (atomic_flag_test_and_set(&exit_hooks_installed)) return;
-    atexit(unlink_all_at_exit);
+    atexit(remove_all_at_exit);
     hw_signals_unlink_shm_on_death();
 }
 
@@ -347,8 +410,9 @@ void hw_shm_close(hw_shm *shm) {
 
 // ---- names left by runs that were killed ----
 
-// Parses "hogwild-<pid>-<n>" (nothing before or after); the pid, or 0 when it is not our pattern.
-static pid_t parse_our_name(const char *entry) {
+// Parses "hogwild-<pid>-<n>" (a segment) or "hogwild-<pid>-tmp" (a temporary file's record),
+// nothing before or after; the pid, or 0 when it is not our pattern. *record: which.
+static pid_t parse_our_name(const char *entry, int *record) {
     size_t prefix = strlen(NAME_PREFIX);
     if (strncmp(entry, NAME_PREFIX, prefix) != 0) return 0;
     const char *p = entry + prefix;
@@ -359,6 +423,8 @@ static pid_t parse_our_name(const char *entry) {
         if (pid > INT32_MAX) return 0;
     }
     if (digits == 0 || *p != '-') return 0;
+    *record = strcmp(p, TEMP_RECORD_SUFFIX) == 0;
+    if (*record) return (pid_t)pid;
     p++;
     digits = 0;
     for (; *p >= '0' && *p <= '9'; p++) digits++;
@@ -375,13 +441,13 @@ static double process_start_boottime(pid_t pid) {
     return ticks > 0 ? (double)start / (double)ticks : -1;
 }
 
-// When the name `path` was created, in seconds on CLOCK_BOOTTIME: its change time (set when it
-// was created and sized; writes through a mapping do not move it), moved from the wall clock
-// to the boot clock; -1 when unknown.
+// When `path` (not what a link points to) was created, in seconds on CLOCK_BOOTTIME: its change
+// time (set when it was created and sized; writes through a mapping do not move it), moved from
+// the wall clock to the boot clock; -1 when unknown.
 static double created_boottime(const char *path) {
     struct stat st;
     struct timespec real, boot;
-    if (stat(path, &st) != 0 || clock_gettime(CLOCK_REALTIME, &real) != 0 ||
+    if (lstat(path, &st) != 0 || clock_gettime(CLOCK_REALTIME, &real) != 0 ||
         clock_gettime(CLOCK_BOOTTIME, &boot) != 0) {
         return -1;
     }
@@ -389,44 +455,131 @@ static double created_boottime(const char *path) {
     return (double)st.st_ctim.tv_sec + st.st_ctim.tv_nsec * 1e-9 - offset;
 }
 
+// Whether process `pid`, which made `path`, is gone: dead, or its pid now belongs to a process
+// started after `path` was made (reused). *why says which. When unsure, not gone.
+static int maker_gone(pid_t pid, const char *path, const char **why) {
+    *why = "its process is gone";
+    if (kill(pid, 0) != 0 && errno == ESRCH) return 1;
+    // The pid is alive (or alive under another user: EPERM). It is the maker only if it started
+    // before the name was made; a process started later got the pid by reuse. A 0.1 s margin
+    // covers the clock tick of the start time: when unsure, keep.
+    double started = process_start_boottime(pid), created = created_boottime(path);
+    if (started < 0 || created < 0 || started <= created + 0.1) return 0;
+    *why = "its pid now belongs to a process started after it was made (pid reuse)";
+    return 1;
+}
+
+// Whether `name` is "<base>.tmp.<pid>" for this pid: a checkpoint's temporary file.
+static int is_temp_name_of(const char *name, const char *base, pid_t pid) {
+    char expected[NAME_MAX + 32];
+    int n = snprintf(expected, sizeof expected, "%s.tmp.%ld", base ? base : "", (long)pid);
+    if (n < 0 || (size_t)n >= sizeof expected) return 0;
+    if (base) return strcmp(name, expected) == 0;
+    size_t len = strlen(name), tail = strlen(expected);  // any base: the name ends with ".tmp.<pid>"
+    return len > tail && strcmp(name + len - tail, expected) == 0;
+}
+
+// A removal: counted and reported, or reported as failed (the first failure kept for the message).
+typedef struct {
+    FILE *report;
+    const char *prefix;  // before each line: "" for --clean-shm's list, "hogwild: " on stderr
+    int removed, failed;
+    char first_failure[512];
+} clean_tally;
+
+static void remove_reported(clean_tally *t, const char *path, const char *what) {
+    if (unlink(path) == 0) {
+        t->removed++;
+        if (t->report) fprintf(t->report, "%sremoved %s: %s\n", t->prefix, path, what);
+    } else if (errno != ENOENT) {  // ENOENT: someone else removed it first
+        if (t->report) fprintf(t->report, "%scould not remove %s: %s\n", t->prefix, path, strerror(errno));
+        if (!t->failed) snprintf(t->first_failure, sizeof t->first_failure, "%s: %s", path, strerror(errno));
+        t->failed++;
+    }
+}
+
+// The record of a temporary file whose process is gone: the file it names (only a regular file
+// whose name ends with ".tmp.<that pid>"), then the record.
+static void clean_temp_record(clean_tally *t, const char *record, pid_t pid, const char *why) {
+    char target[PATH_MAX];
+    ssize_t n = readlink(record, target, sizeof target - 1);
+    struct stat st;
+    if (n > 0) {
+        target[n] = '\0';
+        const char *slash = strrchr(target, '/');
+        char what[256];
+        snprintf(what, sizeof what, "a checkpoint's temporary file that process %ld was writing (%s)", (long)pid, why);
+        if (slash && is_temp_name_of(slash + 1, NULL, pid) && lstat(target, &st) == 0 && S_ISREG(st.st_mode)) {
+            remove_reported(t, target, what);
+        }
+    }
+    if (unlink(record) != 0 && errno != ENOENT && t->report) {
+        fprintf(t->report, "could not remove %s: %s\n", record, strerror(errno));
+    }
+}
+
 int hw_shm_clean(FILE *report, int *removed) {
     if (removed) *removed = 0;
     DIR *dir = opendir(SHM_DIR);
     if (!dir) return hw_fail_errno(errno, "cannot list " SHM_DIR);
-    int count = 0, failed = 0;
-    char first_failure[512] = "";
+    clean_tally t = {.report = report, .prefix = ""};
     struct dirent *entry;
     while ((entry = readdir(dir)) != NULL) {
-        pid_t pid = parse_our_name(entry->d_name);
+        int record = 0;
+        pid_t pid = parse_our_name(entry->d_name, &record);
         if (pid <= 0) continue;
         char path[sizeof SHM_DIR + sizeof entry->d_name];
         snprintf(path, sizeof path, SHM_DIR "/%s", entry->d_name);
-        const char *why = "its process is gone";
-        if (kill(pid, 0) == 0 || errno != ESRCH) {
-            // The pid is alive (or alive under another user: EPERM). It is the creator only if it
-            // started before the name was made; a process started later got the pid by reuse. A
-            // 0.1 s margin covers the clock tick of the start time: when unsure, keep.
-            double started = process_start_boottime(pid), created = created_boottime(path);
-            if (started < 0 || created < 0 || started <= created + 0.1) {
-                if (report) {
-                    fprintf(report, "kept %s: process %ld is alive and may be the run that made it\n", path,
-                            (long)pid);
-                }
-                continue;
+        const char *why;
+        if (!maker_gone(pid, path, &why)) {
+            if (report) {
+                fprintf(report, "kept %s: process %ld is alive and may be the run that made it\n", path, (long)pid);
             }
-            why = "its pid now belongs to a process started after the name was made (pid reuse)";
-        }
-        if (unlink(path) == 0) {
-            count++;
-            if (report) fprintf(report, "removed %s: %s\n", path, why);
-        } else if (errno != ENOENT) {  // ENOENT: someone else removed it first
-            if (!failed) snprintf(first_failure, sizeof first_failure, "%s: %s", path, strerror(errno));
-            failed++;
+        } else if (record) {
+            clean_temp_record(&t, path, pid, why);
+        } else {
+            remove_reported(&t, path, why);
         }
     }
     closedir(dir);
-    if (removed) *removed = count;
-    if (failed) return hw_fail("removed %d stale shared memory names, could not remove %d: %s", count, failed, first_failure);
+    if (removed) *removed = t.removed;
+    if (t.failed) {
+        return hw_fail("removed %d stale name(s) and file(s), could not remove %d: %s", t.removed, t.failed,
+                       t.first_failure);
+    }
+    return HW_OK;
+}
+
+int hw_shm_temp_sweep(const char *path, FILE *report) {
+    char folder[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (!slash) snprintf(folder, sizeof folder, ".");
+    else if (slash == path) snprintf(folder, sizeof folder, "/");
+    else snprintf(folder, sizeof folder, "%.*s", (int)(slash - path), path);
+    DIR *dir = opendir(folder);
+    if (!dir) return HW_OK;  // the output check names a folder that cannot be read
+    clean_tally t = {.report = report, .prefix = "hogwild: "};
+    size_t base_len = strlen(base);
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        const char *name = entry->d_name;
+        if (strncmp(name, base, base_len) != 0 || strncmp(name + base_len, ".tmp.", 5) != 0) continue;
+        long long pid = 0;
+        const char *p = name + base_len + 5;
+        for (; *p >= '0' && *p <= '9' && pid <= INT32_MAX; p++) pid = pid * 10 + (*p - '0');
+        if (*p != '\0' || pid <= 0 || pid > INT32_MAX || pid == getpid()) continue;
+        char file[PATH_MAX + NAME_MAX + 2];
+        snprintf(file, sizeof file, "%s/%s", folder, name);
+        struct stat st;
+        const char *why;
+        if (lstat(file, &st) != 0 || !S_ISREG(st.st_mode) || !maker_gone((pid_t)pid, file, &why)) continue;
+        char what[256];
+        snprintf(what, sizeof what, "the temporary file of a save of %s that process %lld did not finish (%s)", path,
+                 pid, why);
+        remove_reported(&t, file, what);
+    }
+    closedir(dir);
     return HW_OK;
 }
 

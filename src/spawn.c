@@ -246,7 +246,9 @@ int hw_spawn(hw_spawn_ctx *ctx, hw_worker_fn fn, void *arg, int nprocs) {
         int started = ctx->nprocs;
         hw_spawn_free(ctx);  // stops and reaps the workers already started
         return hw_fail_errno(err, "cannot start worker %d of %d (%s)%s", started, nprocs, what,
-                             err == EAGAIN ? "; the process limit (ulimit -u) or memory may be exhausted" : "");
+                             err == EAGAIN   ? "; the process limit (ulimit -u) or memory may be exhausted"
+                             : err == EMFILE ? "; the open file limit (ulimit -n) is too low for this many workers"
+                                             : "");
     }
     return HW_OK;
 }

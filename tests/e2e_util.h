@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -51,6 +52,10 @@ typedef struct {
     // When set (nonzero), the next runs start with these soft limits, as after `ulimit -s KB;
     // ulimit -v KB` in a shell: set in the child only, never on the test process.
     rlim_t child_stack_bytes, child_address_space_bytes;
+    // When set, the next runs start with this soft limit on open files (ulimit -n), and as this
+    // user and group (a test run as root that needs an ordinary user): in the child only.
+    rlim_t child_open_files;
+    uid_t child_uid;
 } e2e_state;
 
 static e2e_state e2e;
@@ -241,6 +246,16 @@ static inline pid_t e2e_start_argv(e2e_run_result *r, const char *env, const cha
         if (e2e.child_address_space_bytes && getrlimit(RLIMIT_AS, &limit) == 0) {
             limit.rlim_cur = e2e.child_address_space_bytes;
             if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(122);
+        }
+        if (e2e.child_open_files && getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+            // The harness's own descriptors above stderr go first: the limit is the run's alone.
+            for (int fd = 3; fd < 64; fd++) close(fd);
+            limit.rlim_cur = e2e.child_open_files;
+            if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(122);
+        }
+        if (e2e.child_uid && (setgroups(0, NULL) != 0 || setgid((gid_t)e2e.child_uid) != 0 ||
+                              setuid(e2e.child_uid) != 0)) {
+            _exit(122);
         }
         prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
         unsetenv("HOGWILD_FAIL_WORKER");

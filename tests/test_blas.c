@@ -139,6 +139,42 @@ Test(blas, avx512_cpus_get_the_avx512_kernels_and_others_keep_openblas_choice) {
     }
 }
 
+// Issue 21: OPENBLAS_CORETYPE=Foo was reported as "kernels Cooperlake (set by OPENBLAS_CORETYPE)"
+// (here Haswell): OpenBLAS ignores a name it does not know, and the report now says so. And AVX-512
+// kernels asked for on a CPU without AVX-512 are refused at the load, not met as a worker's SIGILL.
+static int child_open_with(const char *kernels, char *info, size_t cap) {
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    fflush(NULL);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        setenv("OPENBLAS_CORETYPE", kernels, 1);
+        int ok = hw_blas_open() == HW_OK;
+        const char *text = ok ? hw_blas_info() : hw_error();
+        if (write(fds[1], text, strlen(text)) < 0) _exit(3);
+        _exit(ok ? 0 : 1);
+    }
+    close(fds[1]);
+    ssize_t n = read(fds[0], info, cap - 1);
+    info[n > 0 ? n : 0] = '\0';
+    close(fds[0]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    cr_assert(WIFEXITED(status), "the child died (status %#x)", status);
+    return WEXITSTATUS(status);
+}
+
+Test(blas, a_kernel_set_openblas_does_not_take_is_not_reported_as_chosen) {
+    char info[512];
+    cr_assert_eq(child_open_with("Foo", info, sizeof info), 0, "%s", info);
+    cr_expect(strstr(info, "OPENBLAS_CORETYPE=Foo was not taken") != NULL, "%s", info);
+    cr_expect(strstr(info, "set by OPENBLAS_CORETYPE") == NULL, "%s", info);
+    if (cpu_has_flags(avx512, 5)) cr_skip_test("the AVX-512 refusal needs a CPU without AVX-512");
+    cr_assert_eq(child_open_with("SkylakeX", info, sizeof info), 1, "SkylakeX was loaded on a CPU without AVX-512");
+    cr_expect(strstr(info, "OPENBLAS_CORETYPE=SkylakeX asks for AVX-512") != NULL, "%s", info);
+}
+
 // ---- several threads and processes at once (issue 11) ----
 
 // LeNet's GEMMs, per sample and per layer (conv2 forward, its weight and input gradients, conv1,

@@ -257,6 +257,10 @@ Test(compare, bad_files) {
                       ":3:", "backwards");
     expect_read_error("tworuns.csv", HEADER "hogwild,4,cpu,2.0,0,100,0.5,0.4,50\nhogwild,2,cpu,3.0,0,200,0.5,0.4,60\n",
                       ":3:", "one run");
+    // A mode the trainer never writes, and a wall time no run reaches (printed, it took 300 digits).
+    expect_read_error("mode.csv", HEADER "foo,4,cpu,0.0,0,0,nan,2.3,9.8\n", ":2:", "mode is 'foo'");
+    expect_read_error("wall.csv", HEADER "hogwild,4,cpu,0.0,0,0,nan,2.3,9.8\nhogwild,4,cpu,1e308,1,100,0.5,0.4,50\n",
+                      ":3:", "wall_seconds is not a number from 0 to 1e+09");
     expect_read_error("norows.csv", HEADER, ":", "no data rows");
     expect_read_error("blankrows.csv", HEADER "\n  \n", ":", "no data rows");
 }
@@ -439,6 +443,46 @@ Test(compare, cli_table_and_plot) {
     cr_expect_eq(r.status, 0, "%s", r.err);
     cr_expect_neq(access(default_plot, F_OK), 0, "--no-plot writes nothing");
     cli_free(&r);
+}
+
+// ---- a plot never replaces an input (issue #21, case 1) ----
+
+// compare with `argv` fails with status 1 naming `input`, whose bytes stay as they were.
+static void expect_input_kept(const char **argv, const char *input, const char *text) {
+    cli_result r = run_cli(argv);
+    cr_expect_eq(r.status, 1, "status %d; stdout: %s", r.status, r.out);
+    cr_expect(strstr(r.err, "would destroy it") != NULL && strstr(r.err, input) != NULL, "%s", r.err);
+    cr_expect_eq(strcmp(r.out, ""), 0, "nothing is printed before the plot is checked: %s", r.out);
+    char *now = read_all(input);
+    cr_expect(now && strcmp(now, text) == 0, "%s was changed", input);
+    free(now);
+    cli_free(&r);
+}
+
+Test(compare, a_plot_never_replaces_an_input) {
+    char a[256], b[256], link[256], measured[256];
+    snprintf(a, sizeof a, "%s", write_file("a.csv", good_hogwild));
+    // --plot naming an input, as given and through a link.
+    expect_input_kept((const char *[]){a, "--plot", a, NULL}, a, good_hogwild);
+    snprintf(link, sizeof link, "%s/link.svg", tmp_dir);
+    cr_assert_eq(symlink(a, link), 0);
+    expect_input_kept((const char *[]){a, "--plot", link, NULL}, a, good_hogwild);
+    // An input called compare.svg, where the default plot goes.
+    snprintf(b, sizeof b, "%s", write_file("compare.svg", good_dataparallel));
+    expect_input_kept((const char *[]){b, a, NULL}, b, good_dataparallel);
+    // The --measure plot beside --plot out.svg is out-measure.svg: an input of that name.
+    static const char measured_text[] =
+        "mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,test_accuracy,updates,"
+        "staleness_mean,staleness_median,staleness_p99,staleness_max,staleness_us_mean,staleness_us_max,"
+        "overlap_fraction,compute_us_per_step,update_us_per_step,lost_fraction,staleness_histogram\n"
+        "hogwild,2,cpu,0.000,0,0,nan,2.3,9.8,0,nan,0,0,0,nan,nan,nan,nan,nan,nan,0;0;0;0;0;0;0;0;0;0;0;0\n"
+        "hogwild,2,cpu,1.000,1,3000,0.5,0.4,90.0,188,0.99,1,3,7,812.5,4000.0,0.25,600.00,45.00,0.00125,"
+        "90;60;20;10;8;0;0;0;0;0;0;0\n";
+    snprintf(measured, sizeof measured, "%s", write_file("out-measure.svg", measured_text));
+    char plot[256];
+    snprintf(plot, sizeof plot, "%s/out.svg", tmp_dir);
+    expect_input_kept((const char *[]){measured, "--plot", plot, NULL}, measured, measured_text);
+    cr_expect_neq(access(plot, F_OK), 0, "no plot is written when one of them would replace an input");
 }
 
 // ---- diverged runs (issue #11, item 4): shown as "diverged", never ranked ----

@@ -136,6 +136,19 @@ Test(e2e_diverge, dataparallel_stops_naming_the_replica) {
 
 Test(e2e_diverge, dataparallel_keeps_the_rows_before) { check_divergence(dataparallel_args, NULL, "64", "3", NULL); }
 
+// Issue 21: with --momentum 5 the hint was "Try a lower --lr" alone; a momentum of 1 or more grows
+// without bound at any --lr, and the hint says so.
+Test(e2e_diverge, a_momentum_of_1_or_more_is_named_in_the_hint) {
+    char *data = e2e_synth(34);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--data", data, "--model", e2e.mlp, "--workers", "1", "--momentum", "5", "--quiet");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "training diverged", "stderr");
+    e2e_assert_contains(r.err, "Use a --momentum below 1 (this run's: 5", "stderr");
+    cr_expect_null(strstr(r.err, "Try a lower --lr"), "%s", r.err);
+    e2e_assert_left_nothing(&r);
+}
+
 // `hogwild compare` does not rank a diverged run: it says "diverged".
 Test(e2e_diverge, compare_marks_the_diverged_run) {
     char *data = e2e_synth(32);

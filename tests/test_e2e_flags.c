@@ -3,6 +3,9 @@
 // exit 1 and a message naming the file at fault; the small commands (--list-sharing-strategies,
 // --summary, --clean-shm) do what they say.
 #include "e2e_util.h"
+#include "hw/err.h"
+
+#include <stb_image_write.h>
 
 #include <sched.h>
 #include <sys/mount.h>
@@ -216,6 +219,32 @@ Test(e2e_flags, clean_shm_removes_names_of_dead_runs_only) {
     cr_expect_eq(clean_shm_count(), 0, "nothing stale is left");
 }
 
+// Issue 21: when one removal failed, --clean-shm printed only the error, not what it had removed
+// and kept. A stale name that is a folder cannot be unlinked: the list still comes, with it.
+Test(e2e_flags, clean_shm_reports_what_it_removed_when_a_removal_fails) {
+    use_a_private_dev_shm();
+    pid_t dead = fork();
+    cr_assert_neq(dead, -1);
+    if (dead == 0) _exit(0);
+    cr_assert_eq(waitpid(dead, NULL, 0), dead);
+    char stale[128], stuck[128];
+    snprintf(stale, sizeof stale, "/dev/shm/hogwild-%d-0", (int)dead);
+    snprintf(stuck, sizeof stuck, "/dev/shm/hogwild-%d-1", (int)dead);
+    write_bytes(stale, "x", 1);
+    cr_assert_eq(mkdir(stuck, 0700), 0);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--clean-shm");
+    e2e_assert_exit(&r, 1);
+    char removed[200], kept[200];
+    snprintf(removed, sizeof removed, "removed %s: its process is gone", stale);
+    snprintf(kept, sizeof kept, "could not remove %s", stuck);
+    e2e_assert_contains(r.out, "removed 1 stale", "stdout");
+    e2e_assert_contains(r.out, removed, "stdout");
+    e2e_assert_contains(r.out, kept, "stdout");
+    e2e_assert_contains(r.err, "could not remove 1", "stderr");
+    rmdir(stuck);
+}
+
 // The small commands' own usage errors (exit 2) and failures (exit 1), each naming what is wrong.
 Test(e2e_flags, download_and_synth_refuse_bad_arguments) {
     e2e_run_result r;
@@ -228,12 +257,23 @@ Test(e2e_flags, download_and_synth_refuse_bad_arguments) {
     e2e_run(&r, NULL, "download", "mnist", "fashion-mnist");
     e2e_assert_exit(&r, 2);
     e2e_assert_contains(r.err, "one dataset name at a time, got also 'fashion-mnist'", "stderr");
-    char *dir = e2e_path("cifar");
-    e2e_run(&r, NULL, "download", "cifar", "--dir", dir);
-    e2e_assert_exit(&r, 1);
-    e2e_assert_contains(r.err, "hogwild download: ", "stderr");
-    e2e_assert_contains(r.err, "cifar", "stderr");
-    cr_expect_not(e2e_file_exists(dir), "nothing made for an unknown dataset");
+    // Issue 21: an unknown name exited 1, as a failed download does, not 2; `--dir` with no value
+    // said "unknown option".
+    const char *const unknown[] = {"cifar", "kmnist"};
+    for (int i = 0; i < 2; i++) {
+        char *dir = e2e_path(unknown[i]);
+        e2e_run(&r, NULL, "download", unknown[i], "--dir", dir);
+        e2e_assert_exit(&r, 2);
+        e2e_assert_contains(r.err, "download: unknown dataset", "stderr");
+        e2e_assert_contains(r.err, unknown[i], "stderr");
+        cr_expect_not(e2e_file_exists(dir), "nothing made for an unknown dataset");
+    }
+    e2e_run(&r, NULL, "download", "mnist", "--dir");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "download: option '--dir' needs a folder", "stderr");
+    e2e_run(&r, NULL, "synth", "--dir", "");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "synth: option '--dir' needs a value", "stderr");
     e2e_run(&r, NULL, "synth", "--bogus", "1");
     e2e_assert_exit(&r, 2);
     e2e_assert_contains(r.err, "synth: unknown option '--bogus'", "stderr");
@@ -251,4 +291,131 @@ Test(e2e_flags, normalize_values_and_auto_are_accepted) {
     e2e_assert_contains(r.out, "total parameters: 101770\n", "stdout");
     e2e_run(&r, NULL, "--model", e2e.mlp, "--normalize", "auto", "--summary");
     e2e_assert_exit(&r, 0);
+}
+
+// Issue 21: the mixed-size image error advised "give a size to resize them", and no option did.
+// --resize HxW does, for training and for --eval-only; bad values are usage errors.
+static void write_gray_png(const char *path, int w, int h, uint8_t value) {
+    uint8_t *pixels = malloc((size_t)(w * h));
+    memset(pixels, value, (size_t)(w * h));
+    cr_assert(stbi_write_png(path, w, h, 1, pixels, w), "cannot write %s", path);
+    free(pixels);
+}
+
+Test(e2e_flags, resize_trains_on_image_folders_of_mixed_sizes) {
+    char *data = e2e_path("images");
+    const char *const folders[] = {"train/a", "train/b", "test/a", "test/b"};
+    for (int f = 0; f < 4; f++) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s", data, folders[f]);
+        cr_assert_eq(hw_mkdir_p(path), HW_OK, "%s", hw_error());
+        for (int i = 0; i < 6; i++) {
+            char file[1300];
+            snprintf(file, sizeof file, "%s/%d.png", path, i);
+            write_gray_png(file, 10 + 3 * i, 12 + i, (uint8_t)(f % 2 ? 200 : 30));  // every size another
+        }
+    }
+    char *model = e2e_path("small.model");
+    write_bytes(model, "input 1 8 8\nflatten\nlinear 2\nlog_softmax\n", 40);
+    char *ckpt = e2e_path("small.safetensors");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--data", data, "--model", model, "--quiet");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "give --resize HxW", "stderr");
+    e2e_run(&r, NULL, "--data", data, "--model", model, "--quiet", "--resize", "8x8", "--save", ckpt);
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "done: 12 samples", "stdout");
+    e2e_run(&r, NULL, "--data", data, "--eval-only", "--resume", ckpt, "--resize", "8x8");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "accuracy", "stdout");
+    const char *const bad[] = {"8", "8x", "x8", "0x8", "8x8x8", "5000x8", " 8x8", "8x 8"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        e2e_run(&r, NULL, "--data", data, "--model", model, "--resize", bad[i]);
+        e2e_assert_exit(&r, 2);
+        e2e_assert_contains(r.err, "--resize expects HEIGHTxWIDTH", "stderr");
+    }
+}
+
+// ---- found by the adversarial pass of issue 21 ----
+
+// --normalize 0,1e-45 (a STD that rounds to a denormal) sent pixels to 1e45, then inf: the first
+// batch "diverged" with a hint to lower --lr. A normalisation beyond +-1e6 is refused.
+Test(e2e_flags, a_normalisation_that_overflows_is_refused) {
+    const char *const bad[] = {"0,1e-45", "1e30,1", "0,1e-7"};
+    for (int i = 0; i < 3; i++) {
+        e2e_run_result r;
+        e2e_run(&r, NULL, "--model", e2e.mlp, "--normalize", bad[i], "--data", e2e_path("none"));
+        e2e_assert_exit(&r, 2);
+        e2e_assert_contains(r.err, "beyond +-1e6", "stderr");
+    }
+}
+
+// Every parameter frozen: the run "trained" an epoch, changed nothing and printed a result.
+Test(e2e_flags, a_run_with_every_parameter_frozen_is_refused) {
+    char *data = e2e_synth(35);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--freeze", "fc1,fc2", "--quiet");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "is frozen", "stderr");
+    e2e_assert_contains(r.err, "nothing would train", "stderr");
+    cr_expect_null(strstr(r.out, "done:"), "%s", r.out);
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--freeze", "fc1", "--quiet");
+    e2e_assert_exit(&r, 0);
+}
+
+// `hogwild synth --dir data/mnist` replaced the real dataset without a word, and an interrupted
+// synth left truncated files under the real names. It refuses a folder that holds a dataset
+// unless --overwrite, and writes each file whole (a temporary file renamed into place).
+Test(e2e_flags, synth_does_not_replace_a_dataset_unless_told) {
+    char *data = e2e_synth(36);
+    char *images = e2e_path("data/train-images-idx3-ubyte.gz");
+    size_t n;
+    uint8_t *before = e2e_own(read_bytes(images, &n));
+    e2e_run_result r;
+    e2e_run(&r, NULL, "synth", "--dir", data, "--train", "10", "--test", "10", "--seed", "9");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "already holds a dataset", "stderr");
+    e2e_assert_contains(r.err, "--overwrite", "stderr");
+    size_t n_after;
+    uint8_t *after = e2e_own(read_bytes(images, &n_after));
+    cr_expect(n == n_after && memcmp(before, after, n) == 0, "the dataset was changed");
+    e2e_run(&r, NULL, "synth", "--dir", data, "--train", "10", "--test", "10", "--seed", "9", "--overwrite");
+    e2e_assert_exit(&r, 0);
+    hw_dataset train, test;
+    cr_assert_eq(hw_dataset_open(data, &train, &test), HW_OK, "%s", hw_error());
+    cr_expect_eq(train.n, 10);
+    hw_dataset_free(&train);
+    hw_dataset_free(&test);
+    // Interrupted half way through a large set: no file under a real name is cut short, and no
+    // temporary file is left.
+    char *big = e2e_path("big");
+    e2e_start_argv(&r, NULL, (const char *const[]){"synth", "--dir", big, "--train", "150000", "--test", "10", NULL});
+    char partial[1200];
+    snprintf(partial, sizeof partial, "%s/train-images-idx3-ubyte.gz.tmp.%d", big, (int)r.pid);
+    double deadline = hw_now() + 60;
+    while (!e2e_file_exists(partial) && hw_now() < deadline) e2e_sleep_ms(5);
+    cr_assert(e2e_file_exists(partial), "synth wrote no temporary file within 60 s");
+    kill(r.pid, SIGINT);
+    e2e_wait(&r);
+    cr_expect(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGINT, "status %#x", r.status);
+    cr_expect(!e2e_file_exists(partial), "%s was left", partial);
+    char final[1200];
+    snprintf(final, sizeof final, "%s/train-images-idx3-ubyte.gz", big);
+    cr_expect(!e2e_file_exists(final), "a cut file under the real name");
+}
+
+// A stack size limit of 64 KiB (ulimit -s 64): the parent, or a worker, died of SIGSEGV without a
+// word. Below 512 KiB a run is refused, naming the limit.
+Test(e2e_flags, a_stack_limit_too_small_is_refused_not_a_segfault) {
+#ifdef __SANITIZE_ADDRESS__
+    cr_skip_test("built with ASan, whose own frames need more than the stack under test");
+#endif
+    char *data = e2e_synth(37);
+    e2e.child_stack_bytes = 64 << 10;
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", e2e.lenet, "--data", data, "--quiet");
+    e2e.child_stack_bytes = 0;
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "the stack size limit (ulimit -s) is 64 KiB", "stderr");
+    e2e_assert_left_nothing(&r);
 }

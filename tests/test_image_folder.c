@@ -123,6 +123,34 @@ Test(image_folder, different_sizes_without_a_target_size) {
     hw_dataset ds;
     cr_assert_eq(hw_image_folder_load(&ds, dir, 0, 0), HW_ERR);
     expect_error("a/2.png", "5 x 6");
+    expect_error("--resize HxW", NULL);  // the way out it names exists (issue 21)
+}
+
+// --resize HxW: image folders of mixed sizes load, every image (train and test) at that size; IDX
+// files, all of one size already, refuse it.
+Test(image_folder, dataset_open_resized_takes_mixed_sizes) {
+    make_folder("train/zero");
+    make_folder("train/one");
+    make_folder("test/zero");
+    make_folder("test/one");
+    write_image("train/zero/a.png", 8, 8, 10);
+    write_image("train/one/a.png", 12, 6, 20);
+    write_image("test/zero/a.png", 16, 16, 40);
+    write_image("test/one/a.png", 4, 4, 50);
+    hw_dataset train, test;
+    cr_assert_eq(hw_dataset_open(dir, &train, &test), HW_ERR);
+    expect_error("--resize", NULL);
+    cr_assert_eq(hw_dataset_open_resized(dir, 5, 7, &train, &test), HW_OK, "%s", hw_error());
+    cr_expect(train.height == 5 && train.width == 7 && test.height == 5 && test.width == 7);
+    cr_expect_eq(train.images[0], 20, "a uniform image stays uniform");
+    cr_expect_eq(test.images[35], 40);
+    hw_dataset_free(&train);
+    hw_dataset_free(&test);
+    char idx_dir[600];
+    snprintf(idx_dir, sizeof idx_dir, "%s/idx", dir);
+    cr_assert_eq(hw_synth_write(idx_dir, 20, 10, 1), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_dataset_open_resized(idx_dir, 14, 14, &train, &test), HW_ERR);
+    expect_error("--resize applies to train/ and test/ image folders", NULL);
 }
 
 Test(image_folder, missing_folder) {

@@ -19,6 +19,7 @@ static void write_and_read(const hw_train_config *config, hw_metrics_table *tabl
     hw_metrics m;
     cr_assert_eq(hw_metrics_open(&m, path, config), HW_OK, "%s", hw_error());
     cr_assert_eq(hw_metrics_row(&m, 0.5, 0, 0, NAN, 2.3, 10.0), HW_OK);
+    hw_metrics_commit(&m);
     cr_assert_eq(hw_metrics_row(&m, 1.5, 1, 600, 0.75, 0.5, 90.25), HW_OK);
     cr_assert_eq(hw_metrics_close(&m), HW_OK);
     cr_assert_eq(hw_metrics_table_read(table, path), HW_OK, "%s", hw_error());
@@ -56,4 +57,44 @@ Test(metrics, hogwild_names_workers_and_device) {
     cr_expect_eq(t.workers, 4);
     cr_expect_str_eq(t.device, "cpu");
     hw_metrics_table_free(&t);
+}
+
+// An existing file is replaced only once training has started (hw_metrics_commit): a run that
+// fails in its set-up (issue 21, case 12: --device cuda without a GPU) leaves it as it was, and a
+// file the run created is removed.
+Test(metrics, a_file_is_replaced_only_at_the_commit) {
+    hw_train_config config;
+    hw_train_config_default(&config);
+    char path[] = "/tmp/hw-metrics-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    static const char before[] = "the rows of an earlier run\n";
+    cr_assert_eq(write(fd, before, sizeof before - 1), (ssize_t)(sizeof before - 1));
+    close(fd);
+    hw_metrics m;
+    cr_assert_eq(hw_metrics_open(&m, path, &config), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_metrics_row(&m, 0, 0, 0, NAN, 2.3, 10.0), HW_OK);
+    cr_assert_eq(hw_metrics_close(&m), HW_OK);
+    char text[256] = "";
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    cr_expect_str_eq(text, before, "the file was changed by a run that never started training");
+
+    cr_assert_eq(hw_metrics_open(&m, path, &config), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_metrics_row(&m, 0, 0, 0, NAN, 2.3, 10.0), HW_OK);
+    hw_metrics_commit(&m);
+    cr_assert_eq(hw_metrics_row(&m, 1.0, 1, 100, 0.5, 0.4, 90.0), HW_OK);
+    cr_assert_eq(hw_metrics_close(&m), HW_OK);
+    hw_metrics_table t;
+    cr_assert_eq(hw_metrics_table_read(&t, path), HW_OK, "%s", hw_error());
+    cr_expect_eq(t.n_points, 2, "both rows, the one kept before the commit and the one after");
+    hw_metrics_table_free(&t);
+
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(hw_metrics_open(&m, path, &config), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_metrics_close(&m), HW_OK);
+    cr_expect_neq(access(path, F_OK), 0, "a file made by a run that never started is removed");
 }

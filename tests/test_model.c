@@ -54,6 +54,28 @@ Test(model_parse, errors_name_file_line_and_what_was_expected) {
     expect_parse_error("input\n", "t.model:1:", "missing sizes");
     expect_parse_error("input 10\nlinear 4 name=a/b\nlog_softmax\n", "t.model:2:", "bad layer name 'a/b'");
     expect_parse_error("input 10\nlinear 4 name=fc2\nlinear 3\nlog_softmax\n", "t.model:3:", "already used");
+    // Issue 21: these were accepted (0x10 read as 16, a 2-D input, a word given twice).
+    expect_parse_error("input 1 28 28\nconv2d 0x10 5\n", "t.model:2:", "bad number '0x10' for OUT_CHANNELS");
+    expect_parse_error("input 10\ndropout inf\nlog_softmax\n", "t.model:2:", "bad number 'inf'");
+    expect_parse_error("input 1 28 28\nconv2d 10 5 stride=0x2\n", "t.model:2:", "bad number '0x2'");
+    expect_parse_error("input 1 28\nflatten\nlog_softmax\n", "t.model:1:", "2 sizes given");
+    expect_parse_error("input 10\nlinear 4 frozen frozen\nlog_softmax\n", "t.model:2:", "frozen given twice");
+    expect_parse_error("input 10\nlinear 4 name=a name=b\nlog_softmax\n", "t.model:2:", "name= given twice");
+}
+
+// A model file saved with a UTF-8 byte order mark (Windows Notepad) reads as without one; it was
+// refused with "expected the input shape first ..., got '\xef\xbb\xbfinput'".
+Test(model_parse, a_byte_order_mark_is_skipped) {
+    hw_model model;
+    cr_assert_eq(hw_model_parse(&model, "\xef\xbb\xbfinput 10\nlinear 3\nlog_softmax\n", "bom.model"), HW_OK, "%s",
+                 hw_error());
+    cr_expect_eq(model.n_weights, 33u);
+    cr_expect_eq(strncmp(model.text, "input", 5), 0, "the stored text keeps the mark");
+    hw_model_free(&model);
+    // Numbers in the usual decimal forms still read.
+    cr_assert_eq(hw_model_parse(&model, "input 10\ndropout .5\ndropout 5e-1\nlinear +3\nlog_softmax\n", "d.model"),
+                 HW_OK, "%s", hw_error());
+    hw_model_free(&model);
 }
 
 Test(model_parse, load_names_a_missing_file) {

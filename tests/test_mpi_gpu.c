@@ -280,9 +280,11 @@ Test(mpi_gpu, ranks_sum_ends_at_the_timeout_when_a_rank_never_sums) {
     hw_cuda_stream_destroy(stream);
 }
 
-// Ranks that do not take the same step (rank 1 given another --lr: an MPMD command line) start
-// equal, pass the start's check, and differ after the first epoch: the epoch end's check of the
-// GPU weights (downloaded, hashed, reduced with MIN and MAX) ends the job naming it.
+// Ranks that do not take the same step (rank 1 given another --lr: an MPMD command line) are
+// refused at start-up, naming the flag (issue 21: before that check they trained, and only the
+// epoch end's check of the weights stopped them). Ranks given the same settings but different
+// checkpoints to resume from (same epoch and samples, other weights) pass that check and are
+// stopped by the check of the weights at the start.
 Test(mpi_gpu, dataparallel_gpu_ranks_whose_weights_differ_end_the_job) {
     need_mpirun_and_gpus(2, "2 GPU ranks on one host");
     char *data = e2e_synth(76);
@@ -291,8 +293,21 @@ Test(mpi_gpu, dataparallel_gpu_ranks_whose_weights_differ_end_the_job) {
             "--data", data, "--epochs", "2", ":", "-np", "1", "HW", "--mode", "dataparallel", "--device", "cuda",
             "--replicas", "1", "--model", e2e.mlp, "--data", data, "--epochs", "2", "--lr", "0.02");
     e2e_assert_exit(&r, 1);
-    e2e_assert_contains(r.err, "the ranks' weights differ at an evaluation point", "stderr");
-    cr_expect_eq(strstr(r.out, "epoch 2/2"), NULL, "the job went on past the first epoch:\n%s", r.out);
+    e2e_assert_contains(r.err, "the ranks were started with different --lr: rank 0 has 0.01, rank 1 has 0.02", "stderr");
+    cr_expect_eq(strstr(r.out, "epoch 1/2"), NULL, "the job trained:\n%s", r.out);
+    assert_mpi_left_nothing();
+
+    char *a = e2e_path("a.safetensors"), *b = e2e_path("b.safetensors");
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--quiet", "--save", a);
+    e2e_assert_exit(&r, 0);
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--quiet", "--save", b, "--lr", "0.02");
+    e2e_assert_exit(&r, 0);
+    mpi_run(&r, "-np", "1", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas", "1", "--model", e2e.mlp,
+            "--data", data, "--epochs", "2", "--resume", a, ":", "-np", "1", "HW", "--mode", "dataparallel", "--device",
+            "cuda", "--replicas", "1", "--model", e2e.mlp, "--data", data, "--epochs", "2", "--resume", b);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "the ranks' weights differ at the start", "stderr");
+    cr_expect_eq(strstr(r.out, "epoch 2/2"), NULL, "the job trained:\n%s", r.out);
     assert_mpi_left_nothing();
 }
 

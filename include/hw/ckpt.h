@@ -29,6 +29,11 @@ typedef struct {
 // cause. The one failure reported after the rename is a failed fsync of the directory: the new
 // file is then in place but may not survive a power loss.
 int hw_ckpt_save(const char *path, const hw_model *model, const float *weights, const hw_ckpt_meta *meta);
+// Keeps one file descriptor for the saves to come: each hw_ckpt_save gives it up while it opens
+// its files, and takes it back after. A run that will save calls it before training, so that a low
+// `ulimit -n` fails at the start (here, or where the run opens what it needs) and not at the first
+// save, an epoch later. HW_ERR when no descriptor is left, naming the limit.
+int hw_ckpt_keep_descriptor(void);
 // Reads a checkpoint into `weights` (host memory, model->n_weights floats); refuses truncated or
 // corrupted files and tensors that are missing, unknown to the model, or do not fit the model's
 // shapes, naming the file and the tensors. Files without hogwild's metadata (e.g. written by

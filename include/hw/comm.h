@@ -8,12 +8,15 @@
 //   janitor.c  the first rank of each host forks a process that removes the job's MPI files on
 //              that host (session folder, shared memory) if mpirun dies first (SIGKILL)
 //   world.c    MPI_Init, MPI_Finalize, and ending the whole job on a failure (MPI_Abort)
+//   agree.c    the check at start-up that every rank was given the same settings
 //   reduce.c   DataParallel across ranks: the gradient sum (MPI_Allreduce) and the check that
 //              every rank holds the same weights (a hash reduced with MIN and MAX); on GPU ranks,
 //              the broadcast of NCCL's unique id (NCCL then sums the gradients: src/cuda/ranks.cu)
 //   couple.c   Hogwild across ranks: the asynchronous rounds of the parent's watch loop
 //              (MPI_Iallreduce polled with MPI_Test) that add the other nodes' changes into the
-//              node's live shared weights
+//              node's live shared weights, by the rule of rule.c
+//   rule.c     THE rule of those rounds (block momentum; the sum, the rule before it, on
+//              request), with the reason it was chosen: plain arithmetic in the core, no MPI
 //   ops.c      the MPI side's table of these calls, which door.c looks up (src/comm/comm_mpi.h)
 #ifndef HW_COMM_H
 #define HW_COMM_H
@@ -43,35 +46,80 @@ int hw_comm_built(void);
 int hw_comm_janitor_start(const hw_world *world);
 
 // MPI_Init (thread level FUNNELED: only the calling thread calls MPI) and a check that MPI's rank
-// and size are the ones hw_world_detect read. Call once, after any fork.
-int hw_comm_init(const hw_world *world);
+// and size are the ones hw_world_detect read. Call once, after any fork. `timeout_s`
+// (--sync-timeout) bounds every later wait for the other ranks that takes no timeout of its own
+// (the checks of settings and weights, the broadcast, the MIN reduce).
+int hw_comm_init(const hw_world *world, double timeout_s);
 void hw_comm_finalize(void);
 // Ends every rank of the job with exit status `code` (MPI_Abort): a failed rank must not leave
 // the others waiting in a collective. Does nothing when MPI was not initialised.
 void hw_comm_abort(int code);
 
+// ---- what every rank must share (agree.c) ----
+// One setting that every rank of a job must have the same: the flag that sets it, the value
+// compared (byte for byte) and the value shown in a message (e.g. a dataset's path, for a key that
+// is a hash of its contents).
+enum { HW_SETTING_FLAG_CAP = 24, HW_SETTING_KEY_CAP = 48, HW_SETTING_SHOWN_CAP = 88 };
+typedef struct {
+    char flag[HW_SETTING_FLAG_CAP];
+    char key[HW_SETTING_KEY_CAP];
+    char shown[HW_SETTING_SHOWN_CAP];
+} hw_comm_setting;
+// Gathers every rank's `settings` (n of them, the same list on every rank) and fails, on every rank
+// alike, at the first one whose key differs between ranks, naming its flag and each rank's value.
+// A collective, bounded by the job's timeout (hw_comm_init).
+int hw_comm_settings_agree(const hw_comm_setting *settings, int n);
+
 // ---- DataParallel (reduce.c) ----
 // Sums buf[0..n) over the ranks, in place (an all-reduce). Every rank gets the same bits. Not
 // complete after timeout_s seconds (0: no limit) is an error: a rank stuck or gone (--sync-timeout).
 int hw_comm_sum(float *buf, size_t n, double timeout_s);
-// The smallest of `value` over the ranks (a collective every rank calls).
+// The same sum, non-blocking and polled: not complete after timeout_s seconds is an error naming
+// `what`. For a sum that waits on the others' work rather than on a step (an evaluation's share).
+int hw_comm_sum_polled(float *buf, size_t n, double timeout_s, const char *what);
+// The smallest of `value` over the ranks (a collective every rank calls, within the job's timeout).
 int hw_comm_min_int(int *value);
 // Checks that every rank holds bit-for-bit the same n weights: their FNV-1a hash, reduced with
-// MIN and MAX, must agree. A mismatch is an error naming `when` (e.g. "the end of epoch 2").
+// MIN and MAX, must agree. A mismatch is an error naming `when` (e.g. "the end of epoch 2"), and
+// so is a check not complete within the job's timeout.
 int hw_comm_weights_agree(const float *weights, size_t n, const char *when);
-// Copies rank `root`'s `bytes` at buf to every other rank's buf (MPI_Bcast): how GPU ranks share
-// rank 0's NCCL unique id (src/train/dataparallel_cuda.c).
+// Copies rank `root`'s `bytes` at buf to every other rank's buf (MPI_Ibcast, within the job's
+// timeout): how GPU ranks share rank 0's NCCL unique id (src/train/dataparallel_cuda.c).
 int hw_comm_bcast(void *buf, size_t bytes, int root);
+
+// ---- The rule that couples Hogwild copies of the weights (rule.c) ----
+// What a completed round does on one copy (a rank's node): `sum` is the copies' changes since the
+// agreed weights summed over the `copies`, `sent` this copy's own part of it. The agreed weights
+// take one step, the same on every copy; the live weights take it too, less `sent`, which they
+// already hold. `velocity`, n floats, is the rule's state (zeros at the start, the same on every
+// copy). `applied` (NULL: not measured) adds each change made to `live` as --measure counts it
+// (hw_couple_plan.applied). Why the default is block momentum and not the sum: rule.c.
+typedef enum {
+    HW_COUPLE_MOMENTUM,  // --sync-rule momentum (the default): block momentum, Nesterov's look-ahead
+    HW_COUPLE_SUM,       // --sync-rule sum: the summed changes added at once (the rule until issue 22)
+} hw_couple_rule;
+void hw_couple_rule_apply(hw_couple_rule rule, int copies, float *velocity, const float *sum, const float *sent,
+                          float *agreed, float *live, double *applied, size_t n);
+const char *hw_couple_rule_name(hw_couple_rule rule);
+// "momentum" or "sum"; anything else is an error naming it.
+int hw_couple_rule_parse(const char *name, hw_couple_rule *rule);
 
 // ---- Hogwild across nodes (couple.c) ----
 // The rounds of one node: each round sends the node's change since the last agreed weights and
-// the node's counters, and adds what the others sent into the live weights when it completes.
+// the node's counters, and applies the rule to what comes back when it completes.
 typedef struct hw_couple hw_couple;
 
 typedef struct {
     double every_ms;          // start a round every every_ms milliseconds ...
     int64_t every_samples;    // ... or every every_samples training samples of this node (0: by time)
+                              // (a round starts only once the last one has completed)
     double timeout_s;         // a round not complete after this long is an error (--sync-timeout)
+    hw_couple_rule rule;      // --sync-rule
+    // --measure (NULL: not measured): n doubles, zeroed, to which every change the coupling makes
+    // to the live weights is added as (double)written - (double)read, as a worker's measured step
+    // adds its own; so the lost updates count only what a race overwrote, not the other nodes'
+    // changes added in (src/train/measure.c).
+    double *applied;
 } hw_couple_plan;
 
 // What the nodes' rounds have told this node, summed over the others (not this node).
@@ -83,17 +131,26 @@ typedef struct {
 // The coupling of `live`, n weights written by this node's workers (shared memory). The agreed
 // weights start as a copy of `live`, which must be the same on every rank.
 int hw_couple_open(hw_couple **couple, float *live, size_t n, const hw_couple_plan *plan, const hw_world *world);
+// What a node is doing, sent with its rounds.
+enum { HW_COUPLE_TRAINING = 0, HW_COUPLE_AT_BARRIER = 1, HW_COUPLE_EVALUATING = 2 };
 // One pass of the watch loop: completes the round in flight when MPI has (MPI_Test: never
-// waits), or starts the next one when it is due. `at_barrier`: every worker of this node has
-// finished the epoch and waits; its rounds then go back to back until a round in which every
-// rank was at the barrier has completed (hw_couple_epoch_agreed). `samples` and `loss_sum`: this
-// node's counters. An error (a round past --sync-timeout) names the round and the timeout.
-int hw_couple_poll(hw_couple *couple, int at_barrier, int64_t samples, double loss_sum);
+// waits), or starts the next one when it is due. `state`: HW_COUPLE_AT_BARRIER when every worker
+// of this node has finished the epoch and waits; its rounds then go back to back until a round in
+// which every rank was at the barrier has completed (hw_couple_epoch_agreed).
+// HW_COUPLE_EVALUATING: rank 0 evaluates (its workers may wait at the barrier meanwhile).
+// `samples` and `loss_sum`: this node's counters. An error names what ran past --sync-timeout: a
+// round in flight, or, while this node waits at the barrier, another rank that is neither at the
+// barrier nor evaluating and whose samples have not moved (a worker of it stuck or gone).
+int hw_couple_poll(hw_couple *couple, int state, int64_t samples, double loss_sum);
 // 1 once every rank's end-of-epoch changes are in: the live weights are then set to the agreed
 // weights (the workers wait at the barrier), checked equal on every rank, and the flag is reset
 // for the next epoch. A collective: every rank gets here after the same round.
 int hw_couple_epoch_agreed(hw_couple *couple, const char *when, int *agreed);
 void hw_couple_view_read(const hw_couple *couple, hw_couple_view *view);
+// How long the watch loop may wait before its next hw_couple_poll, in seconds: 1 ms while a round
+// is in flight (MPI moves it only inside an MPI call), else until the next round is due, 10 ms at
+// most.
+double hw_couple_wait(const hw_couple *couple);
 // The coupling's numbers, printed by rank 0 at the end: rounds, their time in flight (how stale
 // the others' changes are when they land), and the watch loop's time spent coupling.
 void hw_couple_report(const hw_couple *couple, char *text, size_t cap);

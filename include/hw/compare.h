@@ -60,10 +60,14 @@ typedef struct {
     hw_run_measure measure;
 } hw_metrics_table;
 
+// The largest wall_seconds a row may hold (about 32 years): beyond it a row is corrupt.
+#define HW_CSV_MAX_WALL_SECONDS 1e9
+
 // Reads a metrics CSV. Fails naming the file (and line) on: a missing or empty file, a header
 // lacking a column (named), a row with the wrong number of fields or a value that is not a number,
-// wall_seconds or samples_seen going backwards, mode/workers/device changing between rows, or no
-// data rows. On failure `log` holds nothing to free.
+// a mode other than hogwild or dataparallel, wall_seconds above HW_CSV_MAX_WALL_SECONDS, wall_seconds
+// or samples_seen going backwards, mode/workers/device changing between rows, or no data rows. On
+// failure `log` holds nothing to free.
 int hw_metrics_table_read(hw_metrics_table *log, const char *path);
 void hw_metrics_table_free(hw_metrics_table *log);
 

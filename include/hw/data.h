@@ -51,6 +51,9 @@ int hw_image_folder_load(hw_dataset *ds, const char *root, int height, int width
 // and both must have the same class folders). A missing folder fails with a message that
 // suggests `hogwild download mnist` and `hogwild synth`.
 int hw_dataset_open(const char *dir, hw_dataset *train, hw_dataset *test);
+// The same with every image of image folders resized to height x width (--resize; both 0: as
+// hw_dataset_open). IDX files hold images of one size already: a size for them is refused.
+int hw_dataset_open_resized(const char *dir, int height, int width, hw_dataset *train, hw_dataset *test);
 void hw_dataset_free(hw_dataset *ds);
 // Mean and standard deviation of all pixels (in [0, 1]) of a dataset.
 hw_normalize hw_dataset_stats(const hw_dataset *ds);
@@ -90,7 +93,8 @@ int hw_loader_next(hw_loader *loader, const float **x, const uint8_t **y);
 void hw_loader_close(hw_loader *loader);
 
 // ---- fetching ----
-// The names `hogwild download` knows: "mnist", "fashion-mnist".
+// The names `hogwild download` knows: "mnist", "fashion-mnist"; whether `name` is one of them.
+int hw_download_known(const char *name);
 // Gets the four files of `name` into dest_dir: first from the local mirror directory in
 // $HOGWILD_DATA_MIRROR (laid out as <mirror>/<name>/<file>), then the public mirrors in turn,
 // checking each file's md5. Files already present with the right md5 are kept.

@@ -1,5 +1,6 @@
 // file: opening the files hogwild reads, safely: only regular files (a FIFO would block forever,
-// /dev/zero would never end), each kind with a documented size limit checked before reading.
+// /dev/zero would never end), each kind with a documented size limit checked before reading; and
+// the checks of the files a command will write, made before it does any work.
 #ifndef HW_FILE_H
 #define HW_FILE_H
 
@@ -20,5 +21,17 @@
 int hw_open_regular(const char *path, const char *what, uint64_t max_bytes, uint64_t *size);
 // The same as a stdio stream ("rb"); NULL after hw_fail.
 FILE *hw_fopen_regular(const char *path, const char *what, uint64_t max_bytes, uint64_t *size);
+
+// ---- outputs ----
+// Whether a and b name the same existing file (device and inode, links followed), so that other
+// spellings of a path, and symbolic links, are caught. 0 when either is NULL or does not exist.
+int hw_same_file(const char *a, const char *b);
+// Checks, before any work, that `path` (given by `flag`, for messages) can be written: a name that
+// is not empty, not a folder or special file, in an existing folder that takes a new file of the
+// longest name the writer makes there (`path` + ".tmp.<pid>", the checkpoint's temporary file),
+// and not an immutable or append-only file. `by_rename`: the writer replaces the file by renaming
+// a new one over it (checkpoints), which a sticky folder (/tmp) allows only to the file's owner,
+// the folder's owner or a process with CAP_FOWNER; otherwise the file itself must be writable.
+int hw_output_check(const char *flag, const char *path, int by_rename);
 
 #endif

@@ -47,13 +47,32 @@ void hw_shm_close(hw_shm *shm);
 // signal handlers and atexit path of the parent call it. In a forked child it does nothing (the
 // names belong to the process that created them), so a worker cannot pull them from the parent.
 void hw_shm_unlink_all(void);
+// ---- temporary files ----
+// A file this process is writing and would leave behind if it died now (a checkpoint's
+// "<path>.tmp.<pid>"): noted before it is created, forgotten once it is renamed or removed. Every
+// exit that runs code removes it (hw_shm_remove_all: atexit, a second stop signal, the stop's grace
+// running out, any other deadly signal). SIGKILL runs nothing: the note is also a record in
+// /dev/shm, "hogwild-<pid>-tmp", a symbolic link to the file, which hw_shm_clean follows once the
+// process is gone. One file at a time per process.
+int hw_shm_temp_note(const char *path);
+void hw_shm_temp_forget(void);
+// Unlinks the names (hw_shm_unlink_all) and removes the noted temporary file: the death paths.
+// Async-signal-safe; in a forked child it does nothing.
+void hw_shm_remove_all(void);
+// Removes "<path>.tmp.<pid>" files beside `path` whose process is gone (a save that was killed),
+// writing a line for each to `report` (NULL: quiet). Never this process's own, nor one of a live
+// process.
+int hw_shm_temp_sweep(const char *path, FILE *report);
+
 // Removes /dev/shm/hogwild-<pid>-<n> entries whose pid is no longer alive (kill(pid, 0) fails with
 // ESRCH); *removed gets the count. Never touches a name of a live process (any user's) or a name
 // that is not exactly of that pattern. Fails, after trying all, when one could not be removed.
 int hw_shm_clean_stale(int *removed);
 // The same, also removing a name whose pid is alive but belongs to a process that started after
-// the name was created (the pid was reused: the process that made it is gone), and writing to
-// `report` (NULL: nothing) a line for each name removed and each name kept, with the reason.
+// the name was created (the pid was reused: the process that made it is gone), and the temporary
+// file (and the record) of each "hogwild-<pid>-tmp" record whose process is gone; writing to
+// `report` (NULL: nothing) a line for each name or file removed, kept or that could not be
+// removed, with the reason. *removed counts names and files removed.
 int hw_shm_clean(FILE *report, int *removed);
 
 #endif

@@ -5,11 +5,15 @@
 //       SIGINT, SIGTERM and SIGHUP are requests to stop: the handler records the signal and unlinks
 //       the shared-memory names (hw_shm_unlink_all, async-signal-safe); the trainers poll
 //       hw_stop_signal(), stop, save (--save) and ./hogwild exits 128 + signal. A second signal,
-//       or 20 s without stopping (SIGALRM), ends the process at once. A signal the shell set to
-//       be ignored (a background job, nohup) stays ignored.
-//   otherwise, once a process holds shared-memory names (hw_signals_unlink_shm_on_death)
-//       SIGINT, SIGTERM and SIGHUP, where their action is still the default (death), unlink the
-//       names first and then end the process by the same signal.
+//       or 20 s without stopping (SIGALRM, which then says so on stderr), ends the process at once
+//       with 128 + the stop signal, removing a checkpoint's temporary file half written
+//       (hw_shm_remove_all). A signal the shell set to be ignored (a background job, nohup) stays
+//       ignored.
+//   otherwise, once a process holds shared-memory names or a temporary file
+//       (hw_signals_unlink_shm_on_death) every signal whose default action is death (SIGQUIT,
+//       SIGUSR1, SIGALRM, SIGSEGV, SIGABRT, the real-time ones, ...), where its action is still the
+//       default, removes them first (hw_shm_remove_all) and then ends the process by the same
+//       signal. Only SIGKILL leaves them (hogwild --clean-shm).
 #ifndef HW_SIGNALS_H
 #define HW_SIGNALS_H
 
@@ -32,8 +36,9 @@ const char *hw_stop_signal_name(int sig);
 // group; the parent stops its workers itself, with SIGTERM), SIGTERM and SIGHUP back to the default.
 void hw_signals_worker(void);
 
-// Installs, once, the handler that unlinks the shared-memory names before the default death by
-// SIGINT, SIGTERM or SIGHUP, for each of them whose action is the default.
+// Installs, once, the handler that removes the shared-memory names and temporary files before the
+// default death, for every deadly signal whose action is the default, on an alternate stack of the
+// calling thread (a stack overflow's SIGSEGV too).
 void hw_signals_unlink_shm_on_death(void);
 
 #endif

@@ -43,12 +43,16 @@ typedef struct {
     int gpus[16];                // --gpus 0,1,... (DataParallel on GPUs)
     int n_gpus;
     hw_normalize norm;           // --normalize mean,std or "auto"
+    int resize_height, resize_width;  // --resize HxW: image folders' images to this size (0: their own)
     // Across ranks of an mpirun job (include/hw/comm.h; rank 0 of 1 otherwise). Rank 0 evaluates,
     // writes the metrics and checkpoints, and prints; the other ranks train in silence.
     hw_world world;
     double sync_every_ms;        // --sync-every Nms: Hogwild across ranks, a coupling round every N ms
     int64_t sync_every_samples;  // --sync-every N: every N training samples of the node instead (0: by time)
     double sync_timeout;         // --sync-timeout S: a coupling round or a DataParallel step's sum not complete in S s is an error
+    int job_metrics;             // the job writes --metrics (rank 0 does; the others, which drop the
+                                 // path, take part in its evaluations all the same)
+    hw_couple_rule sync_rule;    // --sync-rule: what a Hogwild round does with the nodes' changes (src/comm/rule.c)
 } hw_train_config;
 
 // The defaults of PyTorch's mnist_hogwild example: 2 workers, batch 64, test batch 1000,
@@ -84,6 +88,11 @@ typedef struct {
 // applies --freeze. The weights are not allocated yet.
 int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config);
 void hw_train_inputs_free(hw_train_inputs *in);
+// Caps --batch-size at what a batch can hold (a Hogwild worker's share of the training data, or
+// all of it in DataParallel) and --test-batch-size at the test set: larger values train and
+// evaluate the same, but allocated their whole size ("out of memory" for --batch-size 1048576).
+// `note` says what was capped ("" when nothing was).
+void hw_train_fit_batches(hw_train_config *config, const hw_train_inputs *in, char *note, size_t cap);
 
 // Checks the files the run will write before it trains (src/train/output_paths.c): --save is
 // writable, is not an input (model, dataset files, image folders) nor the --metrics file, and
@@ -91,9 +100,21 @@ void hw_train_inputs_free(hw_train_inputs *in);
 // is not an input nor the --resume checkpoint.
 int hw_run_check_outputs(const hw_train_config *config);
 
+// Under mpirun (after hw_comm_init): every rank must have been given the same settings, those that
+// make the ranks one run (--mode, --workers or --replicas, the device kind, the dataset's and the
+// network's contents, --epochs, --batch-size, the SGD flags, --seed, --normalize, --eval-every,
+// --sync-every, --sync-timeout, where --resume starts): a collective that fails on every rank at
+// the first that differs, naming the flag and each rank's value (src/train/ranks_agree.c).
+int hw_run_check_ranks(const hw_train_config *config, const hw_train_inputs *in, int first_epoch,
+                       int64_t samples_before);
+
 // The address space a run needs per process, estimated (src/train/limits.c), and its check
 // against RLIMIT_AS (ulimit -v): a run that cannot fit is refused before it starts, naming both.
 double hw_run_memory_estimate(const hw_train_config *config, const hw_train_inputs *in, int eval_only);
+// The stack size limit (ulimit -s), which also sizes every thread's stack: below
+// HW_MIN_STACK_BYTES the parent or a worker died of SIGSEGV (at 64 KiB), without a word.
+enum { HW_MIN_STACK_BYTES = 512 << 10 };
+int hw_run_check_stack(void);
 int hw_run_check_memory(const hw_train_config *config, const hw_train_inputs *in, int eval_only);
 
 // The weights a run starts from, in model->weights: PyTorch's default initialisation from
@@ -141,10 +162,16 @@ int hw_dp_team_diverged(const hw_dp_team *team);
 void hw_dp_team_close(hw_dp_team *team);  // NULL: nothing
 
 // Mean loss and accuracy (percent) of `weights` on a dataset (src/train/eval.c). `ws` is a
-// workspace of at least `batch_size`; `x`, `y` buffers of batch_size samples.
+// workspace of at least `batch_size`; `x`, `y` buffers of batch_size samples. A stop signal
+// (hw_stop_signal, while a run catches them) ends the evaluation between two batches: then
+// `interrupted` is set and the numbers are no result. So a test set that takes minutes does not
+// hold a stopping run (and its checkpoint) past the stop's grace.
 typedef struct {
     double loss;
     double accuracy;
+    int interrupted;
+    double loss_sum;             // the sums behind them, for an evaluation split over ranks
+    int64_t correct;
 } hw_eval_result;
 hw_eval_result hw_evaluate(const hw_model *model, hw_workspace *ws, const hw_dataset *ds, hw_normalize norm,
                            int batch_size);
@@ -156,9 +183,17 @@ hw_eval_result hw_evaluate(const hw_model *model, hw_workspace *ws, const hw_dat
 struct hw_measure;
 // Rows are written whole (one write each); a failed write is undone and ends the metrics, not the
 // run: hw_metrics_row then warns on stderr, keeps the reason in `failure` and returns HW_OK.
+// The file is opened at hw_metrics_open (created if missing) but an existing one is replaced only
+// at hw_metrics_commit, once training has started: the header and the rows before it wait in
+// memory, and a run that never commits leaves the previous file untouched (and removes one it
+// created).
 typedef struct {
     int fd;
     int open;
+    int created;                 // hw_metrics_open made the file (it did not exist)
+    int committed;               // hw_metrics_commit: the file is being written
+    char *pending;               // before the commit: the header and rows to write
+    size_t pending_len;
     int failed;                  // a write failed: no more rows
     int rows;                    // rows written
     long long bytes;             // the file's length: whole rows only
@@ -174,6 +209,8 @@ typedef struct {
 int hw_metrics_open(hw_metrics *m, const char *path, const hw_train_config *config);
 int hw_metrics_row(hw_metrics *m, double wall_seconds, int epoch, int64_t samples_seen, double train_loss,
                    double test_loss, double test_accuracy);
+// Training has started: the file is cut to nothing and gets the header and the rows so far.
+void hw_metrics_commit(hw_metrics *m);
 int hw_metrics_close(hw_metrics *m);
 
 // ---- memory (src/train/memory.c) ----
@@ -227,10 +264,18 @@ typedef struct {
     hw_eval_result last_eval;
     double last_finite_loss;     // the last finite training loss seen (hw_train_outputs_loss, rows), or NAN
     int64_t skipped_points;      // --eval-every points passed while an evaluation ran, not evaluated
+    int interrupted;             // a stop signal cut an evaluation short (no row, nothing saved)
+    // DataParallel across ranks: every rank evaluates its share of the test set and the sums are
+    // added up (hw_comm_sum), so that no rank waits for rank 0 to evaluate alone (a wait that ran
+    // past --sync-timeout when an evaluation took longer). Rank 0 still writes and saves alone.
+    int distributed;
 } hw_train_outputs;
 
 int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, const hw_train_inputs *in, int first_epoch,
                     int64_t samples_base);
+// Training has started (the devices, workers and ranks are set up): from now on the run writes its
+// outputs (hw_metrics_commit). A run that fails before leaves the previous --metrics file as it was.
+void hw_train_outputs_commit(hw_train_outputs *log);
 // Copies `weights` into the snapshot (the caller decides whether workers may still write them).
 void hw_train_outputs_snapshot(hw_train_outputs *log, const float *weights);
 // With --metrics: the first point of the curve, the weights before this run's training, evaluated
@@ -238,7 +283,8 @@ void hw_train_outputs_snapshot(hw_train_outputs *log, const float *weights);
 // time since hw_train_outputs_open here could exceed the next rows' and run backwards).
 int hw_train_outputs_first_point(hw_train_outputs *log, const float *weights, int first_epoch);
 // Evaluates the snapshot, writes a metrics row and, at an epoch end, prints the epoch result and
-// saves the checkpoint (--save). samples and loss_sum count this run's training so far. Weights
+// saves the checkpoint (--save). A stop signal during the evaluation cuts it short: HW_OK with
+// log->interrupted set, nothing written; the trainer then stops and saves the current weights. samples and loss_sum count this run's training so far. Weights
 // that are not finite, or a test or training loss that diverged (hw_loss_diverged), are no result: it ends the run
 // with hw_train_outputs_diverged instead (nothing printed as a result, nothing saved).
 int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t samples, double loss_sum, int epoch_end);

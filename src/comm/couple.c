@@ -2,15 +2,14 @@
 // set of shared weights without a lock; the rank's parent couples its node to the others from
 // its watch loop, asynchronously, and the workers never wait for the network.
 //
-// THE rule (the model-averaging / local-SGD family, summed rather than averaged): every rank
-// keeps `agreed`, the weights all ranks agreed on after the last completed round (the same bits
-// on every rank). A round sends the node's change since then, live - agreed, and sums it over the
-// ranks (MPI_Iallreduce). When the sum lands, the node adds the others' changes (the sum minus its
-// own) into the live weights, and agreed += the sum. Summed, not averaged: the nodes train on
-// different shards, so every sample's step counts once, as if all R x N workers wrote one copy of
-// the weights (Hogwild's own update rule across the world); an average would divide each node's
-// progress by R. The others' changes are stale by one round in flight plus the interval they
-// were gathered over, which is Hogwild's staleness on a larger scale; --sync-every bounds it.
+// The rounds: every rank keeps `agreed`, the weights all ranks agreed on after the last completed
+// round (the same bits on every rank). A round sends the node's change since then, send = live -
+// agreed, and sums it over the ranks (MPI_Iallreduce). When the sum lands, THE rule (hw_couple_rule_apply,
+// src/comm/rule.c) turns it into one step of the agreed weights, the same on every rank: agreed += step,
+// and live += step - send (the node's own change is already in its live weights). The others'
+// changes are stale when they land: by the round's time in flight plus the interval they were
+// gathered over; --sync-every bounds the interval, and a round starts only once the last one has
+// landed, so on a slow link the rounds grow to what the link carries.
 //
 // The add is a plain read-modify-write of weights the workers are writing: a worker's step can
 // overwrite it, or it a worker's step, as two Hogwild workers' steps can. Either way `agreed`
@@ -18,7 +17,9 @@
 // and no rank drifts apart from the others beyond the changes not yet sent.
 //
 // MPI progresses a non-blocking collective only inside MPI calls (Open MPI 4.1 over TCP and
-// shared memory): the watch loop's MPI_Test every pass is what moves the round.
+// shared memory): the watch loop's MPI_Test every pass is what moves the round, and the loop
+// passes every millisecond while one is in flight (hw_couple_wait), which halves its time in
+// flight against the loop's 10 ms (bench/RESULTS.md, issue 22).
 #include "hw/comm.h"
 
 #include "comm_mpi.h"
@@ -32,18 +33,27 @@
 #include <string.h>
 #include <time.h>
 
-// The counters that travel with a round, summed over the ranks (doubles: exact for counts).
+// The counters that travel with a round, summed over the ranks (doubles: exact for counts), then
+// two per rank, each rank filling its own (its samples, and its state, HW_COUPLE_*): how an
+// epoch end's wait tells a rank that is slow from one that is stuck.
 enum { COUNT_SAMPLES, COUNT_LOSS_SUM, COUNT_AT_BARRIER, N_COUNTS };
+enum { RANK_SAMPLES, RANK_STATE, PER_RANK };
 
 struct hw_couple {
     float *live;                 // the node's shared weights, written by its workers
     float *agreed;               // the weights every rank agreed on at the last completed round
     float *send;                 // the round in flight: this node's change ...
     float *sum;                  // ... and its sum over the ranks
+    float *velocity;             // the rule's state (hw_couple_rule_apply), the same on every rank
     size_t n;
     hw_couple_plan plan;
     hw_world world;
-    double count_send[N_COUNTS], count_sum[N_COUNTS];
+    double *count_send, *count_sum;  // N_COUNTS + PER_RANK * world.size
+    int n_counts;
+    // While this node waits at the barrier: when each rank was last seen making progress.
+    int64_t *rank_samples;
+    double *rank_progress;
+    double last_landed;          // when the last round's sum landed
     MPI_Request request[2];
     int in_flight;
     double round_started;        // when the round in flight took its change
@@ -55,15 +65,18 @@ struct hw_couple {
     // The report.
     int64_t rounds;
     double flight_sum, flight_max;   // seconds from a round's change to its sum landing
-    double busy;                     // seconds in comm_mpi_couple_poll: the watch loop's cost of coupling
+    double busy;                     // seconds in comm_mpi_couple_poll: the watch loop's cost of coupling ...
+    double busy_cpu;                 // ... and its thread's CPU time in it (the rest: waiting for a core)
     double opened;
 };
 
-static double now_seconds(void) {
+static double clock_seconds(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+static double now_seconds(void) { return clock_seconds(CLOCK_MONOTONIC); }
 
 int comm_mpi_couple_open(hw_couple **out, float *live, size_t n, const hw_couple_plan *plan, const hw_world *world) {
     *out = NULL;
@@ -77,24 +90,36 @@ int comm_mpi_couple_open(hw_couple **out, float *live, size_t n, const hw_couple
     c->agreed = malloc(sizeof(float) * n);
     c->send = malloc(sizeof(float) * n);
     c->sum = malloc(sizeof(float) * n);
-    if (!c->agreed || !c->send || !c->sum) {
+    c->velocity = calloc(n, sizeof(float));
+    c->n_counts = N_COUNTS + PER_RANK * world->size;
+    c->count_send = calloc((size_t)c->n_counts, sizeof(double));
+    c->count_sum = calloc((size_t)c->n_counts, sizeof(double));
+    c->rank_samples = calloc((size_t)world->size, sizeof(int64_t));
+    c->rank_progress = calloc((size_t)world->size, sizeof(double));
+    if (!c->agreed || !c->send || !c->sum || !c->velocity || !c->count_send || !c->count_sum || !c->rank_samples ||
+        !c->rank_progress) {
         comm_mpi_couple_close(c);
-        return hw_fail("out of memory for the coupling's 3 copies of %zu weights", n);
+        return hw_fail("out of memory for the coupling's 4 copies of %zu weights", n);
     }
     memcpy(c->agreed, live, sizeof(float) * n);
     c->opened = c->last_start = now_seconds();
+    for (int r = 0; r < world->size; r++) c->rank_progress[r] = c->opened;
+    c->last_landed = c->opened;
     *out = c;
     return HW_OK;
 }
 
-static int round_start(hw_couple *c, int at_barrier, int64_t samples, double loss_sum, double now) {
+static int round_start(hw_couple *c, int state, int64_t samples, double loss_sum, double now) {
     for (size_t i = 0; i < c->n; i++) c->send[i] = c->live[i] - c->agreed[i];
     c->count_send[COUNT_SAMPLES] = (double)samples;
     c->count_send[COUNT_LOSS_SUM] = loss_sum;
-    c->count_send[COUNT_AT_BARRIER] = at_barrier ? 1 : 0;
+    c->count_send[COUNT_AT_BARRIER] = state == HW_COUPLE_AT_BARRIER ? 1 : 0;
+    double *mine = c->count_send + N_COUNTS + PER_RANK * c->world.rank;
+    mine[RANK_SAMPLES] = (double)samples;
+    mine[RANK_STATE] = state;
     int code = MPI_Iallreduce(c->send, c->sum, (int)c->n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &c->request[0]);
     if (code == MPI_SUCCESS) {
-        code = MPI_Iallreduce(c->count_send, c->count_sum, N_COUNTS, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
+        code = MPI_Iallreduce(c->count_send, c->count_sum, c->n_counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
                               &c->request[1]);
     }
     if (code != MPI_SUCCESS) return comm_mpi_failed(code, "starting a coupling round (MPI_Iallreduce)");
@@ -104,15 +129,23 @@ static int round_start(hw_couple *c, int at_barrier, int64_t samples, double los
     return HW_OK;
 }
 
-// The round's sum has landed: the others' changes go into the live weights, without a lock.
+// The round's sum has landed: the rule moves the agreed weights, and the live ones without a lock.
 static void round_apply(hw_couple *c, double now) {
-    for (size_t i = 0; i < c->n; i++) {
-        c->live[i] += c->sum[i] - c->send[i];
-        c->agreed[i] += c->sum[i];
-    }
+    hw_couple_rule_apply(c->plan.rule, c->world.size, c->velocity, c->sum, c->send, c->agreed, c->live, c->plan.applied,
+                         c->n);
     c->view.others_samples = (int64_t)c->count_sum[COUNT_SAMPLES] - c->round_samples;
     c->view.others_loss_sum = c->count_sum[COUNT_LOSS_SUM] - c->count_send[COUNT_LOSS_SUM];
     c->all_at_barrier = (int)c->count_sum[COUNT_AT_BARRIER] == c->world.size;
+    c->last_landed = now;
+    // A rank progresses while its samples grow, or while it waits at the barrier or evaluates.
+    for (int r = 0; r < c->world.size; r++) {
+        const double *theirs = c->count_sum + N_COUNTS + PER_RANK * r;
+        int64_t rank_samples = (int64_t)theirs[RANK_SAMPLES];
+        if (rank_samples != c->rank_samples[r] || (int)theirs[RANK_STATE] != HW_COUPLE_TRAINING) {
+            c->rank_progress[r] = now;
+        }
+        c->rank_samples[r] = rank_samples;
+    }
     c->in_flight = 0;
     double flight = now - c->round_started;
     c->rounds++;
@@ -120,8 +153,27 @@ static void round_apply(hw_couple *c, double now) {
     if (flight > c->flight_max) c->flight_max = flight;
 }
 
-int comm_mpi_couple_poll(hw_couple *c, int at_barrier, int64_t samples, double loss_sum) {
-    double entered = now_seconds();
+// While this node waits at the barrier, rounds keep landing (every node's parent is alive); but
+// a node whose worker is stopped (SIGSTOP) never reaches the barrier, and the wait for it had no
+// end. The first rank seen neither progressing nor at the barrier nor evaluating for --sync-timeout
+// ends the job, named.
+// Measured between landed rounds (a round that does not land is the round's own timeout).
+static int check_others_progress(const hw_couple *c) {
+    for (int r = 0; r < c->world.size; r++) {
+        if (r == c->world.rank || c->plan.timeout_s <= 0 || c->last_landed - c->rank_progress[r] <= c->plan.timeout_s) {
+            continue;
+        }
+        return hw_fail("rank %d: waited %g s (--sync-timeout) at an epoch end for rank %d, which is not at the end of "
+                       "its epoch and has made no progress since (its samples stay at %lld): a worker of rank %d is "
+                       "stuck or gone",
+                       c->world.rank, c->plan.timeout_s, r, (long long)c->rank_samples[r], r);
+    }
+    return HW_OK;
+}
+
+int comm_mpi_couple_poll(hw_couple *c, int state, int64_t samples, double loss_sum) {
+    const int at_barrier = state == HW_COUPLE_AT_BARRIER;
+    double entered = now_seconds(), cpu_entered = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
     int status = HW_OK;
     if (c->in_flight) {
         int done = 0;
@@ -138,13 +190,21 @@ int comm_mpi_couple_poll(hw_couple *c, int at_barrier, int64_t samples, double l
     }
     if (status == HW_OK && !c->in_flight) {
         // At the barrier, rounds go back to back until one has every rank there. Otherwise one
-        // round per --sync-every, counted in this node's samples or in time.
-        int due = at_barrier ? !c->all_at_barrier
+        // round per --sync-every, counted in this node's samples or in time. None once a round
+        // has had every rank at the barrier, until the epoch is agreed: every other rank's next
+        // collective is then the weights check. (Rank 0 polls with at_barrier 0 while it
+        // evaluates, and an evaluation begun just before that round landed once started a round
+        // here that met the others' weights check: mismatched collectives, a rank's stack
+        // overwritten by the round's floats, SIGSEGV.)
+        int due = c->all_at_barrier ? 0
+                  : at_barrier      ? 1
                   : c->plan.every_samples > 0 ? samples - c->last_samples >= c->plan.every_samples
                                               : (entered - c->last_start) * 1000 >= c->plan.every_ms;
-        if (due) status = round_start(c, at_barrier, samples, loss_sum, now_seconds());
+        if (due) status = round_start(c, state, samples, loss_sum, now_seconds());
     }
+    if (status == HW_OK && at_barrier && !c->all_at_barrier) status = check_others_progress(c);
     c->busy += now_seconds() - entered;
+    c->busy_cpu += clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu_entered;
     return status;
 }
 
@@ -153,6 +213,9 @@ int comm_mpi_couple_epoch_agreed(hw_couple *c, const char *when, int *agreed) {
     if (c->in_flight || !c->all_at_barrier) return HW_OK;
     // Every rank's workers wait at the barrier and every change is in `agreed`: the live weights
     // become exactly the agreed ones, the same on every rank, which is checked.
+    if (c->plan.applied) {
+        for (size_t i = 0; i < c->n; i++) c->plan.applied[i] += (double)c->agreed[i] - (double)c->live[i];
+    }
     memcpy(c->live, c->agreed, sizeof(float) * c->n);
     c->all_at_barrier = 0;
     if (comm_mpi_weights_agree_within(c->agreed, c->n, when, c->plan.timeout_s) != HW_OK) return HW_ERR;
@@ -162,19 +225,26 @@ int comm_mpi_couple_epoch_agreed(hw_couple *c, const char *when, int *agreed) {
 
 void comm_mpi_couple_view_read(const hw_couple *c, hw_couple_view *view) { *view = c->view; }
 
+double comm_mpi_couple_wait(const hw_couple *c) {
+    if (c->in_flight) return 0.001;
+    if (c->all_at_barrier || c->plan.every_samples > 0) return 0.01;
+    double left = c->last_start + c->plan.every_ms / 1000 - now_seconds();
+    return left < 0.001 ? 0.001 : left > 0.01 ? 0.01 : left;
+}
+
 void comm_mpi_couple_report(const hw_couple *c, char *text, size_t cap) {
     double wall = now_seconds() - c->opened;
     char every[64];
     if (c->plan.every_samples > 0) snprintf(every, sizeof every, "%lld samples", (long long)c->plan.every_samples);
     else snprintf(every, sizeof every, "%g ms", c->plan.every_ms);
     snprintf(text, cap,
-             "coupling (rank %d of %d): %lld rounds, one every %s; a round is in flight %.1f ms on average, %.1f ms at "
-             "most: the other nodes' changes land that long after they were taken, and this node trains without "
-             "those of the last round in flight and the interval being gathered (staleness: 1 to 2 rounds); the "
-             "watch loop spent %.3f s coupling (%.1f%% of %.1f s)\n",
-             c->world.rank, c->world.size, (long long)c->rounds, every,
+             "coupling (rank %d of %d): %lld rounds, rule %s, at most one every %s; a round is in flight %.1f ms on "
+             "average, %.1f ms at most: the other nodes' changes land that long after they were taken, and this node "
+             "trains without those of the last round in flight and the interval being gathered (staleness: 1 to 2 "
+             "rounds); the watch loop spent %.3f s coupling (%.1f%% of %.1f s), %.3f s of it on a CPU\n",
+             c->world.rank, c->world.size, (long long)c->rounds, hw_couple_rule_name(c->plan.rule), every,
              c->rounds ? 1000 * c->flight_sum / (double)c->rounds : 0.0, 1000 * c->flight_max, c->busy,
-             wall > 0 ? 100 * c->busy / wall : 0.0, wall);
+             wall > 0 ? 100 * c->busy / wall : 0.0, wall, c->busy_cpu);
 }
 
 // A coupling closed with a round in flight, kept: see comm_mpi_couple_close.
@@ -191,5 +261,10 @@ void comm_mpi_couple_close(hw_couple *c) {
     free(c->agreed);
     free(c->send);
     free(c->sum);
+    free(c->velocity);
+    free(c->count_send);
+    free(c->count_sum);
+    free(c->rank_samples);
+    free(c->rank_progress);
     free(c);
 }

@@ -40,9 +40,9 @@ static const comm_ops *load_ops(void) {
     return table;  // never unloaded: MPI cannot be initialised twice in a process anyway
 }
 
-int hw_comm_init(const hw_world *world) {
+int hw_comm_init(const hw_world *world, double timeout_s) {
     if (!ops && !(ops = load_ops())) return HW_ERR;
-    return ops->init(world);
+    return ops->init(world, timeout_s);
 }
 
 #else
@@ -51,7 +51,8 @@ static const comm_ops *ops;  // always NULL: no MPI in this build
 
 int hw_comm_built(void) { return 0; }
 
-int hw_comm_init(const hw_world *world) {
+int hw_comm_init(const hw_world *world, double timeout_s) {
+    (void)timeout_s;
     return hw_fail("rank %d of %d: this hogwild was built without MPI (make MPI=0, or no Open MPI found)",
                    world->rank, world->size);
 }
@@ -69,8 +70,16 @@ void hw_comm_abort(int code) {
     if (ops) ops->abort(code);
 }
 
+int hw_comm_settings_agree(const hw_comm_setting *settings, int n) {
+    return ops ? ops->settings_agree(settings, n) : not_initialised();
+}
+
 int hw_comm_sum(float *buf, size_t n, double timeout_s) {
     return ops ? ops->sum(buf, n, timeout_s) : not_initialised();
+}
+
+int hw_comm_sum_polled(float *buf, size_t n, double timeout_s, const char *what) {
+    return ops ? ops->sum_polled(buf, n, timeout_s, what) : not_initialised();
 }
 
 int hw_comm_min_int(int *value) { return ops ? ops->min_int(value) : not_initialised(); }
@@ -88,8 +97,8 @@ int hw_couple_open(hw_couple **couple, float *live, size_t n, const hw_couple_pl
     return ops ? ops->couple_open(couple, live, n, plan, world) : not_initialised();
 }
 
-int hw_couple_poll(hw_couple *couple, int at_barrier, int64_t samples, double loss_sum) {
-    return ops ? ops->couple_poll(couple, at_barrier, samples, loss_sum) : not_initialised();
+int hw_couple_poll(hw_couple *couple, int state, int64_t samples, double loss_sum) {
+    return ops ? ops->couple_poll(couple, state, samples, loss_sum) : not_initialised();
 }
 
 int hw_couple_epoch_agreed(hw_couple *couple, const char *when, int *agreed) {
@@ -101,6 +110,8 @@ void hw_couple_view_read(const hw_couple *couple, hw_couple_view *view) {
     if (ops) ops->couple_view_read(couple, view);
     else *view = (hw_couple_view){0, 0};
 }
+
+double hw_couple_wait(const hw_couple *couple) { return ops ? ops->couple_wait(couple) : 0.01; }
 
 void hw_couple_report(const hw_couple *couple, char *text, size_t cap) {
     if (ops) ops->couple_report(couple, text, cap);

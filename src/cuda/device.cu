@@ -1,17 +1,9 @@
 // device: device selection, device and pinned memory, streams, events, copies, CUDA IPC.
 #include "check.cuh"
-#include "launch.h"
 
 #include <string.h>
 
 static const size_t MIB = 1024 * 1024;
-
-// Kernels and GEMMs this process has queued: bench/gpu_bench.c divides it by the steps it ran.
-static long launches;
-
-extern "C" void launch_counted(void) { __atomic_fetch_add(&launches, 1, __ATOMIC_RELAXED); }
-
-extern "C" long hw_cuda_launches(void) { return __atomic_load_n(&launches, __ATOMIC_RELAXED); }
 
 extern "C" int hw_cuda_device_count(int *count) {
     *count = 0;

@@ -6,6 +6,13 @@
 #include "kernels.cuh"
 #include "launch.h"
 
+// Kernels and GEMMs this process has queued: bench/gpu_bench.c divides it by the steps it ran.
+static long launches;
+
+extern "C" void launch_counted(void) { __atomic_fetch_add(&launches, 1, __ATOMIC_RELAXED); }
+
+extern "C" long hw_cuda_launches(void) { return __atomic_load_n(&launches, __ATOMIC_RELAXED); }
+
 // After each launch: whether it went in. A launch that cannot start (a bad configuration, no
 // kernel image for the device) is reported by cudaGetLastError; a fault while the kernel runs
 // comes back from a later call (check.cuh says how to find the kernel then).

@@ -76,7 +76,7 @@ int count_correct_launch(hw_cuda_stream stream, int32_t *count, const float *log
 
 // An empty kernel of one thread: the cost of a launch itself (bench/gpu_bench.c).
 int empty_launch(hw_cuda_stream stream);
-// Counts one kernel or GEMM queued (device.cu; hw_cuda_launches reads the count).
+// Counts one kernel or GEMM queued (hw_cuda_launches reads the count).
 void launch_counted(void);
 // The dropout kernel as a captured graph's kernel node names it (cudaKernelNodeParams.func), and
 // the place of its `step` argument among its DROPOUT_KERNEL_ARGS: the runner's CUDA graph sets it

@@ -71,10 +71,10 @@ static int classes_within(const char *a, const char *b) {
     return rc;
 }
 
-static int open_image_folders(const char *dir, hw_dataset *train, hw_dataset *test) {
+static int open_image_folders(const char *dir, int height, int width, hw_dataset *train, hw_dataset *test) {
     char path[1024];
     snprintf(path, sizeof path, "%s/train", dir);
-    if (hw_image_folder_load(train, path, 0, 0) != HW_OK) return HW_ERR;
+    if (hw_image_folder_load(train, path, height, width) != HW_OK) return HW_ERR;
     char test_path[1024];
     snprintf(test_path, sizeof test_path, "%s/test", dir);
     if (classes_within(path, test_path) != HW_OK || classes_within(test_path, path) != HW_OK ||
@@ -86,6 +86,10 @@ static int open_image_folders(const char *dir, hw_dataset *train, hw_dataset *te
 }
 
 int hw_dataset_open(const char *dir, hw_dataset *train, hw_dataset *test) {
+    return hw_dataset_open_resized(dir, 0, 0, train, test);
+}
+
+int hw_dataset_open_resized(const char *dir, int height, int width, hw_dataset *train, hw_dataset *test) {
     memset(train, 0, sizeof *train);
     memset(test, 0, sizeof *test);
     struct stat st;
@@ -108,13 +112,18 @@ int hw_dataset_open(const char *dir, hw_dataset *train, hw_dataset *test) {
             snprintf(missing + used, sizeof missing - used, "%s%s[.gz]", used ? ", " : "", idx_names[i]);
         }
     }
+    if (found == 4 && height > 0) {
+        return hw_fail("data folder %s holds IDX files, whose images all have one size; --resize applies to "
+                       "train/ and test/ image folders",
+                       dir);
+    }
     if (found == 4) return open_idx_pair(dir, train, test);
     if (found > 0) return hw_fail("data folder %s is missing %s", dir, missing);
 
     char train_dir[1024], test_dir[1024];
     snprintf(train_dir, sizeof train_dir, "%s/train", dir);
     snprintf(test_dir, sizeof test_dir, "%s/test", dir);
-    if (is_dir(train_dir) && is_dir(test_dir)) return open_image_folders(dir, train, test);
+    if (is_dir(train_dir) && is_dir(test_dir)) return open_image_folders(dir, height, width, train, test);
     if (is_dir(train_dir) || is_dir(test_dir)) {
         return hw_fail("data folder %s has %s but no %s image folder", dir, is_dir(train_dir) ? "train/" : "test/",
                        is_dir(train_dir) ? "test/" : "train/");

@@ -6,6 +6,7 @@
 // a linked HTTP library: both honour the user's proxy settings and certificates.
 #include "hw/data.h"
 #include "hw/err.h"
+#include "hw/shm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -220,10 +221,14 @@ static int fetch_one(const known_dataset *set, int f, const char *dest_dir, cons
     }
     char tried[1024] = "";
     int n_sources = 0;
+    // The temporary file is noted (src/shm.c) while it exists: Ctrl-C or any other deadly signal
+    // removes it, and --clean-shm finds it after a SIGKILL (it ends with ".tmp.<pid>", as they must).
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     if (mirror_dir) {
         n_sources++;
         snprintf(source, sizeof source, "%s/%s/%s", mirror_dir, set->name, file);
-        snprintf(tmp, sizeof tmp, "%s.part.tmp", path);
+        int noted = hw_shm_temp_note(tmp) == HW_OK;
+        int status = HW_ERR;
         if (access(source, R_OK) != 0) {
             note_tried(tried, sizeof tried, source, strerror(errno));
         } else if (copy_file(source, tmp) != HW_OK) {
@@ -233,13 +238,16 @@ static int fetch_one(const known_dataset *set, int f, const char *dest_dir, cons
             note_tried(tried, sizeof tried, source, why);
         } else {
             if (progress) fprintf(progress, "%s: copied from %s (md5 ok)\n", path, source);
-            return HW_OK;
+            status = HW_OK;
         }
+        if (noted) hw_shm_temp_forget();
+        if (status == HW_OK) return HW_OK;
     }
     for (int u = 0; urls[u]; u++) {
         n_sources++;
         snprintf(source, sizeof source, "%s%s", urls[u], file);
-        snprintf(tmp, sizeof tmp, "%s.part.tmp", path);
+        int noted = hw_shm_temp_note(tmp) == HW_OK;
+        int status = HW_ERR;
         if (download(source, tmp, why, sizeof why) != HW_OK) {
             unlink(tmp);
             note_tried(tried, sizeof tried, source, why);
@@ -247,8 +255,10 @@ static int fetch_one(const known_dataset *set, int f, const char *dest_dir, cons
             note_tried(tried, sizeof tried, source, why);
         } else {
             if (progress) fprintf(progress, "%s: downloaded from %s (md5 ok)\n", path, source);
-            return HW_OK;
+            status = HW_OK;
         }
+        if (noted) hw_shm_temp_forget();
+        if (status == HW_OK) return HW_OK;
     }
     if (n_sources == 0) tried[0] = '\0';
     return hw_fail("could not get %s %s into %s; tried:%s\nPoint HOGWILD_DATA_MIRROR at a folder that holds "
@@ -257,12 +267,18 @@ static int fetch_one(const known_dataset *set, int f, const char *dest_dir, cons
                    set->name, file);
 }
 
+static const known_dataset *find_known(const char *name) {
+    for (size_t i = 0; i < sizeof known_datasets / sizeof known_datasets[0]; i++) {
+        if (strcmp(known_datasets[i].name, name) == 0) return &known_datasets[i];
+    }
+    return NULL;
+}
+
+int hw_download_known(const char *name) { return find_known(name) != NULL; }
+
 int hw_download_from(const char *name, const char *dest_dir, const char *mirror_dir, const char *const *urls,
                      FILE *progress) {
-    const known_dataset *set = NULL;
-    for (size_t i = 0; i < sizeof known_datasets / sizeof known_datasets[0]; i++) {
-        if (strcmp(known_datasets[i].name, name) == 0) set = &known_datasets[i];
-    }
+    const known_dataset *set = find_known(name);
     if (!set) return hw_fail("unknown dataset '%s' (known: mnist, fashion-mnist)", name);
     if (!urls) urls = set->urls;
     if (hw_mkdir_p(dest_dir) != HW_OK) return HW_ERR;

@@ -1,10 +1,11 @@
-// idx: MNIST's IDX files, gzipped or plain, read and written through zlib.
+// idx: MNIST's IDX files, gzipped or plain, read (inflate) and written (gzwrite) through zlib.
 //
 // A header is never trusted with memory: the payload is read in growing chunks, so a header that
 // claims 2^31 images costs at most twice the bytes the file really holds before it is refused.
 #include "hw/data.h"
 #include "hw/err.h"
 #include "hw/file.h"
+#include "hw/shm.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -19,61 +20,143 @@ enum {
     IDX_IMAGES_MAGIC = 0x803,
     IDX_MAX_SIDE = 1 << 15,     // rows and columns beyond this are a broken header, not an image
     IDX_FIRST_CHUNK = 1 << 20,  // the payload buffer starts here and doubles as data arrives
-    IDX_GZ_CHUNK = 1 << 30,     // gzread takes an unsigned length; stay well inside it
+    IDX_GZ_CHUNK = 1 << 30,     // zlib takes unsigned lengths; stay well inside them
 };
 
-static int idx_open(gzFile *f, const char *path) {
+// One IDX file being read: plain, or gzip inflated here (not through gzread). zlib's gzread takes
+// the end of the file for the end of the data once its input is used up, even when the deflate
+// stream stopped short of the gzip trailer at a point where the output was full: a file cut by a
+// few bytes then read as complete, its CRC and length never checked. Driving inflate directly,
+// the end of the data is only ever the end of a gzip member (Z_STREAM_END: trailer checked).
+typedef struct {
+    int fd;
+    const char *path;
+    int gzip;               // the file starts with gzip's magic (1f 8b)
+    int inflating;          // inflateInit2 was called
+    int member_ended;       // inflate reached the end of a member: its CRC and length matched
+    int input_eof;          // read(2) has returned 0
+    z_stream z;             // next_in/avail_in: read but not yet used input, for plain files too
+    unsigned char in[1 << 17];
+} idx_stream;
+
+// Refills the input buffer once it is used up; HW_ERR on a read error.
+static int stream_fill(idx_stream *s) {
+    if (s->z.avail_in > 0 || s->input_eof) return HW_OK;
+    ssize_t n;
+    do {
+        n = read(s->fd, s->in, sizeof s->in);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) return hw_fail_errno(errno, "%s: read error", s->path);
+    if (n == 0) s->input_eof = 1;
+    s->z.next_in = s->in;
+    s->z.avail_in = (uInt)n;
+    return HW_OK;
+}
+
+static void stream_close(idx_stream *s) {
+    if (!s) return;
+    if (s->inflating) inflateEnd(&s->z);
+    if (s->fd >= 0) close(s->fd);
+    free(s);
+}
+
+static int idx_open(idx_stream **out, const char *path) {
+    *out = NULL;
     // A regular file only (a FIFO would block, a device never end); the data's size is bounded
     // by the header's claim, itself bounded by HW_IDX_MAX_BYTES.
     int fd = hw_open_regular(path, "IDX file", 0, NULL);
     if (fd < 0) return HW_ERR;
-    errno = 0;
-    *f = gzdopen(fd, "rb");
-    if (!*f) {
+    idx_stream *s = calloc(1, sizeof *s);
+    if (!s) {
         close(fd);
         return hw_fail("cannot open %s: out of memory", path);
     }
-    gzbuffer(*f, 1 << 17);
+    s->fd = fd;
+    s->path = path;
+    // The first bytes say which: gzip's magic, or plain IDX (whose magic starts with 00 00).
+    while (s->z.avail_in < 2 && !s->input_eof) {
+        ssize_t n = read(fd, s->in + s->z.avail_in, sizeof s->in - s->z.avail_in);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            hw_fail_errno(errno, "%s: read error", path);
+            stream_close(s);
+            return HW_ERR;
+        }
+        if (n == 0) s->input_eof = 1;
+        s->z.avail_in += (uInt)n;
+    }
+    s->z.next_in = s->in;
+    s->gzip = s->z.avail_in >= 2 && s->in[0] == 0x1f && s->in[1] == 0x8b;
+    if (s->gzip) {
+        int rc = inflateInit2(&s->z, 15 + 16);  // a gzip wrapper, up to 32 KiB windows
+        if (rc != Z_OK) {
+            stream_close(s);
+            return hw_fail("cannot open %s: %s", path, rc == Z_MEM_ERROR ? "out of memory" : "zlib failed to start");
+        }
+        s->inflating = 1;
+    }
+    *out = s;
     return HW_OK;
 }
 
-// Turns zlib's state after a short or failed read into a message naming the file and the fault.
-// Returns HW_OK when zlib reports no error (a clean end of the data).
-static int gz_fault(gzFile f, const char *path) {
-    int errnum = Z_OK;
-    const char *msg = gzerror(f, &errnum);
-    switch (errnum) {
-    case Z_OK:
-        return HW_OK;
-    case Z_ERRNO:
-        return hw_fail_errno(errno, "%s: read error", path);
-    case Z_BUF_ERROR:
-        return hw_fail("%s: truncated gzip stream (zlib: %s)", path, msg);
-    case Z_MEM_ERROR:
-        return hw_fail("%s: out of memory while decompressing", path);
-    default:
-        return hw_fail("%s: corrupt gzip data (zlib: %s)", path, msg);
-    }
-}
-
-// Reads up to `want` bytes; returns how many were read (fewer at the end of the data) or -1 on a
-// zlib error (then the message is set).
-static int64_t read_up_to(gzFile f, const char *path, uint8_t *buf, uint64_t want) {
+// Up to `want` bytes of a plain file.
+static int64_t read_plain(idx_stream *s, uint8_t *buf, uint64_t want) {
     uint64_t got = 0;
     while (got < want) {
-        uint64_t left = want - got;
-        int n = gzread(f, buf + got, (unsigned)(left < IDX_GZ_CHUNK ? left : IDX_GZ_CHUNK));
-        if (n < 0) {
-            gz_fault(f, path);
-            return -1;
-        }
-        if (n == 0) {
-            if (gz_fault(f, path) != HW_OK) return -1;
-            break;
-        }
-        got += (uint64_t)n;
+        if (stream_fill(s) != HW_OK) return -1;
+        if (s->z.avail_in == 0) break;  // the end of the file
+        uint64_t n = s->z.avail_in < want - got ? s->z.avail_in : want - got;
+        memcpy(buf + got, s->z.next_in, (size_t)n);
+        s->z.next_in += n;
+        s->z.avail_in -= (uInt)n;
+        got += n;
     }
     return (int64_t)got;
+}
+
+// Up to `want` bytes of a gzip file's data. The data ends only where a member ends and the input
+// with it (members may follow each other, as gzip allows); input that ends inside a member is a
+// truncated file, and anything after the last member that is not another one is refused.
+static int64_t read_gzip(idx_stream *s, uint8_t *buf, uint64_t want) {
+    uint64_t got = 0;
+    while (got < want) {
+        if (stream_fill(s) != HW_OK) return -1;
+        if (s->member_ended) {
+            if (s->z.avail_in == 0) break;  // the end of the file after a whole member
+            if (s->z.next_in[0] != 0x1f) {
+                hw_fail("%s: data after the end of the gzip stream (trailing garbage)", s->path);
+                return -1;
+            }
+            inflateReset(&s->z);  // another member; inflate checks its header
+            s->member_ended = 0;
+        }
+        if (s->z.avail_in == 0) {  // input_eof inside a member
+            hw_fail("%s: truncated gzip stream (unexpected end of file)", s->path);
+            return -1;
+        }
+        uint64_t left = want - got;
+        s->z.next_out = buf + got;
+        s->z.avail_out = (uInt)(left < IDX_GZ_CHUNK ? left : IDX_GZ_CHUNK);
+        uInt before = s->z.avail_out;
+        int rc = inflate(&s->z, Z_NO_FLUSH);
+        got += before - s->z.avail_out;
+        if (rc == Z_STREAM_END) {
+            s->member_ended = 1;
+        } else if (rc == Z_MEM_ERROR) {
+            hw_fail("%s: out of memory while decompressing", s->path);
+            return -1;
+        } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+            hw_fail("%s: corrupt gzip data (zlib: %s)", s->path, s->z.msg ? s->z.msg : zError(rc));
+            return -1;
+        }
+    }
+    return (int64_t)got;
+}
+
+// Reads up to `want` bytes; returns how many were read (fewer at the end of the data) or -1 on an
+// error (then the message is set).
+static int64_t read_up_to(idx_stream *s, uint8_t *buf, uint64_t want) {
+    return s->gzip ? read_gzip(s, buf, want) : read_plain(s, buf, want);
 }
 
 static uint32_t be32(const uint8_t *p) {
@@ -81,10 +164,10 @@ static uint32_t be32(const uint8_t *p) {
 }
 
 // Reads the magic and the n_dims sizes that follow it, and checks the magic.
-static int read_header(gzFile f, const char *path, uint32_t magic, uint32_t *dims, int n_dims) {
+static int read_header(idx_stream *f, const char *path, uint32_t magic, uint32_t *dims, int n_dims) {
     uint8_t buf[16];
     uint64_t want = 4 * (uint64_t)(1 + n_dims);
-    int64_t got = read_up_to(f, path, buf, want);
+    int64_t got = read_up_to(f, buf, want);
     if (got < 0) return HW_ERR;
     if (got == 0) return hw_fail("%s: empty file", path);
     if ((uint64_t)got < want) {
@@ -106,14 +189,14 @@ static int read_header(gzFile f, const char *path, uint32_t magic, uint32_t *dim
 
 // Reads exactly `want` payload bytes into a new buffer, growing it only as data arrives, then
 // checks that the file ends there. `claim` describes the header's promise for messages.
-static int read_payload(gzFile f, const char *path, uint64_t want, const char *claim, uint8_t **out) {
+static int read_payload(idx_stream *f, const char *path, uint64_t want, const char *claim, uint8_t **out) {
     *out = NULL;
     uint64_t cap = want < IDX_FIRST_CHUNK ? want : IDX_FIRST_CHUNK;
     uint8_t *buf = malloc(cap ? cap : 1);
     if (!buf) return hw_fail("%s: out of memory", path);
     uint64_t got = 0;
     for (;;) {
-        int64_t n = read_up_to(f, path, buf + got, cap - got);
+        int64_t n = read_up_to(f, buf + got, cap - got);
         if (n < 0) goto fail;
         got += (uint64_t)n;
         if (got < cap) {
@@ -138,9 +221,9 @@ static int read_payload(gzFile f, const char *path, uint64_t want, const char *c
         }
         buf = bigger;
     }
-    // The data must end here; this read also makes zlib check the gzip trailer (CRC, length).
+    // The data must end here; this read also reaches the gzip trailer (CRC, length) and checks it.
     uint8_t extra;
-    int64_t n = read_up_to(f, path, &extra, 1);
+    int64_t n = read_up_to(f, &extra, 1);
     if (n < 0) goto fail;
     if (n > 0) {
         hw_fail("%s: more data after the %s the header claims (wrong count in the header?)", path, claim);
@@ -162,7 +245,7 @@ static int is_standard_labels_name(const char *path) {
 
 int hw_idx_load(hw_dataset *ds, const char *images_path, const char *labels_path) {
     memset(ds, 0, sizeof *ds);
-    gzFile fi = NULL, fl = NULL;
+    idx_stream *fi = NULL, *fl = NULL;
     uint8_t *images = NULL, *labels = NULL;
     int rc = HW_ERR;
     uint32_t idims[3] = {0}, ldims[1] = {0};
@@ -218,23 +301,45 @@ int hw_idx_load(hw_dataset *ds, const char *images_path, const char *labels_path
     images = labels = NULL;
     rc = HW_OK;
 done:
-    if (fi) gzclose(fi);
-    if (fl) gzclose(fl);
+    stream_close(fi);
+    stream_close(fl);
     free(images);
     free(labels);
     return rc;
 }
+
+static int write_idx_to(const char *path, int gz, uint32_t magic, const uint32_t *dims, int n_dims,
+                        const uint8_t *data, uint64_t bytes);
 
 static int ends_with(const char *s, const char *suffix) {
     size_t ls = strlen(s), lx = strlen(suffix);
     return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
 }
 
-// Writes one IDX file: the magic, the sizes, the payload. Gzipped when the path ends in .gz.
+// Writes one IDX file: the magic, the sizes, the payload. Gzipped when the path ends in .gz. It is
+// written as "<path>.tmp.<pid>" (noted, so that a signal removes it: src/shm.c) and renamed into
+// place whole: an interrupted `hogwild synth` leaves no truncated dataset file.
 static int write_idx(const char *path, uint32_t magic, const uint32_t *dims, int n_dims, const uint8_t *data,
                      uint64_t bytes) {
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
+        return hw_fail("cannot create %s: the path is too long", path);
+    }
+    int noted = hw_shm_temp_note(tmp) == HW_OK;
+    int status = write_idx_to(tmp, ends_with(path, ".gz"), magic, dims, n_dims, data, bytes);
+    if (status == HW_OK && rename(tmp, path) != 0) {
+        status = hw_fail_errno(errno, "cannot write %s (renaming %s)", path, tmp);
+        unlink(tmp);
+    }
+    if (noted) hw_shm_temp_forget();
+    return status;
+}
+
+// write_idx's file itself, at `path` (the temporary name).
+static int write_idx_to(const char *path, int gz, uint32_t magic, const uint32_t *dims, int n_dims,
+                        const uint8_t *data, uint64_t bytes) {
     errno = 0;
-    gzFile f = gzopen(path, ends_with(path, ".gz") ? "wb6" : "wbT");
+    gzFile f = gzopen(path, gz ? "wb6" : "wbT");
     if (!f) return errno ? hw_fail_errno(errno, "cannot create %s", path) : hw_fail("cannot create %s", path);
     uint8_t header[16];
     uint32_t fields[4] = {magic, n_dims > 0 ? dims[0] : 0, n_dims > 1 ? dims[1] : 0, n_dims > 2 ? dims[2] : 0};

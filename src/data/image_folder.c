@@ -295,8 +295,9 @@ int hw_image_folder_load(hw_dataset *ds, const char *root, int height, int width
         if (h == height && w == width) {
             memcpy(dst, pixels, (size_t)height * (size_t)width);
         } else if (keep_size) {
-            ok = hw_fail("%s: image is %d x %d but the first image (%s) is %d x %d; give a size to resize them", paths.items[i],
-                         h, w, first_path, height, width);
+            ok = hw_fail("%s: image is %d x %d but the first image (%s) is %d x %d; give --resize HxW to resize "
+                         "every image to one size",
+                         paths.items[i], h, w, first_path, height, width);
         } else {
             ok = resize(pixels, h, w, dst, height, width);
         }

@@ -50,10 +50,29 @@ static int name_is_valid(const char *name) {
     return 1;
 }
 
+// A plain decimal number: [+-] digits [. digits] [e [+-] digits], at least one digit before the
+// exponent. strtod alone took "0x10" (16), "inf" and "nan".
+static int is_decimal(const char *p) {
+    if (*p == '+' || *p == '-') p++;
+    int digits = 0;
+    for (; isdigit((unsigned char)*p); p++) digits++;
+    if (*p == '.') {
+        for (p++; isdigit((unsigned char)*p); p++) digits++;
+    }
+    if (!digits) return 0;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!isdigit((unsigned char)*p)) return 0;
+        while (isdigit((unsigned char)*p)) p++;
+    }
+    return *p == '\0';
+}
+
 static int parse_number(const hw_layer *layer, const char *word, const char *what, double *out) {
     char *end = NULL;
     double v = strtod(word, &end);
-    if (end == word || *end != '\0' || !isfinite(v)) {
+    if (!is_decimal(word) || end == word || *end != '\0' || !isfinite(v)) {
         return hw_fail("%s: bad number '%s' for %s: expected %s %s", layer->type->name, word, what, layer->type->name,
                        layer->type->usage);
     }
@@ -84,6 +103,7 @@ static int parse_option(hw_layer *layer, const char *word) {
     size_t key_len = (size_t)(eq - word);
     const char *value = eq + 1;
     if (key_len == 4 && strncmp(word, "name", 4) == 0) {
+        if (layer->name[0]) return hw_fail("%s: name= given twice", type->name);
         if (!name_is_valid(value)) {
             return hw_fail("bad layer name '%s': expected 1 to %d letters, digits, '_', '.' or '-'", value,
                            HW_NAME_CAP - 16);
@@ -122,6 +142,7 @@ int hw_layer_setup(hw_layer *layer, const char *line, hw_shape in_shape, hw_shap
     layer->kind = type->kind;
     while ((word = strtok_r(NULL, " \t", &save))) {
         if (strcmp(word, "frozen") == 0) {
+            if (layer->frozen) return hw_fail("%s: frozen given twice", type->name);
             layer->frozen = 1;
         } else if (strchr(word, '=')) {
             if (parse_option(layer, word) != HW_OK) return HW_ERR;

@@ -47,6 +47,7 @@ static int parse_input(hw_model *model, char *line) {
         dims[n++] = v;
     }
     if (n == 0) return hw_fail("input: missing sizes: expected 'input C H W' or 'input FEATURES'");
+    if (n == 2) return hw_fail("input: 2 sizes given: expected 'input C H W' (3) or 'input FEATURES' (1)");
     model->input = hw_shape_make(n, dims);
     return HW_OK;
 }
@@ -123,6 +124,8 @@ static void loss_type_names(char *buf, size_t cap) {
 
 int hw_model_parse(hw_model *model, const char *text, const char *name) {
     memset(model, 0, sizeof *model);
+    // A UTF-8 byte order mark (Windows Notepad writes one) is no part of the text.
+    if (strncmp(text, "\xef\xbb\xbf", 3) == 0) text += 3;
     snprintf(model->path, sizeof model->path, "%s", name);
     model->device = (hw_device){HW_DEVICE_CPU, 0};
     int line_no = 0, have_input = 0;

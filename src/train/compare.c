@@ -2,6 +2,7 @@
 // and the command line that reads the CSV files and writes the plot (svg_plot.c draws it).
 #include "hw/compare.h"
 #include "hw/err.h"
+#include "hw/file.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -220,6 +221,20 @@ static void default_plot_path(const char *first_csv, char *buf, size_t cap) {
     }
 }
 
+// A plot may be none of the metrics files read (a --plot naming one, an input called compare.svg,
+// the -measure.svg plot, any of them through another spelling or a link): writing it would destroy
+// the input. And it must be writable, checked before anything is printed or written.
+static int check_plot(const char *what, const char *path, char *const *files, int n_files) {
+    for (int i = 0; i < n_files; i++) {
+        if (strcmp(path, files[i]) == 0 || hw_same_file(path, files[i])) {
+            return hw_fail("%s %s is the metrics file %s given to compare: writing the plot would destroy it; give "
+                           "another --plot FILE.svg, or --no-plot",
+                           what, path, files[i]);
+        }
+    }
+    return hw_output_check(what, path, 0);
+}
+
 int hw_compare_run(int argc, char **argv, FILE *out, FILE *err) {
     double target = 98.0;
     const char *plot_path = NULL;
@@ -279,13 +294,24 @@ int hw_compare_run(int argc, char **argv, FILE *out, FILE *err) {
             break;
         }
     }
+    char default_path[1024], measure_path[1100];
+    int measured = status == 0 && hw_compare_any_measured(runs, n_files);
+    if (status == 0 && !plot_path && !no_plot) {
+        default_plot_path(files[0], default_path, sizeof default_path);
+        plot_path = default_path;
+    }
+    if (status == 0 && plot_path) {
+        measure_plot_path(plot_path, measure_path, sizeof measure_path);
+        int checked = check_plot(plot_path == default_path ? "the plot (compare.svg by default)" : "--plot", plot_path,
+                                 files, n_files);
+        if (checked == HW_OK && measured) checked = check_plot("the --measure plot", measure_path, files, n_files);
+        if (checked != HW_OK) {
+            fprintf(err, "hogwild compare: %s\n", hw_error());
+            status = 1;
+        }
+    }
     if (status == 0) {
         hw_compare_print_table(out, runs, n_files, target);
-        char default_path[1024];
-        if (!plot_path && !no_plot) {
-            default_plot_path(files[0], default_path, sizeof default_path);
-            plot_path = default_path;
-        }
         if (plot_path) {
             if (hw_compare_write_plot(plot_path, runs, n_files, target) != HW_OK) {
                 fprintf(err, "hogwild compare: %s\n", hw_error());
@@ -294,11 +320,9 @@ int hw_compare_run(int argc, char **argv, FILE *out, FILE *err) {
                 fprintf(out, "plot: %s\n", plot_path);
             }
         }
-        if (status == 0 && hw_compare_any_measured(runs, n_files)) {
+        if (status == 0 && measured) {
             hw_compare_print_measure_table(out, runs, n_files);
-            char measure_path[1100];
             if (plot_path) {
-                measure_plot_path(plot_path, measure_path, sizeof measure_path);
                 if (hw_compare_write_measure_plot(measure_path, runs, n_files) != HW_OK) {
                     fprintf(err, "hogwild compare: %s\n", hw_error());
                     status = 1;

@@ -103,12 +103,18 @@ static int parse_row(hw_metrics_table *log, char **fields, const int *col, const
     const char *device = fields[col[COL_DEVICE]];
     int64_t workers;
     if (*mode == '\0') return hw_fail("%s:%ld: mode is empty", path, line_no);
+    if (strcmp(mode, "hogwild") != 0 && strcmp(mode, "dataparallel") != 0) {
+        return hw_fail("%s:%ld: mode is '%s', expected hogwild or dataparallel", path, line_no, mode);
+    }
     if (*device == '\0') return hw_fail("%s:%ld: device is empty", path, line_no);
     if (parse_int(fields[col[COL_WORKERS]], 1, &workers) != HW_OK || workers > 1000000) {
         return hw_fail("%s:%ld: workers is not a positive integer: '%s'", path, line_no, fields[col[COL_WORKERS]]);
     }
-    if (parse_double(fields[col[COL_WALL]], 0, &pt->wall_seconds) != HW_OK || pt->wall_seconds < 0) {
-        return hw_fail("%s:%ld: wall_seconds is not a number >= 0: '%s'", path, line_no, fields[col[COL_WALL]]);
+    // A run of more than HW_CSV_MAX_WALL_SECONDS (about 32 years) is a corrupt row, not a result.
+    if (parse_double(fields[col[COL_WALL]], 0, &pt->wall_seconds) != HW_OK || pt->wall_seconds < 0 ||
+        pt->wall_seconds > HW_CSV_MAX_WALL_SECONDS) {
+        return hw_fail("%s:%ld: wall_seconds is not a number from 0 to %.0e: '%s'", path, line_no,
+                       HW_CSV_MAX_WALL_SECONDS, fields[col[COL_WALL]]);
     }
     if (parse_int(fields[col[COL_EPOCH]], 0, &pt->epoch) != HW_OK) {
         return hw_fail("%s:%ld: epoch is not an integer >= 0: '%s'", path, line_no, fields[col[COL_EPOCH]]);

@@ -347,10 +347,12 @@ int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *i
     int status = HW_OK;
     if (config->world.size > 1) {
         // MPI first: a rank that fails after it ends the whole job (MPI_Abort), not only itself.
-        status = hw_comm_init(&config->world);
+        status = hw_comm_init(&config->world, config->sync_timeout);
+        if (status == HW_OK) status = hw_run_check_ranks(config, in, first_epoch, samples_before);
         if (status == HW_OK) status = hw_comm_weights_agree(model->weights, model->n_weights, "the start");
     }
     if (status == HW_OK) status = hw_train_outputs_open(&log, config, in, first_epoch, samples_before);
+    log.distributed = config->world.size > 1;  // every rank evaluates a share: none waits for rank 0
     if (status == HW_OK) status = team_open(&team, config, in);
     if (status == HW_OK && !config->quiet && team.ranks) {
         hw_progress_message(&log.progress,

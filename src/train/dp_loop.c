@@ -106,6 +106,7 @@ static int train_epochs(const hw_train_config *config, const hw_train_inputs *in
 int dp_run(const hw_train_config *config, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
               const dp_ops *ops, void *team, hw_train_result *result) {
     hw_stop_signals_catch();
+    hw_train_outputs_commit(log);  // the replicas (and the GPUs, the ranks) are set up: training starts
 
     log->started = hw_now();
     int64_t samples;
@@ -114,6 +115,9 @@ int dp_run(const hw_train_config *config, const hw_train_inputs *in, int first_e
     hw_stop_signals_release();
 
     int stopped_by = stop_signal(ops, team);
+    // A stop signal that cut an evaluation short stops this process even before the ranks have
+    // agreed on it (rank 0 alone evaluates: the others stop at the next step's sum, or have ended).
+    if (!stopped_by && log->interrupted) stopped_by = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
     if (status == HW_OK && stopped_by) {
         result->interrupted_by = stopped_by;
         hw_progress_message(&log->progress, "interrupted by %s after %lld samples\n",

@@ -144,12 +144,17 @@ static int snapshot_shared_weights(void *weights, hw_train_outputs *log) {
 
 // Hogwild across ranks (src/comm/couple.c): after the fork, since MPI_Init starts threads and the
 // workers never call MPI. The ranks start from the same weights (checked), then the workers go.
-static int couple_ranks(const hw_train_config *config, hw_model *model, hogwild_control *control, int first_epoch,
-                        hw_couple **couple) {
+static int couple_ranks(const hw_train_config *config, hw_train_inputs *in, hogwild_control *control, int first_epoch,
+                        int64_t samples_before, hw_measure *measure, hw_couple **couple) {
+    hw_model *model = &in->model;
     hw_couple_plan plan = {.every_ms = config->sync_every_ms,
                            .every_samples = config->sync_every_samples,
-                           .timeout_s = config->sync_timeout};
-    if (hw_comm_init(&config->world) != HW_OK ||
+                           .timeout_s = config->sync_timeout,
+                           .rule = config->sync_rule};
+    // --measure: the coupling's changes to the live weights are applied updates, not lost ones.
+    if (measure && !(plan.applied = measure_coupled(measure))) return HW_ERR;
+    if (hw_comm_init(&config->world, config->sync_timeout) != HW_OK ||
+        hw_run_check_ranks(config, in, first_epoch, samples_before) != HW_OK ||
         hw_comm_weights_agree(model->weights, model->n_weights, "the start") != HW_OK ||
         hw_couple_open(couple, model->weights, model->n_weights, &plan, &config->world) != HW_OK) {
         return HW_ERR;
@@ -192,7 +197,7 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
     if (status == HW_OK) status = hw_spawn(&spawn, hogwild_worker, &job, config->workers);
     if (status == HW_OK) {
         if (config->world.size > 1) {
-            status = couple_ranks(config, model, control, job.first_epoch, &couple);
+            status = couple_ranks(config, in, control, job.first_epoch, samples_before, job.measure, &couple);
             log.started = hw_now();  // the workers start now, not at the fork: MPI_Init is set-up
         }
         hogwild_watch watch = {.config = config,

@@ -149,6 +149,14 @@ static int run_ended(hw_join_status joined, const hw_spawn_ctx *spawn, hw_train_
     return 0;
 }
 
+// A stop signal cut the evaluation short (it can take minutes; the stop's grace is 20 s): the run
+// stops now and saves the current weights, as for a signal between evaluations.
+static int stopped_in_evaluation(const hw_train_outputs *log, hw_train_result *result) {
+    if (!log->interrupted) return 0;
+    result->interrupted_by = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
+    return 1;
+}
+
 // ---- evaluations that do not stall the coupling between ranks ----
 
 typedef struct {
@@ -190,8 +198,9 @@ static int evaluate(const hogwild_watch *watch, hw_train_outputs *log, int epoch
         double node_loss;
         int min_done;
         sum_slots(watch->control, watch->config->workers, &node_samples, &node_loss, &min_done);
-        if (status == HW_OK) status = hw_couple_poll(watch->couple, 0, node_samples, node_loss);
-        struct timespec pause = {0, 5 * 1000000L};
+        if (status == HW_OK) status = hw_couple_poll(watch->couple, HW_COUPLE_EVALUATING, node_samples, node_loss);
+        double wait = hw_couple_wait(watch->couple);
+        struct timespec pause = {0, (long)(wait * 1e9)};
         nanosleep(&pause, NULL);
     }
     pthread_join(thread, NULL);
@@ -212,9 +221,12 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
     int64_t loss_window_samples = 0;
     double loss_window_sum = 0;
     int status = HW_OK;
+    hw_train_outputs_commit(log);  // the workers (and the GPU, the ranks) are set up: training starts
 
     for (;;) {
-        hw_join_status joined = hw_join(spawn, 0.01);
+        // Across ranks the coupling says when it next needs a pass: every 1 ms while a round is
+        // in flight, since MPI moves it only inside the poll's MPI call.
+        hw_join_status joined = hw_join(spawn, watch->couple ? hw_couple_wait(watch->couple) : 0.01);
         int min_done;
         sum_slots(control, workers, &samples, &loss_sum, &min_done);
         int epoch_end = min_done > epochs_handled;
@@ -227,7 +239,8 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
             // A stop signal (Ctrl-C on mpirun reaches every rank) ends the coupling: another rank
             // may already have left, and this one goes on to save (run_ended, below).
             if (epochs_handled < epochs_to_run && !hw_stop_signal()) {
-                status = hw_couple_poll(watch->couple, epoch_end, samples, loss_sum);
+                status = hw_couple_poll(watch->couple, epoch_end ? HW_COUPLE_AT_BARRIER : HW_COUPLE_TRAINING, samples,
+                                        loss_sum);
                 if (status == HW_OK && epoch_end) {
                     char when[64];
                     snprintf(when, sizeof when, "the end of epoch %d", watch->first_epoch + epochs_handled + 1);
@@ -282,6 +295,7 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
                 status = HW_ERR;
                 break;
             }
+            if (stopped_in_evaluation(log, result)) break;
         } else if (next_eval > 0 && samples >= next_eval && samples < (int64_t)(epochs_handled + 1) * watch->n_train) {
             // A mid-epoch point of the curve: a snapshot taken while the workers write (Hogwild).
             // Not once the epoch's last samples are in: the epoch-end row comes next.
@@ -293,6 +307,7 @@ int hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_
                 status = HW_ERR;
                 break;
             }
+            if (stopped_in_evaluation(log, result)) break;
         }
         if (joined == HW_JOIN_DONE && epochs_handled >= epochs_to_run) break;
     }

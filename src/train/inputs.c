@@ -5,6 +5,7 @@
 #include "hw/ckpt.h"
 #include "hw/err.h"
 
+#include <stdio.h>
 #include <string.h>
 
 void hw_train_config_default(hw_train_config *config) {
@@ -25,19 +26,39 @@ void hw_train_config_default(hw_train_config *config) {
     config->device = (hw_device){HW_DEVICE_CPU, 0};
     config->norm = (hw_normalize){HW_MNIST_MEAN, HW_MNIST_STD};
     config->world = (hw_world){0, 1, 0};
-    config->sync_every_ms = 100;
+    config->sync_every_ms = 20;
     config->sync_timeout = 60;
+    config->sync_rule = HW_COUPLE_MOMENTUM;
 }
 
 int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config) {
     memset(in, 0, sizeof *in);
-    int loaded = config->model_text ? hw_model_parse(&in->model, config->model_text, config->model_path)
+    // The model is a file, or the text stored in the checkpoint (--eval-only): messages say which.
+    char model[1100], text_name[1100];
+    if (config->model_text) {
+        snprintf(model, sizeof model, "the model stored in the checkpoint %s", config->model_path);
+        snprintf(text_name, sizeof text_name, "%s (its model text)", config->model_path);
+    } else {
+        snprintf(model, sizeof model, "model %s", config->model_path);
+    }
+    int loaded = config->model_text ? hw_model_parse(&in->model, config->model_text, text_name)
                                     : hw_model_load(&in->model, config->model_path);
     if (loaded != HW_OK) return HW_ERR;
     if (config->freeze && hw_model_freeze(&in->model, config->freeze) != HW_OK) {
         return hw_error_prefix("--freeze");
     }
-    if (hw_dataset_open(config->data_dir, &in->train, &in->test) != HW_OK) return HW_ERR;
+    int trainable = 0;
+    for (int p = 0; p < in->model.n_params; p++) trainable += !in->model.params[p].frozen;
+    if (!config->eval_only && in->model.n_params > 0 && trainable == 0) {
+        // It would "train" an epoch, change nothing and print a result as if it had.
+        return hw_fail("every parameter of %s is frozen (--freeze, or 'frozen' in the model file): nothing would "
+                       "train",
+                       model);
+    }
+    if (hw_dataset_open_resized(config->data_dir, config->resize_height, config->resize_width, &in->train,
+                                &in->test) != HW_OK) {
+        return HW_ERR;
+    }
 
     // The model's input must be the data's sample shape: [channels, height, width].
     const hw_shape input = in->model.input;
@@ -50,16 +71,36 @@ int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config) {
         char model_text[64], data_text[64];
         hw_shape_format(input, model_text, sizeof model_text);
         hw_shape_format(data_shape, data_text, sizeof data_text);
-        return hw_fail("model %s expects input %s but the data in %s has samples of %s", config->model_path,
-                       model_text, config->data_dir, data_text);
+        return hw_fail("%s expects input %s but the data in %s has samples of %s", model, model_text,
+                       config->data_dir, data_text);
     }
     if (in->model.n_classes < in->train.n_classes) {
-        return hw_fail("model %s has %d outputs but the data in %s has %d classes", config->model_path,
-                       in->model.n_classes, config->data_dir, in->train.n_classes);
+        return hw_fail("%s has %d outputs but the data in %s has %d classes", model, in->model.n_classes,
+                       config->data_dir, in->train.n_classes);
     }
     in->norm = config->norm;
     if (in->norm.std <= 0) in->norm = hw_dataset_stats(&in->train);  // --normalize auto
     return HW_OK;
+}
+
+void hw_train_fit_batches(hw_train_config *config, const hw_train_inputs *in, char *note, size_t cap) {
+    note[0] = '\0';
+    // A Hogwild worker never has more than its shard in a batch; DataParallel's batch is the world's.
+    int64_t sharers = config->mode == HW_MODE_HOGWILD ? (int64_t)config->workers * config->world.size : 1;
+    int64_t most = (in->train.n + sharers - 1) / sharers;
+    size_t used = 0;
+    if (most >= 1 && config->batch_size > most) {
+        used += (size_t)snprintf(note + used, cap - used,
+                                 "--batch-size %d is more than %s (%lld samples): capped to %lld, which trains the same",
+                                 config->batch_size, sharers > 1 ? "a worker's share of the training data" : "the training data",
+                                 (long long)most, (long long)most);
+        config->batch_size = (int)most;
+    }
+    if (in->test.n >= 1 && config->test_batch_size > in->test.n && used < cap) {
+        snprintf(note + used, cap - used, "%s--test-batch-size %d is more than the %lld test samples: capped to %lld",
+                 used ? "; " : "", config->test_batch_size, (long long)in->test.n, (long long)in->test.n);
+        config->test_batch_size = (int)in->test.n;
+    }
 }
 
 void hw_train_inputs_free(hw_train_inputs *in) {

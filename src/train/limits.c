@@ -79,6 +79,16 @@ double hw_run_memory_estimate(const hw_train_config *config, const hw_train_inpu
     return need + 2.0 * weights + 8.0 * (double)in->train.n + eval + replicas * per_replica;
 }
 
+int hw_run_check_stack(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_STACK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= HW_MIN_STACK_BYTES) {
+        return HW_OK;
+    }
+    return hw_fail("the stack size limit (ulimit -s) is %llu KiB; hogwild needs at least %d KiB for each process and "
+                   "thread (a model's description alone takes 32 KiB of it; below that a worker dies of SIGSEGV)",
+                   (unsigned long long)rl.rlim_cur / 1024, HW_MIN_STACK_BYTES / 1024);
+}
+
 int hw_run_check_memory(const hw_train_config *config, const hw_train_inputs *in, int eval_only) {
     struct rlimit rl;
     if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return HW_OK;

@@ -46,9 +46,17 @@ void measure_close(hw_measure *m) {
     hw_shm_close(&m->shm);
     free(m->initial);
     free(m->lost_per_param);
+    free(m->coupled);
     m->initial = NULL;
     m->lost_per_param = NULL;
+    m->coupled = NULL;
     m->shared = NULL;
+}
+
+double *measure_coupled(hw_measure *m) {
+    if (!m->coupled) m->coupled = calloc(m->model->n_weights ? m->model->n_weights : 1, sizeof(double));
+    if (!m->coupled) hw_fail("--measure: out of memory for the coupling's increments");
+    return m->coupled;
 }
 
 // The smallest staleness s with at least `share` of the counts at or below it.
@@ -110,12 +118,12 @@ void measure_stats_of(const measure_slot *slots, int n_slots, measure_stats *st)
 }
 
 // Sums of squares of lost and of applied over [begin, end).
-static void lost_sums(const float *initial, const float *final, const double *const *applied, int workers,
+static void lost_sums(const float *initial, const float *final, const double *const *applied, int writers,
                       size_t begin, size_t end, double *lost_sq, double *applied_sq) {
     double lost2 = 0, applied2 = 0;
     for (size_t i = begin; i < end; i++) {
         double sum = 0;
-        for (int r = 0; r < workers; r++) sum += applied[r][i];
+        for (int r = 0; r < writers; r++) sum += applied[r][i];
         double lost = ((double)final[i] - (double)initial[i]) - sum;
         lost2 += lost * lost;
         applied2 += sum * sum;
@@ -130,9 +138,9 @@ static double fraction(double lost_sq, double applied_sq) {
 }
 
 double measure_lost_fraction(const float *initial, const float *final, const double *const *applied,
-                                int workers, size_t begin, size_t end) {
+                                int writers, size_t begin, size_t end) {
     double lost_sq = 0, applied_sq = 0;
-    lost_sums(initial, final, applied, workers, begin, end, &lost_sq, &applied_sq);
+    lost_sums(initial, final, applied, writers, begin, end, &lost_sq, &applied_sq);
     return fraction(lost_sq, applied_sq);
 }
 
@@ -142,17 +150,19 @@ void measure_capture(hw_measure *m, const float *end_weights) {
     if (!end_weights) return;
     const hw_model *model = m->model;
     enum { MAX_WORKERS = 1024 };
-    const double *applied[MAX_WORKERS];
+    const double *applied[MAX_WORKERS + 1];  // the workers', then the coupling's
+    int writers = 0;
     for (int r = 0; r < m->workers && r < MAX_WORKERS; r++) {
-        applied[r] = applied_of(m->shared, m->workers, model->n_weights, r);
+        applied[writers++] = applied_of(m->shared, m->workers, model->n_weights, r);
     }
+    if (m->coupled) applied[writers++] = m->coupled;
     double lost_sq = 0, applied_sq = 0;
     for (int p = 0; p < model->n_params; p++) {
         const hw_param *param = &model->params[p];
         if (param->frozen) continue;
         size_t begin = param->offset, end = begin + (size_t)hw_shape_numel(param->shape);
         double l = 0, a = 0;
-        lost_sums(m->initial, end_weights, applied, m->workers, begin, end, &l, &a);
+        lost_sums(m->initial, end_weights, applied, writers, begin, end, &l, &a);
         m->lost_per_param[p] = fraction(l, a);
         lost_sq += l;
         applied_sq += a;

@@ -18,7 +18,10 @@
 // and the run reports ||lost|| / ||applied|| (L2), per parameter tensor and in total. With one
 // worker every partial sum is the difference of two floats, which a double holds exactly unless
 // the weight's magnitudes differ by more than 2^29 within the run (it passes within 1e-9 of zero
-// from ~1): lost is then exactly 0.
+// from ~1): lost is then exactly 0. Across ranks the node's parent writes the weights too (the
+// other nodes' changes, added by the coupling, src/comm/couple.c): it sums its increments the same
+// way into measure_coupled's buffer, so they count as applied; only a race between it and a
+// worker (rare: the coupling passes over the weights every --sync-every) is lost.
 //
 // Contention. A worker counts the steps whose update overlapped another worker's update in time
 // (someone was inside when it entered, or entered before it left), and times its forward and
@@ -83,6 +86,7 @@ typedef struct hw_measure {
     int workers;
     const hw_model *model;
     float *initial;                       // the weights this run started from (private)
+    double *coupled;                      // across ranks: the coupling's applied increments (private)
     // At the last evaluation point (measure_capture), for the metrics row and the summary:
     measure_stats total;
     double lost_total;                    // NAN until an epoch end
@@ -94,6 +98,9 @@ typedef struct hw_measure {
 // weights (call after they are set, before fork).
 int measure_open(hw_measure *m, const hw_model *model, int workers);
 void measure_close(hw_measure *m);
+// Across ranks: a buffer of increments (zeroed) that the coupling fills with its changes to the
+// live weights (hw_couple_plan.applied), counted as applied, not lost; NULL after hw_fail.
+double *measure_coupled(hw_measure *m);
 // Reads every worker's counts into m->total. With `end_weights` (the weights at an epoch end,
 // while every worker waits at the barrier or has exited) also the lost-update fractions.
 void measure_capture(hw_measure *m, const float *end_weights);
@@ -108,9 +115,10 @@ int measure_csv_fields(const hw_measure *m, char *buf, size_t cap);
 // Staleness, contention and times of `n_slots` slots (for a worker: 1).
 void measure_stats_of(const measure_slot *slots, int n_slots, measure_stats *stats);
 // ||lost|| / ||applied|| over weights [begin, end): 0 when nothing was lost, NAN when something
-// was lost but nothing applied.
+// was lost but nothing applied. `applied` holds `writers` buffers: the workers', and across ranks
+// the coupling's.
 double measure_lost_fraction(const float *initial, const float *final, const double *const *applied,
-                                int workers, size_t begin, size_t end);
+                                int writers, size_t begin, size_t end);
 
 // ---- a worker (after fork) ----
 typedef struct {

@@ -4,6 +4,12 @@
 // rows. A write that fails or is short (a full disk, a file size limit) is undone with ftruncate to
 // the last whole row, and the run goes on WITHOUT metrics: training and checkpoints matter more
 // than the curve. The failure is printed when it happens and again in the run's summary.
+//
+// The file is opened (or created) when the run is set up, so that a path that cannot be written
+// fails then and the descriptor is held from the start; but an existing file is replaced only once
+// training has started (hw_metrics_commit): until then the header and rows wait in memory. A run
+// that fails in its set-up (no GPU, MPI, a worker that cannot start) leaves the previous file as
+// it was, and removes the file it created.
 #include "hw/train.h"
 
 #include "hw/err.h"
@@ -13,6 +19,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -37,10 +44,28 @@ static int write_whole(hw_metrics *m, const char *text, size_t len) {
     return 0;
 }
 
+// Keeps `text` for the commit (before it, nothing is written); an errno when out of memory.
+static int keep_pending(hw_metrics *m, const char *text, size_t len) {
+    char *bigger = realloc(m->pending, m->pending_len + len);
+    if (!bigger) return ENOMEM;
+    memcpy(bigger + m->pending_len, text, len);
+    m->pending = bigger;
+    m->pending_len += len;
+    return 0;
+}
+
+// Writes text, or keeps it until the commit.
+static int put(hw_metrics *m, const char *text, size_t len) {
+    return m->committed ? write_whole(m, text, len) : keep_pending(m, text, len);
+}
+
 int hw_metrics_open(hw_metrics *m, const char *path, const hw_train_config *config) {
     memset(m, 0, sizeof *m);
     m->path = path;
-    m->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    // Not O_TRUNC: the file keeps its contents until the commit.
+    m->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    m->created = m->fd >= 0;
+    if (m->fd < 0 && errno == EEXIST) m->fd = open(path, O_WRONLY | O_CLOEXEC);
     if (m->fd < 0) return hw_fail_errno(errno, "--metrics: cannot write '%s'", path);
     snprintf(m->mode, sizeof m->mode, "%s", config->mode == HW_MODE_HOGWILD ? "hogwild" : "dataparallel");
     // Across ranks, the world's: every rank's workers (or replicas) together.
@@ -57,14 +82,35 @@ int hw_metrics_open(hw_metrics *m, const char *path, const hw_train_config *conf
     m->with_measure = config->measure;
     char line[1024];
     int len = snprintf(line, sizeof line, "%s%s\n", header, m->with_measure ? measure_csv_header() : "");
-    int err = len > 0 && (size_t)len < sizeof line ? write_whole(m, line, (size_t)len) : EOVERFLOW;
+    int err = len > 0 && (size_t)len < sizeof line ? keep_pending(m, line, (size_t)len) : EOVERFLOW;
     if (err) {
         close(m->fd);
+        if (m->created) unlink(path);
         m->fd = -1;
         return hw_fail_errno(err, "--metrics: cannot write '%s'", path);
     }
     m->open = 1;
     return HW_OK;
+}
+
+// A write that failed: no more rows, said now and in the summary.
+static void stop_writing(hw_metrics *m, int err) {
+    m->failed = 1;
+    snprintf(m->failure, sizeof m->failure, "--metrics %s: writing stopped after %d row(s): %s; the file holds "
+             "those rows, whole; training goes on without metrics", m->path, m->rows, strerror(err));
+    fprintf(stderr, "hogwild: warning: %s\n", m->failure);
+}
+
+void hw_metrics_commit(hw_metrics *m) {
+    if (!m->open || m->committed) return;
+    m->committed = 1;
+    m->bytes = 0;
+    int err = ftruncate(m->fd, 0) == 0 && lseek(m->fd, 0, SEEK_SET) == 0 ? 0 : errno;
+    if (err == 0) err = write_whole(m, m->pending, m->pending_len);
+    free(m->pending);
+    m->pending = NULL;
+    m->pending_len = 0;
+    if (err) stop_writing(m, err);
 }
 
 // A number of the CSV: "nan", "inf" and "-inf" spelled the same on every libc (glibc writes "-nan").
@@ -90,23 +136,26 @@ int hw_metrics_row(hw_metrics *m, double wall_seconds, int epoch, int64_t sample
     int err = EOVERFLOW;
     if (len > 0 && (size_t)len + 1 < sizeof row) {
         row[len++] = '\n';
-        err = write_whole(m, row, (size_t)len);
+        err = put(m, row, (size_t)len);
     }
     if (err == 0) {
         m->rows++;
         return HW_OK;
     }
-    m->failed = 1;
-    snprintf(m->failure, sizeof m->failure, "--metrics %s: writing stopped after %d row(s): %s; the file holds "
-             "those rows, whole; training goes on without metrics", m->path, m->rows, strerror(err));
-    fprintf(stderr, "hogwild: warning: %s\n", m->failure);
+    stop_writing(m, err);
     return HW_OK;
 }
 
 int hw_metrics_close(hw_metrics *m) {
     if (!m->open) return HW_OK;
     m->open = 0;
-    if (close(m->fd) != 0 && !m->failed) return hw_fail_errno(errno, "--metrics: cannot write '%s'", m->path);
+    // Never committed: the run did not start training. A file it created goes; one that was there
+    // stays as it was.
+    if (!m->committed && m->created) unlink(m->path);
+    free(m->pending);
+    m->pending = NULL;
+    int closed = close(m->fd);
     m->fd = -1;
+    if (closed != 0 && m->committed && !m->failed) return hw_fail_errno(errno, "--metrics: cannot write '%s'", m->path);
     return HW_OK;
 }

@@ -1,29 +1,22 @@
 // output_paths: the files a run will write (--save, --metrics), checked before it trains, so that a
 // bad path fails at once instead of after an epoch, and no run destroys a file it was not meant to.
 //
-// --save must be writable (its folder exists, is writable, the path is not a folder or a special
-// file); it must not be the model file, a dataset file, the --metrics file, or inside the image
+// --save and --metrics must be writable (hw_output_check: a name, not a folder or a special file,
+// a folder that takes the checkpoint's temporary file, a file its owner lets this run replace);
+// --save must not be the model file, a dataset file, the --metrics file, or inside the image
 // folders; and an existing checkpoint is replaced only by the run that resumed from it or with
 // --overwrite. --metrics must not be an input or the checkpoint either.
 #include "hw/train.h"
 
 #include "hw/err.h"
+#include "hw/file.h"
+#include "hw/shm.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
-
-// Whether `a` and `b` name the same existing file (same device and inode).
-static int same_file(const char *a, const char *b) {
-    struct stat sa, sb;
-    if (!a || !b || stat(a, &sa) != 0 || stat(b, &sb) != 0) return 0;
-    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
 
 // The folder part of `path` ("." when it has none).
 static void folder_of(const char *path, char *buf, size_t cap) {
@@ -48,7 +41,7 @@ static int folder_within(const char *dir, const char *root) {
 // The input files `path` must not be: the model and every dataset file, or a place inside the
 // image folders (a file there becomes a sample of the next run).
 static int check_not_an_input(const char *flag, const char *path, const hw_train_config *config) {
-    if (same_file(path, config->model_path)) {
+    if (hw_same_file(path, config->model_path)) {
         return hw_fail("%s %s is the model file (--model %s): it would be destroyed; choose another path", flag,
                        path, config->model_path);
     }
@@ -58,7 +51,7 @@ static int check_not_an_input(const char *flag, const char *path, const hw_train
     for (int i = 0; i < 4; i++) {
         for (int gz = 0; gz < 2; gz++) {
             snprintf(candidate, sizeof candidate, "%s/%s%s", config->data_dir, data_files[i], gz ? ".gz" : "");
-            if (same_file(path, candidate)) {
+            if (hw_same_file(path, candidate)) {
                 return hw_fail("%s %s is the dataset file %s: it would be destroyed; choose another path", flag, path,
                                candidate);
             }
@@ -77,37 +70,19 @@ static int check_not_an_input(const char *flag, const char *path, const hw_train
     return HW_OK;
 }
 
-// The checkpoint can be written: its folder exists and takes a new file (as hw_ckpt_save's
-// temporary file), and the path is a regular file or nothing yet.
-static int check_writable(const char *path) {
-    struct stat st;
-    if (stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) return hw_fail("--save %s is a folder; give a file name", path);
-        if (!S_ISREG(st.st_mode)) return hw_fail("--save %s exists and is not a regular file", path);
-    } else if (errno != ENOENT) {
-        return hw_fail_errno(errno, "--save: cannot use '%s'", path);
-    }
-    char folder[PATH_MAX], probe[PATH_MAX + 64];
-    folder_of(path, folder, sizeof folder);
-    if (stat(folder, &st) != 0) return hw_fail_errno(errno, "--save %s: its folder %s", path, folder);
-    if (!S_ISDIR(st.st_mode)) return hw_fail("--save %s: %s is not a folder", path, folder);
-    snprintf(probe, sizeof probe, "%s/.hogwild-probe.%ld", folder, (long)getpid());
-    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return hw_fail_errno(errno, "--save %s: cannot write in the folder %s", path, folder);
-    close(fd);
-    unlink(probe);
-    return HW_OK;
-}
-
 int hw_run_check_outputs(const hw_train_config *config) {
     const char *save = config->save_path, *metrics = config->metrics_path;
+    // A save of this checkpoint killed half-way (SIGKILL) left its "<save>.tmp.<pid>": gone now.
+    if (save) hw_shm_temp_sweep(save, stderr);
     if (save) {
-        if (check_not_an_input("--save", save, config) != HW_OK || check_writable(save) != HW_OK) return HW_ERR;
-        if (metrics && (strcmp(save, metrics) == 0 || same_file(save, metrics))) {
+        if (check_not_an_input("--save", save, config) != HW_OK || hw_output_check("--save", save, 1) != HW_OK) {
+            return HW_ERR;
+        }
+        if (metrics && (strcmp(save, metrics) == 0 || hw_same_file(save, metrics))) {
             return hw_fail("--save and --metrics are the same file (%s); give each its own", save);
         }
         struct stat st;
-        int resumed_from_it = config->resume_path && same_file(save, config->resume_path);
+        int resumed_from_it = config->resume_path && hw_same_file(save, config->resume_path);
         if (stat(save, &st) == 0 && !resumed_from_it && !config->overwrite) {
             return hw_fail("--save %s already exists and this run did not --resume from it; give --overwrite to "
                            "replace it, or another path",
@@ -115,8 +90,10 @@ int hw_run_check_outputs(const hw_train_config *config) {
         }
     }
     if (metrics) {
-        if (check_not_an_input("--metrics", metrics, config) != HW_OK) return HW_ERR;
-        if (same_file(metrics, config->resume_path)) {
+        if (check_not_an_input("--metrics", metrics, config) != HW_OK || hw_output_check("--metrics", metrics, 0) != HW_OK) {
+            return HW_ERR;
+        }
+        if (hw_same_file(metrics, config->resume_path)) {
             return hw_fail("--metrics %s is the checkpoint given to --resume: it would be destroyed", metrics);
         }
     }

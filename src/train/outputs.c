@@ -3,6 +3,7 @@
 #include "hw/train.h"
 
 #include "hw/ckpt.h"
+#include "hw/comm.h"
 #include "hw/err.h"
 
 #include <math.h>
@@ -36,13 +37,16 @@ int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, 
     return HW_OK;
 }
 
+void hw_train_outputs_commit(hw_train_outputs *log) { hw_metrics_commit(&log->metrics); }
+
 void hw_train_outputs_snapshot(hw_train_outputs *log, const float *weights) {
     memcpy(log->snapshot, weights, sizeof(float) * log->in->model.n_weights);
     log->snapshot_time = hw_now();
 }
 
 int hw_train_outputs_first_point(hw_train_outputs *log, const float *weights, int first_epoch) {
-    if (!log->config->metrics_path) return HW_OK;
+    // Ranks that evaluate together all take this point when rank 0 writes metrics.
+    if (!log->config->metrics_path && !(log->distributed && log->config->job_metrics)) return HW_OK;
     hw_train_outputs_snapshot(log, weights);
     log->snapshot_time = log->started;  // the row's wall time: 0
     return hw_train_outputs_evaluate(log, first_epoch, 0, 0, 0);
@@ -55,13 +59,28 @@ int hw_weights_finite(const float *weights, size_t n) {
     return 1;
 }
 
+// What to try after a divergence. A momentum of 1 or more diverges at any --lr: the momentum
+// buffer sums every gradient with a weight that never decays (buf = momentum * buf + g), and past 1
+// it grows geometrically; "a lower --lr" alone only delays it.
+static void divergence_hint(const hw_train_config *config, char *text, size_t cap) {
+    if (config->momentum >= 1) {
+        snprintf(text, cap, "Use a --momentum below 1 (this run's: %g; at 1 or more SGD's momentum grows without "
+                            "bound at any --lr), e.g. 0.9",
+                 (double)config->momentum);
+    } else {
+        snprintf(text, cap, "Try a lower --lr (this run's: %g)", (double)config->lr);
+    }
+}
+
 int hw_train_outputs_save(hw_train_outputs *log, const float *weights, int epochs_done, int64_t samples) {
     if (!log->config->save_path) return HW_OK;
     // Never a checkpoint of diverged weights: the file keeps the last good one.
     if (!hw_weights_finite(weights, log->in->model.n_weights)) {
+        char hint[160];
+        divergence_hint(log->config, hint, sizeof hint);
         return hw_fail("training diverged: the weights after %lld samples seen are not finite (NaN or inf); not "
-                       "saved, %s is left as it was. Try a lower --lr (this run's: %g)",
-                       (long long)(log->samples_base + samples), log->config->save_path, (double)log->config->lr);
+                       "saved, %s is left as it was. %s",
+                       (long long)(log->samples_base + samples), log->config->save_path, hint);
     }
     hw_ckpt_meta meta = {.epoch = epochs_done, .samples_seen = log->samples_base + samples, .seed = log->config->seed};
     if (hw_ckpt_save(log->config->save_path, &log->in->model, weights, &meta) != HW_OK) return HW_ERR;
@@ -83,6 +102,7 @@ void hw_train_outputs_loss(hw_train_outputs *log, double loss) {
 int hw_train_outputs_diverged(hw_train_outputs *log, const char *who, const char *what, int epoch, int epochs_done,
                           int64_t samples, double loss) {
     const hw_train_config *config = log->config;
+    hw_train_outputs_commit(log);  // a divergence is a result of training: its row is written
     double wall = hw_now() - log->started;
     // The row that marks the run as diverged (README, "Metrics"): nothing was evaluated.
     log->metrics.skipped_eval_points = log->skipped_points;
@@ -94,12 +114,11 @@ int hw_train_outputs_diverged(hw_train_outputs *log, const char *who, const char
     if (isfinite(log->last_finite_loss)) {
         snprintf(last, sizeof last, "the last training loss before it was %.6g", log->last_finite_loss);
     }
-    char kept[1100] = "";
+    char kept[1100] = "", hint[160];
     if (config->save_path) snprintf(kept, sizeof kept, "; nothing was saved to %s", config->save_path);
-    return hw_fail("%s: training diverged in epoch %d/%d after %lld samples seen: %s; %s. Try a lower --lr "
-                   "(this run's: %g)%s%s",
-                   who, epoch, config->epochs, (long long)(log->samples_base + samples), what, last,
-                   (double)config->lr, kept, metrics_error);
+    divergence_hint(config, hint, sizeof hint);
+    return hw_fail("%s: training diverged in epoch %d/%d after %lld samples seen: %s; %s. %s%s%s", who, epoch,
+                   config->epochs, (long long)(log->samples_base + samples), what, last, hint, kept, metrics_error);
 }
 
 void hw_train_outputs_pass_points(hw_train_outputs *log, int64_t *next_eval, int64_t samples, int epoch_end) {
@@ -109,11 +128,47 @@ void hw_train_outputs_pass_points(hw_train_outputs *log, int64_t *next_eval, int
     for (; *next_eval <= samples; *next_eval += every) log->skipped_points += !epoch_end || *next_eval < samples;
 }
 
+// The snapshot's test loss and accuracy: the whole test set here, or (log->distributed) this
+// rank's share of it, summed over the ranks with the others' (a collective every rank makes, the
+// same number of times, whatever its share; a stop signal on any rank ends the evaluation on all).
+static int evaluate_snapshot(hw_train_outputs *log, hw_eval_result *out) {
+    const hw_train_config *config = log->config;
+    const hw_dataset *test = &log->in->test;
+    if (!log->distributed) {
+        *out = hw_evaluate(&log->eval_model, &log->eval_ws, test, log->in->norm, config->test_batch_size);
+        return HW_OK;
+    }
+    const hw_world *world = &config->world;
+    int64_t begin = test->n * world->rank / world->size, end = test->n * (world->rank + 1) / world->size;
+    size_t sample_bytes = (size_t)test->channels * (size_t)test->height * (size_t)test->width;
+    hw_dataset share = *test;
+    share.images = test->images + (size_t)begin * sample_bytes;
+    share.labels = test->labels + begin;
+    share.n = end - begin;
+    hw_eval_result mine = {0};
+    double started = hw_now();
+    if (share.n > 0) mine = hw_evaluate(&log->eval_model, &log->eval_ws, &share, log->in->norm, config->test_batch_size);
+    // The others' shares are as large as this one: waiting for them longer than this one took,
+    // plus --sync-timeout, means a rank is stuck or gone.
+    double took = hw_now() - started;
+    float sums[3] = {(float)mine.loss_sum, (float)mine.correct, (float)mine.interrupted};
+    char what[128];
+    snprintf(what, sizeof what, "the evaluation split over the ranks (this rank's share took %.1f s)", took);
+    if (hw_comm_sum_polled(sums, 3, took + config->sync_timeout, what) != HW_OK) return HW_ERR;
+    memset(out, 0, sizeof *out);
+    out->interrupted = sums[2] > 0;
+    out->loss_sum = sums[0];
+    out->correct = (int64_t)sums[1];
+    out->loss = test->n > 0 ? (double)sums[0] / (double)test->n : 0;
+    out->accuracy = test->n > 0 ? 100.0 * (double)sums[1] / (double)test->n : 0;
+    return HW_OK;
+}
+
 int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t samples, double loss_sum, int epoch_end) {
     const hw_train_config *config = log->config;
     int64_t new_samples = samples - log->last_samples;
     double train_loss = new_samples > 0 ? (loss_sum - log->last_loss_sum) / (double)new_samples : NAN;
-    if (config->world.rank != 0) {
+    if (config->world.rank != 0 && !log->distributed) {
         // Rank 0 evaluates, writes the metrics and saves for the whole job: the weights are the same.
         log->last_samples = samples;
         log->last_loss_sum = loss_sum;
@@ -123,6 +178,7 @@ int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t sa
     // the message: the one that just ended, or the one under way.)
     int epoch = epoch_end ? epochs_done : epochs_done + 1;
     if (!hw_weights_finite(log->snapshot, log->in->model.n_weights)) {
+        if (config->world.rank != 0) return HW_OK;  // the same weights on every rank: rank 0 ends the job
         if (samples == 0) {
             return hw_fail("the weights this run starts from are not finite (NaN or inf)%s%s",
                            config->resume_path ? ": --resume " : "", config->resume_path ? config->resume_path : "");
@@ -130,8 +186,18 @@ int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t sa
         return hw_train_outputs_diverged(log, "the weights", "they are no longer finite numbers (NaN or inf)", epoch,
                                      epochs_done, samples, NAN);
     }
-    log->last_eval = hw_evaluate(&log->eval_model, &log->eval_ws, &log->in->test, log->in->norm,
-                                 config->test_batch_size);
+    hw_eval_result evaluated = {0};
+    if (evaluate_snapshot(log, &evaluated) != HW_OK) return HW_ERR;
+    if (evaluated.interrupted) {
+        log->interrupted = 1;  // the trainer stops and saves the current weights
+        return HW_OK;
+    }
+    log->last_eval = evaluated;
+    if (config->world.rank != 0) {  // a share of an evaluation split over the ranks: rank 0 reports
+        log->last_samples = samples;
+        log->last_loss_sum = loss_sum;
+        return HW_OK;
+    }
     if (hw_loss_diverged(log->last_eval.loss) || (new_samples > 0 && hw_loss_diverged(train_loss))) {
         int test_bad = hw_loss_diverged(log->last_eval.loss);
         double bad = test_bad ? log->last_eval.loss : train_loss;

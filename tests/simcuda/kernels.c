@@ -20,6 +20,13 @@ static hw_sim_span writes(const void *p, int64_t n) { return (hw_sim_span){p, p 
 static hw_sim_span reads_bytes(const void *p, int64_t n) { return (hw_sim_span){p, p ? (size_t)n : 0, 0}; }
 static hw_sim_span writes_bytes(const void *p, int64_t n) { return (hw_sim_span){p, p ? (size_t)n : 0, 1}; }
 
+// Kernels and GEMMs queued, as kernels.cu counts them (hw_cuda_launches).
+static long launches;
+
+void launch_counted(void) { __atomic_fetch_add(&launches, 1, __ATOMIC_RELAXED); }
+
+long hw_cuda_launches(void) { return __atomic_load_n(&launches, __ATOMIC_RELAXED); }
+
 // The launch's check, reported as kernels.cu reports a launch that does not go in.
 static int launch_check(const char *kernel, hw_cuda_stream stream, const hw_sim_span *spans, int n) {
     launch_counted();

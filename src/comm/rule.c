@@ -1,0 +1,99 @@
+// rule: THE rule that couples Hogwild copies of the weights (include/hw/comm.h): what one round's
+// sum of the copies' changes does to the weights they agreed on and to each copy's live weights.
+// Plain arithmetic, no MPI: the ranks' rounds (couple.c) apply it, and the tests run it on copies
+// of their own. The measurements behind it: bench/RESULTS.md, "Hogwild across nodes" (issue 22).
+//
+// A round: every copy sends its change since the agreed weights, sent = live - agreed; the sum
+// over the R copies lands on every copy, which takes one step of the agreed weights, the same on
+// every copy (agreed += step), and moves its live weights by the step less its own change, which
+// they already hold (live += step - sent).
+//
+// The rule kept, block momentum with Nesterov's look-ahead (BMUF, Chen and Huo, ICASSP 2016;
+// the outer step of SlowMo, Wang et al., ICLR 2020, is the same family), on the copies' mean
+// change g = sum / R and a momentum of the rounds v, zero at the start:
+//
+//     v' = beta v + g        step = (1 + beta) v' - beta v        beta = 1 - 1/R
+//
+// (the copies train on from the look-ahead point W + beta v of the rounds' weights W). Why:
+//
+// - The sum (step = sum, the rule until issue 22, kept as --sync-rule sum) counts every sample's
+//   step once, as one node with all R x N workers would, but only along directions where the
+//   copies' changes add up. Along a steep direction of the loss each copy corrects the same
+//   error of the agreed weights on its own within a round, and the sum corrects it R times:
+//   the agreed weights overshoot by R - 1 times the error. With 2 copies the error comes back
+//   mirrored every round and never decays (3-epoch MLP on 2 ranks: every epoch end, where the
+//   live weights become the agreed ones, lost 1 to 12 points; finals 82.4 to 94.5% against one
+//   node's 95.1%); with 4 it grows 3 times a round (21.4 to 93.9%).
+// - The mean (model averaging, local SGD; elastic averaging, EASGD, pulls each copy towards it)
+//   corrects a common error once, but moves the weights by one copy's change a round where the
+//   changes add up: R times less progress per sample than one node (4 ranks: 91.9% for 95.1%).
+// - Momentum over the rounds tells the two apart by their history: changes that keep their sign
+//   round after round build the step up to R times the mean, the sum's (the gain 1/(1 - beta)
+//   is R), while corrections of one error alternate in sign and cancel. Nesterov's look-ahead
+//   rather than plain (heavy-ball) momentum: a round lands while the next is in flight, so a
+//   copy's reaction to it reaches the others a round late, and plain momentum with beta = 0.75
+//   (4 copies) then oscillates: in a model of the rounds (each copy a stream of SGD steps on a
+//   noisy quadratic, its sends a round late) it grew without bound where the look-ahead stayed
+//   within 2.8 times one node's noise (1.5 on 2 copies), and the MLP on 4 ranks ended at 88.9
+//   and 91.7% against 93.2 to 93.5%. When the copies react at once, the look-ahead settles a
+//   steep direction in two rounds. beta = 1 - 1/R and the unit step of the mean are BMUF's
+//   recommendation: in the model, a larger step of the mean with a smaller beta (the same gain)
+//   grew without bound on 4 copies, and a smaller step with a larger beta trails further.
+// - Spreading the others' change over the next interval instead of adding it at once (tried,
+//   not kept) keeps the sum's overshoot: the 3-epoch MLP on 2 ranks ended 0.1 to 1.2 points below
+//   one node, with the same drops at epoch ends, smaller.
+//
+// Its cost: a copy gets the others' progress over a few rounds instead of at once; against the
+// sum, the agreed weights trail by (R - 1)^2 / R rounds of all the copies' changes, which
+// frequent rounds (--sync-every, 20 ms by default) keep to tens of milliseconds. With it, LeNet
+// and the MLP on 2 and 4 ranks of one machine ended every run within 0.8 points of one node with
+// the same workers (5 runs each), and the MLP across 2 hosts within 0.6 in 19 runs of 20 (1.15
+// in one over 100 Mbit/s, with the fewest rounds).
+#include "hw/comm.h"
+
+#include "hw/err.h"
+
+#include <string.h>
+
+static const char *const rule_names[] = {[HW_COUPLE_MOMENTUM] = "momentum", [HW_COUPLE_SUM] = "sum"};
+
+const char *hw_couple_rule_name(hw_couple_rule rule) {
+    return (unsigned)rule < sizeof rule_names / sizeof rule_names[0] ? rule_names[rule] : "?";
+}
+
+int hw_couple_rule_parse(const char *name, hw_couple_rule *rule) {
+    for (unsigned i = 0; i < sizeof rule_names / sizeof rule_names[0]; i++) {
+        if (strcmp(name, rule_names[i]) == 0) {
+            *rule = (hw_couple_rule)i;
+            return HW_OK;
+        }
+    }
+    return hw_fail("expects momentum (the default) or sum, got '%s'", name);
+}
+
+// live[i] += delta, a plain read-modify-write (the workers write live too); with --measure, what it
+// read and wrote goes into applied[i] as a measured worker step's does (src/train/measure.c).
+static inline void live_add(float *live, double *applied, size_t i, float delta) {
+    float read = live[i], written = read + delta;
+    live[i] = written;
+    if (applied) applied[i] += (double)written - (double)read;
+}
+
+void hw_couple_rule_apply(hw_couple_rule rule, int copies, float *velocity, const float *sum, const float *sent,
+                          float *agreed, float *live, double *applied, size_t n) {
+    if (rule == HW_COUPLE_SUM) {
+        for (size_t i = 0; i < n; i++) {
+            agreed[i] += sum[i];
+            live_add(live, applied, i, sum[i] - sent[i]);
+        }
+        return;
+    }
+    const float beta = 1.0f - 1.0f / (float)copies, mean = 1.0f / (float)copies;
+    for (size_t i = 0; i < n; i++) {
+        float v = beta * velocity[i] + mean * sum[i];
+        float step = (1.0f + beta) * v - beta * velocity[i];
+        velocity[i] = v;
+        agreed[i] += step;
+        live_add(live, applied, i, step - sent[i]);
+    }
+}

@@ -1,0 +1,132 @@
+// ranks_agree: the settings every rank of an mpirun job must share, checked at start-up
+// (hw_run_check_ranks; the gathering and the message are hw_comm_settings_agree's).
+//
+// The ranks train one model: they split the world's data by --workers (or --replicas) and rank,
+// take the same steps (DataParallel) or add each other's changes (Hogwild), and meet at the same
+// epoch ends and evaluation points. A rank started with another value of any of these trained
+// something else under a header that described rank 0, or waited for a round that never came. The
+// dataset and the model are compared by content (a hash), not by path: the hosts of a job may keep
+// them in other places.
+#include "hw/train.h"
+
+#include "hw/comm.h"
+
+#include <stdio.h>
+#include <string.h>
+
+// A 64-bit hash of n bytes, 8 at a time, continuing from h.
+static uint64_t hash_bytes(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = data;
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        h = (h ^ word) * 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    for (; n > 0; n--, p++) h = (h ^ *p) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t hash_dataset(uint64_t h, const hw_dataset *ds) {
+    int64_t sizes[5] = {ds->n, ds->channels, ds->height, ds->width, ds->n_classes};
+    h = hash_bytes(h, sizes, sizeof sizes);
+    size_t pixels = (size_t)ds->n * (size_t)ds->channels * (size_t)ds->height * (size_t)ds->width;
+    h = hash_bytes(h, ds->images, pixels);
+    return hash_bytes(h, ds->labels, (size_t)ds->n);
+}
+
+// The network as it trains: its input, and each layer's kind, name, numbers and frozen flag (not
+// the model file's comments or spacing).
+static uint64_t hash_model(const hw_model *model) {
+    uint64_t h = hash_bytes(14695981039346656037ull, model->input.dims, sizeof(int64_t) * (size_t)model->input.ndim);
+    for (int l = 0; l < model->n_layers; l++) {
+        const hw_layer *layer = &model->layers[l];
+        h = hash_bytes(h, layer->type->name, strlen(layer->type->name));
+        h = hash_bytes(h, layer->name, strlen(layer->name));
+        h = hash_bytes(h, layer->args, sizeof layer->args);
+    }
+    for (int p = 0; p < model->n_params; p++) h = hash_bytes(h, &model->params[p].frozen, sizeof(int));
+    return h;
+}
+
+static void add(hw_comm_setting *list, int *n, const char *flag, const char *key, const char *shown) {
+    hw_comm_setting *s = &list[(*n)++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->flag, sizeof s->flag, "%s", flag);
+    snprintf(s->key, sizeof s->key, "%s", key);
+    snprintf(s->shown, sizeof s->shown, "%s", shown ? shown : key);
+}
+
+// Compared to 9 digits (every float bit), shown as given (0.01, not 0.00999999978).
+static void add_number(hw_comm_setting *list, int *n, const char *flag, double value) {
+    char key[HW_SETTING_KEY_CAP], shown[HW_SETTING_KEY_CAP];
+    snprintf(key, sizeof key, "%.9g", value);
+    snprintf(shown, sizeof shown, "%.7g", value);
+    add(list, n, flag, key, shown);
+}
+
+// A path in a message, cut from the left when long: its end says more.
+static void shown_path(char *out, size_t cap, const char *path, const char *suffix) {
+    size_t suffix_len = strlen(suffix), len = strlen(path);
+    size_t room = cap > suffix_len + 4 ? cap - suffix_len - 4 : 0;  // for "..." and the end
+    const char *from = len > room ? path + len - room : path;
+    size_t used = 0;
+    if (from != path) {
+        memcpy(out, "...", 3);
+        used = 3;
+    }
+    memcpy(out + used, from, strlen(from));
+    used += strlen(from);
+    memcpy(out + used, suffix, suffix_len + 1);  // used + suffix_len < cap by the room kept
+}
+
+enum { MAX_SETTINGS = 24 };
+
+int hw_run_check_ranks(const hw_train_config *config, const hw_train_inputs *in, int first_epoch,
+                       int64_t samples_before) {
+    hw_comm_setting list[MAX_SETTINGS];
+    int n = 0;
+    char key[HW_SETTING_KEY_CAP], suffix[64], shown[HW_SETTING_SHOWN_CAP];
+    int hogwild = config->mode == HW_MODE_HOGWILD;
+    add(list, &n, "--mode", hogwild ? "hogwild" : "dataparallel", NULL);  // first: it names the others
+    add_number(list, &n, hogwild ? "--workers" : "--replicas", hogwild ? config->workers : config->replicas);
+    add(list, &n, "--device", config->device.type == HW_DEVICE_CUDA ? "cuda" : "cpu", NULL);
+
+    uint64_t data = hash_dataset(hash_dataset(14695981039346656037ull, &in->train), &in->test);
+    snprintf(key, sizeof key, "%016llx", (unsigned long long)data);
+    snprintf(suffix, sizeof suffix, " (%lld train samples, content %08llx)", (long long)in->train.n,
+             (unsigned long long)(data >> 32));
+    shown_path(shown, sizeof shown, config->data_dir, suffix);
+    add(list, &n, "--data", key, shown);
+
+    uint64_t model = hash_model(&in->model);
+    snprintf(key, sizeof key, "%016llx", (unsigned long long)model);
+    snprintf(suffix, sizeof suffix, " (layers %08llx)", (unsigned long long)(model >> 32));
+    shown_path(shown, sizeof shown, config->model_path, suffix);
+    add(list, &n, "--model or --freeze", key, shown);
+
+    add_number(list, &n, "--epochs", config->epochs);
+    add_number(list, &n, "--batch-size", config->batch_size);
+    add_number(list, &n, "--lr", config->lr);
+    add_number(list, &n, "--momentum", config->momentum);
+    add_number(list, &n, "--weight-decay", config->weight_decay);
+    add_number(list, &n, "--nesterov", config->nesterov);
+    add_number(list, &n, "--seed", (double)config->seed);
+    snprintf(key, sizeof key, "%.9g,%.9g", (double)in->norm.mean, (double)in->norm.std);
+    add(list, &n, "--normalize", key, NULL);
+    add_number(list, &n, "--eval-every", (double)config->eval_every);
+    if (config->sync_every_samples > 0) snprintf(key, sizeof key, "%lld", (long long)config->sync_every_samples);
+    else snprintf(key, sizeof key, "%gms", config->sync_every_ms);
+    add(list, &n, "--sync-every", key, NULL);
+    add(list, &n, "--sync-rule", hw_couple_rule_name(config->sync_rule), NULL);
+    add_number(list, &n, "--sync-timeout", config->sync_timeout);
+    if (config->resume_path) {
+        snprintf(key, sizeof key, "epoch %d, %lld samples", first_epoch, (long long)samples_before);
+    } else {
+        snprintf(key, sizeof key, "none");
+    }
+    add(list, &n, "--resume", key, NULL);
+    // DataParallel's ranks evaluate together, also the first point that only --metrics asks for.
+    add(list, &n, "--metrics", config->job_metrics ? "given" : "not given", NULL);
+    return hw_comm_settings_agree(list, n);
+}
