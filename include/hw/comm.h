@@ -104,6 +104,11 @@ const char *hw_couple_rule_name(hw_couple_rule rule);
 // "momentum" or "sum"; anything else is an error naming it.
 int hw_couple_rule_parse(const char *name, hw_couple_rule *rule);
 
+// What the ranks exchange, as one number that changes whenever it does (1: float rounds; 2: the
+// rounds in bfloat16): the ranks of a job check they agree on it at start-up, so that hosts with
+// different builds of hogwild end with an error naming it instead of summing each other's bytes.
+enum { HW_COMM_PROTOCOL = 2 };
+
 // The wire (rule.c): a round's changes travel as bfloat16, half the bytes of float, so that a
 // slow link carries twice the rounds. hw_couple_pack rounds this copy's change live - agreed to
 // bfloat16 (`wire`) and writes in `sent` the value that went (what the rule then subtracts from
