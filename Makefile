@@ -169,6 +169,13 @@ $(BUILD)/%.o: src/%.c $(SRC_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# The CPU kernels of src/nn/ (kernels.h): the same source compiled once per instruction set, and
+# chosen at run time by what the CPU reports (HOGWILD_CPU_PATH forces one). Only these files get
+# these flags; the rest of the binary keeps $(ARCH), never AVX-512.
+$(BUILD)/nn/kernels_baseline.o: CFLAGS += -march=x86-64 -mtune=generic
+$(BUILD)/nn/kernels_avx2.o: CFLAGS += -march=x86-64 -mtune=generic -mavx2 -mfma
+$(BUILD)/nn/kernels_avx512.o: CFLAGS += -march=x86-64 -mtune=generic -mavx2 -mfma -mavx512f -mavx512vl -mavx512bw -mavx512dq
+
 $(BUILD)/%.cu.o: src/%.cu $(wildcard include/hw/*.h) $(wildcard src/cuda/*.cuh) $(wildcard src/cuda/*.h) $(wildcard tests/simcuda/*.h)
 	@mkdir -p $(dir $@)
 	$(CU_CC) -c $< -o $@

@@ -1,19 +1,39 @@
 // compute_floor: how far training is from this machine's compute floor.
 //
-// Prints the single-core FLOP rate of the CPU BLAS (a 1024^3 sgemm, best of several), and for
+// Prints the single-core FLOP rate of the CPU BLAS (a 1024^3 sgemm, best of several, in this
+// thread's CPU time as build/bench_nn_step times the step), and for
 // each model its floating-point operations per training sample: forward (from the layer table)
 // plus backward, which is twice the forward of every layer (weight and input gradients) except
 // the first, whose input gradient is never computed. The floor is flops / rate: the time one
 // sample would take if every operation ran at GEMM peak. Build and run from the repository root:
 //
 //   make build/bench_compute_floor && build/bench_compute_floor models/lenet.model models/mlp.model
+//
+// Beside each floor, the ceiling for two workers: the model's training step (forward, backward and
+// the SGD update, batch 64, on private weights, no data loading) on one core alone, then as two
+// independent processes at once, each on its own weights. Two cores together run it slower than
+// twice one core (shared caches and memory, clocks): what the pair reaches is the most two Hogwild
+// workers could, with nothing shared between them. Wall-clock rates, the best of 3 one-second runs.
 #include "hw/blas.h"
 #include "hw/err.h"
 #include "hw/nn.h"
 #include "hw/train.h"  // hw_now
 
+#include "hw/optim.h"
+
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+// CPU time of this thread, as build/bench_nn_step times the step it is compared with: on a shared
+// machine a GEMM that waited for the core does not count.
+static double cpu_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 // GFLOP/s of C[m x n] = op(A) op(B) over k, best of `reps` timings of `calls` calls each.
 static double sgemm_gflops(hw_blas_trans ta, hw_blas_trans tb, int m, int n, int k, int calls, int reps) {
@@ -23,17 +43,83 @@ static double sgemm_gflops(hw_blas_trans ta, hw_blas_trans tb, int m, int n, int
     for (long i = 0; i < (long)k * n; i++) b[i] = (float)(i % 5) * 0.1f;
     double best = 0;
     for (int rep = 0; rep < reps; rep++) {
-        double t0 = hw_now();
+        double t0 = cpu_now();
         for (int call = 0; call < calls; call++) {
             hw_sgemm(ta, tb, m, n, k, 1.0f, a, ta ? m : k, b, tb ? k : n, 0.0f, c, n);
         }
-        double rate = 2.0 * m * n * k * calls / (hw_now() - t0) / 1e9;
+        double rate = 2.0 * m * n * k * calls / (cpu_now() - t0) / 1e9;
         if (rate > best) best = rate;
     }
     free(a);
     free(b);
     free(c);
     return best;
+}
+
+// Training steps of `model` (batch 64, private weights) for `seconds` of wall time; samples/s.
+static double step_rate(const char *path, double seconds) {
+    hw_model model;
+    hw_workspace ws;
+    hw_sgd opt;
+    const int batch = 64;
+    if (hw_model_load(&model, path) != HW_OK || hw_model_alloc_weights(&model) != HW_OK ||
+        hw_workspace_alloc(&ws, &model, batch, 1) != HW_OK ||
+        hw_sgd_init(&opt, model.n_weights, 0.01f, 0.5f, 0.0f, 0) != HW_OK) {
+        fprintf(stderr, "%s\n", hw_error());
+        exit(1);
+    }
+    hw_model_init_weights(&model, 1);
+    size_t in = (size_t)hw_shape_numel(model.input) * batch;
+    float *x = malloc(sizeof(float) * in);
+    uint8_t *y = malloc(batch);
+    hw_rng rng;
+    hw_rng_seed(&rng, 7, 0);
+    for (size_t i = 0; i < in; i++) x[i] = hw_rng_normal(&rng);
+    for (int b = 0; b < batch; b++) y[b] = (uint8_t)hw_rng_below(&rng, (uint32_t)model.n_classes);
+    double best = 0;
+    for (int rep = -1; rep < 3; rep++) {  // rep -1 warms up
+        long steps = 0;
+        double t0 = hw_now(), t;
+        do {
+            hw_cpu_forward(&model, &ws, x, y, batch, 1);
+            hw_cpu_backward(&model, &ws, y, batch);
+            hw_sgd_step(&opt, &model, model.weights, ws.grads);
+            steps++;
+        } while ((t = hw_now() - t0) < (rep < 0 ? 0.2 : seconds));
+        if (rep >= 0 && steps * batch / t > best) best = steps * batch / t;
+    }
+    free(x);
+    free(y);
+    hw_sgd_free(&opt);
+    hw_workspace_free(&ws);
+    hw_model_free(&model);
+    return best;
+}
+
+// The step on one core, then in two processes at once.
+static void two_worker_ceiling(const char *path) {
+    double alone = step_rate(path, 1.0);
+    int fds[2];
+    pid_t pids[2];
+    if (pipe(fds) != 0) return;
+    for (int i = 0; i < 2; i++) {
+        if ((pids[i] = fork()) == 0) {
+            double rate = step_rate(path, 1.0);
+            ssize_t wrote = write(fds[1], &rate, sizeof rate);
+            _exit(wrote == (ssize_t)sizeof rate ? 0 : 1);
+        }
+    }
+    close(fds[1]);
+    double rates[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        if (read(fds[0], &rates[i], sizeof rates[i]) != (ssize_t)sizeof rates[i]) rates[i] = 0;
+    }
+    close(fds[0]);
+    for (int i = 0; i < 2; i++) waitpid(pids[i], NULL, 0);
+    double both = rates[0] + rates[1];
+    printf("%s: training step (forward, backward, SGD update) on one core %.0f samples/s; two at once, each on "
+           "its own weights: %.0f + %.0f = %.0f samples/s (%.2fx one core): the ceiling for 2 workers\n",
+           path, alone, rates[0], rates[1], both, both / alone);
 }
 
 int main(int argc, char **argv) {
@@ -73,7 +159,9 @@ int main(int argc, char **argv) {
         double train = 3 * forward - first_flops;
         printf("%s: forward %.3f MFLOP/sample, training ~%.3f MFLOP/sample, floor %.0f samples/s per core\n", argv[i],
                forward / 1e6, train / 1e6, peak * 1e9 / train);
+        fflush(stdout);
         hw_model_free(&model);
+        two_worker_ceiling(argv[i]);
     }
     return 0;
 }

@@ -2,20 +2,25 @@
 # Training speed and accuracy of hogwild against its peer, PyTorch's mnist_hogwild example run
 # the same way (bench/peer_torch_hogwild.py), on this machine, side by side.
 #
-#   bench/hogwild_vs_torch.sh [RUNS] [DATA_DIR]        (defaults: 5 runs, data/mnist)
+#   bench/hogwild_vs_torch.sh [RUNS] [DATA_DIR] [PYTHON]  (defaults: 5 runs, data/mnist, /usr/bin/python3)
 #
 # For each model (lenet, mlp) and worker count (1, 2, 4) it runs both RUNS times, one epoch,
 # default settings, each hogwild run right before a peer run, and prints a markdown table of the
 # medians: training samples/s (first fork to last join, data already in memory), test accuracy,
 # and the speed ratio. The ratio is the median of the RUNS paired ratios (each hogwild run over
 # the peer run beside it), which keeps a slow spell of a shared machine from landing on one side
-# only; the range of the paired ratios follows it. The peer needs Debian's python3-torch; without
-# it the peer columns say "skipped".
+# only; the range of the paired ratios follows it.
+#
+# PYTHON is the Python whose torch is the peer: Debian's python3-torch by default (torch 1.13 on
+# OpenBLAS), or the PyPI torch 2.x of bench/.venv-torch (README, "Benchmarks"):
+#   bench/hogwild_vs_torch.sh 5 data/mnist bench/.venv-torch/bin/python
+# The line "peer:" names its torch, the BLAS it was built with and whether oneDNN ran LeNet's
+# convolutions. Without torch the peer columns say "skipped".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-5}"
 DATA="${2:-data/mnist}"
-PY=/usr/bin/python3
+PY="${3:-${PEER_PYTHON:-/usr/bin/python3}}"
 WORKER_COUNTS="${WORKER_COUNTS:-1 2 4}"
 
 [ -x ./hogwild ] || { echo "build first: make" >&2; exit 1; }
@@ -38,7 +43,11 @@ peer_run() {  # model workers -> "rate accuracy"
 }
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p') x $(nproc) cores, $(uname -sr)"
-echo "command: bench/hogwild_vs_torch.sh $RUNS $DATA   ($RUNS runs each, medians)"
+echo "hogwild: $(./hogwild --version | sed -n 's/^BLAS: //p'); CPU kernels $(./hogwild --version | sed -n 's/^CPU kernels: //p')"
+if [ $have_torch -eq 1 ]; then
+    echo "peer: $($PY bench/peer_torch_hogwild.py --describe 2>/dev/null)"
+fi
+echo "command: bench/hogwild_vs_torch.sh $RUNS $DATA $PY   ($RUNS runs each, medians)"
 echo
 echo "| model | workers | hogwild samples/s | hogwild acc % | peer samples/s | peer acc % | speed ratio: median (range) of pairs |"
 echo "|---|---|---|---|---|---|---|"

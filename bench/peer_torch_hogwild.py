@@ -7,10 +7,17 @@ its own shard of the training set each epoch (DistributedSampler semantics), the
 in memory as tensors, timed from the first fork (Process.start) to the last join.
 
     /usr/bin/python3 bench/peer_torch_hogwild.py --model lenet --workers 2 --data data/mnist
+    bench/.venv-torch/bin/python bench/peer_torch_hogwild.py ...   (PyPI's torch 2.x: README, "Benchmarks")
     python3 bench/peer_torch_hogwild.py --device cuda --workers 4     (the example's --cuda)
 
 Prints one line of key=value pairs: train_seconds, samples_per_second, test_accuracy, test_loss.
 Exits 3 with a message when torch is not installed (the benchmark then skips the peer).
+
+    PYTHON bench/peer_torch_hogwild.py --describe
+
+prints which torch the Python runs instead: its version, the BLAS it was built with, whether
+oneDNN is available, and whether oneDNN ran LeNet's convolutions (one forward and backward under
+torch's profiler, one thread, looking for aten::mkldnn_convolution).
 
 On a GPU (--device cuda) it runs as the example does with --cuda: the model on the GPU, shared
 with the workers through torch.multiprocessing (CUDA IPC), which must be started with "spawn";
@@ -89,7 +96,25 @@ def train(rank, args, model, x, y, ready=None, times=None):
         times[2 * rank + 1] = time.time()
 
 
+def describe():
+    config = torch.__config__.show()
+    blas = config.split("BLAS_INFO=")[1].split(",")[0] if "BLAS_INFO=" in config else "?"
+    torch.set_num_threads(1)
+    net, x = Net(), torch.randn(64, 1, 28, 28)
+    with torch.autograd.profiler.profile() as prof:
+        F.nll_loss(net(x), torch.randint(0, 10, (64,))).backward()
+    ops = {e.name for e in prof.function_events}
+    ran = "aten::mkldnn_convolution" in ops
+    conv = sorted(op for op in ops if "conv" in op and op != "aten::conv2d")
+    print(f"torch={torch.__version__} python={sys.executable} blas={blas} "
+          f"onednn_available={torch.backends.mkldnn.is_available()} onednn_ran_lenet_convs={ran} "
+          f"conv_ops={','.join(conv)}")
+
+
 def main():
+    if "--describe" in sys.argv[1:]:
+        describe()
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", choices=["lenet", "mlp"], default="lenet")
     parser.add_argument("--workers", type=int, default=2)

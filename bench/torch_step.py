@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """The PyTorch side of bench/nn_step.c: forward + backward of the same two networks, batch 64,
-one thread, training mode (dropout on), samples/s. Run with Debian's python3, which has torch:
+one thread, training mode (dropout on), samples/s. Run with the Python whose torch to measure:
+Debian's python3-torch (1.13), or PyPI's torch 2.x in bench/.venv-torch (README, "Benchmarks"):
 
     /usr/bin/python3 bench/torch_step.py
+    bench/.venv-torch/bin/python bench/torch_step.py
 """
 import os
 import sys
@@ -13,10 +15,6 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
 from torch_nets import MLP, Net  # noqa: E402  (the PyTorch twins of models/*.model)
-
-
-
-
 
 
 def bench(name, net, batch=64, seconds=1.0):
@@ -37,6 +35,10 @@ def bench(name, net, batch=64, seconds=1.0):
 
 
 if __name__ == "__main__":
+    config = torch.__config__.show()
+    blas = config.split("BLAS_INFO=")[1].split(",")[0] if "BLAS_INFO=" in config else "?"
+    print("torch %s (%s): BLAS %s, oneDNN available %s" % (torch.__version__, sys.executable, blas,
+                                                         torch.backends.mkldnn.is_available()))
     torch.set_num_threads(1)
     torch.manual_seed(1)
     bench("lenet", Net())

@@ -3,6 +3,7 @@
 #include "hw/file.h"
 
 #include "hw/err.h"
+#include "hw/shm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -122,8 +123,18 @@ int hw_output_check(const char *flag, const char *path, int by_rename) {
         return hw_fail("%s %s: the path is too long (its temporary file %s.tmp.%ld would exceed %d bytes)", flag,
                        path, path, (long)getpid(), PATH_MAX - 1);
     }
+    // Noted as the save's own temporary file is (hw_shm_temp_note): a SIGKILL between the create
+    // and the unlink leaves a file that --clean-shm then finds.
+    if (hw_shm_temp_note(probe) != HW_OK) return hw_error_prefix("%s %s", flag, path);
     int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 && errno == EEXIST && unlink(probe) == 0) fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int err = errno;
+    if (fd >= 0) {
+        close(fd);
+        unlink(probe);
+    }
+    hw_shm_temp_forget();
+    errno = err;
     if (fd < 0 && errno == ENAMETOOLONG) {
         const char *name = strrchr(probe, '/') ? strrchr(probe, '/') + 1 : probe;
         return hw_fail("%s %s: the name is too long for the file system (its temporary file's name, %s, is %zu "
@@ -131,7 +142,5 @@ int hw_output_check(const char *flag, const char *path, int by_rename) {
                        flag, path, name, strlen(name), pathconf(folder, _PC_NAME_MAX));
     }
     if (fd < 0) return hw_fail_errno(errno, "%s %s: cannot write in the folder %s", flag, path, folder);
-    close(fd);
-    unlink(probe);
     return HW_OK;
 }

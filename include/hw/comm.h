@@ -108,6 +108,23 @@ const char *hw_couple_rule_name(hw_couple_rule rule);
 // "momentum" or "sum"; anything else is an error naming it.
 int hw_couple_rule_parse(const char *name, hw_couple_rule *rule);
 
+// What the ranks exchange, as one number that changes whenever it does (1: float rounds; 2: the
+// rounds in bfloat16): the ranks of a job check they agree on it at start-up, so that hosts with
+// different builds of hogwild end with an error naming it instead of summing each other's bytes.
+enum { HW_COMM_PROTOCOL = 2 };
+
+// The wire (couple_rule.c): a round's changes travel as bfloat16, half the bytes of float, so that a
+// slow link carries twice the rounds. hw_couple_pack rounds this copy's change live - agreed to
+// bfloat16 (`wire`) and writes in `sent` the value that went (what the rule then subtracts from
+// live): what rounding kept back stays in live - agreed and goes with the next round. The sum over
+// the copies is taken in bfloat16 (hw_couple_wire_add, MPI's reduction) and hw_couple_unpack turns
+// it back into floats.
+void hw_couple_pack(uint16_t *wire, float *sent, const float *live, const float *agreed, size_t n);
+void hw_couple_unpack(float *sum, const uint16_t *wire, size_t n);
+void hw_couple_wire_add(const uint16_t *in, uint16_t *inout, size_t n);  // inout += in, rounded
+uint16_t hw_bf16_from_float(float x);  // to nearest, ties to even; NaN stays NaN
+float hw_bf16_to_float(uint16_t h);
+
 // ---- Hogwild across nodes (mpi/hogwild_coupling.c) ----
 // The rounds of one node: each round sends the node's change since the last agreed weights and
 // the node's counters, and applies the rule to what comes back when it completes.

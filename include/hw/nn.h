@@ -254,6 +254,18 @@ int hw_exec_layer_forward(const hw_backend *backend, const hw_model *model, cons
 int hw_exec_layer_backward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i,
                            int batch, int training, int first);
 
+// ---- the CPU kernels (src/nn/kernels.c) ----
+// The layers' fast kernels exist in one copy per instruction set: "avx512", "avx2" (and FMA),
+// "baseline" (any x86-64 CPU). hw_nn_kernels_select chooses the copy that runs: `name`, or the best
+// this CPU runs for NULL, "" or "auto". It fails, naming what this CPU runs, for an unknown name or
+// one the CPU cannot run. ./hogwild calls it at start with $HOGWILD_CPU_PATH; where nobody calls it,
+// the first layer that needs the kernels does (and exits with the message on failure).
+int hw_nn_kernels_select(const char *name);
+// Whether this CPU (and its OS) can run the named copy.
+int hw_nn_kernels_runnable(const char *name);
+// "avx2 (the CPU's best; this CPU runs avx2, baseline; HOGWILD_CPU_PATH forces one)": for --version.
+const char *hw_nn_kernels_info(void);
+
 // ---- the CPU's workspace (src/nn/workspace.c) ----
 // Everything one worker needs to run `model` on batches of up to max_batch samples, zeroed;
 // `seed` seeds its dropout RNG. The workspace does not depend on the weights (bind at will).

@@ -221,7 +221,8 @@ static double largest_magnitude(const float *w, size_t n) {
 }
 
 static int command_eval_only(hw_train_config *config, int model_given) {
-    if (preflight_stack() != HW_OK || hw_blas_open() != HW_OK) {
+    if (preflight_stack() != HW_OK || hw_blas_open() != HW_OK ||
+        hw_nn_kernels_select(getenv("HOGWILD_CPU_PATH")) != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         return HW_EXIT_FAILURE;
     }
@@ -295,8 +296,8 @@ static int command_train(hw_train_config *config) {
     }
     hw_train_inputs in;
     // The BLAS is loaded first, while this is the only thread and before any fork (hw_blas_open), so
-    // that the memory check counts it.
-    if (hw_blas_open() != HW_OK) {
+    // that the memory check counts it; the CPU kernels are chosen then too (HOGWILD_CPU_PATH).
+    if (hw_blas_open() != HW_OK || hw_nn_kernels_select(getenv("HOGWILD_CPU_PATH")) != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         return HW_EXIT_FAILURE;
     }
@@ -329,7 +330,7 @@ static int command_train(hw_train_config *config) {
                config->mode == HW_MODE_HOGWILD ? config->workers : config->replicas, config->model_path,
                config->data_dir, (long long)in.train.n, (long long)in.test.n, config->epochs, config->batch_size,
                (double)config->lr, (double)config->momentum, in.model.n_weights, hw_sharing_strategy_get());
-        printf("hogwild: BLAS %s\n", hw_blas_info());
+        printf("hogwild: BLAS %s; CPU kernels %s\n", hw_blas_info(), hw_nn_kernels_info());
         fflush(stdout);
     }
     hw_train_result result;
@@ -450,6 +451,11 @@ int main(int argc, char **argv) {
     }
     if (given.stop) {
         printf("hogwild 0.1.0\nBLAS: %s\n", hw_blas_info());
+        if (hw_nn_kernels_select(getenv("HOGWILD_CPU_PATH")) != HW_OK) {
+            fprintf(stderr, "hogwild: %s\n", hw_error());
+            return HW_EXIT_FAILURE;
+        }
+        printf("CPU kernels: %s\n", hw_nn_kernels_info());
         return HW_EXIT_OK;
     }
     int replicas_given = cli_given(&given, "replicas"), workers_given = cli_given(&given, "workers");

@@ -2,6 +2,7 @@
 // dims.maxpool2d = {c, k, stride, in_h, in_w, out_h, out_w}; stride defaults to kernel. Forward keeps, per output,
 // where in the input plane its maximum was (the first one on ties; a NaN wins, as in PyTorch's CPU
 // kernel); backward sends the gradient there.
+#include "kernels.h"
 #include "layer_util.h"
 
 #include "hw/err.h"
@@ -92,6 +93,10 @@ static void pool_plane_2x2(const float *restrict x, float *restrict y, int32_t *
 void maxpool2d_forward(float *out, int32_t *argmax, const float *in, const hw_maxpool2d_dims *d, int batch) {
     int k = d->k, stride = d->stride, out_h = d->out_h, out_w = d->out_w, in_h = d->in_h, in_w = d->in_w;
     int planes = batch * d->c;
+    if (nn_pool2x2_kernel(d)) {  // LeNet's pools: the CPU kernels
+        nn_kernels_in_use()->pool2x2_forward(out, argmax, in, planes, in_h, in_w, out_h, out_w);
+        return;
+    }
     size_t in_plane = (size_t)in_h * in_w, out_plane = (size_t)out_h * out_w;
     for (int p = 0; p < planes; p++) {
         const float *x = in + p * in_plane;
@@ -109,6 +114,17 @@ void maxpool2d_backward(float *din, const float *dout, const int32_t *argmax, co
     int k = d->k, stride = d->stride, out_h = d->out_h, out_w = d->out_w, in_h = d->in_h, in_w = d->in_w;
     int planes = batch * d->c;
     size_t in_plane = (size_t)in_h * in_w, out_plane = (size_t)out_h * out_w;
+    if (nn_pool2x2_kernel(d)) {  // every covered input written, no scatter
+        nn_kernels_in_use()->pool2x2_backward(din, dout, argmax, planes, in_h, in_w, out_h, out_w);
+        for (int p = 0; p < planes; p++) {  // an odd last column or row, which no window covers
+            float *dx = din + p * in_plane;
+            if (in_w > 2 * out_w) {
+                for (int i = 0; i < 2 * out_h; i++) dx[(size_t)i * in_w + in_w - 1] = 0.0f;
+            }
+            if (in_h > 2 * out_h) memset(dx + (size_t)(in_h - 1) * in_w, 0, sizeof(float) * in_w);
+        }
+        return;
+    }
     memset(din, 0, sizeof(float) * planes * in_plane);
     for (int p = 0; p < planes; p++) {
         float *restrict dx = din + p * in_plane;
@@ -129,6 +145,11 @@ static void maxpool2d_example(hw_rng *rng, hw_shape *in_shape, char *line, size_
         k = stride = 2;
         dims[1] = 2 * nn_rand_int(rng, 1, 3);
         dims[2] = 2 * nn_rand_int(rng, 1, 3) + (int)hw_rng_below(rng, 2);  // odd widths leave a column out
+        if (hw_rng_below(rng, 2)) {  // rows of 4 or 8 outputs or more: the CPU kernels (odd sizes leave some out)
+            dims[1] = 2 * nn_rand_int(rng, 1, 2) + (int)hw_rng_below(rng, 2);
+            dims[2] = 2 * nn_rand_int(rng, 8, 13) + (int)hw_rng_below(rng, 2);
+            if (hw_rng_below(rng, 2)) dims[1] = 4 * nn_rand_int(rng, 1, 2) + (int)hw_rng_below(rng, 2), dims[2] = 8;
+        }
     }
     *in_shape = hw_shape_make(3, dims);
     snprintf(line, cap, "maxpool2d %d stride=%d", k, stride);

@@ -1,4 +1,4 @@
-// ranks_agree: the settings every rank of an mpirun job must share, checked at start-up
+// ranks_settings: the settings every rank of an mpirun job must share, checked at start-up
 // (hw_run_check_ranks; the gathering and the message are hw_comm_settings_agree's).
 //
 // The ranks train one model: they split the world's data by --workers (or --replicas) and rank,
@@ -88,7 +88,9 @@ int hw_run_check_ranks(const hw_train_config *config, const hw_train_inputs *in,
     int n = 0;
     char key[HW_SETTING_KEY_CAP], suffix[64], shown[HW_SETTING_SHOWN_CAP];
     int hogwild = config->mode == HW_MODE_HOGWILD;
-    add(list, &n, "--mode", hogwild ? "hogwild" : "dataparallel", NULL);  // first: it names the others
+    snprintf(key, sizeof key, "protocol %d", HW_COMM_PROTOCOL);
+    add(list, &n, "hogwild build", key, NULL);  // first: with another build, nothing else is comparable
+    add(list, &n, "--mode", hogwild ? "hogwild" : "dataparallel", NULL);  // it names the others
     add_number(list, &n, hogwild ? "--workers" : "--replicas", hogwild ? config->workers : config->replicas);
     add(list, &n, "--device", config->device.type == HW_DEVICE_CUDA ? "cuda" : "cpu", NULL);
 

@@ -124,3 +124,81 @@ Test(couple_rule, names_parse_and_an_unknown_one_is_named) {
     cr_expect_eq(hw_couple_rule_parse("mean", &rule), HW_ERR);
     cr_expect(strstr(hw_error(), "'mean'") != NULL, "%s", hw_error());
 }
+
+// ---- the wire: the rounds' changes in bfloat16 (hw_couple_pack, rule.c) ----
+
+Test(couple_rule, bfloat16_rounds_to_nearest_even_and_keeps_nan_and_infinity) {
+    cr_expect_eq(hw_bf16_from_float(1.0f), 0x3f80);
+    cr_expect_eq(hw_bf16_from_float(-2.0f), 0xc000);
+    cr_expect_eq(hw_bf16_from_float(1.0f + 0x1p-8f), 0x3f80, "a tie goes to the even significand (down)");
+    cr_expect_eq(hw_bf16_from_float(1.0f + 0x3p-8f), 0x3f82, "a tie goes to the even significand (up)");
+    cr_expect_eq(hw_bf16_from_float(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81, "above the tie rounds up");
+    cr_expect_eq(hw_bf16_from_float(3.0e38f), 0x7f62);
+    cr_expect_eq(hw_bf16_from_float(3.4e38f), 0x7f80, "past the largest bfloat16: infinity");
+    cr_expect_eq(hw_bf16_from_float(INFINITY), 0x7f80);
+    cr_expect(isnan(hw_bf16_to_float(hw_bf16_from_float(NAN))), "a NaN must stay a NaN, not become infinity");
+    float tiny = hw_bf16_to_float(hw_bf16_from_float(1e-30f));
+    cr_expect(fabsf(tiny - 1e-30f) <= 1e-30f * 0x1p-8f, "1e-30 (a weight's smallest steps) came back as %g", (double)tiny);
+    for (float x = -3.0f; x < 3.0f; x += 0.0137f) {
+        float back = hw_bf16_to_float(hw_bf16_from_float(x));
+        cr_expect_leq(fabsf(back - x), fabsf(x) * 0x1p-8f, "%g came back as %g", (double)x, (double)back);
+    }
+}
+
+// One round as the ranks run it: each copy packs its change, the bfloat16 sum over the copies (in
+// rank order, as a reduction may), unpacked, then the rule on every copy.
+static void world_round_wire(world *w) {
+    uint16_t wire[MAX_COPIES][N] = {{0}}, sum_wire[N];
+    for (int c = 0; c < w->copies; c++) hw_couple_pack(wire[c], w->sent[c], w->live[c], w->agreed[c], N);
+    memcpy(sum_wire, wire[0], sizeof sum_wire);
+    for (int c = 1; c < w->copies; c++) hw_couple_wire_add(wire[c], sum_wire, N);
+    float sum[N];
+    hw_couple_unpack(sum, sum_wire, N);
+    for (int c = 0; c < w->copies; c++) {
+        hw_couple_rule_apply(w->rule, w->copies, w->velocity[c], sum, w->sent[c], w->agreed[c], w->live[c], NULL, N);
+    }
+}
+
+// A change bfloat16 cannot hold goes in pieces over the next rounds: nothing is lost, and the
+// copies stay agreed with each other all along.
+Test(couple_rule, what_bfloat16_keeps_back_goes_with_the_next_rounds) {
+    world w;
+    world_start(&w, HW_COUPLE_SUM, 2, 0.5f);
+    const float change = 0.1234567f;
+    w.live[0][0] += change;
+    float wanted = w.live[0][0];
+    world_round_wire(&w);
+    cr_expect_neq(w.agreed[0][0], wanted, "the first round should carry only bfloat16's part of the change");
+    cr_expect_neq(w.live[0][0], w.agreed[0][0], "the copy that changed keeps the rest");
+    for (int r = 0; r < 4; r++) world_round_wire(&w);
+    for (int c = 0; c < 2; c++) {
+        cr_expect_eq(w.agreed[c][0], wanted, "copy %d: agreed %.9g, the change made %.9g", c, (double)w.agreed[c][0],
+                     (double)wanted);
+        cr_expect_eq(w.live[c][0], wanted, "copy %d: live %.9g", c, (double)w.live[c][0]);
+    }
+}
+
+// Under the default rule with changes every round, the copies' agreed weights stay the same bits,
+// and they follow the float rounds' within bfloat16's rounding.
+Test(couple_rule, the_wire_keeps_the_copies_agreed_and_close_to_float_rounds) {
+    world w, f;
+    world_start(&w, HW_COUPLE_MOMENTUM, 4, 0.25f);
+    world_start(&f, HW_COUPLE_MOMENTUM, 4, 0.25f);
+    for (int r = 0; r < 50; r++) {
+        for (int c = 0; c < 4; c++) {
+            for (int i = 0; i < N; i++) {
+                float step = 0.001f * (float)(c + 1) * (float)(i + 1) * (r % 3 ? 1.0f : -0.5f);
+                w.live[c][i] += step;
+                f.live[c][i] += step;
+            }
+        }
+        world_round_wire(&w);
+        world_round(&f);
+        for (int c = 1; c < 4; c++) cr_assert_eq(memcmp(w.agreed[c], w.agreed[0], sizeof w.agreed[0]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        cr_expect_float_eq(w.agreed[0][i], f.agreed[0][i], 2e-3 * fabsf(f.agreed[0][i] - 0.25f) + 1e-6,
+                           "weight %d: %.7g in bfloat16 rounds, %.7g in float ones", i, (double)w.agreed[0][i],
+                           (double)f.agreed[0][i]);
+    }
+}

@@ -3,6 +3,7 @@
 // forward/backward against values PyTorch computed (tests/torch_reference.h).
 #include "hw/err.h"
 #include "hw/nn.h"
+#include "skip_report.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -43,6 +44,9 @@ static float *floats(size_t n) {
     cr_assert(p);
     return p;
 }
+
+// A uniform integer in [lo, hi].
+static int nn_test_rand(hw_rng *rng, int lo, int hi) { return lo + (int)hw_rng_below(rng, (uint32_t)(hi - lo + 1)); }
 
 static void fill_nan(float *p, size_t n) {
     for (size_t i = 0; i < n; i++) p[i] = NAN;
@@ -444,8 +448,11 @@ Test(nn_layers, maxpool2d_matches_direct_pooling) {
     for (int trial = 0; trial < 40; trial++) {
         int ch = hw_rng_below(&rng, 3) + 1, k = hw_rng_below(&rng, 4) + 1, stride = hw_rng_below(&rng, 3) + 1;
         int batch = hw_rng_below(&rng, 3) + 1;
-        if (trial < 2) k = stride = 2;  // the vectorised 2x2 path, with even and odd sizes
+        if (trial < 6) k = stride = 2;  // the vectorised 2x2 paths, with even and odd sizes
         int h = k + (int)hw_rng_below(&rng, 8), w = k + (int)hw_rng_below(&rng, 8);
+        if (trial >= 2 && trial < 6) w = 16 + (int)hw_rng_below(&rng, 11);  // rows of 8 outputs or more: the CPU kernels
+        if (trial >= 6 && trial < 9) w = 8 + (int)hw_rng_below(&rng, 2), h = 4 * (1 + (int)hw_rng_below(&rng, 2));  // rows of 4
+        if (trial >= 6 && trial < 9) k = stride = 2;
         char line[64];
         snprintf(line, sizeof line, "maxpool2d %d stride=%d", k, stride);
         hw_layer layer;
@@ -567,7 +574,7 @@ static double rel_err(const float *got, const float *want, size_t n) {
     return num / (den > 0 ? den : 1);
 }
 
-Test(nn_torch, lenet_matches_pytorch) {
+static void lenet_against_pytorch(void) {
     hw_model model;
     cr_assert_eq(hw_model_load(&model, "models/lenet.model"), HW_OK, "%s", hw_error());
     cr_assert_eq((int)model.n_weights, TORCH_REF_N_WEIGHTS);
@@ -597,6 +604,8 @@ Test(nn_torch, lenet_matches_pytorch) {
     hw_model_free(&model);
 }
 
+Test(nn_torch, lenet_matches_pytorch) { lenet_against_pytorch(); }
+
 // configure names every size of its kind, as the backends read them.
 Test(nn_layers, setup_sets_the_kind_and_named_sizes) {
     hw_layer L;
@@ -617,4 +626,130 @@ Test(nn_layers, setup_sets_the_kind_and_named_sizes) {
     cr_expect(L.kind == HW_DROPOUT2D && L.dims.dropout.p == 0.25f && L.dims.dropout.c == 4 && L.dims.dropout.plane == 15);
     cr_assert_eq(hw_layer_setup(&L, "dropout", hw_shape_make(1, (int64_t[]){12}), params), HW_OK);
     cr_expect(L.kind == HW_DROPOUT && L.dims.dropout.p == 0.5f && L.dims.dropout.c == 1 && L.dims.dropout.plane == 12);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The CPU kernels (src/nn/kernels.h), one copy per instruction set. Each copy this CPU can run is
+// chosen as HOGWILD_CPU_PATH chooses it (hw_nn_kernels_select) and run through the layers' own
+// functions, as training runs it: the gradient check on sizes that take the kernels, the whole
+// LeNet against PyTorch, and every layer against the baseline copy, the product's own reference
+// path. A copy this CPU cannot run is skipped with the reason.
+
+// Said after the run (skip_report.h). (Criterion names a hook by its line: no two files may put
+// theirs on the same line.)
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) { skip_report(stats, "nn_kernels", NULL); }
+
+static void use_kernels(const char *path) {
+    if (!hw_nn_kernels_runnable(path)) {
+        cr_skip_test("CPU kernels %s not checked: this CPU (and OS) cannot run them (%s needs %s)", path, path,
+                     strcmp(path, "avx512") == 0 ? "AVX-512 F, VL, BW and DQ" : "AVX2 and FMA");
+    }
+    cr_assert_eq(hw_nn_kernels_select(path), HW_OK, "%s", hw_error());
+    cr_assert(strncmp(hw_nn_kernels_info(), path, strlen(path)) == 0, "%s", hw_nn_kernels_info());
+}
+
+// A conv2d line and input shape that take the kernels (stride 1, no padding, output rows of 8, 16
+// or 24), with channel counts around the kernels' tile sizes.
+static void direct_conv_example(hw_rng *rng, hw_shape *in, char *line, size_t cap) {
+    static const int outs[] = {1, 2, 3, 5, 6, 7, 10, 11, 16, 20, 21};
+    int k = nn_test_rand(rng, 1, 5), out_w = 8 * nn_test_rand(rng, 1, 3);
+    int64_t dims[3] = {nn_test_rand(rng, 1, 3), k - 1 + nn_test_rand(rng, 1, 3), out_w + k - 1};
+    *in = hw_shape_make(3, dims);
+    snprintf(line, cap, "conv2d %d %d", outs[hw_rng_below(rng, sizeof outs / sizeof outs[0])], k);
+}
+
+static void kernels_match_finite_differences(const char *path) {
+    use_kernels(path);
+    hw_rng rng;
+    hw_rng_seed(&rng, 4000, 0);
+    for (int k = 0; k < 12; k++) {
+        char line[256];
+        hw_shape in;
+        direct_conv_example(&rng, &in, line, sizeof line);
+        grad_case c;
+        case_open(&c, hw_layer_type_find("conv2d"), line, in, check_batches[k % 10], 300 + (uint64_t)k);
+        cr_assert(c.layer.dims.conv2d.out_w % 8 == 0 && c.layer.type->saved_bytes(&c.layer, 1) == 0,
+                  "%s: does not take the kernels", line);
+        grad_report rep;
+        check_case(&c, NULL, &rep);
+        char shape[64];
+        hw_shape_format(in, shape, sizeof shape);
+        for (int w = 0; w < 3; w++) {
+            cr_expect(report_ok(&rep, w), "%s kernels, %s on input %s, batch %d: d/d%s off by %.3g (largest %.3g)",
+                      path, line, shape, c.batch, grad_names[w], rep.max_err[w], rep.scale[w]);
+        }
+        case_close(&c);
+    }
+}
+
+// LeNet's layers at batch 64 (and 3), forward and every gradient, under `path` and under the
+// baseline copy: the same within float rounding (the copies differ in FMA and in the order of
+// the sums, not in the math).
+static void kernels_match_baseline(const char *path) {
+    use_kernels(path);
+    hw_model model;
+    cr_assert_eq(hw_model_load(&model, "models/lenet.model"), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_model_alloc_weights(&model), HW_OK);
+    hw_model_init_weights(&model, 5);
+    for (int batch = 64; batch > 0; batch = batch == 64 ? 3 : 0) {
+        hw_workspace ws;
+        cr_assert_eq(hw_workspace_alloc(&ws, &model, batch, 1), HW_OK);
+        size_t in = (size_t)hw_shape_numel(model.input) * batch;
+        float *x = floats(in), *logp[2], *grads[2];
+        uint8_t *y = malloc((size_t)batch);
+        hw_rng rng;
+        hw_rng_seed(&rng, 6, 0);
+        for (size_t i = 0; i < in; i++) x[i] = hw_rng_normal(&rng);
+        for (int b = 0; b < batch; b++) y[b] = (uint8_t)hw_rng_below(&rng, 10);
+        const char *paths[2] = {path, "baseline"};
+        for (int p = 0; p < 2; p++) {
+            cr_assert_eq(hw_nn_kernels_select(paths[p]), HW_OK);
+            hw_rng_seed(&ws.rng, 9, 0);  // the same dropout masks
+            hw_cpu_forward(&model, &ws, x, y, batch, 1);
+            cr_assert_eq(hw_cpu_backward(&model, &ws, y, batch), HW_OK);
+            logp[p] = floats((size_t)batch * 10);
+            memcpy(logp[p], hw_model_output(&model, &ws), sizeof(float) * batch * 10);
+            grads[p] = floats(model.n_weights);
+            memcpy(grads[p], ws.grads, sizeof(float) * model.n_weights);
+        }
+        double e = rel_err(logp[0], logp[1], (size_t)batch * 10);
+        cr_expect_lt(e, 1e-5, "%s kernels, batch %d: log-probabilities off the baseline's by %g", path, batch, e);
+        for (int i = 0; i < model.n_params; i++) {
+            size_t off = model.params[i].offset, n = (size_t)hw_shape_numel(model.params[i].shape);
+            e = rel_err(grads[0] + off, grads[1] + off, n);
+            cr_expect_lt(e, 1e-4, "%s kernels, batch %d: gradient of %s off the baseline's by %g", path, batch,
+                         model.params[i].name, e);
+        }
+        for (int p = 0; p < 2; p++) free(logp[p]), free(grads[p]);
+        free(x), free(y);
+        hw_workspace_free(&ws);
+    }
+    hw_model_free(&model);
+}
+
+static void kernels_match_pytorch(const char *path) {
+    use_kernels(path);
+    lenet_against_pytorch();
+}
+
+Test(nn_kernels, avx512_matches_finite_differences) { kernels_match_finite_differences("avx512"); }
+Test(nn_kernels, avx2_matches_finite_differences) { kernels_match_finite_differences("avx2"); }
+Test(nn_kernels, baseline_matches_finite_differences) { kernels_match_finite_differences("baseline"); }
+Test(nn_kernels, avx512_matches_the_baseline) { kernels_match_baseline("avx512"); }
+Test(nn_kernels, avx2_matches_the_baseline) { kernels_match_baseline("avx2"); }
+Test(nn_kernels, avx512_lenet_matches_pytorch) { kernels_match_pytorch("avx512"); }
+Test(nn_kernels, avx2_lenet_matches_pytorch) { kernels_match_pytorch("avx2"); }
+Test(nn_kernels, baseline_lenet_matches_pytorch) { kernels_match_pytorch("baseline"); }
+
+// A name that is not a copy, or one this CPU cannot run, is refused with what the CPU runs.
+Test(nn_kernels, an_unknown_or_unrunnable_path_is_refused) {
+    cr_expect_eq(hw_nn_kernels_select("avx3"), HW_ERR);
+    cr_expect(strstr(hw_error(), "HOGWILD_CPU_PATH=avx3") && strstr(hw_error(), "baseline"), "%s", hw_error());
+    cr_expect_eq(hw_nn_kernels_select("auto"), HW_OK);
+    cr_expect(strstr(hw_nn_kernels_info(), "the CPU's best"), "%s", hw_nn_kernels_info());
+    cr_expect(hw_nn_kernels_runnable("baseline"));
+    if (!hw_nn_kernels_runnable("avx512")) {
+        cr_expect_eq(hw_nn_kernels_select("avx512"), HW_ERR);
+        cr_expect(strstr(hw_error(), "cannot run"), "%s", hw_error());
+    }
 }

@@ -4,7 +4,8 @@
 //
 // The rounds: every rank keeps `agreed`, the weights all ranks agreed on after the last completed
 // round (the same bits on every rank). A round sends the node's change since then, send = live -
-// agreed, and sums it over the ranks (MPI_Iallreduce). When the sum lands, THE rule (hw_couple_rule_apply,
+// agreed, in bfloat16 (hw_couple_pack, src/comm/couple_rule.c: half the bytes, what rounding keeps back goes with
+// the next round), and sums it over the ranks (MPI_Iallreduce with a bfloat16 sum of our own). When the sum lands, THE rule (hw_couple_rule_apply,
 // src/comm/couple_rule.c) turns it into one step of the agreed weights, the same on every rank: agreed += step,
 // and live += step - send (the node's own change is already in its live weights). The others'
 // changes are stale when they land: by the round's time in flight plus the interval they were
@@ -42,8 +43,10 @@ enum { RANK_SAMPLES, RANK_STATE, PER_RANK };
 struct hw_couple {
     float *live;                 // the node's shared weights, written by its workers
     float *agreed;               // the weights every rank agreed on at the last completed round
-    float *send;                 // the round in flight: this node's change ...
+    float *send;                 // the round in flight: this node's change, as it went ...
     float *sum;                  // ... and its sum over the ranks
+    uint16_t *send_wire, *sum_wire;  // the same two in bfloat16, as MPI carries them
+    MPI_Op wire_sum;             // hw_couple_wire_add as an MPI reduction
     float *velocity;             // the rule's state (hw_couple_rule_apply), the same on every rank
     size_t n;
     hw_couple_plan plan;
@@ -78,6 +81,12 @@ static double clock_seconds(clockid_t clock) {
 
 static double now_seconds(void) { return clock_seconds(CLOCK_MONOTONIC); }
 
+// MPI's reduction of the rounds' bfloat16 changes (carried as MPI_UINT16_T).
+static void wire_sum(void *in, void *inout, int *len, MPI_Datatype *type) {
+    (void)type;
+    hw_couple_wire_add(in, inout, (size_t)*len);
+}
+
 int comm_mpi_couple_open(hw_couple **out, float *live, size_t n, const hw_couple_plan *plan, const hw_world *world) {
     *out = NULL;
     if (n > INT_MAX) return hw_fail("Hogwild across ranks: %zu weights is more than one MPI message holds", n);
@@ -91,15 +100,23 @@ int comm_mpi_couple_open(hw_couple **out, float *live, size_t n, const hw_couple
     c->send = malloc(sizeof(float) * n);
     c->sum = malloc(sizeof(float) * n);
     c->velocity = calloc(n, sizeof(float));
+    c->send_wire = malloc(sizeof(uint16_t) * n);
+    c->sum_wire = malloc(sizeof(uint16_t) * n);
+    c->wire_sum = MPI_OP_NULL;
     c->n_counts = N_COUNTS + PER_RANK * world->size;
     c->count_send = calloc((size_t)c->n_counts, sizeof(double));
     c->count_sum = calloc((size_t)c->n_counts, sizeof(double));
     c->rank_samples = calloc((size_t)world->size, sizeof(int64_t));
     c->rank_progress = calloc((size_t)world->size, sizeof(double));
-    if (!c->agreed || !c->send || !c->sum || !c->velocity || !c->count_send || !c->count_sum || !c->rank_samples ||
-        !c->rank_progress) {
+    if (!c->agreed || !c->send || !c->sum || !c->velocity || !c->send_wire || !c->sum_wire || !c->count_send ||
+        !c->count_sum || !c->rank_samples || !c->rank_progress) {
         comm_mpi_couple_close(c);
-        return hw_fail("out of memory for the coupling's 4 copies of %zu weights", n);
+        return hw_fail("out of memory for the coupling's 5 copies of %zu weights", n);
+    }
+    int code = MPI_Op_create(wire_sum, 1, &c->wire_sum);
+    if (code != MPI_SUCCESS) {
+        comm_mpi_couple_close(c);
+        return comm_mpi_failed(code, "creating the coupling's bfloat16 sum (MPI_Op_create)");
     }
     memcpy(c->agreed, live, sizeof(float) * n);
     c->opened = c->last_start = now_seconds();
@@ -110,14 +127,15 @@ int comm_mpi_couple_open(hw_couple **out, float *live, size_t n, const hw_couple
 }
 
 static int round_start(hw_couple *c, int state, int64_t samples, double loss_sum, double now) {
-    for (size_t i = 0; i < c->n; i++) c->send[i] = c->live[i] - c->agreed[i];
+    hw_couple_pack(c->send_wire, c->send, c->live, c->agreed, c->n);
     c->count_send[COUNT_SAMPLES] = (double)samples;
     c->count_send[COUNT_LOSS_SUM] = loss_sum;
     c->count_send[COUNT_AT_BARRIER] = state == HW_COUPLE_AT_BARRIER ? 1 : 0;
     double *mine = c->count_send + N_COUNTS + PER_RANK * c->world.rank;
     mine[RANK_SAMPLES] = (double)samples;
     mine[RANK_STATE] = state;
-    int code = MPI_Iallreduce(c->send, c->sum, (int)c->n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &c->request[0]);
+    int code = MPI_Iallreduce(c->send_wire, c->sum_wire, (int)c->n, MPI_UINT16_T, c->wire_sum, MPI_COMM_WORLD,
+                              &c->request[0]);
     if (code == MPI_SUCCESS) {
         code = MPI_Iallreduce(c->count_send, c->count_sum, c->n_counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
                               &c->request[1]);
@@ -131,6 +149,7 @@ static int round_start(hw_couple *c, int state, int64_t samples, double loss_sum
 
 // The round's sum has landed: the rule moves the agreed weights, and the live ones without a lock.
 static void round_apply(hw_couple *c, double now) {
+    hw_couple_unpack(c->sum, c->sum_wire, c->n);
     hw_couple_rule_apply(c->plan.rule, c->world.size, c->velocity, c->sum, c->send, c->agreed, c->live, c->plan.applied,
                          c->n);
     c->view.others_samples = (int64_t)c->count_sum[COUNT_SAMPLES] - c->round_samples;
@@ -211,7 +230,8 @@ int comm_mpi_couple_poll(hw_couple *c, int state, int64_t samples, double loss_s
 int comm_mpi_couple_epoch_agreed(hw_couple *c, const char *when, int *agreed) {
     *agreed = 0;
     if (c->in_flight || !c->all_at_barrier) return HW_OK;
-    // Every rank's workers wait at the barrier and every change is in `agreed`: the live weights
+    // Every rank's workers wait at the barrier and every change is in `agreed` (but for what the
+    // last round's bfloat16 kept back, at most 2^-8 of its change, dropped here): the live weights
     // become exactly the agreed ones, the same on every rank, which is checked.
     if (c->plan.applied) {
         for (size_t i = 0; i < c->n; i++) c->plan.applied[i] += (double)c->agreed[i] - (double)c->live[i];
@@ -262,6 +282,9 @@ void comm_mpi_couple_close(hw_couple *c) {
     free(c->send);
     free(c->sum);
     free(c->velocity);
+    free(c->send_wire);
+    free(c->sum_wire);
+    if (c->wire_sum != MPI_OP_NULL) MPI_Op_free(&c->wire_sum);
     free(c->count_send);
     free(c->count_sum);
     free(c->rank_samples);

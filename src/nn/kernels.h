@@ -1,0 +1,59 @@
+// kernels: the CPU kernels of src/nn/ that run at the speed of the CPU, one copy per instruction
+// set (AVX-512, AVX2 + FMA, the x86-64 baseline), chosen at run time by what the CPU reports;
+// HOGWILD_CPU_PATH forces one (hw_nn_kernels_select, include/hw/nn.h). Private to src/nn/.
+//
+// The math is written once, in kernels_impl.h; kernels_<isa>.c compiles it with that instruction
+// set's vector primitives and register tiles (and only that file gets the instruction set's
+// compiler flags: Makefile), and defines the table below.
+#ifndef HW_NN_KERNELS_H
+#define HW_NN_KERNELS_H
+
+#include "hw/nn.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    const char *name;  // "avx512", "avx2", "baseline": the values of HOGWILD_CPU_PATH
+    // Floats of scratch the convolution kernels need for a layer of these sizes.
+    size_t (*conv_scratch_floats)(const hw_conv2d_dims *d);
+    // conv2d for the sizes nn_conv2d_direct accepts, with conv2d_forward's and conv2d_backward's
+    // arguments (src/nn/layer_util.h). backward_weight writes dweight and dbias (either may be NULL).
+    void (*conv_forward)(float *out, float *scratch, const float *in, const float *weight, const float *bias,
+                         const hw_conv2d_dims *d, int batch);
+    void (*conv_backward_weight)(float *dweight, float *dbias, float *scratch, const float *in, const float *dout,
+                                 const hw_conv2d_dims *d, int batch);
+    void (*conv_backward_input)(float *din, float *scratch, const float *dout, const float *weight,
+                                const hw_conv2d_dims *d, int batch);
+    // maxpool2d with 2x2 windows, stride 2, over `planes` planes whose output rows are at least a
+    // vector long or half of one (nn_pool2x2_kernel), with maxpool2d's rule and argmax. Backward
+    // writes every input a window covers; the caller zeroes an odd last row or column.
+    void (*pool2x2_forward)(float *out, int32_t *argmax, const float *in, int planes, int in_h, int in_w, int out_h,
+                            int out_w);
+    void (*pool2x2_backward)(float *din, const float *dout, const int32_t *argmax, int planes, int in_h, int in_w,
+                             int out_h, int out_w);
+} nn_kernels;
+
+// Each copy's table, from its kernels_<isa>.c.
+const nn_kernels *nn_kernels_avx512(void);
+const nn_kernels *nn_kernels_avx2(void);
+const nn_kernels *nn_kernels_baseline(void);
+
+// The rows of output the kernels take are multiples of NN_KERNEL_VECTOR floats (convolution) or at
+// least that long (pooling): a multiple of every copy's vector (8 floats with AVX, 4 with SSE2).
+enum { NN_KERNEL_VECTOR = 8 };
+
+// The copy in use: the one hw_nn_kernels_select chose, or on first use the one HOGWILD_CPU_PATH
+// names or the CPU's best (exits with the message when HOGWILD_CPU_PATH names one this CPU cannot run).
+const nn_kernels *nn_kernels_in_use(void);
+
+// True when conv2d of these sizes runs on the kernels: stride 1, no padding, output rows of whole
+// vectors (LeNet's convolutions). Other sizes take im2col and the BLAS.
+int nn_conv2d_direct(const hw_conv2d_dims *d);
+
+// True when maxpool2d of these sizes runs on the kernels: 2x2 windows, stride 2, output rows of at
+// least NN_KERNEL_VECTOR floats (LeNet's pool1: 12), or of half of it over an even number of rows
+// (pool2: 4 x 4).
+int nn_pool2x2_kernel(const hw_maxpool2d_dims *d);
+
+#endif

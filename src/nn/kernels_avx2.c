@@ -1,0 +1,11 @@
+// The kernels of kernels_impl.h for CPUs with AVX2 and FMA (this file alone is compiled with
+// -mavx2 -mfma: Makefile). 16 vector registers: tiles of 10 accumulators.
+#include "kernels_avx.h"
+
+enum { CONV_MR = 5, CONV_NV = 2, DW_MR = 2, DW_NR = 5, DWT_MR = 4, DWT_NV = 3 };
+
+static const char KERNELS_NAME[] = "avx2";
+
+#include "kernels_impl.h"
+
+const nn_kernels *nn_kernels_avx2(void) { return &kernels; }

@@ -1,0 +1,31 @@
+// The kernels of kernels_impl.h for any x86-64 CPU (this file alone is compiled for the x86-64
+// baseline, SSE2: Makefile), and the reference the faster copies are tested against: 4 floats in
+// an xmm register, 16 registers, no FMA (a * b + c rounds twice).
+#include <emmintrin.h>
+
+typedef __m128 vf;                                // 4 floats: + and * work on it (a GCC/clang vector)
+typedef int vi __attribute__((vector_size(16)));  // its lanes as integers: what comparing two vf gives
+enum { VW = 4 };
+
+static inline vf vf_load(const float *p) { return _mm_loadu_ps(p); }
+static inline void vf_store(float *p, vf v) { _mm_storeu_ps(p, v); }
+static inline vf vf_bcast(const float *p) { return _mm_load1_ps(p); }
+static inline vf vf_zero(void) { return _mm_setzero_ps(); }
+static inline vf vf_fma(vf a, vf b, vf c) { return a * b + c; }
+// An empty asm that "changes" v: the compiler may no longer load v again from memory where it is
+// used. (GCC folded the weight gradient's input loads into each multiply-add that used them, two
+// loads where one was written, and the loads were what limited the loop.)
+static inline void vf_in_register(vf *v) { __asm__("" : "+x"(*v)); }
+static inline vf vf_even(vf a, vf b) { return _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); }
+static inline vf vf_odd(vf a, vf b) { return _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)); }
+static inline vf vf_pairs_low(vf a, vf b) { return _mm_unpacklo_ps(a, b); }
+static inline vf vf_pairs_high(vf a, vf b) { return _mm_unpackhi_ps(a, b); }
+static inline void vf_transpose(vf r[VW]) { _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]); }
+
+enum { CONV_MR = 4, CONV_NV = 2, DW_MR = 2, DW_NR = 4, DWT_MR = 3, DWT_NV = 3 };
+
+static const char KERNELS_NAME[] = "baseline";
+
+#include "kernels_impl.h"
+
+const nn_kernels *nn_kernels_baseline(void) { return &kernels; }

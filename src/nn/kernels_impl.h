@@ -1,0 +1,567 @@
+// The CPU kernels of src/nn/kernels.h, written once. Each src/nn/kernels_<isa>.c compiles this
+// file for one instruction set (its flags are in the Makefile) after defining:
+//
+//   vf                        a vector of VW floats with + and * (GCC and clang vector extensions)
+//   vf_load, vf_store         unaligned loads and stores of VW floats
+//   vf_bcast(p)               *p in every lane;  vf_zero()  all lanes 0
+//   vf_fma(a, b, c)           a * b + c (fused where the instruction set has FMA)
+//   vf_even, vf_odd           the even and the odd lanes of a, then of b; vf_pairs_low, _high:
+//                             a0 b0 a1 b1 ... from the first and from the second half of the lanes
+//   vf_transpose(r)           r[0..VW) as the rows of a square block, transposed in place
+//   vf_in_register(&v)        nothing, but the compiler must hold v in a register from there on
+//   CONV_MR, CONV_NV          the register tile: CONV_MR output channels x CONV_NV vectors of positions
+//   DW_MR, DW_NR              the weight gradient's tile over positions: DW_MR channels x DW_NR taps
+//   DWT_MR, DWT_NV            and over channels: DWT_MR taps x DWT_NV vectors of channels
+//   vi                        a vector of VW ints (what comparing two vf gives)
+//   KERNELS_NAME              the copy's name: "avx2"
+//
+// Every function here is static: each instruction set's copy stays in its own object file, and
+// only its table (`kernels`, at the end, which the including file returns from nn_kernels_<isa>())
+// is seen from outside.
+//
+// The convolution, for stride 1, no padding and output rows of whole vectors (out_w % VW == 0:
+// LeNet's 24 and 8), without im2col: a tap (c, ki, kj) of the column matrix at output position
+// (y, x) is the input x[c][y + ki][x + kj], and VW positions of one output row are VW consecutive
+// input floats. So the product "weights x column matrix" loads its right-hand operand straight
+// from the input, with an offset per vector of positions, and nothing is copied. As a GEMM:
+//   forward          y[o][p]     = b[o] + sum over taps t of w[o][t] * col[t][p]     (M = out_c, K = taps)
+//   weight gradient  dw[o][t]    = sum over samples and p of dy[o][p] * col[t][p]    (K = positions)
+//   input gradient   dcol[t][p]  = sum over o of w[o][t] * dy[o][p], added into dx where col[t][p] was read
+// Each keeps a tile of outputs in registers across the whole sum, and the float additions of one
+// output happen in the same order whatever the tile sizes: the tiles change the speed, not the bits.
+#include "kernels.h"
+
+#include <stdint.h>
+#include <string.h>
+
+// rows x cols, row-major, as blocks of `mr` rows: packed[block][col][i] = a[block * mr + i][col],
+// zero past the last row. A tile then reads its `mr` values of one column from consecutive floats.
+static void pack_row_blocks(float *restrict packed, const float *restrict a, int rows, int cols, int mr) {
+    for (int r0 = 0; r0 < rows; r0 += mr) {
+        for (int c = 0; c < cols; c++) {
+            for (int i = 0; i < mr; i++) *packed++ = r0 + i < rows ? a[(size_t)(r0 + i) * cols + c] : 0.0f;
+        }
+    }
+}
+
+// The offsets in the input plane where each vector of output positions (VW of them, from p = q * VW:
+// row p / out_w, column p % out_w) reads tap (0, 0), at the start of the scratch: a table, since a
+// division per vector cost more than the vector's multiply-adds. Returns the scratch after it.
+static float *position_offsets(float *scratch, const hw_conv2d_dims *d) {
+    int *off = (int *)scratch, vectors = d->out_h * d->out_w / VW;
+    for (int q = 0; q < vectors; q++) off[q] = q * VW / d->out_w * d->in_w + q * VW % d->out_w;
+    return scratch + (vectors + 15) / 16 * 16;
+}
+
+// ---- forward ----
+
+// CONV_MR channels x nv vectors of positions from n0, over every tap; wp: the channels' packed
+// weights. Stores only the first `rows` channels. (Every loop over a tile runs to a constant bound
+// with the test inside: the compiler then keeps the tile in registers.)
+static inline __attribute__((always_inline)) void forward_tile(float *restrict y, const float *restrict x,
+                                                               const float *restrict wp, const float *restrict bias,
+                                                               const int *restrict offsets, const hw_conv2d_dims *d,
+                                                               int n0, int nv, int rows) {
+    const int in_c = d->in_c, k = d->k, in_w = d->in_w, plane = d->in_h * d->in_w, n = d->out_h * d->out_w;
+    int off[CONV_NV];
+    for (int v = 0; v < CONV_NV; v++) off[v] = v < nv ? offsets[n0 / VW + v] : 0;
+    vf acc[CONV_MR][CONV_NV];
+    for (int i = 0; i < CONV_MR; i++) {
+        for (int v = 0; v < CONV_NV; v++) acc[i][v] = vf_zero();
+    }
+    for (int c = 0; c < in_c; c++) {
+        for (int ki = 0; ki < k; ki++) {
+            const float *row = x + (size_t)c * plane + (size_t)ki * in_w;
+            for (int kj = 0; kj < k; kj++, wp += CONV_MR) {
+                vf b[CONV_NV];
+                for (int v = 0; v < CONV_NV; v++) {
+                    if (v < nv) b[v] = vf_load(row + kj + off[v]);
+                }
+                for (int i = 0; i < CONV_MR; i++) {
+                    vf a = vf_bcast(wp + i);
+                    for (int v = 0; v < CONV_NV; v++) {
+                        if (v < nv) acc[i][v] = vf_fma(a, b[v], acc[i][v]);
+                    }
+                }
+            }
+        }
+    }
+    for (int i = 0; i < CONV_MR; i++) {
+        for (int v = 0; v < CONV_NV; v++) {
+            if (i < rows && v < nv) vf_store(y + (size_t)i * n + n0 + v * VW, acc[i][v] + bias[i]);
+        }
+    }
+}
+
+static void conv_forward(float *out, float *scratch, const float *in, const float *weight, const float *bias,
+                         const hw_conv2d_dims *d, int batch) {
+    const int taps = d->in_c * d->k * d->k, n = d->out_h * d->out_w;
+    const int *offsets = (const int *)scratch;
+    float *wp = position_offsets(scratch, d);
+    pack_row_blocks(wp, weight, d->out_c, taps, CONV_MR);
+    for (int b = 0; b < batch; b++) {
+        const float *x = in + (size_t)b * d->in_c * d->in_h * d->in_w;
+        float *y = out + (size_t)b * d->out_c * n;
+        for (int o0 = 0; o0 < d->out_c; o0 += CONV_MR) {
+            const float *w0 = wp + (size_t)o0 * taps;
+            int rows = d->out_c - o0 < CONV_MR ? d->out_c - o0 : CONV_MR;
+            float *y0 = y + (size_t)o0 * n;
+            int n0 = 0;
+            for (; n0 + CONV_NV * VW <= n; n0 += CONV_NV * VW) forward_tile(y0, x, w0, bias + o0, offsets, d, n0, CONV_NV, rows);
+            for (; n0 < n; n0 += VW) forward_tile(y0, x, w0, bias + o0, offsets, d, n0, 1, rows);
+        }
+    }
+}
+
+// ---- the weight and bias gradients ----
+
+// The sum over positions is kept unreduced: acc[o][t] holds VW partial sums, one per lane, across
+// the whole batch, and the lanes are added once at the end. A tile is DW_MR channels x DW_NR
+// neighbouring taps of one kernel row (c, ki, kj0...), so that its input loads are one pointer
+// plus constants; it runs over the positions of `samples` samples at a time, so that it is loaded
+// and stored once per DW_STEPS vectors or so rather than once per sample (conv2's samples have 8).
+enum { DW_STEPS = 64 };
+
+// `full`: all DW_NR taps lie in the kernel row (a constant, so that each use compiles to its own
+// loop); otherwise the taps past the row's end repeat its last one and are not stored.
+// `bias`: also sums the tile's channels of dy into bacc[o][VW] (one tile per channel does: the
+// bias gradient then costs no pass of its own over dy).
+static inline __attribute__((always_inline)) void weight_tile(float *restrict acc, float *restrict bacc,
+                                                              const float *restrict in, const float *restrict dout,
+                                                              const int *restrict offsets, const hw_conv2d_dims *d,
+                                                              int o0, int row, int kj0, int samples, int full,
+                                                              int bias) {
+    const int k = d->k, taps = d->in_c * k * k, n = d->out_h * d->out_w, out_c = d->out_c;
+    const size_t in_size = (size_t)d->in_c * d->in_h * d->in_w, out_size = (size_t)out_c * n;
+    const int t0 = row * k + kj0, last = k - 1 - kj0;  // the tile's first tap; its last valid j
+    const float *x0 = in + (size_t)(row / k) * d->in_h * d->in_w + (size_t)(row % k) * d->in_w + kj0;
+    // A tile past the last channel repeats it and does not store it.
+    const float *g0[DW_MR];
+    for (int i = 0; i < DW_MR; i++) g0[i] = dout + (size_t)(o0 + i < out_c ? o0 + i : out_c - 1) * n;
+    vf s[DW_MR][DW_NR];
+    for (int i = 0; i < DW_MR; i++) {
+        for (int j = 0; j < DW_NR; j++) {
+            int o = o0 + i < out_c ? o0 + i : out_c - 1, t = full || j <= last ? t0 + j : t0 + last;
+            s[i][j] = vf_load(acc + ((size_t)o * taps + t) * VW);
+        }
+    }
+    vf sb[DW_MR];
+    for (int i = 0; i < DW_MR; i++) sb[i] = bias ? vf_load(bacc + (size_t)(o0 + i < out_c ? o0 + i : out_c - 1) * VW) : vf_zero();
+    for (int b = 0; b < samples; b++) {
+        const float *x = x0 + b * in_size;
+        const size_t dyb = b * out_size;
+        for (int q = 0; q < n / VW; q++) {
+            const float *xp = x + offsets[q];
+            vf g[DW_MR];
+            for (int i = 0; i < DW_MR; i++) g[i] = vf_load(g0[i] + dyb + (size_t)q * VW);
+            if (bias) {
+                for (int i = 0; i < DW_MR; i++) sb[i] += g[i];
+            }
+            for (int j = 0; j < DW_NR; j++) {
+                vf xv = vf_load(xp + (full || j <= last ? j : last));
+                vf_in_register(&xv);
+                for (int i = 0; i < DW_MR; i++) s[i][j] = vf_fma(g[i], xv, s[i][j]);
+            }
+        }
+    }
+    for (int i = 0; i < DW_MR; i++) {
+        for (int j = 0; j < DW_NR; j++) {
+            if (o0 + i < out_c && (full || j <= last)) vf_store(acc + ((size_t)(o0 + i) * taps + t0 + j) * VW, s[i][j]);
+        }
+        if (bias && o0 + i < out_c) vf_store(bacc + (size_t)(o0 + i) * VW, sb[i]);
+    }
+}
+
+// The lanes of v added up.
+static inline float vf_sum(vf v) {
+    float lanes[VW], sum = 0.0f;
+    vf_store(lanes, v);
+    for (int l = 0; l < VW; l++) sum += lanes[l];
+    return sum;
+}
+
+// The other way round, for layers with many output channels (conv2's 20: 24 lanes, 83% used):
+// dw^T[t][o] = sum over p of col[t][p] * dy^T[p][o], with the channels in the vectors. Each
+// sample's dy is transposed first (dyt, channels padded with zeros to whole vectors); a tile is
+// DWT_MR taps (tap[i]: where each reads the input) x nv vectors of channels, over the sample's
+// positions, and adds into dwt[t][o]. Its multiply-adds take one tap value in every lane (a
+// broadcast, which never straddles two cache lines, as the vector loads of the other way do).
+static inline __attribute__((always_inline)) void weight_tile_t(float *restrict dwt, const float *restrict x,
+                                                                const float *restrict dyt, const int *restrict tap,
+                                                                const hw_conv2d_dims *d, int t0, int o0, int nv) {
+    const int lanes = (d->out_c + VW - 1) / VW * VW, out_w = d->out_w, out_h = d->out_h, in_w = d->in_w;
+    const int taps = d->in_c * d->k * d->k;
+    // A tile past the last tap repeats it and does not store it.
+    const float *xt[DWT_MR];
+    for (int i = 0; i < DWT_MR; i++) xt[i] = x + tap[t0 + i < taps ? t0 + i : taps - 1];
+    vf acc[DWT_MR][DWT_NV];
+    for (int i = 0; i < DWT_MR; i++) {
+        for (int v = 0; v < DWT_NV; v++) {
+            int t = t0 + i < taps ? t0 + i : taps - 1;
+            if (v < nv) acc[i][v] = vf_load(dwt + (size_t)t * lanes + o0 + v * VW);
+        }
+    }
+    const float *g = dyt + o0;
+    for (int y = 0; y < out_h; y++) {
+        const int row = y * in_w;
+        for (int x0 = 0; x0 < out_w; x0++, g += lanes) {
+            vf b[DWT_NV];
+            for (int v = 0; v < DWT_NV; v++) {
+                if (v < nv) b[v] = vf_load(g + v * VW);
+            }
+            for (int i = 0; i < DWT_MR; i++) {
+                vf a = vf_bcast(xt[i] + row + x0);
+                for (int v = 0; v < DWT_NV; v++) {
+                    if (v < nv) acc[i][v] = vf_fma(a, b[v], acc[i][v]);
+                }
+            }
+        }
+    }
+    for (int i = 0; i < DWT_MR; i++) {
+        for (int v = 0; v < DWT_NV; v++) {
+            if (v < nv && t0 + i < taps) vf_store(dwt + (size_t)(t0 + i) * lanes + o0 + v * VW, acc[i][v]);
+        }
+    }
+}
+
+// True when the weight gradient keeps the output channels in the vectors (weight_tile_t): when at
+// least 3/4 of the lanes hold a channel.
+static int weight_by_channels(const hw_conv2d_dims *d) {
+    int lanes = (d->out_c + VW - 1) / VW * VW;
+    return 4 * d->out_c >= 3 * lanes;
+}
+
+static void weight_gradient_by_channels(float *dweight, float *dbias, float *scratch, const float *in,
+                                        const float *dout, const hw_conv2d_dims *d, int batch) {
+    const int k = d->k, taps = d->in_c * k * k, n = d->out_h * d->out_w, out_c = d->out_c;
+    const int lanes = (out_c + VW - 1) / VW * VW;
+    const size_t in_size = (size_t)d->in_c * d->in_h * d->in_w, out_size = (size_t)out_c * n;
+    float *dyt = scratch, *dwt = dyt + (size_t)n * lanes, *db = dwt + (size_t)taps * lanes;
+    memset(scratch, 0, sizeof(float) * ((size_t)n * lanes + (size_t)taps * lanes + lanes));
+    int *tap = (int *)(db + lanes);  // where each tap (c, ki, kj) reads the input, from position (0, 0)
+    for (int t = 0; t < taps; t++) tap[t] = t / (k * k) * d->in_h * d->in_w + t / k % k * d->in_w + t % k;
+    for (int b = 0; b < batch; b++) {
+        const float *dy = dout + b * out_size, *x = in + b * in_size;
+        for (int o0 = 0; o0 < lanes; o0 += VW) {  // dy^T in blocks of VW x VW; channels past out_c stay 0
+            for (int p0 = 0; p0 < n; p0 += VW) {
+                vf r[VW];
+                for (int l = 0; l < VW; l++) r[l] = o0 + l < out_c ? vf_load(dy + (size_t)(o0 + l) * n + p0) : vf_zero();
+                vf_transpose(r);
+                for (int l = 0; l < VW; l++) vf_store(dyt + (size_t)(p0 + l) * lanes + o0, r[l]);
+            }
+        }
+        if (dbias) {
+            for (int p = 0; p < n; p++) {
+                for (int o0 = 0; o0 < lanes; o0 += VW) vf_store(db + o0, vf_load(db + o0) + vf_load(dyt + (size_t)p * lanes + o0));
+            }
+        }
+        if (!dweight) continue;
+        for (int t0 = 0; t0 < taps; t0 += DWT_MR) {
+            int o0 = 0;
+            for (; o0 + DWT_NV * VW <= lanes; o0 += DWT_NV * VW) weight_tile_t(dwt, x, dyt, tap, d, t0, o0, DWT_NV);
+            for (; o0 < lanes; o0 += VW) weight_tile_t(dwt, x, dyt, tap, d, t0, o0, 1);
+        }
+    }
+    if (dweight) {
+        for (int o = 0; o < out_c; o++) {
+            for (int t = 0; t < taps; t++) dweight[(size_t)o * taps + t] = dwt[(size_t)t * lanes + o];
+        }
+    }
+    if (dbias) memcpy(dbias, db, sizeof(float) * (size_t)out_c);
+}
+
+static void conv_backward_weight(float *dweight, float *dbias, float *scratch, const float *in, const float *dout,
+                                 const hw_conv2d_dims *d, int batch) {
+    if (weight_by_channels(d)) {
+        weight_gradient_by_channels(dweight, dbias, scratch, in, dout, d, batch);
+        return;
+    }
+    const int taps = d->in_c * d->k * d->k, n = d->out_h * d->out_w;
+    const size_t in_size = (size_t)d->in_c * d->in_h * d->in_w, out_size = (size_t)d->out_c * n;
+    const int *offsets = (const int *)scratch;
+    float *acc = position_offsets(scratch, d), *bacc = acc + (size_t)d->out_c * taps * VW;
+    memset(acc, 0, sizeof(float) * ((size_t)d->out_c * taps * VW + (size_t)d->out_c * VW));
+    if (dweight) {
+        int vectors = n / VW, samples = vectors >= DW_STEPS ? 1 : DW_STEPS / vectors;
+        for (int b0 = 0; b0 < batch; b0 += samples) {
+            int chunk = batch - b0 < samples ? batch - b0 : samples;
+            const float *x = in + b0 * in_size, *dy = dout + b0 * out_size;
+            for (int o0 = 0; o0 < d->out_c; o0 += DW_MR) {
+                for (int row = 0; row < d->in_c * d->k; row++) {
+                    int kj0 = 0;
+                    for (; kj0 + DW_NR <= d->k; kj0 += DW_NR) {
+                        if (dbias && row == 0 && kj0 == 0) {
+                            weight_tile(acc, bacc, x, dy, offsets, d, o0, row, kj0, chunk, 1, 1);
+                        } else {
+                            weight_tile(acc, bacc, x, dy, offsets, d, o0, row, kj0, chunk, 1, 0);
+                        }
+                    }
+                    if (kj0 < d->k) {
+                        weight_tile(acc, bacc, x, dy, offsets, d, o0, row, kj0, chunk, 0, dbias && row == 0 && kj0 == 0);
+                    }
+                }
+            }
+        }
+        for (size_t e = 0; e < (size_t)d->out_c * taps; e++) dweight[e] = vf_sum(vf_load(acc + e * VW));
+    } else if (dbias) {  // the bias alone: its own pass over dy, four sums at a time
+        for (int o = 0; o < d->out_c; o++) {
+            vf sum[4] = {vf_zero(), vf_zero(), vf_zero(), vf_zero()};
+            for (int b = 0; b < batch; b++) {
+                const float *dy = dout + b * out_size + (size_t)o * n;
+                for (int p = 0; p < n; p += VW) sum[p / VW % 4] += vf_load(dy + p);
+            }
+            vf_store(bacc + (size_t)o * VW, (sum[0] + sum[1]) + (sum[2] + sum[3]));
+        }
+    }
+    if (dbias) {
+        for (int o = 0; o < d->out_c; o++) dbias[o] = vf_sum(vf_load(bacc + (size_t)o * VW));
+    }
+}
+
+// ---- the input gradient ----
+
+// Taps (c, ki, kj) with ki from k0 (CONV_MR of them, fewer at the end) x nv vectors of positions
+// from n0, summed over the output channels, then added into dx where forward read them. wq: the
+// weights of those taps packed [o][CONV_MR]. A tile's taps differ in ki, so its additions land on
+// different input rows (an addition that overlaps one just stored, shifted by a float, waits for it).
+static inline __attribute__((always_inline)) void input_tile(float *restrict dx, const float *restrict dy,
+                                                             const float *restrict wq, const int *restrict offsets,
+                                                             int out_c, const hw_conv2d_dims *d, int k0, int kj,
+                                                             int n0, int nv) {
+    const int n = d->out_h * d->out_w, in_w = d->in_w, k = d->k;
+    vf acc[CONV_MR][CONV_NV];
+    for (int i = 0; i < CONV_MR; i++) {
+        for (int v = 0; v < CONV_NV; v++) acc[i][v] = vf_zero();
+    }
+    const float *g0 = dy + n0;
+    for (int o = 0; o < out_c; o++, wq += CONV_MR, g0 += n) {
+        vf g[CONV_NV];
+        for (int v = 0; v < CONV_NV; v++) {
+            if (v < nv) g[v] = vf_load(g0 + v * VW);
+        }
+        for (int i = 0; i < CONV_MR; i++) {
+            vf a = vf_bcast(wq + i);
+            for (int v = 0; v < CONV_NV; v++) {
+                if (v < nv) acc[i][v] = vf_fma(a, g[v], acc[i][v]);
+            }
+        }
+    }
+    const int *off = offsets + n0 / VW;
+    int stacked = 1;  // the tile's vectors are whole rows one under the other (conv2's rows of 8)
+    for (int v = 1; v < CONV_NV; v++) stacked &= v >= nv || off[v] == off[0] + v * in_w;
+    if (stacked) {
+        // Tap ki of vector v and tap ki + 1 of vector v - 1 land on the same input row: added
+        // together first, each row is read and written once.
+        for (int j = 0; j < CONV_MR + CONV_NV - 1; j++) {
+            vf sum = vf_zero();
+            int any = 0;
+            for (int i = 0; i < CONV_MR; i++) {
+                for (int v = 0; v < CONV_NV; v++) {
+                    if (i + v != j || v >= nv || k0 + i >= k) continue;
+                    if (any++) {
+                        sum += acc[i][v];
+                    } else {
+                        sum = acc[i][v];
+                    }
+                }
+            }
+            if (!any) continue;
+            float *p = dx + (size_t)(k0 + j) * in_w + kj + off[0];
+            vf_store(p, vf_load(p) + sum);
+        }
+        return;
+    }
+    for (int i = 0; i < CONV_MR; i++) {
+        for (int v = 0; v < CONV_NV; v++) {
+            if (k0 + i >= k || v >= nv) continue;
+            float *p = dx + (size_t)(k0 + i) * in_w + kj + off[v];
+            vf_store(p, vf_load(p) + acc[i][v]);
+        }
+    }
+}
+
+static void conv_backward_input(float *din, float *scratch, const float *dout, const float *weight,
+                                const hw_conv2d_dims *d, int batch) {
+    const int k = d->k, taps = d->in_c * k * k, n = d->out_h * d->out_w, blocks = (k + CONV_MR - 1) / CONV_MR;
+    const size_t in_size = (size_t)d->in_c * d->in_h * d->in_w, out_size = (size_t)d->out_c * n;
+    // wq[c][kj][block][o][i] = w[o][c][block * CONV_MR + i][kj] (0 past the kernel's last row)
+    const int *offsets = (const int *)scratch;
+    float *const packed = position_offsets(scratch, d), *wq = packed;
+    for (int c = 0; c < d->in_c; c++) {
+        for (int kj = 0; kj < k; kj++) {
+            for (int kb = 0; kb < blocks; kb++) {
+                for (int o = 0; o < d->out_c; o++) {
+                    for (int i = 0; i < CONV_MR; i++) {
+                        int ki = kb * CONV_MR + i;
+                        *wq++ = ki < k ? weight[(size_t)o * taps + ((size_t)c * k + ki) * k + kj] : 0.0f;
+                    }
+                }
+            }
+        }
+    }
+    // Per sample, the output channels whose gradient is not all zero: the sums skip the others,
+    // which would add exact zeros (LeNet's dropout2d zeroes half of conv2's). Their dy planes and
+    // packed weights are copied together (dyc, wc) when some are skipped, so that the tiles run
+    // the same loop either way.
+    const int out_c = d->out_c, per_channel = d->in_c * k * blocks * CONV_MR;  // wq floats per channel
+    float *wc = wq, *dyc = wc + (size_t)per_channel * out_c;
+    int *live = (int *)(dyc + (size_t)out_c * n);
+    for (int b = 0; b < batch; b++) {
+        float *dx = din + b * in_size;
+        const float *dy = dout + b * out_size;
+        memset(dx, 0, sizeof(float) * in_size);
+        int n_live = 0;
+        for (int o = 0; o < out_c; o++) {
+            vi any = (vi){0};
+            for (int p = 0; p < n; p += VW) any |= vf_load(dy + (size_t)o * n + p) != vf_zero();
+            int nonzero = 0;
+            for (int l = 0; l < VW; l++) nonzero |= any[l];
+            if (nonzero) live[n_live++] = o;
+        }
+        if (n_live == 0) continue;
+        const float *w = packed, *g = dy;
+        if (n_live < out_c) {
+            for (int j = 0; j < n_live; j++) memcpy(dyc + (size_t)j * n, dy + (size_t)live[j] * n, sizeof(float) * n);
+            for (size_t block = 0; block < (size_t)d->in_c * k * blocks; block++) {
+                for (int j = 0; j < n_live; j++) {
+                    memcpy(wc + (block * n_live + j) * CONV_MR, packed + (block * out_c + live[j]) * CONV_MR,
+                           sizeof(float) * CONV_MR);
+                }
+            }
+            w = wc, g = dyc;
+        }
+        for (int c = 0; c < d->in_c; c++) {
+            float *dxc = dx + (size_t)c * d->in_h * d->in_w;
+            for (int kj = 0; kj < k; kj++) {
+                for (int kb = 0; kb < blocks; kb++, w += (size_t)n_live * CONV_MR) {
+                    int n0 = 0;
+                    for (; n0 + CONV_NV * VW <= n; n0 += CONV_NV * VW) {
+                        input_tile(dxc, g, w, offsets, n_live, d, kb * CONV_MR, kj, n0, CONV_NV);
+                    }
+                    for (; n0 < n; n0 += VW) input_tile(dxc, g, w, offsets, n_live, d, kb * CONV_MR, kj, n0, 1);
+                }
+            }
+        }
+    }
+}
+
+// ---- 2x2 max-pooling, stride 2 ----
+//
+// VW outputs at a time, from two input rows of 2 * VW floats split into the windows' four corners
+// by even and odd lanes. The rule is maxpool2d's (src/nn/maxpool2d.c): corners in the order
+// (0, 0), (0, 1), (1, 0), (1, 1), a later one taking over when it is larger or NaN; argmax holds
+// where the winner is in the input plane. The first and the second half of a vector's lanes read
+// their windows at `at` and `at2`: neighbours in one row (out_w >= VW; a row's last vector
+// overlaps the one before when out_w is not a multiple of VW: LeNet's 12, the same values written
+// twice), or the same columns of two output rows when a row is half a vector (LeNet's pool2 on
+// 8-float vectors: out_w 4; out_h must be even).
+
+static inline vf select_f(vi mask, vf yes, vf no) { return (vf)(((vi)yes & mask) | ((vi)no & ~mask)); }
+static inline vi select_i(vi mask, vi yes, vi no) { return (yes & mask) | (no & ~mask); }
+
+// Of two corners in maxpool2d's order, the later one wins where it is larger or NaN. Four corners
+// go as a tree, (a, b) and (c, d), then the two winners: the same winner as taking them one after
+// the other (the first of equal maxima, or the last NaN), with a shorter chain of dependent steps.
+static inline void pool_pair(vf first, vi at_first, vf later, vi at_later, vf *best, vi *where) {
+    vi take = (later > first) | (later != later);
+    *best = select_f(take, later, first);
+    *where = select_i(take, at_later, at_first);
+}
+
+// Where each lane's window starts in the plane: at + 2 l in the first half of the lanes, at2 +
+// 2 (l - VW/2) in the second. `lane2` is 0, 2, 4, ...; `upper` is all ones in the second half.
+static inline vi window_starts(vi lane2, vi upper, int at, int at2) {
+    return lane2 + at + (upper & ((vi){0} + (at2 - at - VW)));
+}
+
+static inline void lane_constants(vi *lane2, vi *upper) {
+    for (int l = 0; l < VW; l++) {
+        (*lane2)[l] = 2 * l;
+        (*upper)[l] = l < VW / 2 ? 0 : -1;
+    }
+}
+
+static void pool2x2_forward(float *out, int32_t *argmax, const float *in, int planes, int in_h, int in_w, int out_h,
+                            int out_w) {
+    const int two_rows = out_w < VW;
+    vi lane2, upper;
+    lane_constants(&lane2, &upper);
+    const vi zero = (vi){0}, one = zero + 1, below = zero + in_w, diagonal = zero + in_w + 1;
+    for (int p = 0; p < planes; p++) {
+        const float *x = in + (size_t)p * in_h * in_w;
+        float *y = out + (size_t)p * out_h * out_w;
+        int32_t *arg = argmax + (size_t)p * out_h * out_w;
+        for (int oh = 0; oh < out_h; oh += two_rows ? 2 : 1) {
+            for (int ow = 0; ow < out_w; ow += VW) {
+                if (!two_rows && ow + VW > out_w) ow = out_w - VW;
+                const int at = 2 * oh * in_w + 2 * ow, at2 = two_rows ? at + 2 * in_w : at + VW;
+                vf r0a = vf_load(x + at), r0b = vf_load(x + at2), r1a = vf_load(x + at + in_w),
+                   r1b = vf_load(x + at2 + in_w);
+                vf top, bottom, best;
+                vi top_at, bottom_at, where;
+                pool_pair(vf_even(r0a, r0b), zero, vf_odd(r0a, r0b), one, &top, &top_at);
+                pool_pair(vf_even(r1a, r1b), below, vf_odd(r1a, r1b), diagonal, &bottom, &bottom_at);
+                pool_pair(top, top_at, bottom, bottom_at, &best, &where);
+                vf_store(y + oh * out_w + ow, best);
+                vi index = window_starts(lane2, upper, at, at2) + where;
+                memcpy(arg + oh * out_w + ow, &index, sizeof index);
+            }
+        }
+    }
+}
+
+// The gradient of every input of the windows, written whole (no zeroing first, no scatter): dy at
+// the window's argmax, 0 at its other three corners. Inputs outside every window (an odd last row
+// or column) are left to the caller.
+static void pool2x2_backward(float *din, const float *dout, const int32_t *argmax, int planes, int in_h, int in_w,
+                             int out_h, int out_w) {
+    const int two_rows = out_w < VW;
+    vi lane2, upper;
+    lane_constants(&lane2, &upper);
+    for (int p = 0; p < planes; p++) {
+        float *dx = din + (size_t)p * in_h * in_w;
+        const float *dy = dout + (size_t)p * out_h * out_w;
+        const int32_t *arg = argmax + (size_t)p * out_h * out_w;
+        for (int oh = 0; oh < out_h; oh += two_rows ? 2 : 1) {
+            for (int ow = 0; ow < out_w; ow += VW) {
+                if (!two_rows && ow + VW > out_w) ow = out_w - VW;
+                const int at = 2 * oh * in_w + 2 * ow, at2 = two_rows ? at + 2 * in_w : at + VW;
+                vi g = (vi)vf_load(dy + oh * out_w + ow), where;
+                memcpy(&where, arg + oh * out_w + ow, sizeof where);
+                vi corner = where - window_starts(lane2, upper, at, at2);  // 0, 1, in_w or in_w + 1
+                vf a = (vf)(g & (corner == 0)), b = (vf)(g & (corner == 1));
+                vf c = (vf)(g & (corner == in_w)), d = (vf)(g & (corner == in_w + 1));
+                vf_store(dx + at, vf_pairs_low(a, b));
+                vf_store(dx + at2, vf_pairs_high(a, b));
+                vf_store(dx + at + in_w, vf_pairs_low(c, d));
+                vf_store(dx + at2 + in_w, vf_pairs_high(c, d));
+            }
+        }
+    }
+}
+
+// ---- scratch ----
+
+static size_t conv_scratch_floats(const hw_conv2d_dims *d) {
+    const size_t taps = (size_t)d->in_c * d->k * d->k;
+    const size_t blocks = (size_t)(d->k + CONV_MR - 1) / CONV_MR;
+    size_t forward = (size_t)(d->out_c + CONV_MR - 1) / CONV_MR * CONV_MR * taps;   // packed weights
+    size_t weight = (size_t)d->out_c * (taps + 1) * VW;                             // unreduced sums
+    // packed weights twice (all and the live channels'), the live channels' dy, their list
+    size_t input = 2 * (size_t)d->in_c * d->k * blocks * d->out_c * CONV_MR + (size_t)(d->out_c + 1) * d->out_h * d->out_w;
+    const size_t lanes = (size_t)(d->out_c + VW - 1) / VW * VW;
+    if (weight_by_channels(d)) weight = ((size_t)d->out_h * d->out_w + taps + 1) * lanes + taps;  // dyt, dwt, db, tap
+    size_t most = forward > weight ? forward : weight;
+    most = most > input ? most : input;
+    return most + (size_t)(d->out_h * d->out_w / VW + 15) / 16 * 16;  // and position_offsets' table
+}
+
+static const nn_kernels kernels = {
+    .name = KERNELS_NAME,
+    .conv_scratch_floats = conv_scratch_floats,
+    .conv_forward = conv_forward,
+    .conv_backward_weight = conv_backward_weight,
+    .conv_backward_input = conv_backward_input,
+    .pool2x2_forward = pool2x2_forward,
+    .pool2x2_backward = pool2x2_backward,
+};
