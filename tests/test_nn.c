@@ -732,6 +732,116 @@ static void kernels_match_pytorch(const char *path) {
     lenet_against_pytorch();
 }
 
+// Every copy's convolution on sizes around its tiles, through the layer's own functions, with
+// exactly the scratch the layer asks for and a guard after it: nothing is written past the end of
+// scratch or of the outputs, and forward and every gradient equal a plain sum in double. Output
+// channels of all-zero gradient (the input gradient's skip) in half of the samples. Sizes where
+// the channels outnumber the output positions (out_c > out_h * out_w) once wrote the input
+// gradient's list of live channels past the end of the scratch.
+enum { GUARD_FLOATS = 1024 };
+static const float guard_value = 12345.5f;
+
+static float *guarded(size_t n) {
+    float *p = floats(n + GUARD_FLOATS);
+    for (size_t i = 0; i < n + GUARD_FLOATS; i++) p[i] = guard_value;
+    return p;
+}
+
+static int guard_intact(const float *p, size_t n) {
+    for (size_t i = n; i < n + GUARD_FLOATS; i++) {
+        if (p[i] != guard_value) return 0;
+    }
+    return 1;
+}
+
+static double max_rel(const float *got, const double *want, size_t n) {
+    double err = 0, scale = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - want[i]);
+        if (!(e <= err)) err = isnan(e) ? INFINITY : e;
+        if (fabs(want[i]) > scale) scale = fabs(want[i]);
+    }
+    return err / scale;
+}
+
+static void kernels_stay_in_bounds(const char *path) {
+    use_kernels(path);
+    static const int shapes[][5] = {
+        // in_c, out_c, k, out_h, out_w
+        {1, 21, 1, 1, 8}, {1, 100, 1, 1, 8}, {1, 100, 3, 2, 8}, {3, 21, 2, 2, 8}, {17, 100, 7, 3, 24},
+        {1, 1, 1, 1, 8},  {1, 5, 5, 3, 16},  {3, 6, 3, 2, 24},  {17, 21, 1, 1, 32}, {2, 64, 5, 1, 16},
+    };
+    static const int batches[] = {1, 3};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
+            const int in_c = shapes[s][0], out_c = shapes[s][1], k = shapes[s][2], batch = batches[bi];
+            const int out_h = shapes[s][3], out_w = shapes[s][4], in_h = out_h + k - 1, in_w = out_w + k - 1;
+            char line[64];
+            snprintf(line, sizeof line, "conv2d %d %d", out_c, k);
+            hw_layer L;
+            hw_shape params[HW_LAYER_MAX_PARAMS];
+            cr_assert_eq(hw_layer_setup(&L, line, hw_shape_make(3, (int64_t[]){in_c, in_h, in_w}), params), HW_OK,
+                         "%s", hw_error());
+            cr_assert_eq(L.type->saved_bytes(&L, batch), 0, "%s: does not take the kernels", line);
+            const size_t n_in = (size_t)batch * in_c * in_h * in_w, n = (size_t)out_h * out_w;
+            const size_t n_out = (size_t)batch * out_c * n, taps = (size_t)in_c * k * k, n_w = out_c * taps;
+            const size_t n_scratch = L.type->scratch_floats(&L, batch);
+            float *x = floats(n_in), *w = floats(n_w), *b = floats((size_t)out_c), *dy = floats(n_out);
+            float *y = guarded(n_out), *scratch = guarded(n_scratch), *dx = guarded(n_in), *dw = guarded(n_w);
+            float *db = guarded((size_t)out_c);
+            hw_rng rng;
+            hw_rng_seed(&rng, 70 + s, bi);
+            for (size_t i = 0; i < n_in; i++) x[i] = hw_rng_normal(&rng);
+            for (size_t i = 0; i < n_w; i++) w[i] = hw_rng_normal(&rng);
+            for (int i = 0; i < out_c; i++) b[i] = hw_rng_normal(&rng);
+            for (size_t i = 0; i < n_out; i++) {
+                int sample = (int)(i / ((size_t)out_c * n)), channel = (int)(i / n % (size_t)out_c);
+                dy[i] = sample % 2 == 1 && channel % 3 != 0 ? 0.0f : hw_rng_normal(&rng);
+            }
+            hw_layer_io io = {.batch = batch, .training = 1, .in = x, .out = y, .weight = w, .bias = b,
+                              .scratch = scratch, .rng = &rng};
+            hw_cpu_backend.forward(&L, &io);
+            io.dout = dy, io.din = dx, io.dweight = dw, io.dbias = db;
+            hw_cpu_backend.backward(&L, &io);
+            cr_expect(guard_intact(scratch, n_scratch), "%s kernels, %s on %dx%dx%d, batch %d: wrote past the %zu "
+                      "floats of scratch", path, line, in_c, in_h, in_w, batch, n_scratch);
+            cr_expect(guard_intact(y, n_out) && guard_intact(dx, n_in) && guard_intact(dw, n_w) &&
+                          guard_intact(db, (size_t)out_c),
+                      "%s kernels, %s: wrote past an output", path, line);
+            double *ry = calloc(n_out, sizeof(double)), *rdx = calloc(n_in, sizeof(double));
+            double *rdw = calloc(n_w, sizeof(double)), *rdb = calloc((size_t)out_c, sizeof(double));
+            for (int s0 = 0; s0 < batch; s0++) {
+                for (int o = 0; o < out_c; o++) {
+                    for (size_t p = 0; p < n; p++) {
+                        size_t at = ((size_t)s0 * out_c + o) * n + p;
+                        double sum = b[o], g = dy[at];
+                        rdb[o] += g;
+                        for (size_t t = 0; t < taps; t++) {
+                            int c = (int)(t / ((size_t)k * k)), ki = (int)(t / k % k), kj = (int)(t % k);
+                            size_t xi = (((size_t)s0 * in_c + c) * in_h + p / out_w + ki) * in_w + p % out_w + kj;
+                            sum += (double)w[o * taps + t] * x[xi];
+                            rdw[o * taps + t] += g * x[xi];
+                            rdx[xi] += g * w[o * taps + t];
+                        }
+                        ry[at] = sum;
+                    }
+                }
+            }
+            double e[4] = {max_rel(y, ry, n_out), max_rel(dx, rdx, n_in), max_rel(dw, rdw, n_w),
+                           max_rel(db, rdb, (size_t)out_c)};
+            cr_expect(e[0] < 1e-5 && e[1] < 1e-5 && e[2] < 1e-5 && e[3] < 1e-5,
+                      "%s kernels, %s on %dx%dx%d, batch %d: off a plain sum by %.3g (forward), %.3g (input), "
+                      "%.3g (weight), %.3g (bias)", path, line, in_c, in_h, in_w, batch, e[0], e[1], e[2], e[3]);
+            free(ry), free(rdx), free(rdw), free(rdb);
+            free(x), free(w), free(b), free(dy), free(y), free(scratch), free(dx), free(dw), free(db);
+        }
+    }
+}
+
+Test(nn_kernels, avx512_stays_in_bounds) { kernels_stay_in_bounds("avx512"); }
+Test(nn_kernels, avx2_stays_in_bounds) { kernels_stay_in_bounds("avx2"); }
+Test(nn_kernels, baseline_stays_in_bounds) { kernels_stay_in_bounds("baseline"); }
+
 Test(nn_kernels, avx512_matches_finite_differences) { kernels_match_finite_differences("avx512"); }
 Test(nn_kernels, avx2_matches_finite_differences) { kernels_match_finite_differences("avx2"); }
 Test(nn_kernels, baseline_matches_finite_differences) { kernels_match_finite_differences("baseline"); }

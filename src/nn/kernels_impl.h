@@ -547,8 +547,10 @@ static size_t conv_scratch_floats(const hw_conv2d_dims *d) {
     const size_t blocks = (size_t)(d->k + CONV_MR - 1) / CONV_MR;
     size_t forward = (size_t)(d->out_c + CONV_MR - 1) / CONV_MR * CONV_MR * taps;   // packed weights
     size_t weight = (size_t)d->out_c * (taps + 1) * VW;                             // unreduced sums
-    // packed weights twice (all and the live channels'), the live channels' dy, their list
-    size_t input = 2 * (size_t)d->in_c * d->k * blocks * d->out_c * CONV_MR + (size_t)(d->out_c + 1) * d->out_h * d->out_w;
+    // packed weights twice (all and the live channels'), the live channels' dy, their list (an
+    // int per channel: out_c of them, which can be more than the floats of one plane)
+    size_t input = 2 * (size_t)d->in_c * d->k * blocks * d->out_c * CONV_MR + (size_t)d->out_c * d->out_h * d->out_w +
+                   (size_t)d->out_c;
     const size_t lanes = (size_t)(d->out_c + VW - 1) / VW * VW;
     if (weight_by_channels(d)) weight = ((size_t)d->out_h * d->out_w + taps + 1) * lanes + taps;  // dyt, dwt, db, tap
     size_t most = forward > weight ? forward : weight;
