@@ -855,6 +855,14 @@ Test(nn_kernels, baseline_lenet_matches_pytorch) { kernels_match_pytorch("baseli
 Test(nn_kernels, an_unknown_or_unrunnable_path_is_refused) {
     cr_expect_eq(hw_nn_kernels_select("avx3"), HW_ERR);
     cr_expect(strstr(hw_error(), "HOGWILD_CPU_PATH=avx3") && strstr(hw_error(), "baseline"), "%s", hw_error());
+    // A long value still gives the message's point: what was expected and what this CPU runs.
+    char long_name[5000];
+    memset(long_name, 'a', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    cr_expect_eq(hw_nn_kernels_select(long_name), HW_ERR);
+    cr_expect(strstr(hw_error(), "expected avx512, avx2, baseline or auto (this CPU runs ") &&
+                  strstr(hw_error(), "aaa...: no such CPU path"),
+              "%s", hw_error());
     cr_expect_eq(hw_nn_kernels_select("auto"), HW_OK);
     cr_expect(strstr(hw_nn_kernels_info(), "the CPU's best"), "%s", hw_nn_kernels_info());
     cr_expect(hw_nn_kernels_runnable("baseline"));
