@@ -3,6 +3,7 @@
 // forward/backward against values PyTorch computed (tests/torch_reference.h).
 #include "hw/err.h"
 #include "hw/nn.h"
+#include "../src/nn/kernels.h"
 #include "skip_report.h"
 
 #include <criterion/criterion.h>
@@ -764,8 +765,9 @@ static double max_rel(const float *got, const double *want, size_t n) {
     return err / scale;
 }
 
-static void kernels_stay_in_bounds(const char *path) {
-    use_kernels(path);
+// table: a copy's functions called directly, with the scratch it asks for; NULL: the layer's own
+// functions on the copy in use, with the scratch the layer asks for (the most of any copy's).
+static void conv_stays_in_bounds(const char *path, const nn_kernels *table) {
     static const int shapes[][5] = {
         // in_c, out_c, k, out_h, out_w
         {1, 21, 1, 1, 8}, {1, 100, 1, 1, 8}, {1, 100, 3, 2, 8}, {3, 21, 2, 2, 8}, {17, 100, 7, 3, 24},
@@ -785,7 +787,8 @@ static void kernels_stay_in_bounds(const char *path) {
             cr_assert_eq(L.type->saved_bytes(&L, batch), 0, "%s: does not take the kernels", line);
             const size_t n_in = (size_t)batch * in_c * in_h * in_w, n = (size_t)out_h * out_w;
             const size_t n_out = (size_t)batch * out_c * n, taps = (size_t)in_c * k * k, n_w = out_c * taps;
-            const size_t n_scratch = L.type->scratch_floats(&L, batch);
+            const hw_conv2d_dims *d = &L.dims.conv2d;
+            const size_t n_scratch = table ? table->conv_scratch_floats(d) : L.type->scratch_floats(&L, batch);
             float *x = floats(n_in), *w = floats(n_w), *b = floats((size_t)out_c), *dy = floats(n_out);
             float *y = guarded(n_out), *scratch = guarded(n_scratch), *dx = guarded(n_in), *dw = guarded(n_w);
             float *db = guarded((size_t)out_c);
@@ -798,11 +801,17 @@ static void kernels_stay_in_bounds(const char *path) {
                 int sample = (int)(i / ((size_t)out_c * n)), channel = (int)(i / n % (size_t)out_c);
                 dy[i] = sample % 2 == 1 && channel % 3 != 0 ? 0.0f : hw_rng_normal(&rng);
             }
-            hw_layer_io io = {.batch = batch, .training = 1, .in = x, .out = y, .weight = w, .bias = b,
-                              .scratch = scratch, .rng = &rng};
-            hw_cpu_backend.forward(&L, &io);
-            io.dout = dy, io.din = dx, io.dweight = dw, io.dbias = db;
-            hw_cpu_backend.backward(&L, &io);
+            if (table) {
+                table->conv_forward(y, scratch, x, w, b, d, batch);
+                table->conv_backward_weight(dw, db, scratch, x, dy, d, batch);
+                table->conv_backward_input(dx, scratch, dy, w, d, batch);
+            } else {
+                hw_layer_io io = {.batch = batch, .training = 1, .in = x, .out = y, .weight = w, .bias = b,
+                                  .scratch = scratch, .rng = &rng};
+                hw_cpu_backend.forward(&L, &io);
+                io.dout = dy, io.din = dx, io.dweight = dw, io.dbias = db;
+                hw_cpu_backend.backward(&L, &io);
+            }
             cr_expect(guard_intact(scratch, n_scratch), "%s kernels, %s on %dx%dx%d, batch %d: wrote past the %zu "
                       "floats of scratch", path, line, in_c, in_h, in_w, batch, n_scratch);
             cr_expect(guard_intact(y, n_out) && guard_intact(dx, n_in) && guard_intact(dw, n_w) &&
@@ -838,9 +847,67 @@ static void kernels_stay_in_bounds(const char *path) {
     }
 }
 
+static void kernels_stay_in_bounds(const char *path) {
+    use_kernels(path);
+    conv_stays_in_bounds(path, NULL);
+}
+
 Test(nn_kernels, avx512_stays_in_bounds) { kernels_stay_in_bounds("avx512"); }
 Test(nn_kernels, avx2_stays_in_bounds) { kernels_stay_in_bounds("avx2"); }
 Test(nn_kernels, baseline_stays_in_bounds) { kernels_stay_in_bounds("baseline"); }
+
+// The AVX-512 copy's tiles compiled with AVX2 (tests/kernels_avx512_tiles.c): its edge cases are
+// checked on CPUs without AVX-512 too, and against a plain sum and the baseline copy.
+const nn_kernels *nn_test_kernels_avx512_tiles(void);
+
+Test(nn_kernels, avx512_tiles_on_avx2_stay_in_bounds) {
+    if (!hw_nn_kernels_runnable("avx2")) cr_skip_test("the AVX-512 copy's tiles on AVX2 not checked: no AVX2 and FMA");
+    conv_stays_in_bounds(nn_test_kernels_avx512_tiles()->name, nn_test_kernels_avx512_tiles());
+}
+
+Test(nn_kernels, avx512_tiles_on_avx2_match_the_baseline) {
+    if (!hw_nn_kernels_runnable("avx2")) cr_skip_test("the AVX-512 copy's tiles on AVX2 not checked: no AVX2 and FMA");
+    const nn_kernels *tiles = nn_test_kernels_avx512_tiles(), *base = nn_kernels_baseline();
+    hw_rng rng;
+    hw_rng_seed(&rng, 4100, 0);
+    for (int k = 0; k < 40; k++) {
+        char line[256];
+        hw_shape in;
+        direct_conv_example(&rng, &in, line, sizeof line);
+        hw_layer L;
+        hw_shape params[HW_LAYER_MAX_PARAMS];
+        cr_assert_eq(hw_layer_setup(&L, line, in, params), HW_OK, "%s", hw_error());
+        const hw_conv2d_dims *d = &L.dims.conv2d;
+        const int batch = check_batches[k % 10];
+        const size_t n_in = (size_t)batch * (size_t)hw_shape_numel(in);
+        const size_t n_out = (size_t)batch * (size_t)hw_shape_numel(L.out_shape);
+        const size_t n_w = (size_t)hw_shape_numel(params[0]), n_b = (size_t)d->out_c;
+        float *x = floats(n_in), *w = floats(n_w), *b = floats(n_b), *dy = floats(n_out), *out[2][4];
+        for (size_t i = 0; i < n_in; i++) x[i] = hw_rng_normal(&rng);
+        for (size_t i = 0; i < n_w; i++) w[i] = hw_rng_normal(&rng);
+        for (size_t i = 0; i < n_b; i++) b[i] = hw_rng_normal(&rng);
+        for (size_t i = 0; i < n_out; i++) dy[i] = hw_rng_below(&rng, 3) ? hw_rng_normal(&rng) : 0.0f;
+        const nn_kernels *copies[2] = {tiles, base};
+        for (int c = 0; c < 2; c++) {
+            float *scratch = floats(copies[c]->conv_scratch_floats(d));
+            out[c][0] = floats(n_out), out[c][1] = floats(n_in), out[c][2] = floats(n_w), out[c][3] = floats(n_b);
+            copies[c]->conv_forward(out[c][0], scratch, x, w, b, d, batch);
+            copies[c]->conv_backward_weight(out[c][2], out[c][3], scratch, x, dy, d, batch);
+            copies[c]->conv_backward_input(out[c][1], scratch, dy, w, d, batch);
+            free(scratch);
+        }
+        const size_t sizes[4] = {n_out, n_in, n_w, n_b};
+        static const char *const what[4] = {"forward", "input gradient", "weight gradient", "bias gradient"};
+        for (int t = 0; t < 4; t++) {
+            double e = rel_err(out[0][t], out[1][t], sizes[t]);
+            cr_expect_lt(e, 1e-5, "%s, %s, batch %d: %s off the baseline's by %g", tiles->name, line, batch, what[t], e);
+        }
+        for (int c = 0; c < 2; c++) {
+            for (int t = 0; t < 4; t++) free(out[c][t]);
+        }
+        free(x), free(w), free(b), free(dy);
+    }
+}
 
 Test(nn_kernels, avx512_matches_finite_differences) { kernels_match_finite_differences("avx512"); }
 Test(nn_kernels, avx2_matches_finite_differences) { kernels_match_finite_differences("avx2"); }
