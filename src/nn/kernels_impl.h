@@ -27,8 +27,12 @@
 //   forward          y[o][p]     = b[o] + sum over taps t of w[o][t] * col[t][p]     (M = out_c, K = taps)
 //   weight gradient  dw[o][t]    = sum over samples and p of dy[o][p] * col[t][p]    (K = positions)
 //   input gradient   dcol[t][p]  = sum over o of w[o][t] * dy[o][p], added into dx where col[t][p] was read
-// Each keeps a tile of outputs in registers across the whole sum, and the float additions of one
-// output happen in the same order whatever the tile sizes: the tiles change the speed, not the bits.
+// Each keeps a tile of outputs in registers across the whole sum. In forward and the weight and bias
+// gradients the float additions of one output happen in the same order whatever the tile sizes:
+// there the tiles change the speed, not the bits. The input gradient adds each tile's taps into
+// dx as the tile goes (and, for rows stacked one under the other, adds the taps that land on one
+// input row together first): its order, so its last bits, follow CONV_MR and CONV_NV, and the
+// AVX-512 and AVX2 copies differ there by rounding (tests/test_nn.c checks both).
 #include "kernels.h"
 
 #include <stdint.h>
