@@ -155,6 +155,8 @@ $(BUILD)/%.o: src/%.c $(wildcard include/hw/*.h) $(wildcard src/*/*.h) $(wildcar
 $(BUILD)/nn/kernels_baseline.o: CFLAGS += -march=x86-64 -mtune=generic
 $(BUILD)/nn/kernels_avx2.o: CFLAGS += -march=x86-64 -mtune=generic -mavx2 -mfma
 $(BUILD)/nn/kernels_avx512.o: CFLAGS += -march=x86-64 -mtune=generic -mavx2 -mfma -mavx512f -mavx512vl -mavx512bw -mavx512dq
+# The AVX-512 copy's tiles with AVX2 instructions, for the tests only (tests/kernels_avx512_tiles.c).
+$(BUILD)/tests/kernels_avx512_tiles.o: CFLAGS += -march=x86-64 -mtune=generic -mavx2 -mfma
 
 $(BUILD)/%.cu.o: src/%.cu $(wildcard include/hw/*.h) $(wildcard src/cuda/*.cuh) $(wildcard src/cuda/*.h) $(wildcard tests/simcuda/*.h)
 	@mkdir -p $(dir $@)
@@ -204,7 +206,7 @@ $(BUILD)/fuzz_idx: $(FUZZ_SRC) $(FUZZ_OBJ) $(wildcard include/hw/*.h)
 	      $(FUZZ_SRC) $(FUZZ_OBJ) -o $@ -lstb -lmd -lz -lm -pthread
 
 # The end-to-end tests run ./hogwild, so it is built first.
-test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx
+test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx $(BUILD)/bench_nn_step
 	HW_BIN=$(CURDIR)/hogwild $(BUILD)/test_hogwild $(TEST_ARGS)
 	$(BUILD)/fuzz_idx
 	$(MAKE) --no-print-directory sim
@@ -238,7 +240,7 @@ sim:
 ASAN_OPT = -O1 -fsanitize=address,undefined -fno-omit-frame-pointer
 ASAN_ENV = LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp
 asan:
-	$(MAKE) BUILD=build-asan OPT="$(ASAN_OPT)" CUDA=0 build-asan/test_hogwild build-asan/hogwild
+	$(MAKE) BUILD=build-asan OPT="$(ASAN_OPT)" CUDA=0 build-asan/test_hogwild build-asan/hogwild build-asan/bench_nn_step
 	HW_BIN=$(CURDIR)/build-asan/hogwild $(ASAN_ENV) build-asan/test_hogwild $(TEST_ARGS) > build-asan/test.log 2>&1; \
 	    status=$$?; cat build-asan/test.log; exit $$status
 	$(ASAN_ENV) $(MAKE) --no-print-directory sim SIM_DIR=build-asan-sim OPT="$(ASAN_OPT)" > build-asan/sim.log 2>&1; \
