@@ -175,9 +175,8 @@ $(BUILD)/%.o: src/%.c $(SRC_H)
 $(BUILD)/nn/kernels_baseline.o: CFLAGS += -march=x86-64 -mtune=generic
 $(BUILD)/nn/kernels_avx2.o: CFLAGS += -march=x86-64 -mtune=generic -mavx2 -mfma
 $(BUILD)/nn/kernels_avx512.o: CFLAGS += -march=x86-64 -mtune=generic -mavx2 -mfma -mavx512f -mavx512vl -mavx512bw -mavx512dq
-# tests/unit/test_nn_tiles.c compiles the AVX-512 copy's source for AVX2 and FMA (its tests skip on a
-# CPU without them): it needs those two flags whatever OPT says (make asan's OPT has no -march).
-$(BUILD)/tests/unit/test_nn_tiles.o: CFLAGS += -mavx2 -mfma
+# The AVX-512 copy's tiles with AVX2 instructions, for the tests only (tests/unit/kernels_avx512_tiles.c).
+$(BUILD)/tests/unit/kernels_avx512_tiles.o: CFLAGS += -march=x86-64 -mtune=generic -mavx2 -mfma
 
 $(BUILD)/%.cu.o: src/%.cu $(wildcard include/hw/*.h) $(wildcard src/cuda/*.cuh) $(wildcard src/cuda/*.h) $(wildcard tests/simcuda/*.h)
 	@mkdir -p $(dir $@)
@@ -245,7 +244,7 @@ exports-check: hogwild $(PLUGIN) $(MPI_PLUGIN)
 	@echo "exports-check: ./hogwild exports $$(nm -D --defined-only hogwild | wc -l) hw_ symbols; each plugin its entry table alone"
 
 # The end-to-end tests run ./hogwild, so it is built first.
-test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx layout-check exports-check
+test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx $(BUILD)/bench_nn_step layout-check exports-check
 	HW_BIN=$(CURDIR)/hogwild $(BUILD)/test_hogwild $(TEST_ARGS)
 	$(BUILD)/fuzz_idx
 	$(MAKE) --no-print-directory sim
@@ -279,7 +278,7 @@ sim:
 ASAN_OPT = -O1 -fsanitize=address,undefined -fno-omit-frame-pointer
 ASAN_ENV = LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp
 asan:
-	$(MAKE) BUILD=build-asan OPT="$(ASAN_OPT)" CUDA=0 build-asan/test_hogwild build-asan/hogwild
+	$(MAKE) BUILD=build-asan OPT="$(ASAN_OPT)" CUDA=0 build-asan/test_hogwild build-asan/hogwild build-asan/bench_nn_step
 	HW_BIN=$(CURDIR)/build-asan/hogwild $(ASAN_ENV) build-asan/test_hogwild $(TEST_ARGS) > build-asan/test.log 2>&1; \
 	    status=$$?; cat build-asan/test.log; exit $$status
 	$(ASAN_ENV) $(MAKE) --no-print-directory sim SIM_DIR=build-asan-sim OPT="$(ASAN_OPT)" > build-asan/sim.log 2>&1; \

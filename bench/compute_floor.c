@@ -23,6 +23,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -96,14 +97,22 @@ static double step_rate(const char *path, double seconds) {
     return best;
 }
 
-// The step on one core, then in two processes at once.
-static void two_worker_ceiling(const char *path) {
+// The step on one core, then in two processes at once. Returns the exit status: a process that
+// could not measure (killed by a signal, failed) is said, not printed as a rate of 0.
+static int two_worker_ceiling(const char *path) {
     double alone = step_rate(path, 1.0);
     int fds[2];
     pid_t pids[2];
-    if (pipe(fds) != 0) return;
+    if (pipe(fds) != 0) {
+        perror("compute_floor: pipe");
+        return 1;
+    }
     for (int i = 0; i < 2; i++) {
-        if ((pids[i] = fork()) == 0) {
+        if ((pids[i] = fork()) < 0) {
+            perror("compute_floor: fork");
+            return 1;
+        }
+        if (pids[i] == 0) {
             double rate = step_rate(path, 1.0);
             ssize_t wrote = write(fds[1], &rate, sizeof rate);
             _exit(wrote == (ssize_t)sizeof rate ? 0 : 1);
@@ -115,11 +124,22 @@ static void two_worker_ceiling(const char *path) {
         if (read(fds[0], &rates[i], sizeof rates[i]) != (ssize_t)sizeof rates[i]) rates[i] = 0;
     }
     close(fds[0]);
-    for (int i = 0; i < 2; i++) waitpid(pids[i], NULL, 0);
+    int failed = 0;
+    for (int i = 0; i < 2; i++) {
+        int status = 0;
+        if (waitpid(pids[i], &status, 0) != pids[i] || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+            !(rates[i] > 0)) {
+            fprintf(stderr, "compute_floor: %s: the second measurement's process %d %s\n", path, i,
+                    WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "failed");
+            failed = 1;
+        }
+    }
+    if (failed) return 1;
     double both = rates[0] + rates[1];
     printf("%s: training step (forward, backward, SGD update) on one core %.0f samples/s; two at once, each on "
            "its own weights: %.0f + %.0f = %.0f samples/s (%.2fx one core): the ceiling for 2 workers\n",
            path, alone, rates[0], rates[1], both, both / alone);
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -127,7 +147,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", hw_error());
         return 1;
     }
-    printf("BLAS: %s\n", hw_blas_info());
+    if (hw_nn_kernels_select(getenv("HOGWILD_CPU_PATH")) != HW_OK) {
+        fprintf(stderr, "%s\n", hw_error());
+        return 1;
+    }
+    printf("BLAS: %s\nCPU kernels: %s\n", hw_blas_info(), hw_nn_kernels_info());
     double peak = sgemm_gflops(HW_NO_TRANS, HW_NO_TRANS, 1024, 1024, 1024, 1, 7);
     printf("single-core sgemm peak: %.1f GFLOP/s (1024^3, best of 7)\n", peak);
     // The GEMMs of one LeNet sample (conv as im2col + GEMM): what training actually runs.
@@ -161,7 +185,7 @@ int main(int argc, char **argv) {
                forward / 1e6, train / 1e6, peak * 1e9 / train);
         fflush(stdout);
         hw_model_free(&model);
-        two_worker_ceiling(argv[i]);
+        if (two_worker_ceiling(argv[i]) != 0) return 1;
     }
     return 0;
 }

@@ -86,14 +86,15 @@ static int bench(const char *path, int batch, double seconds) {
     return 0;
 }
 
-// Per-layer times: runs the model's layers one by one, as hw_cpu_forward/backward do.
-static void layer_times(const char *path, int batch) {
+// Per-layer times: runs the model's layers one by one, as hw_cpu_forward/backward do. Returns the
+// exit status.
+static int layer_times(const char *path, int batch) {
     hw_model model;
     hw_workspace ws;
     if (hw_model_load(&model, path) != HW_OK || hw_model_alloc_weights(&model) != HW_OK ||
         hw_workspace_alloc(&ws, &model, batch, 1) != HW_OK) {
         fprintf(stderr, "nn_step: %s\n", hw_error());
-        return;
+        return 1;
     }
     hw_model_init_weights(&model, 1);
     size_t in = (size_t)hw_shape_numel(model.input);
@@ -131,14 +132,20 @@ static void layer_times(const char *path, int batch) {
     free(y);
     hw_workspace_free(&ws);
     hw_model_free(&model);
+    return 0;
 }
 
 int main(int argc, char **argv) {
-    if (argc > 1 && strcmp(argv[1], "--layers") == 0) {
-        layer_times(argc > 2 ? argv[2] : "models/lenet.model", argc > 3 ? atoi(argv[3]) : 64);
-        return 0;
+    // The copy of the CPU kernels timed, as ./hogwild chooses it (HOGWILD_CPU_PATH), named with the
+    // BLAS: the figures are the kernels'.
+    if (hw_nn_kernels_select(getenv("HOGWILD_CPU_PATH")) != HW_OK) {
+        fprintf(stderr, "nn_step: %s\n", hw_error());
+        return 1;
     }
-    printf("BLAS: %s\n", hw_blas_info());
+    printf("BLAS: %s\nCPU kernels: %s\n", hw_blas_info(), hw_nn_kernels_info());
+    if (argc > 1 && strcmp(argv[1], "--layers") == 0) {
+        return layer_times(argc > 2 ? argv[2] : "models/lenet.model", argc > 3 ? atoi(argv[3]) : 64);
+    }
     int batch = argc > 2 ? atoi(argv[2]) : 64;
     double seconds = argc > 3 ? atof(argv[3]) : 1.0;
     if (argc > 1) return bench(argv[1], batch, seconds);

@@ -3,8 +3,7 @@
 // and Zen 4 runs 512-bit operations at the rate of two 256-bit ones. What AVX-512 adds here is 32
 // vector registers: larger tiles, fewer loads per multiply-add.
 #include "kernels_avx.h"
-
-enum { CONV_MR = 5, CONV_NV = 4, DW_MR = 4, DW_NR = 5, DWT_MR = 6, DWT_NV = 3 };
+#include "kernels_avx512_tiles.h"
 
 static const char KERNELS_NAME[] = "avx512";
 

@@ -27,8 +27,12 @@
 //   forward          y[o][p]     = b[o] + sum over taps t of w[o][t] * col[t][p]     (M = out_c, K = taps)
 //   weight gradient  dw[o][t]    = sum over samples and p of dy[o][p] * col[t][p]    (K = positions)
 //   input gradient   dcol[t][p]  = sum over o of w[o][t] * dy[o][p], added into dx where col[t][p] was read
-// Each keeps a tile of outputs in registers across the whole sum, and the float additions of one
-// output happen in the same order whatever the tile sizes: the tiles change the speed, not the bits.
+// Each keeps a tile of outputs in registers across the whole sum. In forward and the weight and bias
+// gradients the float additions of one output happen in the same order whatever the tile sizes:
+// there the tiles change the speed, not the bits. The input gradient adds each tile's taps into
+// dx as the tile goes (and, for rows stacked one under the other, adds the taps that land on one
+// input row together first): its order, so its last bits, follow CONV_MR and CONV_NV, and the
+// AVX-512 and AVX2 copies differ there by rounding (tests/unit/test_nn.c checks both).
 #include "kernels.h"
 
 #include <stdint.h>
@@ -547,8 +551,10 @@ static size_t conv_scratch_floats(const hw_conv2d_dims *d) {
     const size_t blocks = (size_t)(d->k + CONV_MR - 1) / CONV_MR;
     size_t forward = (size_t)(d->out_c + CONV_MR - 1) / CONV_MR * CONV_MR * taps;   // packed weights
     size_t weight = (size_t)d->out_c * (taps + 1) * VW;                             // unreduced sums
-    // packed weights twice (all and the live channels'), the live channels' dy, their list
-    size_t input = 2 * (size_t)d->in_c * d->k * blocks * d->out_c * CONV_MR + (size_t)(d->out_c + 1) * d->out_h * d->out_w;
+    // packed weights twice (all and the live channels'), the live channels' dy, their list (an
+    // int per channel: out_c of them, which can be more than the floats of one plane)
+    size_t input = 2 * (size_t)d->in_c * d->k * blocks * d->out_c * CONV_MR + (size_t)d->out_c * d->out_h * d->out_w +
+                   (size_t)d->out_c;
     const size_t lanes = (size_t)(d->out_c + VW - 1) / VW * VW;
     if (weight_by_channels(d)) weight = ((size_t)d->out_h * d->out_w + taps + 1) * lanes + taps;  // dyt, dwt, db, tap
     size_t most = forward > weight ? forward : weight;

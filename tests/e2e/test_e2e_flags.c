@@ -4,6 +4,7 @@
 // --summary, --clean-shm) do what they say.
 #include "e2e_util.h"
 #include "hw/err.h"
+#include "hw/nn.h"
 
 #include <stb_image_write.h>
 
@@ -418,4 +419,40 @@ Test(e2e_flags, a_stack_limit_too_small_is_refused_not_a_segfault) {
     e2e_assert_exit(&r, 1);
     e2e_assert_contains(r.err, "the stack size limit (ulimit -s) is 64 KiB", "stderr");
     e2e_assert_left_nothing(&r);
+}
+
+// HOGWILD_CPU_PATH (the copy of the CPU kernels, issue 28): a value that names no copy (case and
+// spaces count), or a copy this CPU cannot run, ends every command that computes, training,
+// DataParallel and --eval-only alike, before any work, with status 1 and the copies it runs;
+// a copy it runs is used and named in the run's header.
+Test(e2e_flags, a_cpu_path_that_is_not_a_copy_or_cannot_run_is_refused_before_any_work) {
+    char *data = tiny_data();
+    char *ckpt = e2e_path("x.safetensors");
+    e2e_run_result r;
+    e2e_run(&r, "HOGWILD_CPU_PATH=baseline", "--model", e2e.mlp, "--data", data, "--workers", "1", "--save", ckpt);
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "CPU kernels baseline (forced by HOGWILD_CPU_PATH", "stdout");
+    const char *bad[] = {"HOGWILD_CPU_PATH=nonesuch", "HOGWILD_CPU_PATH=AVX2", "HOGWILD_CPU_PATH= avx2",
+                         "HOGWILD_CPU_PATH=avx512"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *name = bad[i] + strlen("HOGWILD_CPU_PATH=");
+        if (strcmp(name, "avx512") == 0 && hw_nn_kernels_runnable(name)) continue;  // this CPU runs it
+        const char *runs[3][12] = {
+            {"--model", e2e.mlp, "--data", data, "--workers", "1", "--quiet", NULL},
+            {"--mode", "dataparallel", "--replicas", "3", "--model", e2e.mlp, "--data", data, "--quiet", NULL},
+            {"--resume", ckpt, "--eval-only", "--data", data, NULL},
+        };
+        for (int k = 0; k < 3; k++) {
+            e2e_run_argv(&r, bad[i], runs[k]);
+            e2e_assert_exit(&r, 1);
+            char want[96];
+            snprintf(want, sizeof want, "hogwild: %s: ", bad[i]);
+            e2e_assert_contains(r.err, want, "stderr");
+            e2e_assert_contains(r.err, strcmp(name, "avx512") == 0 ? "this CPU cannot run it" : "no such CPU path",
+                                "stderr");
+            e2e_assert_contains(r.err, "baseline", "stderr");  // what this CPU runs, the baseline always
+            cr_expect(!strstr(r.out, "epoch") && !strstr(r.out, "test loss"), "%s, run %d: worked anyway:\n%s",
+                      bad[i], k, r.out);
+        }
+    }
 }

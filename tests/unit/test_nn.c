@@ -3,6 +3,7 @@
 // forward/backward against values PyTorch computed (tests/torch_reference.h).
 #include "hw/err.h"
 #include "hw/nn.h"
+#include "../src/nn/kernels.h"
 #include "skip_report.h"
 
 #include <criterion/criterion.h>
@@ -732,6 +733,193 @@ static void kernels_match_pytorch(const char *path) {
     lenet_against_pytorch();
 }
 
+// Every copy's convolution on sizes around its tiles, through the layer's own functions, with
+// exactly the scratch the layer asks for and a guard after it: nothing is written past the end of
+// scratch or of the outputs, and forward and every gradient equal a plain sum in double. Output
+// channels of all-zero gradient (the input gradient's skip) in half of the samples. Sizes where
+// the channels outnumber the output positions (out_c > out_h * out_w) once wrote the input
+// gradient's list of live channels past the end of the scratch.
+enum { GUARD_FLOATS = 1024 };
+static const float guard_value = 12345.5f;
+
+static float *guarded(size_t n) {
+    float *p = floats(n + GUARD_FLOATS);
+    for (size_t i = 0; i < n + GUARD_FLOATS; i++) p[i] = guard_value;
+    return p;
+}
+
+static int guard_intact(const float *p, size_t n) {
+    for (size_t i = n; i < n + GUARD_FLOATS; i++) {
+        if (p[i] != guard_value) return 0;
+    }
+    return 1;
+}
+
+static double max_rel(const float *got, const double *want, size_t n) {
+    double err = 0, scale = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - want[i]);
+        if (!(e <= err)) err = isnan(e) ? INFINITY : e;
+        if (fabs(want[i]) > scale) scale = fabs(want[i]);
+    }
+    return err / scale;
+}
+
+// table: a copy's functions called directly, with the scratch it asks for; NULL: the layer's own
+// functions on the copy in use, with the scratch the layer asks for (the most of any copy's).
+static void conv_stays_in_bounds(const char *path, const nn_kernels *table) {
+    static const int shapes[][5] = {
+        // in_c, out_c, k, out_h, out_w
+        {1, 21, 1, 1, 8}, {1, 100, 1, 1, 8}, {1, 100, 3, 2, 8}, {3, 21, 2, 2, 8}, {17, 100, 7, 3, 24},
+        {1, 1, 1, 1, 8},  {1, 5, 5, 3, 16},  {3, 6, 3, 2, 24},  {17, 21, 1, 1, 32}, {2, 64, 5, 1, 16},
+    };
+    static const int batches[] = {1, 3};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
+            const int in_c = shapes[s][0], out_c = shapes[s][1], k = shapes[s][2], batch = batches[bi];
+            const int out_h = shapes[s][3], out_w = shapes[s][4], in_h = out_h + k - 1, in_w = out_w + k - 1;
+            char line[64];
+            snprintf(line, sizeof line, "conv2d %d %d", out_c, k);
+            hw_layer L;
+            hw_shape params[HW_LAYER_MAX_PARAMS];
+            cr_assert_eq(hw_layer_setup(&L, line, hw_shape_make(3, (int64_t[]){in_c, in_h, in_w}), params), HW_OK,
+                         "%s", hw_error());
+            cr_assert_eq(L.type->saved_bytes(&L, batch), 0, "%s: does not take the kernels", line);
+            const size_t n_in = (size_t)batch * in_c * in_h * in_w, n = (size_t)out_h * out_w;
+            const size_t n_out = (size_t)batch * out_c * n, taps = (size_t)in_c * k * k, n_w = out_c * taps;
+            const hw_conv2d_dims *d = &L.dims.conv2d;
+            const size_t n_scratch = table ? table->conv_scratch_floats(d) : L.type->scratch_floats(&L, batch);
+            float *x = floats(n_in), *w = floats(n_w), *b = floats((size_t)out_c), *dy = floats(n_out);
+            float *y = guarded(n_out), *scratch = guarded(n_scratch), *dx = guarded(n_in), *dw = guarded(n_w);
+            float *db = guarded((size_t)out_c);
+            hw_rng rng;
+            hw_rng_seed(&rng, 70 + s, bi);
+            for (size_t i = 0; i < n_in; i++) x[i] = hw_rng_normal(&rng);
+            for (size_t i = 0; i < n_w; i++) w[i] = hw_rng_normal(&rng);
+            for (int i = 0; i < out_c; i++) b[i] = hw_rng_normal(&rng);
+            for (size_t i = 0; i < n_out; i++) {
+                int sample = (int)(i / ((size_t)out_c * n)), channel = (int)(i / n % (size_t)out_c);
+                dy[i] = sample % 2 == 1 && channel % 3 != 0 ? 0.0f : hw_rng_normal(&rng);
+            }
+            if (table) {
+                table->conv_forward(y, scratch, x, w, b, d, batch);
+                table->conv_backward_weight(dw, db, scratch, x, dy, d, batch);
+                table->conv_backward_input(dx, scratch, dy, w, d, batch);
+            } else {
+                hw_layer_io io = {.batch = batch, .training = 1, .in = x, .out = y, .weight = w, .bias = b,
+                                  .scratch = scratch, .rng = &rng};
+                hw_cpu_backend.forward(&L, &io);
+                io.dout = dy, io.din = dx, io.dweight = dw, io.dbias = db;
+                hw_cpu_backend.backward(&L, &io);
+            }
+            cr_expect(guard_intact(scratch, n_scratch), "%s kernels, %s on %dx%dx%d, batch %d: wrote past the %zu "
+                      "floats of scratch", path, line, in_c, in_h, in_w, batch, n_scratch);
+            cr_expect(guard_intact(y, n_out) && guard_intact(dx, n_in) && guard_intact(dw, n_w) &&
+                          guard_intact(db, (size_t)out_c),
+                      "%s kernels, %s: wrote past an output", path, line);
+            double *ry = calloc(n_out, sizeof(double)), *rdx = calloc(n_in, sizeof(double));
+            double *rdw = calloc(n_w, sizeof(double)), *rdb = calloc((size_t)out_c, sizeof(double));
+            for (int s0 = 0; s0 < batch; s0++) {
+                for (int o = 0; o < out_c; o++) {
+                    for (size_t p = 0; p < n; p++) {
+                        size_t at = ((size_t)s0 * out_c + o) * n + p;
+                        double sum = b[o], g = dy[at];
+                        rdb[o] += g;
+                        for (size_t t = 0; t < taps; t++) {
+                            int c = (int)(t / ((size_t)k * k)), ki = (int)(t / k % k), kj = (int)(t % k);
+                            size_t xi = (((size_t)s0 * in_c + c) * in_h + p / out_w + ki) * in_w + p % out_w + kj;
+                            sum += (double)w[o * taps + t] * x[xi];
+                            rdw[o * taps + t] += g * x[xi];
+                            rdx[xi] += g * w[o * taps + t];
+                        }
+                        ry[at] = sum;
+                    }
+                }
+            }
+            double e[4] = {max_rel(y, ry, n_out), max_rel(dx, rdx, n_in), max_rel(dw, rdw, n_w),
+                           max_rel(db, rdb, (size_t)out_c)};
+            cr_expect(e[0] < 1e-5 && e[1] < 1e-5 && e[2] < 1e-5 && e[3] < 1e-5,
+                      "%s kernels, %s on %dx%dx%d, batch %d: off a plain sum by %.3g (forward), %.3g (input), "
+                      "%.3g (weight), %.3g (bias)", path, line, in_c, in_h, in_w, batch, e[0], e[1], e[2], e[3]);
+            free(ry), free(rdx), free(rdw), free(rdb);
+            free(x), free(w), free(b), free(dy), free(y), free(scratch), free(dx), free(dw), free(db);
+        }
+    }
+}
+
+static void kernels_stay_in_bounds(const char *path) {
+    use_kernels(path);
+    conv_stays_in_bounds(path, NULL);
+}
+
+Test(nn_kernels, avx512_stays_in_bounds) { kernels_stay_in_bounds("avx512"); }
+Test(nn_kernels, avx2_stays_in_bounds) { kernels_stay_in_bounds("avx2"); }
+Test(nn_kernels, baseline_stays_in_bounds) { kernels_stay_in_bounds("baseline"); }
+
+// The AVX-512 copy's tiles compiled with AVX2 (tests/kernels_avx512_tiles.c): its edge cases are
+// checked on CPUs without AVX-512 too, against a plain sum, the baseline copy and the AVX2 copy.
+const nn_kernels *nn_test_kernels_avx512_tiles(void);
+
+Test(nn_kernels, avx512_tiles_on_avx2_stay_in_bounds) {
+    if (!hw_nn_kernels_runnable("avx2")) cr_skip_test("the AVX-512 copy's tiles on AVX2 not checked: no AVX2 and FMA");
+    conv_stays_in_bounds(nn_test_kernels_avx512_tiles()->name, nn_test_kernels_avx512_tiles());
+}
+
+Test(nn_kernels, avx512_tiles_on_avx2_match_the_baseline) {
+    if (!hw_nn_kernels_runnable("avx2")) cr_skip_test("the AVX-512 copy's tiles on AVX2 not checked: no AVX2 and FMA");
+    const nn_kernels *tiles = nn_test_kernels_avx512_tiles(), *base = nn_kernels_baseline();
+    hw_rng rng;
+    hw_rng_seed(&rng, 4100, 0);
+    for (int k = 0; k < 40; k++) {
+        char line[256];
+        hw_shape in;
+        direct_conv_example(&rng, &in, line, sizeof line);
+        hw_layer L;
+        hw_shape params[HW_LAYER_MAX_PARAMS];
+        cr_assert_eq(hw_layer_setup(&L, line, in, params), HW_OK, "%s", hw_error());
+        const hw_conv2d_dims *d = &L.dims.conv2d;
+        const int batch = check_batches[k % 10];
+        const size_t n_in = (size_t)batch * (size_t)hw_shape_numel(in);
+        const size_t n_out = (size_t)batch * (size_t)hw_shape_numel(L.out_shape);
+        const size_t n_w = (size_t)hw_shape_numel(params[0]), n_b = (size_t)d->out_c;
+        float *x = floats(n_in), *w = floats(n_w), *b = floats(n_b), *dy = floats(n_out), *out[3][4];
+        for (size_t i = 0; i < n_in; i++) x[i] = hw_rng_normal(&rng);
+        for (size_t i = 0; i < n_w; i++) w[i] = hw_rng_normal(&rng);
+        for (size_t i = 0; i < n_b; i++) b[i] = hw_rng_normal(&rng);
+        for (size_t i = 0; i < n_out; i++) dy[i] = hw_rng_below(&rng, 3) ? hw_rng_normal(&rng) : 0.0f;
+        const nn_kernels *copies[3] = {tiles, base, nn_kernels_avx2()};
+        for (int c = 0; c < 3; c++) {
+            float *scratch = floats(copies[c]->conv_scratch_floats(d));
+            out[c][0] = floats(n_out), out[c][1] = floats(n_in), out[c][2] = floats(n_w), out[c][3] = floats(n_b);
+            copies[c]->conv_forward(out[c][0], scratch, x, w, b, d, batch);
+            copies[c]->conv_backward_weight(out[c][2], out[c][3], scratch, x, dy, d, batch);
+            copies[c]->conv_backward_input(out[c][1], scratch, dy, w, d, batch);
+            free(scratch);
+        }
+        const size_t sizes[4] = {n_out, n_in, n_w, n_b};
+        static const char *const what[4] = {"forward", "input gradient", "weight gradient", "bias gradient"};
+        for (int t = 0; t < 4; t++) {
+            double e = rel_err(out[0][t], out[1][t], sizes[t]);
+            cr_expect_lt(e, 1e-5, "%s, %s, batch %d: %s off the baseline's by %g", tiles->name, line, batch, what[t], e);
+            // Against the AVX2 copy (FMA, 8-float vectors, other tiles): forward and the weight and
+            // bias gradients sum each output in the same order whatever the tiles, so their bits
+            // are the same; the input gradient adds a tile's taps into dx in the tile's order.
+            if (t == 1) {
+                e = rel_err(out[0][t], out[2][t], sizes[t]);
+                cr_expect_lt(e, 1e-5, "%s, %s, batch %d: %s off the avx2 copy's by %g", tiles->name, line, batch,
+                             what[t], e);
+            } else {
+                cr_expect(memcmp(out[0][t], out[2][t], sizeof(float) * sizes[t]) == 0,
+                          "%s, %s, batch %d: %s not bit for bit the avx2 copy's", tiles->name, line, batch, what[t]);
+            }
+        }
+        for (int c = 0; c < 3; c++) {
+            for (int t = 0; t < 4; t++) free(out[c][t]);
+        }
+        free(x), free(w), free(b), free(dy);
+    }
+}
+
 Test(nn_kernels, avx512_matches_finite_differences) { kernels_match_finite_differences("avx512"); }
 Test(nn_kernels, avx2_matches_finite_differences) { kernels_match_finite_differences("avx2"); }
 Test(nn_kernels, baseline_matches_finite_differences) { kernels_match_finite_differences("baseline"); }
@@ -745,6 +933,14 @@ Test(nn_kernels, baseline_lenet_matches_pytorch) { kernels_match_pytorch("baseli
 Test(nn_kernels, an_unknown_or_unrunnable_path_is_refused) {
     cr_expect_eq(hw_nn_kernels_select("avx3"), HW_ERR);
     cr_expect(strstr(hw_error(), "HOGWILD_CPU_PATH=avx3") && strstr(hw_error(), "baseline"), "%s", hw_error());
+    // A long value still gives the message's point: what was expected and what this CPU runs.
+    char long_name[5000];
+    memset(long_name, 'a', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    cr_expect_eq(hw_nn_kernels_select(long_name), HW_ERR);
+    cr_expect(strstr(hw_error(), "expected avx512, avx2, baseline or auto (this CPU runs ") &&
+                  strstr(hw_error(), "aaa...: no such CPU path"),
+              "%s", hw_error());
     cr_expect_eq(hw_nn_kernels_select("auto"), HW_OK);
     cr_expect(strstr(hw_nn_kernels_info(), "the CPU's best"), "%s", hw_nn_kernels_info());
     cr_expect(hw_nn_kernels_runnable("baseline"));
