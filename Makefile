@@ -7,6 +7,7 @@
 #                     and make sim
 #   make layout-check the file-level call graph of src/: no circle, every room calls only rooms before it
 #   make exports-check ./hogwild exports only the hw_ functions its plugins call
+#   make format-check every C and CUDA file in clang-format's style (.clang-format); make format applies it
 #   make asan         the test suite and make sim under AddressSanitizer + UBSan (build-asan*/)
 #   make CC=clang     any C11 compiler; the build is -Wall -Wextra -Werror clean with gcc and clang
 #   make sim          the GPU suites on a SIMULATED CUDA device, no GPU needed (build-sim/; see below)
@@ -151,7 +152,7 @@ TEST_SRC := $(wildcard tests/unit/*.c tests/e2e/*.c) \
 TEST_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRC))
 LIB      := $(BUILD)/libhogwild.a
 
-.PHONY: all test asan sim clean info layout-check exports-check
+.PHONY: all test asan sim clean info layout-check exports-check format format-check
 # ./hogwild is the default build's; another BUILD= (CUDA=0, clang, asan, sim) builds its own
 # $(BUILD)/hogwild, so that it cannot replace ./hogwild with a binary make test would then trust.
 BIN := $(if $(filter build,$(BUILD)),hogwild,$(BUILD)/hogwild)
@@ -242,6 +243,15 @@ exports-check: hogwild $(PLUGIN) $(MPI_PLUGIN)
 	        bad="$$bad$$(nm -D --defined-only $$so | awk '$$3 !~ /^hw_(cuda|mpi)_plugin$$/')"; done; \
 	    if [ -n "$$bad" ]; then echo "$$bad"; echo "exports-check: symbols exported beyond the public API (above)"; exit 1; fi
 	@echo "exports-check: ./hogwild exports $$(nm -D --defined-only hogwild | wc -l) hw_ symbols; each plugin its entry table alone"
+
+# The style of the C and CUDA sources (.clang-format), with Debian's clang-format (14 in bookworm;
+# ./run.sh installs it). tests/torch_reference.h, generated, is left as its script writes it.
+CLANG_FORMAT ?= clang-format
+FORMAT_SRC = $(filter-out tests/torch_reference.h,$(shell find src include tests -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' | sort))
+format-check:
+	@$(CLANG_FORMAT) --dry-run --Werror $(FORMAT_SRC) && echo "format-check: $(words $(FORMAT_SRC)) files in clang-format's style"
+format:
+	$(CLANG_FORMAT) -i $(FORMAT_SRC)
 
 # The end-to-end tests run ./hogwild, so it is built first.
 test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx $(BUILD)/bench_nn_step layout-check exports-check

@@ -20,15 +20,15 @@
 #define HW_BLAS_LIBRARY "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0"
 #endif
 
-typedef void (*sgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint, blasint, blasint,
-                         float, const float *, blasint, const float *, blasint, float, float *, blasint);
+typedef void (*sgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint, blasint, blasint, float,
+                         const float *, blasint, const float *, blasint, float, float *, blasint);
 
 static struct {
-    int status;          // of the one load
+    int status;  // of the one load
     sgemm_fn sgemm;
     char kernels[32];
     char info[384];
-    char error[1024];    // the load's message, for every thread that asks later
+    char error[1024];  // the load's message, for every thread that asks later
 } blas;
 
 // ---- the kernels ----
@@ -67,9 +67,9 @@ const char *hw_blas_pick_kernels(const char **why) {
 
 // What hogwild calls of OpenBLAS, in the order hw_plugin_load resolves them.
 enum { GET_CONFIG, GET_CORENAME, GET_PARALLEL, GET_THREADS, SGEMM, N_SYMBOLS };
-static const char *const blas_symbols[N_SYMBOLS + 1] = {"openblas_get_config", "openblas_get_corename",
+static const char *const blas_symbols[N_SYMBOLS + 1] = {"openblas_get_config",   "openblas_get_corename",
                                                         "openblas_get_parallel", "openblas_get_num_threads",
-                                                        "cblas_sgemm", NULL};
+                                                        "cblas_sgemm",           NULL};
 
 // OpenBLAS 0.3.21 takes OPENBLAS_CORETYPE=SkylakeX (or Cooperlake) on a CPU without AVX-512, and
 // the first GEMM dies of SIGILL: a worker "killed by signal SIGILL", after the start. Refused here.
@@ -114,7 +114,8 @@ static int load(void) {
     }
     if (loaded != HW_OK) {
         return hw_fail("cannot load OpenBLAS from %s or the system's libopenblas.so.0: %s; install Debian's "
-                       "libopenblas0-pthread (./run.sh does)", HW_BLAS_LIBRARY, failure.why);
+                       "libopenblas0-pthread (./run.sh does)",
+                       HW_BLAS_LIBRARY, failure.why);
     }
     const char *path = failure.path;
     char *(*get_config)(void) = (char *(*)(void))fn[GET_CONFIG];
@@ -127,7 +128,8 @@ static int load(void) {
     // both the replica threads and fork.
     if (get_parallel() != 1) {
         return hw_fail("%s is OpenBLAS's %s build, which is not safe to call from several threads; install "
-                       "Debian's libopenblas0-pthread (./run.sh does)", path, get_parallel() == 0 ? "serial" : "OpenMP");
+                       "Debian's libopenblas0-pthread (./run.sh does)",
+                       path, get_parallel() == 0 ? "serial" : "OpenMP");
     }
     if (get_threads() != 1) return hw_fail("%s runs %d threads per call, not 1", path, get_threads());
 
@@ -146,8 +148,8 @@ static int load(void) {
     // get_config() is e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64".
     char name[16] = "", version[32] = "";
     sscanf(get_config(), "%15s %31s", name, version);
-    snprintf(blas.info, sizeof blas.info, "%s %s (pthread build, 1 thread per caller), kernels %s (%s)", name,
-             version, blas.kernels, chooser);
+    snprintf(blas.info, sizeof blas.info, "%s %s (pthread build, 1 thread per caller), kernels %s (%s)", name, version,
+             blas.kernels, chooser);
     blas.sgemm = sgemm;
     return HW_OK;
 }
@@ -179,8 +181,8 @@ const char *hw_blas_kernels(void) { return hw_blas_open() == HW_OK ? blas.kernel
 
 // ---- the GEMM ----
 
-static void gemm(enum CBLAS_ORDER order, hw_blas_trans trans_a, hw_blas_trans trans_b, int m, int n, int k,
-                 float alpha, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+static void gemm(enum CBLAS_ORDER order, hw_blas_trans trans_a, hw_blas_trans trans_b, int m, int n, int k, float alpha,
+                 const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc) {
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         // CBLAS scales C by beta here; with beta = 0 make sure no old NaN survives.
@@ -194,12 +196,12 @@ static void gemm(enum CBLAS_ORDER order, hw_blas_trans trans_a, hw_blas_trans tr
                     trans_b == HW_TRANS ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-void hw_sgemm(hw_blas_trans trans_a, hw_blas_trans trans_b, int m, int n, int k, float alpha, const float *a,
-              int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+void hw_sgemm(hw_blas_trans trans_a, hw_blas_trans trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+              const float *b, int ldb, float beta, float *c, int ldc) {
     gemm(CblasRowMajor, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-void hw_sgemm_col_major(hw_blas_trans trans_a, hw_blas_trans trans_b, int m, int n, int k, float alpha,
-                        const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+void hw_sgemm_col_major(hw_blas_trans trans_a, hw_blas_trans trans_b, int m, int n, int k, float alpha, const float *a,
+                        int lda, const float *b, int ldb, float beta, float *c, int ldc) {
     gemm(CblasColMajor, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

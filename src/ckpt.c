@@ -61,9 +61,9 @@ static size_t utf8_sequence_length(const unsigned char *s, size_t avail) {
     for (size_t i = 1; i < n; i++) {
         if ((s[i] & 0xc0) != 0x80) return 0;
     }
-    if (n == 3 && s[0] == 0xe0 && s[1] < 0xa0) return 0;  // overlong
+    if (n == 3 && s[0] == 0xe0 && s[1] < 0xa0) return 0;   // overlong
     if (n == 3 && s[0] == 0xed && s[1] >= 0xa0) return 0;  // surrogate
-    if (n == 4 && s[0] == 0xf0 && s[1] < 0x90) return 0;  // overlong
+    if (n == 4 && s[0] == 0xf0 && s[1] < 0x90) return 0;   // overlong
     if (n == 4 && s[0] == 0xf4 && s[1] >= 0x90) return 0;  // beyond U+10FFFF
     return n;
 }
@@ -123,8 +123,10 @@ static int build_header(const char *path, const hw_model *model, const hw_ckpt_m
         int64_t numel = hw_shape_numel(param->shape);
         if (numel < 0 || param->offset > model->n_weights || (uint64_t)numel > model->n_weights - param->offset) {
             json_decref(header);
-            return ckpt_fail(path, "model parameter '%s' (offset %zu, %" PRId64 " floats) lies outside the %zu floats "
-                             "of the parameter buffer", param->name, param->offset, numel, model->n_weights);
+            return ckpt_fail(path,
+                             "model parameter '%s' (offset %zu, %" PRId64 " floats) lies outside the %zu floats "
+                             "of the parameter buffer",
+                             param->name, param->offset, numel, model->n_weights);
         }
         uint64_t bytes = (uint64_t)numel * sizeof(float);
         json_t *shape = json_array();
@@ -291,17 +293,17 @@ typedef struct {
     int fd;
     uint64_t file_size;
     uint64_t header_length;
-    uint64_t data_size;       // bytes after the header
-    json_t *header;           // an object
-    json_t *metadata;         // its __metadata__ object, or NULL
+    uint64_t data_size;  // bytes after the header
+    json_t *header;      // an object
+    json_t *metadata;    // its __metadata__ object, or NULL
 } ckpt_reader;
 
 // One tensor entry of the header, validated against the data section.
 typedef struct {
-    const char *name;         // its key in the header
-    const json_t *shape;      // the JSON array, for messages
+    const char *name;     // its key in the header
+    const json_t *shape;  // the JSON array, for messages
     uint64_t begin, end;
-    int param;                // index of the model parameter it fills, or -1
+    int param;  // index of the model parameter it fills, or -1
 } tensor_entry;
 
 // Reads exactly n bytes at offset; returns 0 or an errno (EIO for a file that got shorter).
@@ -334,8 +336,10 @@ static const char *type_name(const json_t *value) {
     case JSON_OBJECT: return "object";
     case JSON_ARRAY: return "array";
     case JSON_STRING: return "string";
-    case JSON_INTEGER: case JSON_REAL: return "number";
-    case JSON_TRUE: case JSON_FALSE: return "boolean";
+    case JSON_INTEGER:
+    case JSON_REAL: return "number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "boolean";
     default: return "null";
     }
 }
@@ -380,8 +384,10 @@ static int reader_read_header(ckpt_reader *r) {
     if (err != 0) return hw_fail_errno(err, "cannot read checkpoint '%s'", path);
     for (int i = 7; i >= 0; i--) r->header_length = (r->header_length << 8) | length_field[i];
     if (r->header_length > r->file_size - 8) {
-        return ckpt_fail(path, "the header length %" PRIu64 " runs past the end of the file (%" PRIu64 " bytes): "
-                         "truncated, or not a safetensors file", r->header_length, r->file_size);
+        return ckpt_fail(path,
+                         "the header length %" PRIu64 " runs past the end of the file (%" PRIu64 " bytes): "
+                         "truncated, or not a safetensors file",
+                         r->header_length, r->file_size);
     }
     if (r->header_length > CKPT_MAX_HEADER_BYTES) {
         return ckpt_fail(path, "the header length %" PRIu64 " is beyond safetensors' limit of %llu bytes",
@@ -448,7 +454,9 @@ static int check_entry(const ckpt_reader *r, const char *name, const json_t *ten
     const json_t *offsets = json_object_get(tensor, "data_offsets");
     if (dtype == NULL || shape == NULL || offsets == NULL) {
         return ckpt_fail(r->path, "tensor '%s' lacks \"%s\"", name,
-                         dtype == NULL ? "dtype" : shape == NULL ? "shape" : "data_offsets");
+                         dtype == NULL   ? "dtype"
+                         : shape == NULL ? "shape"
+                                         : "data_offsets");
     }
     if (!json_is_string(dtype) || strcmp(json_string_value(dtype), "F32") != 0) {
         return ckpt_fail(r->path, "tensor '%s' has dtype %s%s%s; only F32 (float32) is supported", name,
@@ -482,16 +490,19 @@ static int check_entry(const ckpt_reader *r, const char *name, const json_t *ten
     out->shape = shape;
     out->param = -1;
     if (out->begin > out->end || out->end > r->data_size) {
-        return ckpt_fail(r->path, "tensor '%s': data offsets [%" PRIu64 ", %" PRIu64 "] lie outside the data section "
-                         "(%" PRIu64 " bytes)%s", name, out->begin, out->end, r->data_size,
-                         out->end > r->data_size ? ": truncated file?" : "");
+        return ckpt_fail(r->path,
+                         "tensor '%s': data offsets [%" PRIu64 ", %" PRIu64 "] lie outside the data section "
+                         "(%" PRIu64 " bytes)%s",
+                         name, out->begin, out->end, r->data_size, out->end > r->data_size ? ": truncated file?" : "");
     }
     if (out->end - out->begin != numel * sizeof(float)) {
         char shape_text[128];
         format_json_shape(shape, shape_text, sizeof shape_text);
-        return ckpt_fail(r->path, "tensor '%s': data offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64 " bytes, but "
-                         "shape %s of float32 needs %" PRIu64, name, out->begin, out->end, out->end - out->begin,
-                         shape_text, numel * (uint64_t)sizeof(float));
+        return ckpt_fail(r->path,
+                         "tensor '%s': data offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64 " bytes, but "
+                         "shape %s of float32 needs %" PRIu64,
+                         name, out->begin, out->end, out->end - out->begin, shape_text,
+                         numel * (uint64_t)sizeof(float));
     }
     return HW_OK;
 }
@@ -518,9 +529,10 @@ static int check_tiling(const ckpt_reader *r, tensor_entry *entries, int n) {
         at = entries[i].end;
     }
     if (at != r->data_size) {
-        return ckpt_fail(r->path, "the file is %" PRIu64 " bytes but the header accounts for %" PRIu64 " (8 + %" PRIu64
-                         " header + %" PRIu64 " data): trailing bytes", r->file_size, 8 + r->header_length + at,
-                         r->header_length, at);
+        return ckpt_fail(r->path,
+                         "the file is %" PRIu64 " bytes but the header accounts for %" PRIu64 " (8 + %" PRIu64
+                         " header + %" PRIu64 " data): trailing bytes",
+                         r->file_size, 8 + r->header_length + at, r->header_length, at);
     }
     return HW_OK;
 }
@@ -552,8 +564,10 @@ static int match_model(const ckpt_reader *r, const hw_model *model, tensor_entry
         int64_t numel = hw_shape_numel(param->shape);
         if (numel < 0 || param->offset > model->n_weights || (uint64_t)numel > model->n_weights - param->offset) {
             free(seen);
-            return ckpt_fail(r->path, "model parameter '%s' (offset %zu, %" PRId64 " floats) lies outside the %zu "
-                             "floats of the parameter buffer", param->name, param->offset, numel, model->n_weights);
+            return ckpt_fail(r->path,
+                             "model parameter '%s' (offset %zu, %" PRId64 " floats) lies outside the %zu "
+                             "floats of the parameter buffer",
+                             param->name, param->offset, numel, model->n_weights);
         }
         seen[entries[i].param] = 1;
         const json_t *shape = entries[i].shape;

@@ -120,14 +120,16 @@ int hw_output_check(const char *flag, const char *path, int by_rename) {
     // The longest name the writer creates there, created and removed now: a name too long for the
     // file system, a read-only or full folder fail here, not after the work.
     if (snprintf(probe, sizeof probe, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof probe) {
-        return hw_fail("%s %s: the path is too long (its temporary file %s.tmp.%ld would exceed %d bytes)", flag,
-                       path, path, (long)getpid(), PATH_MAX - 1);
+        return hw_fail("%s %s: the path is too long (its temporary file %s.tmp.%ld would exceed %d bytes)", flag, path,
+                       path, (long)getpid(), PATH_MAX - 1);
     }
     // Noted as the save's own temporary file is (hw_shm_temp_note): a SIGKILL between the create
     // and the unlink leaves a file that --clean-shm then finds.
     if (hw_shm_temp_note(probe) != HW_OK) return hw_error_prefix("%s %s", flag, path);
     int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0 && errno == EEXIST && unlink(probe) == 0) fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST && unlink(probe) == 0) {
+        fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    }
     int err = errno;
     if (fd >= 0) {
         close(fd);

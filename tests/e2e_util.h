@@ -40,14 +40,14 @@ enum { E2E_TRAIN = 3000, E2E_TEST = 1000 };
 #define E2E_RUN_TIMEOUT 60.0
 
 typedef struct {
-    char bin[1024];      // $HW_BIN
-    char root[1024];     // the checkout it was built in (models/ lives there)
-    char dir[1024];      // this test's temporary folder
-    char mlp[1100];      // models/mlp.model
-    char lenet[1100];    // models/lenet.model
-    pid_t running;       // a run started with e2e_start and not waited for yet (killed at teardown)
-    int runs;            // numbers the output files of the runs
-    void **owned;        // what the helpers handed out (paths, outputs): freed at teardown
+    char bin[1024];    // $HW_BIN
+    char root[1024];   // the checkout it was built in (models/ lives there)
+    char dir[1024];    // this test's temporary folder
+    char mlp[1100];    // models/mlp.model
+    char lenet[1100];  // models/lenet.model
+    pid_t running;     // a run started with e2e_start and not waited for yet (killed at teardown)
+    int runs;          // numbers the output files of the runs
+    void **owned;      // what the helpers handed out (paths, outputs): freed at teardown
     int n_owned, owned_cap;
     // When set (nonzero), the next runs start with these soft limits, as after `ulimit -s KB;
     // ulimit -v KB` in a shell: set in the child only, never on the test process.
@@ -188,9 +188,9 @@ static inline void e2e_teardown(void) {
 
 typedef struct {
     pid_t pid;
-    int status;      // waitpid status
-    char *out;       // everything it wrote to stdout
-    char *err;       // and to stderr
+    int status;  // waitpid status
+    char *out;   // everything it wrote to stdout
+    char *err;   // and to stderr
     char out_path[1100], err_path[1100];
 } e2e_run_result;
 
@@ -253,8 +253,8 @@ static inline pid_t e2e_start_argv(e2e_run_result *r, const char *env, const cha
             limit.rlim_cur = e2e.child_open_files;
             if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(122);
         }
-        if (e2e.child_uid && (setgroups(0, NULL) != 0 || setgid((gid_t)e2e.child_uid) != 0 ||
-                              setuid(e2e.child_uid) != 0)) {
+        if (e2e.child_uid &&
+            (setgroups(0, NULL) != 0 || setgid((gid_t)e2e.child_uid) != 0 || setuid(e2e.child_uid) != 0)) {
             _exit(122);
         }
         prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
@@ -378,9 +378,9 @@ static inline e2e_done_line e2e_parse_done(const char *out) {
     cr_assert(line == out || line[-1] == '\n', "\"done: \" is not at the start of a line:\n%s", out);
     e2e_done_line d;
     double train_s, rate, wall;
-    int got = sscanf(line,
-                     "done: %lld samples, training %lf s (%lf samples/s), wall %lf s; test loss %lf, accuracy %lf%%",
-                     &d.samples, &train_s, &rate, &wall, &d.test_loss, &d.accuracy);
+    int got =
+        sscanf(line, "done: %lld samples, training %lf s (%lf samples/s), wall %lf s; test loss %lf, accuracy %lf%%",
+               &d.samples, &train_s, &rate, &wall, &d.test_loss, &d.accuracy);
     cr_assert_eq(got, 6, "cannot parse the summary line (%d fields): %s", got, line);
     return d;
 }
@@ -400,8 +400,8 @@ static inline e2e_ckpt_info e2e_eval_checkpoint(const char *data, const char *mo
     cr_assert_not_null(at, "--eval-only printed no \"(epoch \": %s", r.out);
     e2e_ckpt_info info;
     double loss;
-    cr_assert_eq(sscanf(at, "(epoch %d, %lld samples seen): test loss %lf, accuracy %lf%%", &info.epoch,
-                        &info.samples, &loss, &info.accuracy),
+    cr_assert_eq(sscanf(at, "(epoch %d, %lld samples seen): test loss %lf, accuracy %lf%%", &info.epoch, &info.samples,
+                        &loss, &info.accuracy),
                  4, "cannot parse the --eval-only line: %s", r.out);
     return info;
 }
@@ -427,10 +427,10 @@ typedef struct {
     double wall_seconds;
     int epoch;
     long long samples;
-    double train_loss;   // nan where no training happened since the previous row
+    double train_loss;  // nan where no training happened since the previous row
     double test_loss;
     double accuracy;
-    long long skipped;   // --eval-every points not evaluated so far
+    long long skipped;  // --eval-every points not evaluated so far
 } e2e_metrics_row;
 
 static inline double e2e_parse_number(const char *field, int line) {
@@ -489,8 +489,8 @@ static inline int e2e_read_metrics_of(const char *path, e2e_metrics_row *rows, i
         cr_assert(row->wall_seconds >= 0, "metrics line %d: wall %g", line_no, row->wall_seconds);
         if (diverged && strcmp(fields[7], "nan") == 0) {
             // The row that marks the run diverged: the last, spelled so.
-            cr_assert(save == NULL || strtok_r(NULL, "\n", &save) == NULL, "metrics line %d: rows after the diverged row",
-                      line_no);
+            cr_assert(save == NULL || strtok_r(NULL, "\n", &save) == NULL,
+                      "metrics line %d: rows after the diverged row", line_no);
             // train_loss: the diverged loss seen (hw_loss_diverged: nan, inf, above 1e4), or nan.
             cr_assert(!isfinite(row->train_loss) || row->train_loss > 1e4,
                       "metrics line %d: the diverged row's train_loss is '%s'", line_no, fields[6]);

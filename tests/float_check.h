@@ -50,12 +50,12 @@ static inline double rel_error(const float *got, const float *want, size_t n) {
 
 // Float rounding apart, equal: the relative error is under 1e-4. The rest is printf-style: what
 // was compared, for the message.
-#define EXPECT_CLOSE(got, want, n, ...)                                    \
-    do {                                                                   \
-        double err_ = rel_error((got), (want), (n));                       \
-        char what_[256];                                                   \
-        snprintf(what_, sizeof what_, __VA_ARGS__);                        \
-        cr_expect_lt(err_, 1e-4, "%s: relative error %g", what_, err_);    \
+#define EXPECT_CLOSE(got, want, n, ...)                                 \
+    do {                                                                \
+        double err_ = rel_error((got), (want), (n));                    \
+        char what_[256];                                                \
+        snprintf(what_, sizeof what_, __VA_ARGS__);                     \
+        cr_expect_lt(err_, 1e-4, "%s: relative error %g", what_, err_); \
     } while (0)
 
 // C = alpha op(A) op(B) + beta C, row-major, summed in double.

@@ -149,8 +149,7 @@ static inline const float *checkpoint_floats(const char *path, size_t *count) {
 
 // The largest difference between the weights of two checkpoints of the same model; `differ`:
 // how many weights differ at all.
-static inline double checkpoints_max_difference(const char *a_path, const char *b_path, size_t *differ,
-                                                size_t *count) {
+static inline double checkpoints_max_difference(const char *a_path, const char *b_path, size_t *differ, size_t *count) {
     size_t n_a, n_b;
     const float *a = checkpoint_floats(a_path, &n_a), *b = checkpoint_floats(b_path, &n_b);
     cr_assert_eq(n_a, n_b, "%s and %s hold different numbers of weights", a_path, b_path);

@@ -24,12 +24,12 @@ int hw_blas_open(void);
 // C[m x n] = alpha * op(A) op(B) + beta * C, row-major. op(A) is m x k (A stored k x m when
 // transposed), op(B) is k x n; lda, ldb, ldc are the row strides of A, B, C as stored.
 // beta = 0 overwrites C (never reads it: NaN or stale values in C do not leak through).
-void hw_sgemm(hw_blas_trans trans_a, hw_blas_trans trans_b, int m, int n, int k, float alpha, const float *a,
-              int lda, const float *b, int ldb, float beta, float *c, int ldc);
+void hw_sgemm(hw_blas_trans trans_a, hw_blas_trans trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+              const float *b, int ldb, float beta, float *c, int ldc);
 // The same in column-major storage (lda, ldb, ldc are column strides), as cuBLAS takes it: the
 // simulated cuBLAS of the tests runs on it.
-void hw_sgemm_col_major(hw_blas_trans trans_a, hw_blas_trans trans_b, int m, int n, int k, float alpha,
-                        const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+void hw_sgemm_col_major(hw_blas_trans trans_a, hw_blas_trans trans_b, int m, int n, int k, float alpha, const float *a,
+                        int lda, const float *b, int ldb, float beta, float *c, int ldc);
 
 // "OpenBLAS 0.3.21 (pthread build, 1 thread per caller), kernels Zen (OpenBLAS's choice for this CPU)":
 // the library, its threading, the kernel set in use and who chose it. Loads the library if needed.

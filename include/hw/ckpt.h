@@ -17,8 +17,8 @@
 #include <stdint.h>
 
 typedef struct {
-    int epoch;              // epochs completed
-    int64_t samples_seen;   // training samples processed, all workers together
+    int epoch;             // epochs completed
+    int64_t samples_seen;  // training samples processed, all workers together
     uint64_t seed;
 } hw_ckpt_meta;
 

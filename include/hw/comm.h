@@ -32,7 +32,7 @@
 typedef struct {
     int rank;
     int size;
-    int local_rank;   // among the ranks on this host
+    int local_rank;  // among the ranks on this host
 } hw_world;
 
 // Reads OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK, which mpirun sets before the process starts:
@@ -122,7 +122,7 @@ enum { HW_COMM_PROTOCOL = 2 };
 void hw_couple_pack(uint16_t *wire, float *sent, const float *live, const float *agreed, size_t n);
 void hw_couple_unpack(float *sum, const uint16_t *wire, size_t n);
 void hw_couple_wire_add(const uint16_t *in, uint16_t *inout, size_t n);  // inout += in, rounded
-uint16_t hw_bf16_from_float(float x);  // to nearest, ties to even; NaN stays NaN
+uint16_t hw_bf16_from_float(float x);                                    // to nearest, ties to even; NaN stays NaN
 float hw_bf16_to_float(uint16_t h);
 
 // ---- Hogwild across nodes (mpi/hogwild_coupling.c) ----
@@ -131,11 +131,11 @@ float hw_bf16_to_float(uint16_t h);
 typedef struct hw_couple hw_couple;
 
 typedef struct {
-    double every_ms;          // start a round every every_ms milliseconds ...
-    int64_t every_samples;    // ... or every every_samples training samples of this node (0: by time)
-                              // (a round starts only once the last one has completed)
-    double timeout_s;         // a round not complete after this long is an error (--sync-timeout)
-    hw_couple_rule rule;      // --sync-rule
+    double every_ms;        // start a round every every_ms milliseconds ...
+    int64_t every_samples;  // ... or every every_samples training samples of this node (0: by time)
+                            // (a round starts only once the last one has completed)
+    double timeout_s;       // a round not complete after this long is an error (--sync-timeout)
+    hw_couple_rule rule;    // --sync-rule
     // --measure (NULL: not measured): n doubles, zeroed, to which every change the coupling makes
     // to the live weights is added as (double)written - (double)read, as a worker's measured step
     // adds its own; so the lost updates count only what a race overwrote, not the other nodes'
@@ -145,8 +145,8 @@ typedef struct {
 
 // What the nodes' rounds have told this node, summed over the others (not this node).
 typedef struct {
-    int64_t others_samples;   // training samples the other nodes had done at their last round
-    double others_loss_sum;   // the sum of those samples' training losses
+    int64_t others_samples;  // training samples the other nodes had done at their last round
+    double others_loss_sum;  // the sum of those samples' training losses
 } hw_couple_view;
 
 // The coupling of `live`, n weights written by this node's workers (shared memory). The agreed

@@ -115,7 +115,7 @@ int hw_cuda_sgemm(hw_cublas handle, int trans_a, int trans_b, int m, int n, int 
 // functions write (overwrite) the gradients they are given; a NULL gradient pointer skips it.
 typedef struct {
     hw_cuda_stream stream;
-    hw_cublas blas;          // bound to `stream`
+    hw_cublas blas;  // bound to `stream`
 } hw_cuda_ctx;
 
 // y[b,o] = sum_i x[b,i] w[o,i] + bias[o]
@@ -138,8 +138,8 @@ static inline size_t hw_cuda_conv2d_scratch_floats(hw_conv_dims d) {
     return ((size_t)d.in_channels * (size_t)(d.kernel * d.kernel) + (size_t)d.out_channels) * columns;
 }
 // im2col over the whole batch, one GEMM, a permute to NCHW with the bias.
-int hw_cuda_conv2d_forward(hw_cuda_ctx ctx, float *y, const float *x, const float *w, const float *bias,
-                           hw_conv_dims d, float *scratch);
+int hw_cuda_conv2d_forward(hw_cuda_ctx ctx, float *y, const float *x, const float *w, const float *bias, hw_conv_dims d,
+                           float *scratch);
 // dw, dbias by GEMM and reduction over the batch; dx by GEMM and col2im.
 int hw_cuda_conv2d_backward(hw_cuda_ctx ctx, float *dx, float *dw, float *dbias, const float *dy, const float *x,
                             const float *w, hw_conv_dims d, float *scratch);
@@ -163,8 +163,8 @@ int hw_cuda_dropout_forward(hw_cuda_stream stream, float *y, const float *x, int
                             uint64_t step);
 int hw_cuda_dropout_backward(hw_cuda_stream stream, float *dx, const float *dy, int64_t n, float p, uint64_t seed,
                              uint64_t step);
-int hw_cuda_dropout2d_forward(hw_cuda_stream stream, float *y, const float *x, int64_t planes, int64_t plane,
-                              float p, uint64_t seed, uint64_t step);
+int hw_cuda_dropout2d_forward(hw_cuda_stream stream, float *y, const float *x, int64_t planes, int64_t plane, float p,
+                              uint64_t seed, uint64_t step);
 int hw_cuda_dropout2d_backward(hw_cuda_stream stream, float *dx, const float *dy, int64_t planes, int64_t plane,
                                float p, uint64_t seed, uint64_t step);
 
@@ -226,15 +226,15 @@ static inline HW_HOST_DEVICE uint64_t hw_dropout_layer_seed(uint64_t seed, int l
 typedef struct hw_cuda_runner hw_cuda_runner;
 
 typedef struct {
-    hw_device device;        // cuda:N
+    hw_device device;  // cuda:N
     int max_batch;
-    float *weights_dev;      // device flat weights to use (e.g. from hw_cuda_ipc_open); NULL: the
-                             // runner allocates its own and uploads model->weights (when set)
-    float mean, std;         // normalisation of uint8 input: (b/255 - mean) / std
-    uint64_t seed;           // dropout masks (give each worker its own)
-    int timing;              // 1: time copies and compute with events (hw_cuda_runner_timing)
-    int graph;               // 1: hw_cuda_runner_train_step replays the step as a CUDA graph
-                             // (hw_cuda_runner_graph_off says when and why it cannot)
+    float *weights_dev;  // device flat weights to use (e.g. from hw_cuda_ipc_open); NULL: the
+                         // runner allocates its own and uploads model->weights (when set)
+    float mean, std;     // normalisation of uint8 input: (b/255 - mean) / std
+    uint64_t seed;       // dropout masks (give each worker its own)
+    int timing;          // 1: time copies and compute with events (hw_cuda_runner_timing)
+    int graph;           // 1: hw_cuda_runner_train_step replays the step as a CUDA graph
+                         // (hw_cuda_runner_graph_off says when and why it cannot)
 } hw_cuda_runner_config;
 
 // Checks the model (layer kinds, shapes, a log_softmax last), selects the device, checks there is
@@ -329,8 +329,8 @@ typedef struct hw_cuda_ranks hw_cuda_ranks;
 int hw_cuda_ranks_id(unsigned char id[HW_NCCL_ID_BYTES]);
 // `replicas` buffers of `count` floats, buffer k on cuda:devices[k] (replica 0's GPU is the rank's
 // in the communicator), will be summed; `world_rank` of `world_size`.
-int hw_cuda_ranks_open(hw_cuda_ranks **ranks, const unsigned char id[HW_NCCL_ID_BYTES], int world_rank,
-                       int world_size, const int *devices, int replicas, size_t count);
+int hw_cuda_ranks_open(hw_cuda_ranks **ranks, const unsigned char id[HW_NCCL_ID_BYTES], int world_rank, int world_size,
+                       const int *devices, int replicas, size_t count);
 void hw_cuda_ranks_free(hw_cuda_ranks *ranks);
 // Sums buffers[0] over the ranks, in place (ncclAllReduce, ncclSum, on streams[0]), WAITS for it,
 // polling the stream and NCCL's asynchronous error, at most timeout_s seconds (0: no limit; past

@@ -10,17 +10,17 @@
 #include <stdio.h>
 
 typedef struct {
-    int64_t n;             // samples
-    int channels;          // 1 for MNIST
-    int height, width;     // 28 x 28 for MNIST
-    int n_classes;         // 10 for MNIST (max label + 1, or the number of class folders)
-    uint8_t *images;       // n * channels * height * width, row-major, sample after sample
-    uint8_t *labels;       // n
-    char source[512];      // the file or folder it came from, for messages
+    int64_t n;          // samples
+    int channels;       // 1 for MNIST
+    int height, width;  // 28 x 28 for MNIST
+    int n_classes;      // 10 for MNIST (max label + 1, or the number of class folders)
+    uint8_t *images;    // n * channels * height * width, row-major, sample after sample
+    uint8_t *labels;    // n
+    char source[512];   // the file or folder it came from, for messages
 } hw_dataset;
 
 typedef struct {
-    float mean;            // per-pixel value is ((byte / 255) - mean) / std
+    float mean;  // per-pixel value is ((byte / 255) - mean) / std
     float std;
 } hw_normalize;
 
@@ -75,8 +75,7 @@ int hw_sampler_shard(int64_t *out, int64_t n, int replicas, int rank, int epoch,
 
 // ---- batches ----
 // Normalised floats [count, c*h*w] and labels [count] for the samples at `indices`.
-void hw_batch_fill(const hw_dataset *ds, const int64_t *indices, int count, hw_normalize norm, float *x,
-                   uint8_t *y);
+void hw_batch_fill(const hw_dataset *ds, const int64_t *indices, int count, hw_normalize norm, float *x, uint8_t *y);
 
 // Iterates over `indices` in batches of batch_size (the last, partial batch is kept). With
 // prefetch = 1 a thread assembles the next batch while the caller trains on the current one
@@ -84,8 +83,8 @@ void hw_batch_fill(const hw_dataset *ds, const int64_t *indices, int count, hw_n
 // the worker after fork: threads do not survive fork. `indices` is not copied: it must stay
 // valid until the pass is over. Fails on an index outside the dataset or a bad batch size.
 typedef struct hw_loader hw_loader;
-int hw_loader_open(hw_loader **loader, const hw_dataset *ds, const int64_t *indices, int64_t count,
-                   int batch_size, hw_normalize norm, int prefetch);
+int hw_loader_open(hw_loader **loader, const hw_dataset *ds, const int64_t *indices, int64_t count, int batch_size,
+                   hw_normalize norm, int prefetch);
 // Points x and y at the next batch and returns its size; 0 when the indices are used up.
 // The pointers stay valid until the next call.
 int hw_loader_next(hw_loader *loader, const float **x, const uint8_t **y);

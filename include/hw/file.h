@@ -8,12 +8,12 @@
 #include <stdio.h>
 
 // The limits (README.md, "Limits on inputs").
-#define HW_MODEL_FILE_MAX_BYTES (1ull << 20)      // a model file: 1 MiB of text
-#define HW_IDX_MAX_BYTES (4ull << 30)             // an IDX file's data, after gunzip: 4 GiB
-#define HW_IMAGE_FILE_MAX_BYTES (64ull << 20)     // one image file: 64 MiB
-#define HW_IMAGE_MAX_SIDE 4096                    // one image: at most 4096 pixels wide and high ...
-#define HW_IMAGE_MAX_PIXELS (4096ull * 4096ull)   // ... and 16 Mi pixels
-#define HW_CSV_MAX_BYTES (256ull << 20)           // a metrics CSV read by `hogwild compare`: 256 MiB
+#define HW_MODEL_FILE_MAX_BYTES (1ull << 20)         // a model file: 1 MiB of text
+#define HW_IDX_MAX_BYTES        (4ull << 30)         // an IDX file's data, after gunzip: 4 GiB
+#define HW_IMAGE_FILE_MAX_BYTES (64ull << 20)        // one image file: 64 MiB
+#define HW_IMAGE_MAX_SIDE       4096                 // one image: at most 4096 pixels wide and high ...
+#define HW_IMAGE_MAX_PIXELS     (4096ull * 4096ull)  // ... and 16 Mi pixels
+#define HW_CSV_MAX_BYTES        (256ull << 20)       // a metrics CSV read by `hogwild compare`: 256 MiB
 
 // Opens `path` for reading if it is a regular file of at most max_bytes (0: no limit), without
 // blocking on a FIFO. Returns the descriptor (close-on-exec) and its size in *size (may be NULL);

@@ -28,29 +28,29 @@
 // ---- the columns ----
 
 typedef enum {
-    HW_COL_MODE,                  // hogwild or dataparallel
-    HW_COL_WORKERS,               // Hogwild workers or DataParallel replicas, the world's
-    HW_COL_DEVICE,                // cpu, cuda:0, cuda:0+cuda:1
-    HW_COL_WALL_SECONDS,          // since training started
-    HW_COL_EPOCH,                 // epochs completed
-    HW_COL_SAMPLES_SEEN,          // training samples, all workers together
-    HW_COL_TRAIN_LOSS,            // mean training loss since the row before (nan: none)
+    HW_COL_MODE,          // hogwild or dataparallel
+    HW_COL_WORKERS,       // Hogwild workers or DataParallel replicas, the world's
+    HW_COL_DEVICE,        // cpu, cuda:0, cuda:0+cuda:1
+    HW_COL_WALL_SECONDS,  // since training started
+    HW_COL_EPOCH,         // epochs completed
+    HW_COL_SAMPLES_SEEN,  // training samples, all workers together
+    HW_COL_TRAIN_LOSS,    // mean training loss since the row before (nan: none)
     HW_COL_TEST_LOSS,
-    HW_COL_TEST_ACCURACY,         // percent
-    HW_COL_SKIPPED_EVAL_POINTS,   // --eval-every points passed while an evaluation ran
+    HW_COL_TEST_ACCURACY,        // percent
+    HW_COL_SKIPPED_EVAL_POINTS,  // --eval-every points passed while an evaluation ran
     // --measure's (CPU Hogwild), all workers together, at the row:
-    HW_COL_UPDATES,               // updates made
-    HW_COL_STALENESS_MEAN,        // other workers' updates between a read of the weights and the write
+    HW_COL_UPDATES,         // updates made
+    HW_COL_STALENESS_MEAN,  // other workers' updates between a read of the weights and the write
     HW_COL_STALENESS_MEDIAN,
     HW_COL_STALENESS_P99,
     HW_COL_STALENESS_MAX,
-    HW_COL_STALENESS_US_MEAN,     // the same interval in microseconds
+    HW_COL_STALENESS_US_MEAN,  // the same interval in microseconds
     HW_COL_STALENESS_US_MAX,
-    HW_COL_OVERLAP_FRACTION,      // of updates that overlapped another's in time
-    HW_COL_COMPUTE_US_PER_STEP,   // forward and backward
-    HW_COL_UPDATE_US_PER_STEP,    // the SGD pass over the shared weights
-    HW_COL_LOST_FRACTION,         // of the update norm, at an epoch end (nan elsewhere)
-    HW_COL_STALENESS_HISTOGRAM,   // HW_METRICS_STALE_BINS counts joined by ';'
+    HW_COL_OVERLAP_FRACTION,     // of updates that overlapped another's in time
+    HW_COL_COMPUTE_US_PER_STEP,  // forward and backward
+    HW_COL_UPDATE_US_PER_STEP,   // the SGD pass over the shared weights
+    HW_COL_LOST_FRACTION,        // of the update norm, at an epoch end (nan elsewhere)
+    HW_COL_STALENESS_HISTOGRAM,  // HW_METRICS_STALE_BINS counts joined by ';'
     HW_METRICS_N_COLUMNS
 } hw_metrics_column;
 
@@ -58,10 +58,10 @@ typedef enum {
 enum { HW_METRICS_FIRST_MEASURE = HW_COL_UPDATES };
 
 typedef struct {
-    const char *name;     // in the header
-    const char *format;   // printf format of its value (the histogram: of each count)
-    int required;         // a reader refuses a file without it (skipped_eval_points came later; the
-                          // --measure columns come all together or not at all)
+    const char *name;    // in the header
+    const char *format;  // printf format of its value (the histogram: of each count)
+    int required;        // a reader refuses a file without it (skipped_eval_points came later; the
+                         // --measure columns come all together or not at all)
 } hw_metrics_column_info;
 
 // In hw_metrics_column's order.
@@ -82,14 +82,14 @@ typedef struct {
 // The --measure columns' values. Staleness bins: [0], [1], [2,4), [4,8), ..., [512,1024), [1024, inf).
 enum { HW_METRICS_STALE_BINS = 12 };
 typedef struct {
-    int present;                            // read: the file has the columns
+    int present;  // read: the file has the columns
     int64_t updates;
     double staleness_mean;
     int64_t staleness_median, staleness_p99, staleness_max;
     double staleness_us_mean, staleness_us_max;
     double overlap_fraction;
     double compute_us_per_step, update_us_per_step;
-    double lost_fraction;                   // read: of the last row that has one (an epoch end); NAN if none
+    double lost_fraction;  // read: of the last row that has one (an epoch end); NAN if none
     int64_t staleness_hist[HW_METRICS_STALE_BINS];
 } hw_metrics_measure;
 
@@ -112,21 +112,21 @@ typedef struct {
 typedef struct {
     int fd;
     int open;
-    int created;                 // hw_metrics_open made the file (it did not exist)
-    int committed;               // hw_metrics_commit: the file is being written
-    char *pending;               // before the commit: the header and rows to write
+    int created;    // hw_metrics_open made the file (it did not exist)
+    int committed;  // hw_metrics_commit: the file is being written
+    char *pending;  // before the commit: the header and rows to write
     size_t pending_len;
-    int failed;                  // a write failed: no more rows
-    int rows;                    // rows written
-    long long bytes;             // the file's length: whole rows only
+    int failed;       // a write failed: no more rows
+    int rows;         // rows written
+    long long bytes;  // the file's length: whole rows only
     char failure[640];
     const char *path;
     char mode[16];
     int workers;
     char device[64];
-    int with_measure;                    // the header has --measure's columns
-    hw_metrics_measure measure;          // their values at the next row (set by the trainer)
-    int64_t skipped_eval_points;         // --eval-every points not evaluated so far (set by the trainer)
+    int with_measure;             // the header has --measure's columns
+    hw_metrics_measure measure;   // their values at the next row (set by the trainer)
+    int64_t skipped_eval_points;  // --eval-every points not evaluated so far (set by the trainer)
 } hw_metrics;
 int hw_metrics_open(hw_metrics *m, const char *path, const hw_metrics_run *run);
 int hw_metrics_row(hw_metrics *m, double wall_seconds, int epoch, int64_t samples_seen, double train_loss,
@@ -141,13 +141,13 @@ void hw_metrics_measure_none(hw_metrics_measure *measure);
 
 // One metrics CSV file, read whole.
 typedef struct {
-    char path[512];        // as given, for messages
-    char mode[32];         // "hogwild", "dataparallel"
-    int workers;           // workers (hogwild) or replicas (dataparallel)
-    char device[128];      // "cpu", "cuda:0", "cuda:0+cuda:1"
+    char path[512];            // as given, for messages
+    char mode[32];             // "hogwild", "dataparallel"
+    int workers;               // workers (hogwild) or replicas (dataparallel)
+    char device[128];          // "cpu", "cuda:0", "cuda:0+cuda:1"
     hw_metrics_point *points;  // the rows before any divergence
-    int n_points;          // >= 1 after a successful read
-    int diverged;          // the run diverged (see above), at the row diverged_at
+    int n_points;              // >= 1 after a successful read
+    int diverged;              // the run diverged (see above), at the row diverged_at
     hw_metrics_point diverged_at;
     hw_metrics_measure measure;
 } hw_metrics_table;

@@ -42,42 +42,42 @@ typedef enum {
 // The sizes of a layer, per sample (the batch is given per call), set once by its configure.
 // relu, flatten and log_softmax need none beyond the layer's shapes.
 typedef struct {
-    int in, out;                 // features; weight [out, in], bias [out]
+    int in, out;  // features; weight [out, in], bias [out]
 } hw_linear_dims;
 
 typedef struct {
-    int in_c, out_c;             // channels; weight [out_c, in_c, k, k], bias [out_c]
-    int k, stride, pad;          // square kernel, zero padding
+    int in_c, out_c;     // channels; weight [out_c, in_c, k, k], bias [out_c]
+    int k, stride, pad;  // square kernel, zero padding
     int in_h, in_w, out_h, out_w;
 } hw_conv2d_dims;
 
 typedef struct {
-    int c;                       // channels (pooled one by one)
-    int k, stride;               // square window, no padding
+    int c;          // channels (pooled one by one)
+    int k, stride;  // square window, no padding
     int in_h, in_w, out_h, out_w;
 } hw_maxpool2d_dims;
 
 typedef struct {
-    float p;                     // the probability of zeroing; kept values are scaled by 1/(1-p)
-    int c;                       // dropout2d: channels, each zeroed whole (1 for dropout)
-    int64_t plane;               // dropout2d: values per channel (all the sample's for dropout)
-} hw_dropout_dims;               // dropout and dropout2d
+    float p;        // the probability of zeroing; kept values are scaled by 1/(1-p)
+    int c;          // dropout2d: channels, each zeroed whole (1 for dropout)
+    int64_t plane;  // dropout2d: values per channel (all the sample's for dropout)
+} hw_dropout_dims;  // dropout and dropout2d
 
 // One layer as parsed from a model file line: its kind, its sizes, and views of its params (if
 // any) into the model's flat buffer.
 struct hw_layer {
-    const hw_layer_type *type;    // hw_layer_types[kind]
+    const hw_layer_type *type;  // hw_layer_types[kind]
     hw_layer_kind kind;
-    char name[HW_NAME_CAP];   // "conv1", "fc2", "relu3": the prefix of its parameter names
-    hw_shape in_shape;        // per sample, without the batch dimension
+    char name[HW_NAME_CAP];  // "conv1", "fc2", "relu3": the prefix of its parameter names
+    hw_shape in_shape;       // per sample, without the batch dimension
     hw_shape out_shape;
-    int first_param;          // index into hw_model.params, -1 when the layer has none
-    int n_params;             // number of hw_param entries it owns (weight, bias)
-    int frozen;               // marked `frozen` in the model file
-    int line;                 // line in the model file, for messages
+    int first_param;                 // index into hw_model.params, -1 when the layer has none
+    int n_params;                    // number of hw_param entries it owns (weight, bias)
+    int frozen;                      // marked `frozen` in the model file
+    int line;                        // line in the model file, for messages
     double args[HW_LAYER_MAX_ARGS];  // positional numbers, then the type's key=value numbers; NAN when absent
-    int n_args;               // positional numbers given on the line
-    union {                   // the sizes of its kind, set by configure
+    int n_args;                      // positional numbers given on the line
+    union {                          // the sizes of its kind, set by configure
         hw_linear_dims linear;
         hw_conv2d_dims conv2d;
         hw_maxpool2d_dims maxpool2d;
@@ -91,21 +91,21 @@ struct hw_layer {
 // images), one sample after another.
 typedef struct {
     int batch;
-    int training;             // dropout on; in backward, the mode of the forward it follows
-    int index;                // the layer's index in the model (the GPU's dropout seed)
-    const float *in;          // [batch, in_shape]
-    float *out;               // [batch, out_shape]; forward writes it, backward may read it
-    const float *weight;      // the layer's parameters (NULL when it has none)
+    int training;         // dropout on; in backward, the mode of the forward it follows
+    int index;            // the layer's index in the model (the GPU's dropout seed)
+    const float *in;      // [batch, in_shape]
+    float *out;           // [batch, out_shape]; forward writes it, backward may read it
+    const float *weight;  // the layer's parameters (NULL when it has none)
     const float *bias;
-    float *scratch;           // type->scratch_floats(layer, batch) floats, free for this call only
-    uint8_t *saved;           // type->saved_bytes(layer, batch) bytes forward keeps for backward (NULL: none)
-    hw_rng *rng;              // the workspace RNG (CPU dropout)
-    void *backend;            // the backend's own state (the GPU runner: stream, labels, loss); CPU: NULL
+    float *scratch;  // type->scratch_floats(layer, batch) floats, free for this call only
+    uint8_t *saved;  // type->saved_bytes(layer, batch) bytes forward keeps for backward (NULL: none)
+    hw_rng *rng;     // the workspace RNG (CPU dropout)
+    void *backend;   // the backend's own state (the GPU runner: stream, labels, loss); CPU: NULL
     // backward only: every output is overwritten, never accumulated
-    const float *dout;        // d loss / d out
-    float *din;               // d loss / d in; NULL: not needed (first layer, frozen prefix)
-    float *dweight;           // NULL: frozen, not computed
-    float *dbias;             // NULL: frozen, not computed
+    const float *dout;  // d loss / d out
+    float *din;         // d loss / d in; NULL: not needed (first layer, frozen prefix)
+    float *dweight;     // NULL: frozen, not computed
+    float *dbias;       // NULL: frozen, not computed
 } hw_layer_io;
 
 // A kind of layer as the parser knows it. Adding one = its hw_layer_kind; one source file in
@@ -115,12 +115,12 @@ typedef struct {
 // its kernels and one case in each switch of src/cuda/backend.c. Everything else (parser, summary,
 // workspace sizes, initialisation, the walk, the gradient-check test) finds it through the table.
 struct hw_layer_type {
-    hw_layer_kind kind;       // its row in hw_layer_types[]
-    const char *name;         // the word in the model file: "conv2d"
-    const char *usage;        // its arguments, for messages: "OUT_CHANNELS KERNEL [stride=S] [padding=P]"
-    const char *name_prefix;  // default layer names: prefix + count among layers with that prefix ("conv1")
-    int min_args, max_args;   // positional numbers on the line
-    int is_loss;              // the model's loss is taken on its output: it must be the last layer
+    hw_layer_kind kind;                   // its row in hw_layer_types[]
+    const char *name;                     // the word in the model file: "conv2d"
+    const char *usage;                    // its arguments, for messages: "OUT_CHANNELS KERNEL [stride=S] [padding=P]"
+    const char *name_prefix;              // default layer names: prefix + count among layers with that prefix ("conv1")
+    int min_args, max_args;               // positional numbers on the line
+    int is_loss;                          // the model's loss is taken on its output: it must be the last layer
     const char *keys[HW_LAYER_MAX_ARGS];  // key=value numbers it takes, stored in args[max_args + i]
     const char *param_names[HW_LAYER_MAX_PARAMS];  // "weight", "bias"; NULL-terminated, NULL: no params
     // Checks args against layer->in_shape; sets dims and out_shape and the parameter shapes.
@@ -146,36 +146,36 @@ int hw_layer_setup(hw_layer *layer, const char *line, hw_shape in_shape, hw_shap
 enum { HW_MAX_LAYERS = 64, HW_MAX_PARAMS = 128 };
 
 typedef struct {
-    char path[256];           // the model file, for messages
-    char *text;               // the model file's whole text (stored in checkpoints)
-    hw_shape input;           // per-sample input shape, e.g. [1, 28, 28]
-    int n_classes;            // features of the last layer's output
+    char path[256];  // the model file, for messages
+    char *text;      // the model file's whole text (stored in checkpoints)
+    hw_shape input;  // per-sample input shape, e.g. [1, 28, 28]
+    int n_classes;   // features of the last layer's output
     int n_layers;
     hw_layer layers[HW_MAX_LAYERS];
-    int n_params;             // number of named parameter tensors
+    int n_params;  // number of named parameter tensors
     hw_param params[HW_MAX_PARAMS];
-    size_t n_weights;         // floats in the flat parameter buffer
-    float *weights;           // the flat parameters: owned, or bound to caller memory
+    size_t n_weights;  // floats in the flat parameter buffer
+    float *weights;    // the flat parameters: owned, or bound to caller memory
     int owns_weights;
-    hw_device device;         // where `weights` lives
+    hw_device device;  // where `weights` lives
 } hw_model;
 
 typedef struct {
     int max_batch;
-    int n_layers;             // of the model it was allocated for
-    float **acts;             // acts[i] = input of layer i, acts[n_layers] = log-probabilities;
-                              // acts[0] points at the caller's x (not copied) from forward to backward
-    float **grad_acts;        // gradient of the loss with respect to acts[i]; grad_acts[0] is NULL:
-                              // the gradient of the network input is never computed
-    float *grads;             // flat gradient buffer, same layout as model->weights
-    float *scratch;           // im2col and other per-layer temporaries, shared by all layers
-    uint8_t **saved;          // per layer, what its forward keeps for its backward (type->saved_bytes):
-                              // dropout masks, max-pool argmax, conv2d's column matrices; NULL where
-                              // the layer keeps nothing
-    hw_rng rng;               // dropout draws
-    int training;             // the mode of the last forward (backward follows it)
-    int first_trainable;      // backward stops here: no gradient below the first layer that needs one
-                              // (set by hw_cpu_backward; n_layers when nothing is trainable)
+    int n_layers;         // of the model it was allocated for
+    float **acts;         // acts[i] = input of layer i, acts[n_layers] = log-probabilities;
+                          // acts[0] points at the caller's x (not copied) from forward to backward
+    float **grad_acts;    // gradient of the loss with respect to acts[i]; grad_acts[0] is NULL:
+                          // the gradient of the network input is never computed
+    float *grads;         // flat gradient buffer, same layout as model->weights
+    float *scratch;       // im2col and other per-layer temporaries, shared by all layers
+    uint8_t **saved;      // per layer, what its forward keeps for its backward (type->saved_bytes):
+                          // dropout masks, max-pool argmax, conv2d's column matrices; NULL where
+                          // the layer keeps nothing
+    hw_rng rng;           // dropout draws
+    int training;         // the mode of the last forward (backward follows it)
+    int first_trainable;  // backward stops here: no gradient below the first layer that needs one
+                          // (set by hw_cpu_backward; n_layers when nothing is trainable)
 } hw_workspace;
 
 // ---- building ----
@@ -249,10 +249,10 @@ int hw_exec_backward(const hw_backend *backend, const hw_model *model, const hw_
 // The first layer with a parameter that is not frozen; n_layers when none is.
 int hw_exec_first_trainable(const hw_model *model);
 // One layer's part of each walk (layer i), for whoever times the layers one by one (bench/).
-int hw_exec_layer_forward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i,
-                          int batch, int training);
-int hw_exec_layer_backward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i,
-                           int batch, int training, int first);
+int hw_exec_layer_forward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i, int batch,
+                          int training);
+int hw_exec_layer_backward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i, int batch,
+                           int training, int first);
 
 // ---- the CPU kernels (src/nn/kernels.c) ----
 // The layers' fast kernels exist in one copy per instruction set: "avx512", "avx2" (and FMA),

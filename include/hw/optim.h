@@ -16,9 +16,9 @@ typedef struct {
     float momentum;
     float weight_decay;
     int nesterov;
-    float *velocity;     // momentum buffer, flat layout, n_weights floats; NULL when momentum == 0.
-                         // torch starts the buffer as a copy of the first d; the buffer here starts
-                         // zeroed, and momentum * 0 + d == d exactly
+    float *velocity;  // momentum buffer, flat layout, n_weights floats; NULL when momentum == 0.
+                      // torch starts the buffer as a copy of the first d; the buffer here starts
+                      // zeroed, and momentum * 0 + d == d exactly
 } hw_sgd;
 
 // Fails on lr < 0, momentum < 0, weight_decay < 0, or nesterov without momentum.

@@ -11,17 +11,17 @@
 #include <stddef.h>
 
 typedef struct {
-    const char *file;             // a path, or a file name (for the system's search, or beside_binary)
-    int beside_binary;            // `file` is in the folder of the running binary (/proc/self/exe)
-    int flags;                    // dlopen's
-    const char *const *symbols;   // the names to resolve, NULL-terminated
+    const char *file;            // a path, or a file name (for the system's search, or beside_binary)
+    int beside_binary;           // `file` is in the folder of the running binary (/proc/self/exe)
+    int flags;                   // dlopen's
+    const char *const *symbols;  // the names to resolve, NULL-terminated
 } hw_plugin_spec;
 
 // What a failed load tried and why, for the caller's message.
 typedef struct {
-    char path[4096];              // the library it tried to load
-    const char *missing;          // the first symbol it lacks; NULL when the load itself failed
-    char why[512];                // dlerror()'s text, when the load failed
+    char path[4096];      // the library it tried to load
+    const char *missing;  // the first symbol it lacks; NULL when the load itself failed
+    char why[512];        // dlerror()'s text, when the load failed
 } hw_plugin_failure;
 
 // Loads spec->file and resolves its symbols into out[0..] in the order of spec->symbols. HW_OK, or

@@ -21,9 +21,9 @@ double hw_process_mapped_bytes(void);
 // to it. A Hogwild worker's private memory excludes the dataset, which it shares with the
 // parent copy-on-write: that is how a run shows the data is not copied per worker.
 typedef struct {
-    int64_t peak_rss_kb;      // getrusage ru_maxrss
-    int64_t rss_kb;           // now, from /proc/self/smaps_rollup
-    int64_t private_kb;       // Private_Clean + Private_Dirty, now
+    int64_t peak_rss_kb;  // getrusage ru_maxrss
+    int64_t rss_kb;       // now, from /proc/self/smaps_rollup
+    int64_t private_kb;   // Private_Clean + Private_Dirty, now
 } hw_memory;
 void hw_memory_read(hw_memory *m);
 

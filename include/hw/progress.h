@@ -10,13 +10,13 @@
 // One live line on a terminal, plain periodic lines otherwise, nothing with --quiet.
 typedef struct {
     int quiet;
-    int live;                    // stderr is a terminal
-    double started;              // monotonic seconds
+    int live;        // stderr is a terminal
+    double started;  // monotonic seconds
     double last_print;
-    int64_t total_samples;       // for the ETA
-    int line_open;               // a live line is on screen and not yet ended
-    int stdout_closed;           // a write to stdout failed with EPIPE: results are no longer printed
-    int silent;                  // a rank other than 0 of an mpirun job: no progress, no results
+    int64_t total_samples;  // for the ETA
+    int line_open;          // a live line is on screen and not yet ended
+    int stdout_closed;      // a write to stdout failed with EPIPE: results are no longer printed
+    int silent;             // a rank other than 0 of an mpirun job: no progress, no results
 } hw_progress;
 void hw_progress_start(hw_progress *p, int quiet, int64_t total_samples);
 // Called often; prints at most a few times a second (live) or every few seconds (plain).

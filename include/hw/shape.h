@@ -28,7 +28,7 @@ typedef struct {
     char name[HW_NAME_CAP];  // e.g. "conv1.weight"
     size_t offset;           // in floats from the start of the flat buffer
     hw_shape shape;
-    int frozen;              // 1: never updated, no gradient computed (requires_grad=False)
+    int frozen;  // 1: never updated, no gradient computed (requires_grad=False)
 } hw_param;
 
 hw_shape hw_shape_make(int ndim, const int64_t *dims);

@@ -17,10 +17,10 @@
 typedef enum { HW_SHARING_FILE_DESCRIPTOR = 0, HW_SHARING_FILE_SYSTEM = 1 } hw_sharing_strategy;
 
 typedef struct {
-    void *data;                  // the mapping, `bytes` long
+    void *data;  // the mapping, `bytes` long
     size_t bytes;
     hw_sharing_strategy strategy;
-    char name[64];               // file_system: the shm name; "" otherwise
+    char name[64];  // file_system: the shm name; "" otherwise
     int fd;
 } hw_shm;
 

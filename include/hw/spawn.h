@@ -33,17 +33,17 @@ typedef enum {
 typedef struct {
     int nprocs;
     pid_t *pids;
-    int *alive;              // 1 until reaped
-    int *exit_status;        // wait status of each reaped worker
-    int *message_fds;        // read ends of each worker's error pipe
-    int *pidfds;             // pidfd_open of each worker (-1 where unavailable): join polls them
-    struct pollfd *poll_set; // scratch for the poll over the live workers' pidfds
-    int use_pidfds;          // 1 when every worker has a pidfd; else join polls waitpid every 10 ms
-    int owns_handlers;       // this context installed (a reference to) the SIGINT/SIGTERM handlers
-    int failed_rank;         // -1 when none
-    int failed_exit_code;    // when it exited non-zero, else -1
-    int failed_signal;       // when it died by a signal, else 0
-    int interrupt_signal;    // SIGINT, SIGTERM or SIGHUP received by the parent, else 0
+    int *alive;               // 1 until reaped
+    int *exit_status;         // wait status of each reaped worker
+    int *message_fds;         // read ends of each worker's error pipe
+    int *pidfds;              // pidfd_open of each worker (-1 where unavailable): join polls them
+    struct pollfd *poll_set;  // scratch for the poll over the live workers' pidfds
+    int use_pidfds;           // 1 when every worker has a pidfd; else join polls waitpid every 10 ms
+    int owns_handlers;        // this context installed (a reference to) the SIGINT/SIGTERM handlers
+    int failed_rank;          // -1 when none
+    int failed_exit_code;     // when it exited non-zero, else -1
+    int failed_signal;        // when it died by a signal, else 0
+    int interrupt_signal;     // SIGINT, SIGTERM or SIGHUP received by the parent, else 0
     char failed_message[1024];
 } hw_spawn_ctx;
 
@@ -72,6 +72,5 @@ const char *hw_spawn_describe_failure(const hw_spawn_ctx *ctx, char *buf, size_t
 void hw_spawn_free(hw_spawn_ctx *ctx);
 // (The parent's stop signals are caught through hw_stop_signals_catch, include/hw/signals.h,
 // from hw_spawn to hw_spawn_free; hw_stop_signal() says which one came.)
-
 
 #endif

@@ -19,34 +19,34 @@ typedef enum { HW_MODE_HOGWILD = 0, HW_MODE_DATAPARALLEL = 1 } hw_mode;
 // names the option that sets each field and its default); a library caller sets the fields itself.
 typedef struct {
     hw_mode mode;
-    const char *model_path;      // the model file
-    const char *model_text;      // the model's text when it comes from a checkpoint (then model_path
-                                 // names the checkpoint), else NULL: read model_path
-    const char *data_dir;        // the dataset folder
-    int workers;                 // Hogwild: worker processes
-    int replicas;                // DataParallel: replicas (one per entry of gpus, when given)
-    int epochs;                  // epochs to train, counted from 0 (a resumed run continues its count)
-    int batch_size;              // training batch of a worker (DataParallel: the whole batch, split)
-    int test_batch_size;         // evaluation batch
-    float lr;                    // SGD: learning rate
-    float momentum;              // SGD: momentum
-    float weight_decay;          // SGD: L2 weight decay
-    int nesterov;                // SGD: Nesterov momentum
-    uint64_t seed;               // initialisation, shuffling and dropout
-    const char *save_path;       // checkpoint at every epoch end, at the end and on a stop signal; NULL: none
-    int overwrite;               // save_path may replace a checkpoint the run did not resume from
-    const char *resume_path;     // the checkpoint to continue from, or NULL
-    const char *metrics_path;    // the metrics CSV to write, or NULL
-    const char *freeze;          // parameters not to train, "NAME,..." or NULL
-    int eval_only;               // evaluate resume_path's checkpoint, train nothing
-    int64_t eval_every;          // also evaluate every N training samples (0: only at epoch ends)
-    int quiet;                   // no progress line
-    int prefetch;                // a loader thread per worker
-    int measure;                 // measure staleness, lost updates, contention (CPU Hogwild)
-    hw_device device;            // where the workers or replicas compute
-    int gpus[16];                // DataParallel on these GPUs, one replica each (n_gpus of them)
+    const char *model_path;    // the model file
+    const char *model_text;    // the model's text when it comes from a checkpoint (then model_path
+                               // names the checkpoint), else NULL: read model_path
+    const char *data_dir;      // the dataset folder
+    int workers;               // Hogwild: worker processes
+    int replicas;              // DataParallel: replicas (one per entry of gpus, when given)
+    int epochs;                // epochs to train, counted from 0 (a resumed run continues its count)
+    int batch_size;            // training batch of a worker (DataParallel: the whole batch, split)
+    int test_batch_size;       // evaluation batch
+    float lr;                  // SGD: learning rate
+    float momentum;            // SGD: momentum
+    float weight_decay;        // SGD: L2 weight decay
+    int nesterov;              // SGD: Nesterov momentum
+    uint64_t seed;             // initialisation, shuffling and dropout
+    const char *save_path;     // checkpoint at every epoch end, at the end and on a stop signal; NULL: none
+    int overwrite;             // save_path may replace a checkpoint the run did not resume from
+    const char *resume_path;   // the checkpoint to continue from, or NULL
+    const char *metrics_path;  // the metrics CSV to write, or NULL
+    const char *freeze;        // parameters not to train, "NAME,..." or NULL
+    int eval_only;             // evaluate resume_path's checkpoint, train nothing
+    int64_t eval_every;        // also evaluate every N training samples (0: only at epoch ends)
+    int quiet;                 // no progress line
+    int prefetch;              // a loader thread per worker
+    int measure;               // measure staleness, lost updates, contention (CPU Hogwild)
+    hw_device device;          // where the workers or replicas compute
+    int gpus[16];              // DataParallel on these GPUs, one replica each (n_gpus of them)
     int n_gpus;
-    hw_normalize norm;           // input mean and std; {0, 0}: from the data
+    hw_normalize norm;                // input mean and std; {0, 0}: from the data
     int resize_height, resize_width;  // image folders' images resized to this size (0: their own)
     // Across ranks of an mpirun job (include/hw/comm.h; rank 0 of 1 otherwise). Rank 0 evaluates,
     // writes the metrics and checkpoints, and prints; the other ranks train in silence.
@@ -64,19 +64,18 @@ typedef struct {
 void hw_train_config_init(hw_train_config *config);
 
 typedef struct {
-    double wall_seconds;         // the whole run, final evaluation included
-    double train_seconds;        // first fork to last join: training alone
-    int64_t samples_seen;        // training samples, all workers together, this run
-    double samples_per_second;   // samples_seen / train_seconds
-    double test_loss;            // after the last epoch
-    double test_accuracy;        // percent
-    int interrupted_by;          // SIGINT / SIGTERM / SIGHUP that ended the run, else 0
+    double wall_seconds;        // the whole run, final evaluation included
+    double train_seconds;       // first fork to last join: training alone
+    int64_t samples_seen;       // training samples, all workers together, this run
+    double samples_per_second;  // samples_seen / train_seconds
+    double test_loss;           // after the last epoch
+    double test_accuracy;       // percent
+    int interrupted_by;         // SIGINT / SIGTERM / SIGHUP that ended the run, else 0
 } hw_train_result;
 
 // The seed of worker (or replica) `rank`'s own generator, which draws its dropout masks: every
 // worker its own masks, and worker 0 of Hogwild and replica 0 of DataParallel the same ones.
 static inline uint64_t hw_worker_seed(uint64_t seed, int rank) { return seed * 1000003u + (uint64_t)rank; }
-
 
 // Everything a run needs before it forks: the model bound to its weights and both datasets.
 typedef struct {
@@ -91,7 +90,6 @@ typedef struct {
 int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config);
 void hw_train_inputs_free(hw_train_inputs *in);
 
-
 // Under mpirun (after hw_comm_init): every rank must have been given the same settings, those that
 // make the ranks one run (--mode, --workers or --replicas, the device kind, the dataset's and the
 // network's contents, --epochs, --batch-size, the SGD flags, --seed, --normalize, --eval-every,
@@ -100,13 +98,11 @@ void hw_train_inputs_free(hw_train_inputs *in);
 int hw_run_check_ranks(const hw_train_config *config, const hw_train_inputs *in, int first_epoch,
                        int64_t samples_before);
 
-
 // The weights a run starts from, in model->weights: PyTorch's default initialisation from
 // --seed, or the --resume checkpoint. *first_epoch and *samples_before say where a resumed run
 // continues; a checkpoint that has already trained --epochs epochs is refused, and so is one whose
 // weights are not finite (hw_train_load_checkpoint).
-int hw_train_start_weights(const hw_train_config *config, hw_model *model, int *first_epoch,
-                           int64_t *samples_before);
+int hw_train_start_weights(const hw_train_config *config, hw_model *model, int *first_epoch, int64_t *samples_before);
 // Loads the checkpoint at `path` into model->weights (hw_ckpt_load) and refuses weights that are
 // not finite: such a file comes from a diverged run (hogwild itself never writes one).
 int hw_train_load_checkpoint(const char *path, hw_model *model, hw_ckpt_meta *meta);
@@ -161,34 +157,32 @@ typedef struct {
     double loss;
     double accuracy;
     int interrupted;
-    double loss_sum;             // the sums behind them, for an evaluation split over ranks
+    double loss_sum;  // the sums behind them, for an evaluation split over ranks
     int64_t correct;
 } hw_eval_result;
 hw_eval_result hw_evaluate(const hw_model *model, hw_workspace *ws, const hw_dataset *ds, hw_normalize norm,
                            int batch_size);
-
-
 
 // ---- what a training run writes, the same for both trainers (src/train/run_log.c) ----
 // Evaluations of snapshots of the weights, the metrics rows, the checkpoints, the progress line.
 typedef struct {
     const hw_train_config *config;
     const hw_train_inputs *in;
-    hw_model eval_model;         // the model pointed at `snapshot`
-    hw_workspace eval_ws;        // for test batches
-    float *snapshot;             // a copy of the weights taken at an evaluation point
-    double snapshot_time;        // when it was taken (monotonic seconds)
+    hw_model eval_model;   // the model pointed at `snapshot`
+    hw_workspace eval_ws;  // for test batches
+    float *snapshot;       // a copy of the weights taken at an evaluation point
+    double snapshot_time;  // when it was taken (monotonic seconds)
     hw_progress progress;
     hw_metrics metrics;
-    double started;              // monotonic seconds at the start of training (the first fork)
-    double trained;              // when the last training step ended (the last join); 0 until then
-    int64_t samples_base;        // samples seen before this run (from --resume)
-    int64_t last_samples;        // at the previous metrics row, for the train-loss column
+    double started;        // monotonic seconds at the start of training (the first fork)
+    double trained;        // when the last training step ended (the last join); 0 until then
+    int64_t samples_base;  // samples seen before this run (from --resume)
+    int64_t last_samples;  // at the previous metrics row, for the train-loss column
     double last_loss_sum;
     hw_eval_result last_eval;
-    double last_finite_loss;     // the last finite training loss seen (hw_train_outputs_loss, rows), or NAN
-    int64_t skipped_points;      // --eval-every points passed while an evaluation ran, not evaluated
-    int interrupted;             // a stop signal cut an evaluation short (no row, nothing saved)
+    double last_finite_loss;  // the last finite training loss seen (hw_train_outputs_loss, rows), or NAN
+    int64_t skipped_points;   // --eval-every points passed while an evaluation ran, not evaluated
+    int interrupted;          // a stop signal cut an evaluation short (no row, nothing saved)
     // DataParallel across ranks: every rank evaluates its share of the test set and the sums are
     // added up (hw_comm_sum), so that no rank waits for rank 0 to evaluate alone (a wait that ran
     // past --sync-timeout when an evaluation took longer). Rank 0 still writes and saves alone.
@@ -200,8 +194,8 @@ typedef struct {
 // device[0..cap), which run->device points at).
 void hw_train_metrics_run(const hw_train_config *config, char *device, size_t cap, hw_metrics_run *run);
 
-int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, const hw_train_inputs *in, int first_epoch,
-                    int64_t samples_base);
+int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, const hw_train_inputs *in,
+                          int first_epoch, int64_t samples_base);
 // Training has started (the devices, workers and ranks are set up): from now on the run writes its
 // outputs (hw_metrics_commit). A run that fails before leaves the previous --metrics file as it was.
 void hw_train_outputs_commit(hw_train_outputs *log);
@@ -244,7 +238,7 @@ void hw_train_outputs_loss(hw_train_outputs *log, double loss);
 // `epoch` (1-based), the samples seen, the last training loss before it, and a lower --lr to try.
 // Nothing is saved. `samples` counts this run's samples, as for hw_train_outputs_evaluate.
 int hw_train_outputs_diverged(hw_train_outputs *log, const char *who, const char *what, int epoch, int epochs_done,
-                          int64_t samples, double loss);
+                              int64_t samples, double loss);
 // Prints the summary and fills result.
 void hw_train_outputs_finish(hw_train_outputs *log, int64_t samples, hw_train_result *result);
 void hw_train_outputs_close(hw_train_outputs *log);

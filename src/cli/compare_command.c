@@ -36,11 +36,20 @@ static int parse_plot(const cli_option *o, const char *text, void *target, char 
 }
 
 static const cli_option compare_options[] = {
-    {.name = "target", .metavar = "PERCENT", .kind = CLI_CUSTOM, .field = offsetof(compare_args, target),
-     .parse = parse_target, .fallback = "98", .missing = "%s needs a value (a percentage in (0, 100])",
+    {.name = "target",
+     .metavar = "PERCENT",
+     .kind = CLI_CUSTOM,
+     .field = offsetof(compare_args, target),
+     .parse = parse_target,
+     .fallback = "98",
+     .missing = "%s needs a value (a percentage in (0, 100])",
      .help = "the test accuracy to reach, in (0, 100] (default %s)"},
-    {.name = "plot", .metavar = "FILE.svg", .kind = CLI_CUSTOM, .field = offsetof(compare_args, plot),
-     .parse = parse_plot, .missing = "%s needs a file name",
+    {.name = "plot",
+     .metavar = "FILE.svg",
+     .kind = CLI_CUSTOM,
+     .field = offsetof(compare_args, plot),
+     .parse = parse_plot,
+     .missing = "%s needs a file name",
      .help = "where to write the plot (default compare.svg next to the first file)"},
     {.name = "no-plot", .kind = CLI_SWITCH, .field = offsetof(compare_args, no_plot), .help = "print the table only"},
     {.name = "help", .short_name = 'h', .kind = CLI_SWITCH, .field = CLI_NO_FIELD, .help = "this text"},
@@ -55,15 +64,14 @@ static const cli_command compare_command = {
 };
 
 static void print_usage(FILE *out) {
-    fprintf(out,
-            "usage: hogwild compare RUN.csv [RUN.csv ...] [--target PERCENT] [--plot FILE.svg | --no-plot]\n"
-            "\n"
-            "Compares training runs from their metrics files (./hogwild ... --metrics RUN.csv): prints a table\n"
-            "of each run's speed and accuracy and the wall time to reach the target test accuracy, and draws\n"
-            "test accuracy against wall time and against samples seen as an SVG plot. Runs trained with\n"
-            "--measure also get a table of their staleness and lost updates, and a second plot (the plot's\n"
-            "name with -measure.svg): their staleness histograms and the lost-update fraction against workers.\n"
-            "\n");
+    fprintf(out, "usage: hogwild compare RUN.csv [RUN.csv ...] [--target PERCENT] [--plot FILE.svg | --no-plot]\n"
+                 "\n"
+                 "Compares training runs from their metrics files (./hogwild ... --metrics RUN.csv): prints a table\n"
+                 "of each run's speed and accuracy and the wall time to reach the target test accuracy, and draws\n"
+                 "test accuracy against wall time and against samples seen as an SVG plot. Runs trained with\n"
+                 "--measure also get a table of their staleness and lost updates, and a second plot (the plot's\n"
+                 "name with -measure.svg): their staleness histograms and the lost-update fraction against workers.\n"
+                 "\n");
     cli_print_options(&compare_command, out);
 }
 

@@ -32,7 +32,8 @@ static const char *usage_text =
     "       hogwild compare RUN.csv... [--target PCT] [--plot FILE.svg]\n"
     "                                              compare runs from --metrics files\n";
 
-static const char *exit_text = "\nExit status: 0 done, 1 failed, 2 bad usage, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP.\n";
+static const char *exit_text =
+    "\nExit status: 0 done, 1 failed, 2 bad usage, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP.\n";
 
 static void print_usage(FILE *out, int with_options) {
     fputs(usage_text, out);
@@ -88,7 +89,8 @@ static int command_download(int argc, char **argv) {
     // --data once fetched by hand.
     if (!hw_download_known(name)) {
         return usage_error("download: unknown dataset '%s': known are mnist and fashion-mnist (KMNIST and other "
-                           "IDX datasets load with --data DIR once their four files are there)", name);
+                           "IDX datasets load with --data DIR once their four files are there)",
+                           name);
     }
     char default_dir[512];
     if (!dir) {
@@ -104,8 +106,8 @@ static int command_download(int argc, char **argv) {
 
 // Whether `dir` holds one of the four IDX files (gzipped or not): a dataset that synth would replace.
 static const char *dataset_file_in(const char *dir) {
-    static const char *const names[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-                                        "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+    static const char *const names[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                                        "t10k-labels-idx1-ubyte"};
     static char found[1100];
     for (int i = 0; i < 4; i++) {
         for (int gz = 0; gz < 2; gz++) {
@@ -124,13 +126,32 @@ typedef struct {
 } synth_args;
 
 static const cli_option synth_options[] = {
-    {.name = "dir", .metavar = "DIR", .kind = CLI_TEXT, .field = offsetof(synth_args, dir), .fallback = "data/synthetic"},
-    {.name = "train", .metavar = "N", .kind = CLI_INT64, .field = offsetof(synth_args, n_train), .min = 1,
-     .max = 10000000, .fallback = "60000"},
-    {.name = "test", .metavar = "N", .kind = CLI_INT64, .field = offsetof(synth_args, n_test), .min = 1,
-     .max = 10000000, .fallback = "10000"},
-    {.name = "seed", .metavar = "S", .kind = CLI_UINT64, .field = offsetof(synth_args, seed), .min = 0,
-     .max = LLONG_MAX, .fallback = "1"},
+    {.name = "dir",
+     .metavar = "DIR",
+     .kind = CLI_TEXT,
+     .field = offsetof(synth_args, dir),
+     .fallback = "data/synthetic"},
+    {.name = "train",
+     .metavar = "N",
+     .kind = CLI_INT64,
+     .field = offsetof(synth_args, n_train),
+     .min = 1,
+     .max = 10000000,
+     .fallback = "60000"},
+    {.name = "test",
+     .metavar = "N",
+     .kind = CLI_INT64,
+     .field = offsetof(synth_args, n_test),
+     .min = 1,
+     .max = 10000000,
+     .fallback = "10000"},
+    {.name = "seed",
+     .metavar = "S",
+     .kind = CLI_UINT64,
+     .field = offsetof(synth_args, seed),
+     .min = 0,
+     .max = LLONG_MAX,
+     .fallback = "1"},
     {.name = "overwrite", .kind = CLI_SWITCH, .field = offsetof(synth_args, overwrite)},
 };
 
@@ -159,8 +180,9 @@ static int command_synth(int argc, char **argv) {
     // `synth --dir data/mnist` replaced the real MNIST without a word.
     const char *existing = overwrite ? NULL : dataset_file_in(dir);
     if (existing) {
-        fprintf(stderr, "hogwild synth: %s already holds a dataset (%s): give --overwrite to replace it, or another "
-                        "--dir\n",
+        fprintf(stderr,
+                "hogwild synth: %s already holds a dataset (%s): give --overwrite to replace it, or another "
+                "--dir\n",
                 dir, existing);
         return HW_EXIT_FAILURE;
     }
@@ -237,8 +259,9 @@ static int command_eval_only(hw_train_config *config, int model_given) {
         if (!model_text) {
             // Not models/lenet.model by default: that would evaluate a network the checkpoint was
             // perhaps never trained as, and any mismatch would read as a fault of the checkpoint.
-            fprintf(stderr, "hogwild: the checkpoint %s holds no model text (it was not written by hogwild): give the "
-                            "network it was trained as with --model FILE\n",
+            fprintf(stderr,
+                    "hogwild: the checkpoint %s holds no model text (it was not written by hogwild): give the "
+                    "network it was trained as with --model FILE\n",
                     config->resume_path);
             return HW_EXIT_FAILURE;
         }
@@ -273,10 +296,11 @@ static int command_eval_only(hw_train_config *config, int model_given) {
         // a diverged loss is no result (hw_loss_diverged), and its accuracy is chance.
         char loss_text[48];
         hw_loss_describe(loss_text, sizeof loss_text, r.loss);
-        fprintf(stderr, "hogwild: the checkpoint %s gives a test loss of %s on %s: its weights (largest magnitude "
-                        "%.3g) have blown up, as a diverged run's do; use an earlier checkpoint\n",
-                config->resume_path, loss_text, config->data_dir, largest_magnitude(in.model.weights,
-                                                                                   in.model.n_weights));
+        fprintf(stderr,
+                "hogwild: the checkpoint %s gives a test loss of %s on %s: its weights (largest magnitude "
+                "%.3g) have blown up, as a diverged run's do; use an earlier checkpoint\n",
+                config->resume_path, loss_text, config->data_dir,
+                largest_magnitude(in.model.weights, in.model.n_weights));
         hw_workspace_free(&ws);
         hw_train_inputs_free(&in);
         return HW_EXIT_FAILURE;
@@ -356,7 +380,7 @@ static int command_train(hw_train_config *config) {
 // --eval-only evaluates a checkpoint on the CPU and trains nothing: a flag that would change
 // training, the workers or where they run has no effect there, and is refused rather than ignored.
 static int check_eval_only_flags(const cli_parsed *given, const hw_train_config *config) {
-    static const char *const apply[] = {"eval-only",  "resume", "model", "data",  "resize",
+    static const char *const apply[] = {"eval-only",       "resume",    "model", "data",  "resize",
                                         "test-batch-size", "normalize", "quiet", "device"};
     for (int i = 0; i < given->n_given; i++) {
         const char *name = given->given[i]->name;
@@ -367,7 +391,8 @@ static int check_eval_only_flags(const cli_parsed *given, const hw_train_config 
             char flag[80];
             snprintf(flag, sizeof flag, "--%s", name);
             return usage_error("%s does not apply to --eval-only, which evaluates the checkpoint on the CPU and trains "
-                               "nothing: drop it", flag);
+                               "nothing: drop it",
+                               flag);
         }
     }
     if (config->device.type == HW_DEVICE_CUDA) {
@@ -382,24 +407,28 @@ static int check_world(hw_train_config *config, const cli_parsed *given) {
     if (config->world.size == 1) {
         if (sync_every || sync_rule || cli_given(given, "sync-timeout")) {
             return usage_error("--sync-every, --sync-rule and --sync-timeout couple the ranks of an mpirun job; this "
-                               "run is not one%s", "");
+                               "run is not one%s",
+                               "");
         }
         return HW_EXIT_OK;
     }
     if (!hw_comm_built()) {
-        fprintf(stderr, "hogwild: started by mpirun as rank %d of %d, but this hogwild was built without MPI (make "
-                        "MPI=0, or Open MPI was not found when it was built)\n",
+        fprintf(stderr,
+                "hogwild: started by mpirun as rank %d of %d, but this hogwild was built without MPI (make "
+                "MPI=0, or Open MPI was not found when it was built)\n",
                 config->world.rank, config->world.size);
         return HW_EXIT_FAILURE;
     }
     if (config->device.type == HW_DEVICE_CUDA && config->mode == HW_MODE_HOGWILD) {
         return usage_error("Hogwild across ranks trains on the CPU; GPU ranks run DataParallel (--mode dataparallel "
-                           "--device %s, NCCL between the ranks)", "cuda");
+                           "--device %s, NCCL between the ranks)",
+                           "cuda");
     }
     if (config->n_gpus > 0) {
         // Across ranks each rank drives the GPU of its local rank (src/cuda/train/dataparallel_gpu.c).
         return usage_error("--gpus lists the GPUs of one process; across ranks each rank drives one GPU, local rank L "
-                           "of a host GPU B+L (--device cuda:B), with --replicas K on it%s", "");
+                           "of a host GPU B+L (--device cuda:B), with --replicas K on it%s",
+                           "");
     }
     if (config->eval_only) return usage_error("--eval-only evaluates in one process: run it without mpirun%s", "");
     if (config->mode == HW_MODE_DATAPARALLEL && (sync_every || sync_rule)) {

@@ -37,7 +37,8 @@ static int read_number(const cli_option *o, const char *text, double *out, char 
     char *end = NULL;
     errno = 0;
     double value = strtod(text, &end);
-    if (errno || end == text || *end != '\0' || isspace((unsigned char)text[0]) || !(value >= o->least) || value > 1e9) {
+    if (errno || end == text || *end != '\0' || isspace((unsigned char)text[0]) || !(value >= o->least) ||
+        value > 1e9) {
         return cli_refuse(error, cap, "--%s expects a number >= %g, got '%s'", o->name, o->least, text);
     }
     *out = value;
@@ -70,9 +71,7 @@ static int apply(const cli_option *o, const char *value, void *target, char *err
     case CLI_TEXT:
         if (field) *(const char **)field = value;
         break;
-    case CLI_CUSTOM:
-        status = o->parse(o, value, target, error, cap);
-        break;
+    case CLI_CUSTOM: status = o->parse(o, value, target, error, cap); break;
     }
     return status;
 }

@@ -33,27 +33,27 @@ typedef struct cli_option cli_option;
 typedef int (*cli_parse_fn)(const cli_option *option, const char *value, void *target, char *error, size_t cap);
 
 struct cli_option {
-    const char *section;    // the help's heading this option starts (NULL: the previous one's)
-    const char *name;       // without the dashes: "workers"
-    char short_name;        // '\0', or 'h' for -h
-    const char *metavar;    // the value's name in the help, "N"; NULL for a switch
+    const char *section;  // the help's heading this option starts (NULL: the previous one's)
+    const char *name;     // without the dashes: "workers"
+    char short_name;      // '\0', or 'h' for -h
+    const char *metavar;  // the value's name in the help, "N"; NULL for a switch
     cli_kind kind;
-    size_t field;           // offsetof the field in the target, or CLI_NO_FIELD
-    long long min, max;     // CLI_INT, CLI_INT64, CLI_UINT64: the range
-    double least;           // CLI_FLOAT, CLI_DOUBLE: the smallest value (the largest is 1e9)
-    const char *fallback;   // the default, as text, read as a given value would be (NULL: zero)
-    cli_parse_fn parse;     // CLI_CUSTOM
-    const char *missing;    // the message when the value is missing (a format of the flag), or NULL
-    const char *help;       // the help text, a printf format of the default's text; NULL: not listed
+    size_t field;          // offsetof the field in the target, or CLI_NO_FIELD
+    long long min, max;    // CLI_INT, CLI_INT64, CLI_UINT64: the range
+    double least;          // CLI_FLOAT, CLI_DOUBLE: the smallest value (the largest is 1e9)
+    const char *fallback;  // the default, as text, read as a given value would be (NULL: zero)
+    cli_parse_fn parse;    // CLI_CUSTOM
+    const char *missing;   // the message when the value is missing (a format of the flag), or NULL
+    const char *help;      // the help text, a printf format of the default's text; NULL: not listed
 };
 
 typedef struct {
     const cli_option *options;
     int n_options;
-    const char *missing;       // the message when an option's value is missing (a format of the flag)
-    const char *empty;         // the message when it is empty (a format of the flag), NULL: allowed
-    int operands;              // 1: arguments that are not options are the command's (files, anywhere)
-    int help_column;           // where the help text of an option starts in cli_print_options
+    const char *missing;  // the message when an option's value is missing (a format of the flag)
+    const char *empty;    // the message when it is empty (a format of the flag), NULL: allowed
+    int operands;         // 1: arguments that are not options are the command's (files, anywhere)
+    int help_column;      // where the help text of an option starts in cli_print_options
 } cli_command;
 
 // The options given, in order, an option given twice listed twice; `stop` is the option of
@@ -63,9 +63,9 @@ typedef struct {
     const cli_option *given[CLI_MAX_GIVEN];
     int n_given;
     const cli_option *stop;
-    char **operands;           // the command's other arguments (operands = 1), in order
+    char **operands;  // the command's other arguments (operands = 1), in order
     int n_operands;
-    char error[768];           // the usage error, when cli_parse returns HW_EXIT_USAGE
+    char error[768];  // the usage error, when cli_parse returns HW_EXIT_USAGE
 } cli_parsed;
 
 // Sets every field of `target` that an option with a default names, from the default's text.

@@ -8,7 +8,6 @@
 
 #include <stddef.h>
 
-
 // Caps --batch-size at what a batch can hold (a Hogwild worker's share of the training data, or
 // all of it in DataParallel) and --test-batch-size at the test set: larger values train and
 // evaluate the same, but allocated their whole size ("out of memory" for --batch-size 1048576).

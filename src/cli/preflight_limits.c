@@ -26,8 +26,8 @@
 #define MIB (1024.0 * 1024.0)
 
 enum {
-    HW_BLAS_BUFFER_BYTES = 128 << 20,     // OpenBLAS's BUFFER_SIZE on x86-64 (Debian: 128 MiB)
-    HW_THREAD_BYTES = (64 + 8) << 20,     // a malloc arena and a stack
+    HW_BLAS_BUFFER_BYTES = 128 << 20,  // OpenBLAS's BUFFER_SIZE on x86-64 (Debian: 128 MiB)
+    HW_THREAD_BYTES = (64 + 8) << 20,  // a malloc arena and a stack
     HW_MEMORY_MARGIN_BYTES = 64 << 20,
 };
 
@@ -59,8 +59,9 @@ double preflight_memory_estimate(const hw_train_config *config, const hw_train_i
     if (config->mode == HW_MODE_HOGWILD) {
         // The parent: shared weights, snapshot, evaluation. A worker (a fork of it): its local
         // copy, gradients, momentum, its shard and its workspace, its own BLAS buffer.
-        double worker = gpu ? 0 : 3.0 * weights + workspace_bytes(model, config->batch_size) +
-                                      8.0 * (double)in->train.n / config->workers + HW_BLAS_BUFFER_BYTES;
+        double worker = gpu ? 0
+                            : 3.0 * weights + workspace_bytes(model, config->batch_size) +
+                                  8.0 * (double)in->train.n / config->workers + HW_BLAS_BUFFER_BYTES;
         if (config->prefetch) worker += HW_THREAD_BYTES;
         return need + 2.0 * weights + eval + worker;
     }
@@ -101,10 +102,11 @@ void preflight_fit_batches(hw_train_config *config, const hw_train_inputs *in, c
     int64_t most = (in->train.n + sharers - 1) / sharers;
     size_t used = 0;
     if (most >= 1 && config->batch_size > most) {
-        used += (size_t)snprintf(note + used, cap - used,
-                                 "--batch-size %d is more than %s (%lld samples): capped to %lld, which trains the same",
-                                 config->batch_size, sharers > 1 ? "a worker's share of the training data" : "the training data",
-                                 (long long)most, (long long)most);
+        used += (size_t)snprintf(
+            note + used, cap - used,
+            "--batch-size %d is more than %s (%lld samples): capped to %lld, which trains the same", config->batch_size,
+            sharers > 1 ? "a worker's share of the training data" : "the training data", (long long)most,
+            (long long)most);
         config->batch_size = (int)most;
     }
     if (in->test.n >= 1 && config->test_batch_size > in->test.n && used < cap) {

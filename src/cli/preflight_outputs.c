@@ -42,8 +42,8 @@ static int folder_within(const char *dir, const char *root) {
 // image folders (a file there becomes a sample of the next run).
 static int check_not_an_input(const char *flag, const char *path, const hw_train_config *config) {
     if (hw_same_file(path, config->model_path)) {
-        return hw_fail("%s %s is the model file (--model %s): it would be destroyed; choose another path", flag,
-                       path, config->model_path);
+        return hw_fail("%s %s is the model file (--model %s): it would be destroyed; choose another path", flag, path,
+                       config->model_path);
     }
     static const char *const data_files[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                                              "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
@@ -63,8 +63,8 @@ static int check_not_an_input(const char *flag, const char *path, const hw_train
     for (int i = 0; i < 2; i++) {
         snprintf(candidate, sizeof candidate, "%s/%s", config->data_dir, image_folders[i]);
         if (folder_within(folder, candidate)) {
-            return hw_fail("%s %s is inside the image folder %s: it would become a sample; choose another path",
-                           flag, path, candidate);
+            return hw_fail("%s %s is inside the image folder %s: it would become a sample; choose another path", flag,
+                           path, candidate);
         }
     }
     return HW_OK;
@@ -90,7 +90,8 @@ int preflight_outputs(const hw_train_config *config) {
         }
     }
     if (metrics) {
-        if (check_not_an_input("--metrics", metrics, config) != HW_OK || hw_output_check("--metrics", metrics, 0) != HW_OK) {
+        if (check_not_an_input("--metrics", metrics, config) != HW_OK ||
+            hw_output_check("--metrics", metrics, 0) != HW_OK) {
             return HW_ERR;
         }
         if (hw_same_file(metrics, config->resume_path)) {

@@ -68,7 +68,8 @@ static int parse_resize(const cli_option *o, const char *text, void *target, cha
     if (!x || !isdigit((unsigned char)text[0]) || !isdigit((unsigned char)x[1]) ||
         sscanf(text, "%5d%*1[x]%5d%n", &h, &w, &used) != 2 || text[used] != '\0' || h < 1 || w < 1 ||
         h > HW_IMAGE_MAX_SIDE || w > HW_IMAGE_MAX_SIDE) {
-        return cli_refuse(error, cap, "--resize expects HEIGHTxWIDTH, each from 1 to 4096 (e.g. 28x28), got '%s'", text);
+        return cli_refuse(error, cap, "--resize expects HEIGHTxWIDTH, each from 1 to 4096 (e.g. 28x28), got '%s'",
+                          text);
     }
     config->resize_height = h;
     config->resize_width = w;
@@ -127,7 +128,9 @@ static int parse_sync_every(const cli_option *o, const char *text, void *target,
 static int parse_sync_rule(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
     (void)o;
     hw_train_config *config = target;
-    if (hw_couple_rule_parse(text, &config->sync_rule) != HW_OK) return cli_refuse(error, cap, "--sync-rule %s", hw_error());
+    if (hw_couple_rule_parse(text, &config->sync_rule) != HW_OK) {
+        return cli_refuse(error, cap, "--sync-rule %s", hw_error());
+    }
     return HW_EXIT_OK;
 }
 
@@ -141,10 +144,12 @@ static int parse_sharing(const cli_option *o, const char *text, void *target, ch
 // ---- the table ----
 
 #define FIELD(name) offsetof(hw_train_config, name)
-#define NONE CLI_NO_FIELD
+#define NONE        CLI_NO_FIELD
 
 // The defaults are those of PyTorch's mnist_hogwild example: 2 workers, batch 64, test batch 1000,
 // lr 0.01, momentum 0.5, seed 1; one epoch; MNIST's mean and std; no prefetch thread; the CPU.
+// (An option per entry: its value, default and help read together.)
+// clang-format off
 static const cli_option train_options[] = {
     {.section = "Training", .name = "workers", .metavar = "N", .kind = CLI_INT, .field = FIELD(workers), .min = 1,
      .max = 1024, .fallback = "2", .help = "Hogwild worker processes (default %s)"},
@@ -235,6 +240,7 @@ static const cli_option train_options[] = {
     {.name = "version", .kind = CLI_SWITCH, .field = NONE},
     {.name = "summary", .kind = CLI_SWITCH, .field = NONE},  // in the usage lines, not among the options
 };
+// clang-format on
 
 const cli_command cli_train_command = {
     .options = train_options,

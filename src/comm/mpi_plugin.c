@@ -47,8 +47,8 @@ int hw_comm_built(void) { return 0; }
 
 int hw_comm_init(const hw_world *world, double timeout_s) {
     (void)timeout_s;
-    return hw_fail("rank %d of %d: this hogwild was built without MPI (make MPI=0, or no Open MPI found)",
-                   world->rank, world->size);
+    return hw_fail("rank %d of %d: this hogwild was built without MPI (make MPI=0, or no Open MPI found)", world->rank,
+                   world->size);
 }
 
 #endif
@@ -82,9 +82,7 @@ int hw_comm_weights_agree(const float *weights, size_t n, const char *when) {
     return ops ? ops->weights_agree(weights, n, when) : not_initialised();
 }
 
-int hw_comm_bcast(void *buf, size_t bytes, int root) {
-    return ops ? ops->bcast(buf, bytes, root) : not_initialised();
-}
+int hw_comm_bcast(void *buf, size_t bytes, int root) { return ops ? ops->bcast(buf, bytes, root) : not_initialised(); }
 
 int hw_couple_open(hw_couple **couple, float *live, size_t n, const hw_couple_plan *plan, const hw_world *world) {
     *couple = NULL;

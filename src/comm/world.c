@@ -18,8 +18,7 @@ static int read_env_int(const char *name, int fallback, int min, int *out) {
     errno = 0;
     long value = strtol(text, &end, 10);
     if (errno || end == text || *end != '\0' || value < min || value > 1 << 20) {
-        return hw_fail("%s is '%s', not a number from %d (is this process really started by mpirun?)", name, text,
-                       min);
+        return hw_fail("%s is '%s', not a number from %d (is this process really started by mpirun?)", name, text, min);
     }
     *out = (int)value;
     return HW_OK;

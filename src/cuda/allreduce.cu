@@ -15,18 +15,18 @@
 #include <string.h>
 
 struct hw_cuda_allreduce {
-    int n;                      // replicas
-    int *devices;               // devices[k]: replica k's CUDA ordinal
-    size_t count;               // floats per buffer
+    int n;         // replicas
+    int *devices;  // devices[k]: replica k's CUDA ordinal
+    size_t count;  // floats per buffer
     int use_nccl;
 #ifdef HW_HAVE_NCCL
-    ncclComm_t *comms;          // comms[k] for devices[k] (nccl)
+    ncclComm_t *comms;  // comms[k] for devices[k] (nccl)
 #endif
     // copies
-    float *staging;             // on devices[0]; NULL when every replica is on devices[0]
-    cudaEvent_t *ready;         // ready[k], on devices[k]: replica k's buffer is complete
-    cudaEvent_t *copied;        // copied[k], on devices[k]: replica k has its copy of the sum
-    cudaEvent_t summed;         // on devices[0]: the sum is complete in replica 0's buffer
+    float *staging;       // on devices[0]; NULL when every replica is on devices[0]
+    cudaEvent_t *ready;   // ready[k], on devices[k]: replica k's buffer is complete
+    cudaEvent_t *copied;  // copied[k], on devices[k]: replica k has its copy of the sum
+    cudaEvent_t summed;   // on devices[0]: the sum is complete in replica 0's buffer
     char method[400];
 };
 

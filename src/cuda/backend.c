@@ -40,8 +40,7 @@ static int gpu_forward(const hw_layer *layer, const hw_layer_io *io) {
         return hw_cuda_maxpool2d_forward(r->compute, io->out, (int32_t *)io->saved, io->in, io->batch, d->c, d->in_h,
                                          d->in_w, d->k, d->stride);
     }
-    case HW_RELU:
-        return hw_cuda_relu_forward(r->compute, io->out, io->in, out_numel(layer, io));
+    case HW_RELU: return hw_cuda_relu_forward(r->compute, io->out, io->in, out_numel(layer, io));
     case HW_DROPOUT:
         if (!io->training) return copy_through(io->out, io->in, layer, io);
         return hw_cuda_dropout_forward(r->compute, io->out, io->in, out_numel(layer, io), layer->dims.dropout.p,
@@ -56,8 +55,7 @@ static int gpu_forward(const hw_layer *layer, const hw_layer_io *io) {
         return hw_cuda_log_softmax_nll_forward(r->compute, io->out, r->loss_dev, io->in,
                                                r->has_labels ? r->labels_dev : NULL, io->batch,
                                                (int)hw_shape_numel(layer->out_shape), r->row_loss);
-    case HW_LAYER_KINDS:
-        break;
+    case HW_LAYER_KINDS: break;
     }
     return hw_fail("GPU: no layer of kind %d", (int)layer->kind);
 }
@@ -96,8 +94,7 @@ static int gpu_backward(const hw_layer *layer, const hw_layer_io *io) {
         if (!io->din) return HW_OK;
         return hw_cuda_log_softmax_nll_backward(r->compute, io->din, io->out, r->labels_dev, io->batch,
                                                 (int)hw_shape_numel(layer->out_shape));
-    case HW_LAYER_KINDS:
-        break;
+    case HW_LAYER_KINDS: break;
     }
     return hw_fail("GPU: no layer of kind %d", (int)layer->kind);
 }

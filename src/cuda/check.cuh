@@ -35,22 +35,21 @@ static inline const char *hw_status_hint(cudaError_t status) {
     case cudaErrorLaunchFailure:
         return " (an earlier kernel failed and this call reported it; rerun with CUDA_LAUNCH_BLOCKING=1 to name "
                "the kernel)";
-    default:
-        return "";
+    default: return "";
     }
 }
 
 // Runs a CUDA, cuBLAS or NCCL call; on failure returns HW_ERR from the calling function with
 // "<the call> failed at <file>:<line>: <the library's error string>" and, for an asynchronous
 // kernel fault, the hint above.
-#define HW_CHECK(call)                                                                                     \
-    do {                                                                                                   \
-        auto hw_status_ = (call);                                                                          \
-        if (hw_status_failed(hw_status_)) {                                                                \
-            cudaGetLastError(); /* clear it, or the next launch check would report it again */         \
+#define HW_CHECK(call)                                                                                          \
+    do {                                                                                                        \
+        auto hw_status_ = (call);                                                                               \
+        if (hw_status_failed(hw_status_)) {                                                                     \
+            cudaGetLastError(); /* clear it, or the next launch check would report it again */                  \
             return hw_fail("%s failed at %s:%d: %s%s", #call, __FILE__, __LINE__, hw_status_string(hw_status_), \
-                           hw_status_hint(hw_status_));                                                    \
-        }                                                                                                  \
+                           hw_status_hint(hw_status_));                                                         \
+        }                                                                                                       \
     } while (0)
 
 // cudaSuccess when the current device can run this binary's kernels (it has machine code or PTX

@@ -53,7 +53,8 @@ extern "C" int hw_cuda_select(hw_device device) {
         cudaDeviceProp prop;
         if (cudaGetDeviceProperties(&prop, device.index) != cudaSuccess) prop.major = prop.minor = 0;
         return hw_fail("%s (sm_%d%d) cannot run hogwild's kernels: %s (rebuild with CUDA_ARCH for this GPU, "
-                       "see the Makefile)", name, prop.major, prop.minor, cudaGetErrorString(status));
+                       "see the Makefile)",
+                       name, prop.major, prop.minor, cudaGetErrorString(status));
     }
     return HW_OK;
 }
@@ -83,7 +84,8 @@ extern "C" int hw_cuda_check_shared_use(hw_device device) {
                                                                : "EXCLUSIVE_THREAD";
     return hw_fail("cuda:%d is in %s compute mode, which lets only one process (or none) use it, but GPU Hogwild "
                    "runs the parent and every worker on it: use --mode dataparallel there, or set the default mode "
-                   "(nvidia-smi -i %d -c DEFAULT)", device.index, name, device.index);
+                   "(nvidia-smi -i %d -c DEFAULT)",
+                   device.index, name, device.index);
 }
 
 extern "C" int hw_cuda_describe(hw_device device, char *buf, size_t cap) {
@@ -207,7 +209,8 @@ extern "C" int hw_cuda_memcpy_d2d(void *dst_dev, const void *src_dev, size_t byt
 
 // ---- IPC ----
 
-static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(hw_cuda_ipc_handle), "hw_cuda_ipc_handle holds a cudaIpcMemHandle_t");
+static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(hw_cuda_ipc_handle),
+              "hw_cuda_ipc_handle holds a cudaIpcMemHandle_t");
 
 extern "C" int hw_cuda_ipc_export(const void *dev_ptr, hw_cuda_ipc_handle *handle) {
     cudaIpcMemHandle_t h;

@@ -138,8 +138,8 @@ __global__ static void maxpool_backward(float *dx, const float *dy, const int32_
 extern "C" int maxpool_forward_launch(hw_cuda_stream stream, float *y, int32_t *argmax, const float *x, int64_t planes,
                                       int height, int width, int kernel, int stride) {
     int oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
-    maxpool_forward<<<hw_blocks(planes * oh * ow), HW_THREADS, 0, stream>>>(y, argmax, x, planes, height, width,
-                                                                            kernel, stride, oh, ow);
+    maxpool_forward<<<hw_blocks(planes * oh * ow), HW_THREADS, 0, stream>>>(y, argmax, x, planes, height, width, kernel,
+                                                                            stride, oh, ow);
     return launched("maxpool_forward");
 }
 
@@ -147,7 +147,7 @@ extern "C" int maxpool_backward_launch(hw_cuda_stream stream, float *dx, const f
                                        int64_t planes, int height, int width, int kernel, int stride) {
     int oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
     maxpool_backward<<<hw_blocks(planes * height * width), HW_THREADS, 0, stream>>>(dx, dy, argmax, planes, height,
-                                                                                     width, kernel, stride, oh, ow);
+                                                                                    width, kernel, stride, oh, ow);
     return launched("maxpool_backward");
 }
 
@@ -176,13 +176,9 @@ __global__ static void sgd_step(float *w, const float *g, float *velocity, int64
     GRID_STRIDE(i, n) sgd_step_element(i, w, g, velocity, lr, momentum, weight_decay, nesterov, started);
 }
 
-__global__ static void scale(float *x, int64_t n, float alpha) {
-    GRID_STRIDE(i, n) scale_element(i, x, alpha);
-}
+__global__ static void scale(float *x, int64_t n, float alpha) { GRID_STRIDE(i, n) scale_element(i, x, alpha); }
 
-__global__ static void add(float *y, const float *x, int64_t n) {
-    GRID_STRIDE(i, n) add_element(i, y, x);
-}
+__global__ static void add(float *y, const float *x, int64_t n) { GRID_STRIDE(i, n) add_element(i, y, x); }
 
 extern "C" int relu_forward_launch(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
     relu_forward<<<hw_blocks(n), HW_THREADS, 0, stream>>>(y, x, n);

@@ -173,9 +173,9 @@ static inline HW_HOST_DEVICE void maxpool_forward_element(int64_t i, float *y, i
 }
 
 // Input pixel i gathers the gradients of the windows whose maximum it was (no atomics).
-static inline HW_HOST_DEVICE void maxpool_backward_element(int64_t i, float *dx, const float *dy,
-                                                           const int32_t *argmax, int height, int width, int kernel,
-                                                           int stride, int oh, int ow) {
+static inline HW_HOST_DEVICE void maxpool_backward_element(int64_t i, float *dx, const float *dy, const int32_t *argmax,
+                                                           int height, int width, int kernel, int stride, int oh,
+                                                           int ow) {
     int index = (int)(i % ((int64_t)height * width));
     int iy = index / width, ix = index % width;
     int64_t out_base = (i / ((int64_t)height * width)) * oh * ow;
@@ -276,8 +276,8 @@ static inline HW_HOST_DEVICE void log_softmax_row(int64_t b, float *logp, float 
 
 // dx[i] = dx[b, c] = (exp(logp[b, c]) - onehot(label[b])[c]) / batch: the gradient of the mean
 // NLL with respect to the logits.
-static inline HW_HOST_DEVICE void nll_backward_element(int64_t i, float *dx, const float *logp,
-                                                       const uint8_t *labels, int batch, int classes) {
+static inline HW_HOST_DEVICE void nll_backward_element(int64_t i, float *dx, const float *logp, const uint8_t *labels,
+                                                       int batch, int classes) {
     int c = (int)(i % classes);
     int64_t b = i / classes;
     dx[i] = (expf(logp[i]) - (labels[b] == c ? 1.0f : 0.0f)) / (float)batch;
@@ -289,8 +289,7 @@ static inline HW_HOST_DEVICE void accumulate_loss_element(double *total, const f
 }
 
 // 1 when row b's argmax (the first maximum, as torch.argmax) is its label.
-static inline HW_HOST_DEVICE int count_correct_row(int64_t b, const float *logp, const uint8_t *labels,
-                                                   int classes) {
+static inline HW_HOST_DEVICE int count_correct_row(int64_t b, const float *logp, const uint8_t *labels, int classes) {
     const float *row = logp + b * classes;
     int best = 0;
     for (int c = 1; c < classes; c++) {

@@ -39,8 +39,8 @@ int cnhw_to_nchw_launch(hw_cuda_stream stream, float *y, const float *t, const f
 int nchw_to_cnhw_launch(hw_cuda_stream stream, float *t, const float *dy, int64_t batch, int64_t channels,
                         int64_t plane);
 // Max pooling of `planes` planes of height x width (no padding, floor mode), and its gradient.
-int maxpool_forward_launch(hw_cuda_stream stream, float *y, int32_t *argmax, const float *x, int64_t planes,
-                           int height, int width, int kernel, int stride);
+int maxpool_forward_launch(hw_cuda_stream stream, float *y, int32_t *argmax, const float *x, int64_t planes, int height,
+                           int width, int kernel, int stride);
 int maxpool_backward_launch(hw_cuda_stream stream, float *dx, const float *dy, const int32_t *argmax, int64_t planes,
                             int height, int width, int kernel, int stride);
 
@@ -49,8 +49,8 @@ int maxpool_backward_launch(hw_cuda_stream stream, float *dx, const float *dy, c
 int relu_forward_launch(hw_cuda_stream stream, float *y, const float *x, int64_t n);
 int relu_backward_launch(hw_cuda_stream stream, float *dx, const float *dy, const float *y, int64_t n);
 // out = in masked by the draws for index i / plane, scaled by 1 / (1 - p).
-int dropout_launch(hw_cuda_stream stream, float *out, const float *in, int64_t n, int64_t plane, float p,
-                   uint64_t seed, uint64_t step);
+int dropout_launch(hw_cuda_stream stream, float *out, const float *in, int64_t n, int64_t plane, float p, uint64_t seed,
+                   uint64_t step);
 int normalize_u8_launch(hw_cuda_stream stream, float *x, const uint8_t *bytes, int64_t n, float mean, float std);
 int sgd_step_launch(hw_cuda_stream stream, float *w, const float *g, float *velocity, int64_t n, float lr,
                     float momentum, float weight_decay, int nesterov, int started);
@@ -60,8 +60,8 @@ int add_launch(hw_cuda_stream stream, float *y, const float *x, int64_t n);
 // ---- loss ----
 
 // log_softmax of each row into logp and, with labels, each row's loss into row_loss.
-int log_softmax_rows_launch(hw_cuda_stream stream, float *logp, float *row_loss, const float *x,
-                            const uint8_t *labels, int batch, int classes);
+int log_softmax_rows_launch(hw_cuda_stream stream, float *logp, float *row_loss, const float *x, const uint8_t *labels,
+                            int batch, int classes);
 // *loss = the mean of row_loss[batch], one block of HW_THREADS in a fixed order.
 int mean_rows_launch(hw_cuda_stream stream, float *loss, const float *row_loss, int batch);
 int nll_backward_launch(hw_cuda_stream stream, float *dx, const float *logp, const uint8_t *labels, int batch,

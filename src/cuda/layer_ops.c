@@ -51,8 +51,8 @@ static int conv_size(hw_conv_dims d, int64_t *rows, int64_t *columns) {
     return hw_fail("conv2d: batch %d is too large for one GEMM (%lld columns)", d.batch, (long long)*columns);
 }
 
-int hw_cuda_conv2d_forward(hw_cuda_ctx ctx, float *y, const float *x, const float *w, const float *bias,
-                           hw_conv_dims d, float *scratch) {
+int hw_cuda_conv2d_forward(hw_cuda_ctx ctx, float *y, const float *x, const float *w, const float *bias, hw_conv_dims d,
+                           float *scratch) {
     if (d.batch <= 0) return HW_OK;
     int64_t rows, columns;
     if (conv_size(d, &rows, &columns) != HW_OK) return HW_ERR;
@@ -92,8 +92,8 @@ int hw_cuda_conv2d_backward(hw_cuda_ctx ctx, float *dx, float *dw, float *dbias,
 
 // ---- maxpool2d ----
 
-int hw_cuda_maxpool2d_forward(hw_cuda_stream stream, float *y, int32_t *argmax, const float *x, int batch,
-                              int channels, int height, int width, int kernel, int stride) {
+int hw_cuda_maxpool2d_forward(hw_cuda_stream stream, float *y, int32_t *argmax, const float *x, int batch, int channels,
+                              int height, int width, int kernel, int stride) {
     int oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
     if ((int64_t)batch * channels * oh * ow <= 0) return HW_OK;
     return maxpool_forward_launch(stream, y, argmax, x, (int64_t)batch * channels, height, width, kernel, stride);

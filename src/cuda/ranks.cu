@@ -20,12 +20,12 @@
 
 struct hw_cuda_ranks {
     int rank, size, replicas;
-    int *devices;              // devices[k]: replica k's GPU; devices[0] is the rank's in NCCL
+    int *devices;  // devices[k]: replica k's GPU; devices[0] is the rank's in NCCL
     size_t count;
 #ifdef HW_HAVE_NCCL
-    ncclComm_t comm;           // NULL once aborted
+    ncclComm_t comm;  // NULL once aborted
 #endif
-    cudaEvent_t *copied;       // copied[k], on devices[k]: replica k has its copy of the sum
+    cudaEvent_t *copied;  // copied[k], on devices[k]: replica k has its copy of the sum
     char host[64];
     char method[160];
 };

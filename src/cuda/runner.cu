@@ -233,7 +233,8 @@ static int runner_init(hw_cuda_runner *r, const hw_model *model, const hw_cuda_r
     return HW_OK;
 }
 
-extern "C" int hw_cuda_runner_create(hw_cuda_runner **runner, const hw_model *model, const hw_cuda_runner_config *config) {
+extern "C" int hw_cuda_runner_create(hw_cuda_runner **runner, const hw_model *model,
+                                     const hw_cuda_runner_config *config) {
     *runner = NULL;
     hw_cuda_runner *r = (hw_cuda_runner *)calloc(1, sizeof *r);
     if (!r) return hw_fail("GPU runner: out of host memory");
@@ -275,7 +276,9 @@ static int upload(hw_cuda_runner *r, const void *x, size_t x_bytes, int is_u8, c
     if (labels) memcpy(r->host_labels[s], labels, (size_t)batch);
     if (r->timing) HW_CHECK(cudaEventRecord(r->copy_start[s], r->copy));
     HW_CHECK(cudaMemcpyAsync(r->dev_x[s], r->host_x[s], x_bytes, cudaMemcpyHostToDevice, r->copy));
-    if (labels) HW_CHECK(cudaMemcpyAsync(r->dev_labels[s], r->host_labels[s], (size_t)batch, cudaMemcpyHostToDevice, r->copy));
+    if (labels) {
+        HW_CHECK(cudaMemcpyAsync(r->dev_labels[s], r->host_labels[s], (size_t)batch, cudaMemcpyHostToDevice, r->copy));
+    }
     HW_CHECK(cudaEventRecord(r->copy_done[s], r->copy));
     r->copy_timed[s] = r->timing;
     r->slot_batch[s] = batch;
@@ -352,7 +355,8 @@ static int queue_input(hw_cuda_runner *r, int s) {
             return HW_ERR;
         }
     } else {
-        HW_CHECK(cudaMemcpyAsync(r->acts[0], r->dev_x[s], (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, r->compute));
+        HW_CHECK(
+            cudaMemcpyAsync(r->acts[0], r->dev_x[s], (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, r->compute));
     }
     if (r->slot_has_labels[s]) {
         HW_CHECK(cudaMemcpyAsync(r->labels_dev, r->dev_labels[s], (size_t)r->slot_batch[s], cudaMemcpyDeviceToDevice,
@@ -382,7 +386,9 @@ static int queue_forward(hw_cuda_runner *r) {
 
 extern "C" int hw_cuda_runner_forward(hw_cuda_runner *r, int training, float *loss) {
     int s = 0;
-    if (begin_forward(r, training, &s) != HW_OK || queue_input(r, s) != HW_OK || end_input(r, s) != HW_OK) return HW_ERR;
+    if (begin_forward(r, training, &s) != HW_OK || queue_input(r, s) != HW_OK || end_input(r, s) != HW_OK) {
+        return HW_ERR;
+    }
     if (queue_forward(r) != HW_OK || mark_compute_end(r) != HW_OK) return HW_ERR;
     if (loss) {
         *loss = 0.0f;
@@ -537,7 +543,8 @@ static int graph_replay(hw_cuda_runner *r, int s) {
 
 extern "C" const char *hw_cuda_runner_graph_off(const hw_cuda_runner *r) { return r->graph_off; }
 
-extern "C" int hw_cuda_runner_train_step(hw_cuda_runner *r, float lr, float momentum, float weight_decay, int nesterov) {
+extern "C" int hw_cuda_runner_train_step(hw_cuda_runner *r, float lr, float momentum, float weight_decay,
+                                         int nesterov) {
     if (sgd_args_check(lr, momentum, weight_decay, nesterov) != HW_OK) return HW_ERR;
     if (r->queued == 0) return hw_fail("GPU runner: a training step without a batch (upload one first)");
     int s = r->next_forward;
@@ -619,7 +626,8 @@ extern "C" int hw_cuda_runner_loss(hw_cuda_runner *r, float *loss) {
 extern "C" int hw_cuda_runner_train_loss_sum(hw_cuda_runner *r, double *sum) {
     *sum = 0.0;
     if (use_device(r) != HW_OK) return HW_ERR;
-    HW_CHECK(cudaMemcpyAsync(r->host_scalar, r->train_loss_sum_dev, sizeof(double), cudaMemcpyDeviceToHost, r->compute));
+    HW_CHECK(
+        cudaMemcpyAsync(r->host_scalar, r->train_loss_sum_dev, sizeof(double), cudaMemcpyDeviceToHost, r->compute));
     HW_CHECK(cudaStreamSynchronize(r->compute));
     memcpy(sum, r->host_scalar, sizeof *sum);
     return HW_OK;

@@ -20,7 +20,7 @@ typedef struct {
 
 // One input slot's captured training step (runner.cu, "the training step as a CUDA graph").
 typedef struct {
-    void *graph, *exec;                      // cudaGraph_t and cudaGraphExec_t; NULL until captured
+    void *graph, *exec;  // cudaGraph_t and cudaGraphExec_t; NULL until captured
     step_key key;
     int n_dropout;                           // its dropout kernels, whose step is set at each replay
     void *dropout_nodes[2 * HW_MAX_LAYERS];  // cudaGraphNode_t
@@ -28,31 +28,31 @@ typedef struct {
 
 struct hw_cuda_runner {
     hw_device device;
-    int selected;                     // the device exists and was made current: there is something to free
+    int selected;  // the device exists and was made current: there is something to free
     int max_batch;
     int n_layers;
-    hw_model model;                   // the layers and parameter views it runs (no text, no weights)
-    uint8_t *saved[HW_MAX_LAYERS];    // per layer, what forward keeps for backward: maxpool2d's argmax
-    int first_trainable;              // backward stops at this layer; n_layers when nothing trains
+    hw_model model;                 // the layers and parameter views it runs (no text, no weights)
+    uint8_t *saved[HW_MAX_LAYERS];  // per layer, what forward keeps for backward: maxpool2d's argmax
+    int first_trainable;            // backward stops at this layer; n_layers when nothing trains
     int n_classes;
     int64_t in_numel;
     size_t n_weights;
-    int n_ranges;                     // trainable parts of the flat buffer, for the SGD step
+    int n_ranges;  // trainable parts of the flat buffer, for the SGD step
     flat_range ranges[HW_MAX_PARAMS];
 
-    float *weights;                   // device; shared with other processes when opened by IPC
+    float *weights;  // device; shared with other processes when opened by IPC
     int owns_weights;
-    float *grads, *velocity;          // device, private
+    float *grads, *velocity;  // device, private
     int sgd_started;
 
-    float *arena;                     // one allocation: activations, gradients, scratch, loss
-    float *acts[HW_MAX_LAYERS + 1];   // acts[i]: input of layer i; acts[n_layers]: log-probabilities
+    float *arena;                    // one allocation: activations, gradients, scratch, loss
+    float *acts[HW_MAX_LAYERS + 1];  // acts[i]: input of layer i; acts[n_layers]: log-probabilities
     float *grad_acts[HW_MAX_LAYERS + 1];
-    float *scratch;                   // conv2d im2col and GEMM output
+    float *scratch;  // conv2d im2col and GEMM output
     float *row_loss, *loss_dev;
-    double *train_loss_sum_dev;       // loss x batch summed over the training forwards, on the GPU
+    double *train_loss_sum_dev;  // loss x batch summed over the training forwards, on the GPU
     int32_t *argmax_arena, *correct_dev;
-    uint8_t *labels_dev;              // the labels of the batch last run forward
+    uint8_t *labels_dev;  // the labels of the batch last run forward
 
     hw_cuda_stream copy, compute;
     hw_cublas blas;
@@ -65,17 +65,17 @@ struct hw_cuda_runner {
     hw_cuda_event copy_start[2], copy_done[2], slot_free[2];
     int copy_timed[2];
     int queued, next_upload, next_forward;
-    float *host_scalar;               // pinned: the loss or the correct count on its way back
+    float *host_scalar;  // pinned: the loss or the correct count on its way back
 
     // the last forward
     int batch, has_labels, training;
     uint64_t seed, step;
     float mean, std;
 
-    int graph;                        // config.graph, until a capture fails
-    const char *graph_off;            // NULL, or why the training steps run launch by launch
+    int graph;              // config.graph, until a capture fails
+    const char *graph_off;  // NULL, or why the training steps run launch by launch
     char graph_off_text[256];
-    step_graph graphs[2];             // per input slot
+    step_graph graphs[2];  // per input slot
 
     int timing;
     hw_cuda_event compute_start, compute_end;

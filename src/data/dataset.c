@@ -65,7 +65,10 @@ static int classes_within(const char *a, const char *b) {
         snprintf(path, sizeof path, "%s/%s", a, e->d_name);
         if (!is_dir(path)) continue;
         snprintf(path, sizeof path, "%s/%s", b, e->d_name);
-        if (!is_dir(path)) rc = hw_fail("%s/%s has no matching class folder %s: train/ and test/ need the same classes", a, e->d_name, path);
+        if (!is_dir(path)) {
+            rc = hw_fail("%s/%s has no matching class folder %s: train/ and test/ need the same classes", a, e->d_name,
+                         path);
+        }
     }
     closedir(d);
     return rc;

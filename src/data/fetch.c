@@ -70,7 +70,9 @@ int hw_mkdir_p(const char *dir) {
         *p = '\0';
         struct stat st;
         if (mkdir(path, 0777) != 0 && errno != EEXIST) return hw_fail_errno(errno, "cannot create folder %s", path);
-        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return hw_fail("cannot create folder %s: a file is in the way", path);
+        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            return hw_fail("cannot create folder %s: a file is in the way", path);
+        }
         *p = saved;
         if (saved == '\0') return HW_OK;
     }
@@ -167,10 +169,11 @@ static int run_program(char *const argv[], char *output, size_t cap, int *spawn_
 // Downloads url into path with curl, or wget when curl is not installed. On failure `why` says
 // what went wrong.
 static int download(const char *url, const char *path, char *why, size_t cap) {
-    char *curl[] = {"curl",  "--fail", "--silent", "--show-error", "--location", "--connect-timeout", "20",
-                    "--max-time", "900", "--output", (char *)path, (char *)url, NULL};
-    char *wget[] = {"wget", "--no-verbose", "--tries=1", "--timeout=20", "--output-document", (char *)path,
-                    (char *)url, NULL};
+    char *curl[] = {"curl", "--fail",     "--silent", "--show-error", "--location", "--connect-timeout",
+                    "20",   "--max-time", "900",      "--output",     (char *)path, (char *)url,
+                    NULL};
+    char *wget[] = {"wget",       "--no-verbose", "--tries=1", "--timeout=20", "--output-document",
+                    (char *)path, (char *)url,    NULL};
     char *const *programs[2] = {curl, wget};
     char output[256];
     for (int i = 0; i < 2; i++) {
@@ -217,7 +220,9 @@ static int fetch_one(const known_dataset *set, int f, const char *dest_dir, cons
             if (progress) fprintf(progress, "%s: already present (md5 ok)\n", path);
             return HW_OK;
         }
-        if (progress) fprintf(progress, "%s: present but its md5 is %s, not %s; fetching it again\n", path, md5, expected);
+        if (progress) {
+            fprintf(progress, "%s: present but its md5 is %s, not %s; fetching it again\n", path, md5, expected);
+        }
     }
     char tried[1024] = "";
     int n_sources = 0;

@@ -31,11 +31,11 @@ enum {
 typedef struct {
     int fd;
     const char *path;
-    int gzip;               // the file starts with gzip's magic (1f 8b)
-    int inflating;          // inflateInit2 was called
-    int member_ended;       // inflate reached the end of a member: its CRC and length matched
-    int input_eof;          // read(2) has returned 0
-    z_stream z;             // next_in/avail_in: read but not yet used input, for plain files too
+    int gzip;          // the file starts with gzip's magic (1f 8b)
+    int inflating;     // inflateInit2 was called
+    int member_ended;  // inflate reached the end of a member: its CRC and length matched
+    int input_eof;     // read(2) has returned 0
+    z_stream z;        // next_in/avail_in: read but not yet used input, for plain files too
     unsigned char in[1 << 17];
 } idx_stream;
 
@@ -180,8 +180,8 @@ static int read_header(idx_stream *f, const char *path, uint32_t magic, uint32_t
         const char *other = found == IDX_IMAGES_MAGIC   ? " (that is an IDX image file)"
                             : found == IDX_LABELS_MAGIC ? " (that is an IDX label file)"
                                                         : "";
-        return hw_fail("%s: wrong magic number 0x%08x%s, expected 0x%08x for an IDX %s file", path, found, other,
-                       magic, expected);
+        return hw_fail("%s: wrong magic number 0x%08x%s, expected 0x%08x for an IDX %s file", path, found, other, magic,
+                       expected);
     }
     for (int i = 0; i < n_dims; i++) dims[i] = be32(buf + 4 + 4 * i);
     return HW_OK;
@@ -264,8 +264,8 @@ int hw_idx_load(hw_dataset *ds, const char *images_path, const char *labels_path
     if (idx_open(&fl, labels_path) != HW_OK) goto done;
     if (read_header(fl, labels_path, IDX_LABELS_MAGIC, ldims, 1) != HW_OK) goto done;
     if (ldims[0] != n) {
-        hw_fail("%s holds %u labels but %s holds %u images: the counts must agree", labels_path, ldims[0],
-                images_path, n);
+        hw_fail("%s holds %u labels but %s holds %u images: the counts must agree", labels_path, ldims[0], images_path,
+                n);
         goto done;
     }
     char claim[96];
@@ -308,8 +308,8 @@ done:
     return rc;
 }
 
-static int write_idx_to(const char *path, int gz, uint32_t magic, const uint32_t *dims, int n_dims,
-                        const uint8_t *data, uint64_t bytes);
+static int write_idx_to(const char *path, int gz, uint32_t magic, const uint32_t *dims, int n_dims, const uint8_t *data,
+                        uint64_t bytes);
 
 static int ends_with(const char *s, const char *suffix) {
     size_t ls = strlen(s), lx = strlen(suffix);
@@ -336,8 +336,8 @@ static int write_idx(const char *path, uint32_t magic, const uint32_t *dims, int
 }
 
 // write_idx's file itself, at `path` (the temporary name).
-static int write_idx_to(const char *path, int gz, uint32_t magic, const uint32_t *dims, int n_dims,
-                        const uint8_t *data, uint64_t bytes) {
+static int write_idx_to(const char *path, int gz, uint32_t magic, const uint32_t *dims, int n_dims, const uint8_t *data,
+                        uint64_t bytes) {
     errno = 0;
     gzFile f = gzopen(path, gz ? "wb6" : "wbT");
     if (!f) return errno ? hw_fail_errno(errno, "cannot create %s", path) : hw_fail("cannot create %s", path);

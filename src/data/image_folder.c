@@ -164,7 +164,9 @@ static int resize(const uint8_t *src, int in_h, int in_w, uint8_t *dst, int out_
         const float *w = ay.weight + (size_t)y * (size_t)ay.max_taps;
         for (int x = 0; x < out_w; x++) {
             float sum = 0;
-            for (int k = 0; k < ay.count[y]; k++) sum += w[k] * rows[(size_t)(ay.first[y] + k) * (size_t)out_w + (size_t)x];
+            for (int k = 0; k < ay.count[y]; k++) {
+                sum += w[k] * rows[(size_t)(ay.first[y] + k) * (size_t)out_w + (size_t)x];
+            }
             sum += 0.5f;
             dst[(size_t)y * (size_t)out_w + (size_t)x] = (uint8_t)(sum < 0 ? 0 : sum > 255 ? 255 : sum);
         }
@@ -250,8 +252,7 @@ static uint8_t *load_image(const char *path, int *w, int *h, int *channels) {
     uint8_t *pixels = NULL;
     if (!stbi_info_from_file(f, w, h, channels)) {
         hw_fail("%s: cannot decode image (stb_image: %s)", path, stbi_failure_reason());
-    } else if (*w > HW_IMAGE_MAX_SIDE || *h > HW_IMAGE_MAX_SIDE ||
-               (uint64_t)*w * (uint64_t)*h > HW_IMAGE_MAX_PIXELS) {
+    } else if (*w > HW_IMAGE_MAX_SIDE || *h > HW_IMAGE_MAX_SIDE || (uint64_t)*w * (uint64_t)*h > HW_IMAGE_MAX_PIXELS) {
         hw_fail("%s: the image is %d x %d (width x height), beyond the limit of %d x %d pixels; not decoded", path, *w,
                 *h, HW_IMAGE_MAX_SIDE, HW_IMAGE_MAX_SIDE);
     } else {

@@ -22,20 +22,19 @@ struct hw_loader {
     hw_normalize norm;
     float *x[2];
     uint8_t *y[2];
-    int size[2];            // samples in each buffer's batch
-    int64_t next;           // the batch the caller gets next
+    int size[2];   // samples in each buffer's batch
+    int64_t next;  // the batch the caller gets next
     // prefetch only:
     pthread_t thread;
-    int thread_running;     // started and not yet joined
+    int thread_running;  // started and not yet joined
     pthread_mutex_t lock;
     pthread_cond_t changed;
-    int64_t produced;       // batches filled (under lock)
-    int64_t released;       // batches the caller is done with (under lock)
-    int stop;               // ask the thread to finish (under lock)
+    int64_t produced;  // batches filled (under lock)
+    int64_t released;  // batches the caller is done with (under lock)
+    int stop;          // ask the thread to finish (under lock)
 };
 
-void hw_batch_fill(const hw_dataset *ds, const int64_t *indices, int count, hw_normalize norm, float *x,
-                   uint8_t *y) {
+void hw_batch_fill(const hw_dataset *ds, const int64_t *indices, int count, hw_normalize norm, float *x, uint8_t *y) {
     size_t d = (size_t)ds->channels * (size_t)ds->height * (size_t)ds->width;
     // ((byte / 255) - mean) / std as one multiply-add per pixel.
     float scale = 1.0f / (255.0f * norm.std), shift = -norm.mean / norm.std;

@@ -20,14 +20,14 @@ enum {
     SIDE = 28,
     MAX_STROKES = 4,
     MAX_CONTROL = 16,
-    SUBDIV = 6,                                     // curve pieces between two control points
-    MAX_POINTS = (MAX_CONTROL + 1) * SUBDIV + 1,    // of one stroke's polyline
+    SUBDIV = 6,                                   // curve pieces between two control points
+    MAX_POINTS = (MAX_CONTROL + 1) * SUBDIV + 1,  // of one stroke's polyline
 };
 
 // Digit boxes are mapped to 20 x 20 pixels centred in the 28 x 28 image, as in MNIST.
-#define BOX_PIXELS 20.0f
-#define BOX_OFFSET 4.0f
-#define PI_F 3.14159265358979f
+#define BOX_PIXELS     20.0f
+#define BOX_OFFSET     4.0f
+#define PI_F           3.14159265358979f
 #define HEAVY_FRACTION 0.1f
 
 typedef struct {

@@ -34,8 +34,14 @@ static int conv2d_configure(hw_layer *layer, hw_shape *params) {
         return hw_fail("conv2d: the column matrix of one sample (%lld x %lld) is over %d elements",
                        (long long)(in_c * k * k), (long long)(out_h * out_w), HW_LAYER_MAX_NUMEL);
     }
-    layer->dims.conv2d = (hw_conv2d_dims){.in_c = (int)in_c, .out_c = (int)out_c, .k = (int)k, .stride = (int)stride,
-                                          .pad = (int)pad, .in_h = (int)h, .in_w = (int)w, .out_h = (int)out_h,
+    layer->dims.conv2d = (hw_conv2d_dims){.in_c = (int)in_c,
+                                          .out_c = (int)out_c,
+                                          .k = (int)k,
+                                          .stride = (int)stride,
+                                          .pad = (int)pad,
+                                          .in_h = (int)h,
+                                          .in_w = (int)w,
+                                          .out_h = (int)out_h,
                                           .out_w = (int)out_w};
     layer->out_shape = hw_shape_make(3, (int64_t[]){out_c, out_h, out_w});
     params[0] = hw_shape_make(4, (int64_t[]){out_c, in_c, k, k});
@@ -165,8 +171,8 @@ static void im2col(const hw_conv2d_dims *d, const float *x, float *cols) {
                     zero_row(dst + ow_hi, d->out_w - ow_hi);
                     if (n <= 0) continue;
                     // the input row read by this output row, from its first valid column on
-                    const float *src = xc + (size_t)(oh * d->stride - d->pad + ki) * d->in_w +
-                                       (ow_lo * d->stride - d->pad + kj);
+                    const float *src =
+                        xc + (size_t)(oh * d->stride - d->pad + ki) * d->in_w + (ow_lo * d->stride - d->pad + kj);
                     if (d->stride == 1) {
                         copy_row(dst + ow_lo, src, n);
                     } else {
@@ -218,8 +224,8 @@ static void col2im(const hw_conv2d_dims *d, const float *cols, float *dx) {
                 int n = ow_hi - ow_lo;
                 if (n <= 0) continue;
                 for (int oh = oh_lo; oh < oh_hi; oh++) {
-                    float *dst = dxc + (size_t)(oh * d->stride - d->pad + ki) * d->in_w +
-                                 (ow_lo * d->stride - d->pad + kj);
+                    float *dst =
+                        dxc + (size_t)(oh * d->stride - d->pad + ki) * d->in_w + (ow_lo * d->stride - d->pad + kj);
                     const float *src = row + (size_t)oh * d->out_w + ow_lo;
                     if (d->stride == 1) {
                         add_row(dst, src, n);

@@ -36,9 +36,7 @@ static float *conv2d_cols(const hw_layer_io *io) { return io->training ? (float 
 
 static int cpu_forward(const hw_layer *layer, const hw_layer_io *io) {
     switch (layer->kind) {
-    case HW_LINEAR:
-        linear_forward(io->out, io->in, io->weight, io->bias, &layer->dims.linear, io->batch);
-        return HW_OK;
+    case HW_LINEAR: linear_forward(io->out, io->in, io->weight, io->bias, &layer->dims.linear, io->batch); return HW_OK;
     case HW_CONV2D:
         conv2d_forward(io->out, conv2d_cols(io), io->scratch, io->in, io->weight, io->bias, &layer->dims.conv2d,
                        io->batch);
@@ -46,23 +44,18 @@ static int cpu_forward(const hw_layer *layer, const hw_layer_io *io) {
     case HW_MAXPOOL2D:
         maxpool2d_forward(io->out, (int32_t *)io->saved, io->in, &layer->dims.maxpool2d, io->batch);
         return HW_OK;
-    case HW_RELU:
-        relu_forward(io->out, io->in, numel_of(layer, io));
-        return HW_OK;
+    case HW_RELU: relu_forward(io->out, io->in, numel_of(layer, io)); return HW_OK;
     case HW_DROPOUT:
         dropout_forward(io->out, io->saved, io->rng, io->in, &layer->dims.dropout, io->batch, io->training);
         return HW_OK;
     case HW_DROPOUT2D:
         dropout2d_forward(io->out, io->saved, io->rng, io->in, &layer->dims.dropout, io->batch, io->training);
         return HW_OK;
-    case HW_FLATTEN:
-        flatten_forward(io->out, io->in, numel_of(layer, io));
-        return HW_OK;
+    case HW_FLATTEN: flatten_forward(io->out, io->in, numel_of(layer, io)); return HW_OK;
     case HW_LOG_SOFTMAX:
         log_softmax_forward(io->out, io->in, io->batch, (int)hw_shape_numel(layer->in_shape));
         return HW_OK;
-    case HW_LAYER_KINDS:
-        break;
+    case HW_LAYER_KINDS: break;
     }
     return hw_fail("no layer of kind %d", (int)layer->kind);
 }
@@ -79,23 +72,18 @@ static int cpu_backward(const hw_layer *layer, const hw_layer_io *io) {
     case HW_MAXPOOL2D:
         maxpool2d_backward(io->din, io->dout, (const int32_t *)io->saved, &layer->dims.maxpool2d, io->batch);
         return HW_OK;
-    case HW_RELU:
-        relu_backward(io->din, io->dout, io->out, numel_of(layer, io));
-        return HW_OK;
+    case HW_RELU: relu_backward(io->din, io->dout, io->out, numel_of(layer, io)); return HW_OK;
     case HW_DROPOUT:
         dropout_backward(io->din, io->dout, io->saved, &layer->dims.dropout, io->batch, io->training);
         return HW_OK;
     case HW_DROPOUT2D:
         dropout2d_backward(io->din, io->dout, io->saved, &layer->dims.dropout, io->batch, io->training);
         return HW_OK;
-    case HW_FLATTEN:
-        flatten_backward(io->din, io->dout, numel_of(layer, io));
-        return HW_OK;
+    case HW_FLATTEN: flatten_backward(io->din, io->dout, numel_of(layer, io)); return HW_OK;
     case HW_LOG_SOFTMAX:
         log_softmax_backward(io->din, io->dout, io->out, io->batch, (int)hw_shape_numel(layer->in_shape));
         return HW_OK;
-    case HW_LAYER_KINDS:
-        break;
+    case HW_LAYER_KINDS: break;
     }
     return hw_fail("no layer of kind %d", (int)layer->kind);
 }
@@ -133,15 +121,15 @@ static hw_layer_io io_of(const hw_model *model, const hw_exec_buffers *b, int i,
     };
 }
 
-int hw_exec_layer_forward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i,
-                          int batch, int training) {
+int hw_exec_layer_forward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i, int batch,
+                          int training) {
     hw_layer_io io = io_of(model, b, i, batch, training);
     if (backend->forward(&model->layers[i], &io) != HW_OK) return hw_error_prefix("forward, layer %d", i);
     return HW_OK;
 }
 
-int hw_exec_layer_backward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i,
-                           int batch, int training, int first) {
+int hw_exec_layer_backward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i, int batch,
+                           int training, int first) {
     const hw_layer *layer = &model->layers[i];
     hw_layer_io io = io_of(model, b, i, batch, training);
     io.dout = b->grad_acts[i + 1];
@@ -310,8 +298,7 @@ void hw_sgd_free(hw_sgd *opt) {
 // The kernels write each new weight into `copy` too when it is not NULL (the worker's private
 // copy, see hw_sgd_step_and_copy). The test on `copy` is loop-invariant: the compiler makes two
 // loops of each kernel (-funswitch-loops at -O3), both vectorised.
-static void sgd_plain(float *restrict w, float *restrict copy, const float *restrict g, size_t n, float lr,
-                      float wd) {
+static void sgd_plain(float *restrict w, float *restrict copy, const float *restrict g, size_t n, float lr, float wd) {
     for (size_t i = 0; i < n; i++) {
         float wi = w[i];
         float d = g[i] + wd * wi;
@@ -321,8 +308,8 @@ static void sgd_plain(float *restrict w, float *restrict copy, const float *rest
     }
 }
 
-static void sgd_momentum(float *restrict w, float *restrict copy, float *restrict v, const float *restrict g,
-                         size_t n, float lr, float wd, float momentum) {
+static void sgd_momentum(float *restrict w, float *restrict copy, float *restrict v, const float *restrict g, size_t n,
+                         float lr, float wd, float momentum) {
     for (size_t i = 0; i < n; i++) {
         float wi = w[i];
         float d = g[i] + wd * wi;
@@ -334,8 +321,8 @@ static void sgd_momentum(float *restrict w, float *restrict copy, float *restric
     }
 }
 
-static void sgd_nesterov(float *restrict w, float *restrict copy, float *restrict v, const float *restrict g,
-                         size_t n, float lr, float wd, float momentum) {
+static void sgd_nesterov(float *restrict w, float *restrict copy, float *restrict v, const float *restrict g, size_t n,
+                         float lr, float wd, float momentum) {
     for (size_t i = 0; i < n; i++) {
         float wi = w[i];
         float d = g[i] + wd * wi;
@@ -373,8 +360,7 @@ static void sgd_measured(const hw_sgd *opt, float *restrict w, float *restrict c
     }
 }
 
-static void sgd_range(hw_sgd *opt, float *w, float *copy, const float *g, double *applied, size_t begin,
-                      size_t count) {
+static void sgd_range(hw_sgd *opt, float *w, float *copy, const float *g, double *applied, size_t begin, size_t count) {
     float *v = opt->velocity ? opt->velocity + begin : NULL;
     float *c = copy ? copy + begin : NULL;
     if (applied != NULL) {

@@ -74,7 +74,8 @@ int hw_nn_kernels_select(const char *name) {
             // hw_fail's buffer cut a long value's message before it.
             int shown = strlen(name) > 40 ? 37 : 40;
             return hw_fail("HOGWILD_CPU_PATH=%.*s%s: no such CPU path; expected avx512, avx2, baseline or auto "
-                           "(this CPU runs %s)", shown, name, strlen(name) > 40 ? "..." : "", runnable);
+                           "(this CPU runs %s)",
+                           shown, name, strlen(name) > 40 ? "..." : "", runnable);
         }
         if (level_of(chosen) > cpu_level()) {
             return hw_fail("HOGWILD_CPU_PATH=%s: this CPU cannot run it (%s); it runs %s", name,

@@ -111,7 +111,9 @@ static void conv_forward(float *out, float *scratch, const float *in, const floa
             int rows = d->out_c - o0 < CONV_MR ? d->out_c - o0 : CONV_MR;
             float *y0 = y + (size_t)o0 * n;
             int n0 = 0;
-            for (; n0 + CONV_NV * VW <= n; n0 += CONV_NV * VW) forward_tile(y0, x, w0, bias + o0, offsets, d, n0, CONV_NV, rows);
+            for (; n0 + CONV_NV * VW <= n; n0 += CONV_NV * VW) {
+                forward_tile(y0, x, w0, bias + o0, offsets, d, n0, CONV_NV, rows);
+            }
             for (; n0 < n; n0 += VW) forward_tile(y0, x, w0, bias + o0, offsets, d, n0, 1, rows);
         }
     }
@@ -150,7 +152,9 @@ static inline __attribute__((always_inline)) void weight_tile(float *restrict ac
         }
     }
     vf sb[DW_MR];
-    for (int i = 0; i < DW_MR; i++) sb[i] = bias ? vf_load(bacc + (size_t)(o0 + i < out_c ? o0 + i : out_c - 1) * VW) : vf_zero();
+    for (int i = 0; i < DW_MR; i++) {
+        sb[i] = bias ? vf_load(bacc + (size_t)(o0 + i < out_c ? o0 + i : out_c - 1) * VW) : vf_zero();
+    }
     for (int b = 0; b < samples; b++) {
         const float *x = x0 + b * in_size;
         const size_t dyb = b * out_size;
@@ -249,14 +253,18 @@ static void weight_gradient_by_channels(float *dweight, float *dbias, float *scr
         for (int o0 = 0; o0 < lanes; o0 += VW) {  // dy^T in blocks of VW x VW; channels past out_c stay 0
             for (int p0 = 0; p0 < n; p0 += VW) {
                 vf r[VW];
-                for (int l = 0; l < VW; l++) r[l] = o0 + l < out_c ? vf_load(dy + (size_t)(o0 + l) * n + p0) : vf_zero();
+                for (int l = 0; l < VW; l++) {
+                    r[l] = o0 + l < out_c ? vf_load(dy + (size_t)(o0 + l) * n + p0) : vf_zero();
+                }
                 vf_transpose(r);
                 for (int l = 0; l < VW; l++) vf_store(dyt + (size_t)(p0 + l) * lanes + o0, r[l]);
             }
         }
         if (dbias) {
             for (int p = 0; p < n; p++) {
-                for (int o0 = 0; o0 < lanes; o0 += VW) vf_store(db + o0, vf_load(db + o0) + vf_load(dyt + (size_t)p * lanes + o0));
+                for (int o0 = 0; o0 < lanes; o0 += VW) {
+                    vf_store(db + o0, vf_load(db + o0) + vf_load(dyt + (size_t)p * lanes + o0));
+                }
             }
         }
         if (!dweight) continue;
@@ -301,7 +309,8 @@ static void conv_backward_weight(float *dweight, float *dbias, float *scratch, c
                         }
                     }
                     if (kj0 < d->k) {
-                        weight_tile(acc, bacc, x, dy, offsets, d, o0, row, kj0, chunk, 0, dbias && row == 0 && kj0 == 0);
+                        weight_tile(acc, bacc, x, dy, offsets, d, o0, row, kj0, chunk, 0,
+                                    dbias && row == 0 && kj0 == 0);
                     }
                 }
             }
@@ -330,8 +339,8 @@ static void conv_backward_weight(float *dweight, float *dbias, float *scratch, c
 // different input rows (an addition that overlaps one just stored, shifted by a float, waits for it).
 static inline __attribute__((always_inline)) void input_tile(float *restrict dx, const float *restrict dy,
                                                              const float *restrict wq, const int *restrict offsets,
-                                                             int out_c, const hw_conv2d_dims *d, int k0, int kj,
-                                                             int n0, int nv) {
+                                                             int out_c, const hw_conv2d_dims *d, int k0, int kj, int n0,
+                                                             int nv) {
     const int n = d->out_h * d->out_w, in_w = d->in_w, k = d->k;
     vf acc[CONV_MR][CONV_NV];
     for (int i = 0; i < CONV_MR; i++) {
@@ -549,8 +558,8 @@ static void pool2x2_backward(float *din, const float *dout, const int32_t *argma
 static size_t conv_scratch_floats(const hw_conv2d_dims *d) {
     const size_t taps = (size_t)d->in_c * d->k * d->k;
     const size_t blocks = (size_t)(d->k + CONV_MR - 1) / CONV_MR;
-    size_t forward = (size_t)(d->out_c + CONV_MR - 1) / CONV_MR * CONV_MR * taps;   // packed weights
-    size_t weight = (size_t)d->out_c * (taps + 1) * VW;                             // unreduced sums
+    size_t forward = (size_t)(d->out_c + CONV_MR - 1) / CONV_MR * CONV_MR * taps;  // packed weights
+    size_t weight = (size_t)d->out_c * (taps + 1) * VW;                            // unreduced sums
     // packed weights twice (all and the live channels'), the live channels' dy, their list (an
     // int per channel: out_c of them, which can be more than the floats of one plane)
     size_t input = 2 * (size_t)d->in_c * d->k * blocks * d->out_c * CONV_MR + (size_t)d->out_c * d->out_h * d->out_w +

@@ -6,8 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 
-int nn_arg_int(const hw_layer *layer, int index, const char *what, int64_t min, int64_t fallback,
-                  int64_t *out) {
+int nn_arg_int(const hw_layer *layer, int index, const char *what, int64_t min, int64_t fallback, int64_t *out) {
     double v = layer->args[index];
     if (isnan(v)) {
         if (fallback >= min) {

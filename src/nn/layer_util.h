@@ -10,8 +10,7 @@
 
 // args[index] as an integer >= min; fails naming the type, `what` and the value. When the
 // argument is absent (NAN) *out gets `fallback` if fallback >= min, else it is an error.
-int nn_arg_int(const hw_layer *layer, int index, const char *what, int64_t min, int64_t fallback,
-                  int64_t *out);
+int nn_arg_int(const hw_layer *layer, int index, const char *what, int64_t min, int64_t fallback, int64_t *out);
 // Fails unless layer->in_shape has `ndim` dimensions, naming the type, `expected` and the shape.
 int nn_expect_ndim(const hw_layer *layer, int ndim, const char *expected);
 // A uniform integer in [lo, hi].

@@ -16,13 +16,12 @@ extern const hw_layer_type hw_layer_linear, hw_layer_conv2d, hw_layer_maxpool2d,
     hw_layer_dropout2d, hw_layer_flatten, hw_layer_log_softmax;
 
 static_assert(HW_LAYER_KINDS == 8, "a new hw_layer_kind needs its row in the table below and its cases in "
-                                    "every backend's switches (compile errors name them); then update this count");
+                                   "every backend's switches (compile errors name them); then update this count");
 
 const hw_layer_type *const hw_layer_types[HW_LAYER_KINDS + 1] = {
-    [HW_LINEAR] = &hw_layer_linear,       [HW_CONV2D] = &hw_layer_conv2d,   [HW_MAXPOOL2D] = &hw_layer_maxpool2d,
-    [HW_RELU] = &hw_layer_relu,           [HW_DROPOUT] = &hw_layer_dropout, [HW_DROPOUT2D] = &hw_layer_dropout2d,
-    [HW_FLATTEN] = &hw_layer_flatten,     [HW_LOG_SOFTMAX] = &hw_layer_log_softmax,
-    [HW_LAYER_KINDS] = NULL,
+    [HW_LINEAR] = &hw_layer_linear,   [HW_CONV2D] = &hw_layer_conv2d,           [HW_MAXPOOL2D] = &hw_layer_maxpool2d,
+    [HW_RELU] = &hw_layer_relu,       [HW_DROPOUT] = &hw_layer_dropout,         [HW_DROPOUT2D] = &hw_layer_dropout2d,
+    [HW_FLATTEN] = &hw_layer_flatten, [HW_LOG_SOFTMAX] = &hw_layer_log_softmax, [HW_LAYER_KINDS] = NULL,
 };
 
 const hw_layer_type *hw_layer_type_find(const char *name) {
@@ -113,7 +112,9 @@ static int parse_option(hw_layer *layer, const char *word) {
     }
     for (int i = 0; type->max_args + i < HW_LAYER_MAX_ARGS && type->keys[i]; i++) {
         if (strlen(type->keys[i]) == key_len && strncmp(word, type->keys[i], key_len) == 0) {
-            if (!isnan(layer->args[type->max_args + i])) return hw_fail("%s: %s= given twice", type->name, type->keys[i]);
+            if (!isnan(layer->args[type->max_args + i])) {
+                return hw_fail("%s: %s= given twice", type->name, type->keys[i]);
+            }
             return parse_number(layer, value, type->keys[i], &layer->args[type->max_args + i]);
         }
     }

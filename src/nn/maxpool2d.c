@@ -20,12 +20,17 @@ static int maxpool2d_configure(hw_layer *layer, hw_shape *params) {
     if (k > h || k > w) {
         char shape[64];
         hw_shape_format(layer->in_shape, shape, sizeof shape);
-        return hw_fail("maxpool2d: kernel %lld does not fit the input %s: expected KERNEL <= %lld", (long long)k,
-                       shape, (long long)(h < w ? h : w));
+        return hw_fail("maxpool2d: kernel %lld does not fit the input %s: expected KERNEL <= %lld", (long long)k, shape,
+                       (long long)(h < w ? h : w));
     }
     int64_t out_h = (h - k) / stride + 1, out_w = (w - k) / stride + 1;
-    layer->dims.maxpool2d = (hw_maxpool2d_dims){.c = (int)c, .k = (int)k, .stride = (int)stride, .in_h = (int)h,
-                                                .in_w = (int)w, .out_h = (int)out_h, .out_w = (int)out_w};
+    layer->dims.maxpool2d = (hw_maxpool2d_dims){.c = (int)c,
+                                                .k = (int)k,
+                                                .stride = (int)stride,
+                                                .in_h = (int)h,
+                                                .in_w = (int)w,
+                                                .out_h = (int)out_h,
+                                                .out_w = (int)out_w};
     layer->out_shape = hw_shape_make(3, (int64_t[]){c, out_h, out_w});
     return HW_OK;
 }

@@ -57,7 +57,9 @@ static int parse_input(hw_model *model, char *line) {
 static int name_layer(hw_model *model, hw_layer *layer) {
     if (!layer->name[0]) {
         int count = 1;
-        for (int i = 0; i < model->n_layers; i++) count += model->layers[i].type->name_prefix == layer->type->name_prefix;
+        for (int i = 0; i < model->n_layers; i++) {
+            count += model->layers[i].type->name_prefix == layer->type->name_prefix;
+        }
         snprintf(layer->name, sizeof layer->name, "%s%d", layer->type->name_prefix, count);
     }
     for (int i = 0; i < model->n_layers; i++) {
@@ -134,7 +136,9 @@ int hw_model_parse(hw_model *model, const char *text, const char *name) {
         size_t len = end ? (size_t)(end - p) : strlen(p);
         line_no++;
         char line[1024];
-        if (len >= sizeof line) return hw_fail("%s:%d: line too long (over %zu characters)", name, line_no, sizeof line - 1);
+        if (len >= sizeof line) {
+            return hw_fail("%s:%d: line too long (over %zu characters)", name, line_no, sizeof line - 1);
+        }
         clean_line(p, len, line, sizeof line);
         p += len + (end ? 1 : 0);
         if (!line[0]) continue;
@@ -281,7 +285,9 @@ static int for_each_named(hw_model *model, const char *names, int apply) {
         if (param >= 0) {
             model->params[param].frozen = 1;
         } else {
-            for (int i = 0; i < model->layers[layer].n_params; i++) model->params[model->layers[layer].first_param + i].frozen = 1;
+            for (int i = 0; i < model->layers[layer].n_params; i++) {
+                model->params[model->layers[layer].first_param + i].frozen = 1;
+            }
         }
     }
     return HW_OK;
@@ -318,7 +324,9 @@ void hw_model_summary(const hw_model *model, FILE *out) {
         frozen += (size_t)layer_frozen;
         hw_shape_format(layer->out_shape, shape, sizeof shape);
         fprintf(out, "  %-14s %-12s %-16s %10lld%s\n", layer->name, layer->type->name, shape, (long long)count,
-                layer_frozen == 0 ? "" : layer_frozen == count ? "  frozen" : "  partly frozen");
+                layer_frozen == 0       ? ""
+                : layer_frozen == count ? "  frozen"
+                                        : "  partly frozen");
     }
     fprintf(out, "total parameters: %zu", model->n_weights);
     if (frozen) fprintf(out, " (%zu frozen, %zu trainable)", frozen, model->n_weights - frozen);

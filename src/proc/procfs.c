@@ -21,8 +21,8 @@ int hw_process_stat(pid_t pid, unsigned long long *start_ticks, int *ended) {
     const char *p = strrchr(text, ')');  // the command name may hold spaces and parentheses
     char state = 0;
     // After ")": state (3), then fields 4..21, then starttime (22).
-    if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-                     &state, start_ticks) != 2) {
+    if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &state,
+                     start_ticks) != 2) {
         return HW_ERR;
     }
     *ended = state == 'Z' || state == 'X';

@@ -29,7 +29,7 @@
 
 // Where glibc's shm_open keeps its names on Linux. unlink() of the full path is what the signal
 // handler calls: it is async-signal-safe, shm_unlink is not on the POSIX list.
-#define SHM_DIR "/dev/shm"
+#define SHM_DIR     "/dev/shm"
 #define NAME_PREFIX "hogwild-"
 
 static const char *const strategy_names[] = {"file_descriptor", "file_system"};
@@ -44,7 +44,7 @@ enum { SLOT_FREE = 0, SLOT_FILLING = 1, SLOT_LIVE = 2 };
 
 static _Atomic int slot_state[LIVE_CAP];
 static pid_t slot_owner[LIVE_CAP];
-static char slot_path[LIVE_CAP][PATH_CAP];   // "/dev/shm/hogwild-<pid>-<n>"
+static char slot_path[LIVE_CAP][PATH_CAP];  // "/dev/shm/hogwild-<pid>-<n>"
 
 static atomic_uint name_counter;
 static atomic_flag exit_hooks_installed = ATOMIC_FLAG_INIT;
@@ -100,14 +100,16 @@ void hw_shm_unlink_all(void) {
 enum { TEMP_FREE = 0, TEMP_LIVE = 2 };
 static _Atomic int temp_state;
 static pid_t temp_owner;
-static char temp_path[PATH_MAX];           // absolute
-static char temp_record[PATH_CAP];         // /dev/shm/hogwild-<pid>-tmp
+static char temp_path[PATH_MAX];    // absolute
+static char temp_record[PATH_CAP];  // /dev/shm/hogwild-<pid>-tmp
 #define TEMP_RECORD_SUFFIX "-tmp"
 
 static void install_exit_hooks(void);
 
 int hw_shm_temp_note(const char *path) {
-    if (atomic_load(&temp_state) == TEMP_LIVE && temp_owner == getpid()) return hw_fail("a temporary file is noted already");
+    if (atomic_load(&temp_state) == TEMP_LIVE && temp_owner == getpid()) {
+        return hw_fail("a temporary file is noted already");
+    }
     // Absolute, for --clean-shm, which runs anywhere: the folder resolved, the name as given.
     char folder[PATH_MAX], real[PATH_MAX];
     const char *slash = strrchr(path, '/');
@@ -207,7 +209,8 @@ static void format_size(uint64_t bytes, int exact, char *buf, size_t cap) {
 
 static void format_bytes(uint64_t bytes, char *buf, size_t cap) { format_size(bytes, 1, buf, cap); }
 
-static const char *const more_memory_hint = "use a smaller model or batch, or give the machine or container more memory";
+static const char *const more_memory_hint =
+    "use a smaller model or batch, or give the machine or container more memory";
 
 static const char *what_to_try(hw_sharing_strategy strategy) {
     if (strategy == HW_SHARING_FILE_SYSTEM) {
@@ -341,8 +344,7 @@ static int create_named(hw_shm *shm) {
                            "holds %d named regions",
                            LIVE_CAP);
         }
-        return hw_fail_errno(err, "cannot open shared memory %s with the file_system strategy (shm_open)",
-                             failed_name);
+        return hw_fail_errno(err, "cannot open shared memory %s with the file_system strategy (shm_open)", failed_name);
     }
     install_exit_hooks();
     shm->fd = fd;
@@ -365,7 +367,9 @@ int hw_shm_open(hw_shm *shm, size_t bytes) {
 
     if (shm->strategy == HW_SHARING_FILE_DESCRIPTOR) {
         shm->fd = memfd_create("hogwild", MFD_CLOEXEC);
-        if (shm->fd < 0) return hw_fail_errno(errno, "cannot open shared memory with the file_descriptor strategy (memfd_create)");
+        if (shm->fd < 0) {
+            return hw_fail_errno(errno, "cannot open shared memory with the file_descriptor strategy (memfd_create)");
+        }
     } else if (create_named(shm) != HW_OK) {
         return HW_ERR;
     }

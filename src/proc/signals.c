@@ -57,9 +57,9 @@ static void on_grace_over(int sig) {
         raise(sig);
         return;
     }
-    say(received_signal == SIGINT    ? "hogwild: did not stop within 20 s of SIGINT; ended without saving\n"
-        : received_signal == SIGHUP  ? "hogwild: did not stop within 20 s of SIGHUP; ended without saving\n"
-                                     : "hogwild: did not stop within 20 s of SIGTERM; ended without saving\n");
+    say(received_signal == SIGINT   ? "hogwild: did not stop within 20 s of SIGINT; ended without saving\n"
+        : received_signal == SIGHUP ? "hogwild: did not stop within 20 s of SIGHUP; ended without saving\n"
+                                    : "hogwild: did not stop within 20 s of SIGTERM; ended without saving\n");
     cleanup_on_death();
     _exit(128 + received_signal);
 }
@@ -131,11 +131,11 @@ static void remove_and_die(int sig) {
 
 // Every signal whose default action ends the process (signal(7)), the real-time ones included.
 static int is_deadly(int sig) {
-    static const int deadly[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGILL,    SIGTRAP, SIGABRT,   SIGBUS,
-                                 SIGFPE,  SIGUSR1, SIGSEGV, SIGUSR2,   SIGPIPE, SIGALRM,   SIGTERM,
-                                 SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO,   SIGSYS,    SIGPWR,
+    static const int deadly[] = {
+        SIGHUP,    SIGINT,  SIGQUIT, SIGILL,  SIGTRAP, SIGABRT,   SIGBUS,  SIGFPE, SIGUSR1, SIGSEGV, SIGUSR2,
+        SIGPIPE,   SIGALRM, SIGTERM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO,  SIGSYS,  SIGPWR,
 #ifdef SIGSTKFLT
-                                 SIGSTKFLT,
+        SIGSTKFLT,
 #endif
     };
     for (size_t k = 0; k < sizeof deadly / sizeof deadly[0]; k++) {

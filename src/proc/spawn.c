@@ -178,8 +178,7 @@ int hw_spawn(hw_spawn_ctx *ctx, hw_worker_fn fn, void *arg, int nprocs) {
     ctx->failed_rank = -1;
     ctx->failed_exit_code = -1;
     if (nprocs < 1 || nprocs > HW_SPAWN_MAX_WORKERS) {
-        return hw_fail("cannot start %d workers: the number of workers must be in 1..%d", nprocs,
-                       HW_SPAWN_MAX_WORKERS);
+        return hw_fail("cannot start %d workers: the number of workers must be in 1..%d", nprocs, HW_SPAWN_MAX_WORKERS);
     }
     if (fn == NULL) return hw_fail("hw_spawn: no worker function");
     size_t n = (size_t)nprocs;
@@ -362,8 +361,7 @@ const char *hw_spawn_describe_failure(const hw_spawn_ctx *ctx, char *buf, size_t
         const char *description = sigdescr_np(ctx->failed_signal);
         snprintf(buf, cap, "worker %d was killed by signal %s (%s)%s%s%s", ctx->failed_rank, sig_name,
                  description ? description : "unknown signal",
-                 ctx->failed_signal == SIGKILL ? "; the out-of-memory killer does this: see dmesg" : "", sep,
-                 message);
+                 ctx->failed_signal == SIGKILL ? "; the out-of-memory killer does this: see dmesg" : "", sep, message);
     } else if (ctx->failed_exit_code >= 0) {
         snprintf(buf, cap, "worker %d failed (exit code %d)%s%s", ctx->failed_rank, ctx->failed_exit_code, sep,
                  message);

@@ -56,8 +56,8 @@ void hw_compare_print_table(FILE *out, const hw_metrics_table *runs, int n_runs,
     char to_target[32], samples_to_target[48];
     snprintf(to_target, sizeof to_target, "s to %g%%", target);
     snprintf(samples_to_target, sizeof samples_to_target, "samples to %g%%", target);
-    const char *header[N_TABLE_COLS] = {"file",    "mode",   "workers", "device",  "epochs",  "wall s",
-                                        "samples/s", "final %", "best %", to_target, samples_to_target};
+    const char *header[N_TABLE_COLS] = {"file",      "mode",    "workers", "device",  "epochs",         "wall s",
+                                        "samples/s", "final %", "best %",  to_target, samples_to_target};
     // Text columns are left-aligned, numbers right-aligned.
     const int left[N_TABLE_COLS] = {1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0};
 
@@ -140,8 +140,9 @@ void hw_compare_print_table(FILE *out, const hw_metrics_table *runs, int n_runs,
         if (!runs[r].diverged) continue;
         char label[256];
         hw_metrics_label(&runs[r], label, sizeof label);
-        fprintf(out, "diverged: %s (%s): its loss became NaN or infinite after %lld samples, in epoch %lld; "
-                     "not ranked\n",
+        fprintf(out,
+                "diverged: %s (%s): its loss became NaN or infinite after %lld samples, in epoch %lld; "
+                "not ranked\n",
                 cells[r][0], label, (long long)runs[r].diverged_at.samples_seen,
                 (long long)runs[r].diverged_at.epoch + 1);
     }

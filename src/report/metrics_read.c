@@ -129,7 +129,8 @@ static int parse_row(hw_metrics_table *log, char **fields, const int *col, const
         return hw_fail("%s:%ld: epoch is not an integer >= 0: '%s'", path, line_no, fields[col[HW_COL_EPOCH]]);
     }
     if (parse_int(fields[col[HW_COL_SAMPLES_SEEN]], 0, &pt->samples_seen) != HW_OK) {
-        return hw_fail("%s:%ld: samples_seen is not an integer >= 0: '%s'", path, line_no, fields[col[HW_COL_SAMPLES_SEEN]]);
+        return hw_fail("%s:%ld: samples_seen is not an integer >= 0: '%s'", path, line_no,
+                       fields[col[HW_COL_SAMPLES_SEEN]]);
     }
     if (parse_double(fields[col[HW_COL_TRAIN_LOSS]], 1, &pt->train_loss) != HW_OK) {
         return hw_fail("%s:%ld: train_loss is not a number: '%s'", path, line_no, fields[col[HW_COL_TRAIN_LOSS]]);
@@ -139,8 +140,7 @@ static int parse_row(hw_metrics_table *log, char **fields, const int *col, const
     }
     // A diverged run's last row has no accuracy (nan): nothing was evaluated.
     if (parse_double(fields[col[HW_COL_TEST_ACCURACY]], 1, &pt->test_accuracy) != HW_OK || pt->test_accuracy < 0 ||
-        pt->test_accuracy > 100 || isinf(pt->test_accuracy) ||
-        (isnan(pt->test_accuracy) && !row_diverged(pt))) {
+        pt->test_accuracy > 100 || isinf(pt->test_accuracy) || (isnan(pt->test_accuracy) && !row_diverged(pt))) {
         return hw_fail("%s:%ld: test_accuracy is not a percentage in [0, 100]: '%s'", path, line_no,
                        fields[col[HW_COL_TEST_ACCURACY]]);
     }
@@ -163,8 +163,8 @@ static int parse_row(hw_metrics_table *log, char **fields, const int *col, const
     }
     const hw_metrics_point *prev = log->diverged ? &log->diverged_at : &log->points[log->n_points - 1];
     if (pt->wall_seconds < prev->wall_seconds) {
-        return hw_fail("%s:%ld: wall_seconds goes backwards (%g after %g); rows must be in time order", path,
-                       line_no, pt->wall_seconds, prev->wall_seconds);
+        return hw_fail("%s:%ld: wall_seconds goes backwards (%g after %g); rows must be in time order", path, line_no,
+                       pt->wall_seconds, prev->wall_seconds);
     }
     if (pt->samples_seen < prev->samples_seen) {
         return hw_fail("%s:%ld: samples_seen goes backwards (%lld after %lld)", path, line_no,
@@ -202,13 +202,20 @@ static int parse_measure_row(hw_metrics_table *log, char **fields, const int *co
     hw_metrics_measure m = log->measure;
     const char *bad = NULL;
     if (parse_int(fields[col[HW_COL_UPDATES]], 0, &m.updates) != HW_OK) bad = name_of(HW_COL_UPDATES);
-    else if (parse_measure_double(fields[col[HW_COL_STALENESS_MEAN]], &m.staleness_mean) != HW_OK) bad = name_of(HW_COL_STALENESS_MEAN);
-    else if (parse_int(fields[col[HW_COL_STALENESS_MEDIAN]], 0, &m.staleness_median) != HW_OK) bad = name_of(HW_COL_STALENESS_MEDIAN);
-    else if (parse_int(fields[col[HW_COL_STALENESS_P99]], 0, &m.staleness_p99) != HW_OK) bad = name_of(HW_COL_STALENESS_P99);
-    else if (parse_int(fields[col[HW_COL_STALENESS_MAX]], 0, &m.staleness_max) != HW_OK) bad = name_of(HW_COL_STALENESS_MAX);
-    else if (parse_measure_double(fields[col[HW_COL_STALENESS_US_MEAN]], &m.staleness_us_mean) != HW_OK) bad = name_of(HW_COL_STALENESS_US_MEAN);
-    else if (parse_measure_double(fields[col[HW_COL_STALENESS_US_MAX]], &m.staleness_us_max) != HW_OK) bad = name_of(HW_COL_STALENESS_US_MAX);
-    else if (parse_measure_double(fields[col[HW_COL_OVERLAP_FRACTION]], &m.overlap_fraction) != HW_OK || m.overlap_fraction > 1) {
+    else if (parse_measure_double(fields[col[HW_COL_STALENESS_MEAN]], &m.staleness_mean) != HW_OK) {
+        bad = name_of(HW_COL_STALENESS_MEAN);
+    } else if (parse_int(fields[col[HW_COL_STALENESS_MEDIAN]], 0, &m.staleness_median) != HW_OK) {
+        bad = name_of(HW_COL_STALENESS_MEDIAN);
+    } else if (parse_int(fields[col[HW_COL_STALENESS_P99]], 0, &m.staleness_p99) != HW_OK) {
+        bad = name_of(HW_COL_STALENESS_P99);
+    } else if (parse_int(fields[col[HW_COL_STALENESS_MAX]], 0, &m.staleness_max) != HW_OK) {
+        bad = name_of(HW_COL_STALENESS_MAX);
+    } else if (parse_measure_double(fields[col[HW_COL_STALENESS_US_MEAN]], &m.staleness_us_mean) != HW_OK) {
+        bad = name_of(HW_COL_STALENESS_US_MEAN);
+    } else if (parse_measure_double(fields[col[HW_COL_STALENESS_US_MAX]], &m.staleness_us_max) != HW_OK) {
+        bad = name_of(HW_COL_STALENESS_US_MAX);
+    } else if (parse_measure_double(fields[col[HW_COL_OVERLAP_FRACTION]], &m.overlap_fraction) != HW_OK ||
+               m.overlap_fraction > 1) {
         bad = name_of(HW_COL_OVERLAP_FRACTION);
     } else if (parse_measure_double(fields[col[HW_COL_COMPUTE_US_PER_STEP]], &m.compute_us_per_step) != HW_OK) {
         bad = name_of(HW_COL_COMPUTE_US_PER_STEP);
@@ -221,7 +228,8 @@ static int parse_measure_row(hw_metrics_table *log, char **fields, const int *co
     if (bad) return hw_fail("%s:%ld: %s is not a number >= 0 (or nan)", path, line_no, bad);
     double lost;
     if (parse_measure_double(fields[col[HW_COL_LOST_FRACTION]], &lost) != HW_OK) {
-        return hw_fail("%s:%ld: lost_fraction is not a number >= 0 (or nan): '%s'", path, line_no, fields[col[HW_COL_LOST_FRACTION]]);
+        return hw_fail("%s:%ld: lost_fraction is not a number >= 0 (or nan): '%s'", path, line_no,
+                       fields[col[HW_COL_LOST_FRACTION]]);
     }
     if (!isnan(lost)) m.lost_fraction = lost;
     m.present = 1;
@@ -270,8 +278,7 @@ static int read_lines(hw_metrics_table *log, FILE *f, const char *path) {
         int n = split_fields(line, fields);
         hw_metrics_point pt;
         if (cut_short && (n != n_header || parse_row(log, fields, col, path, line_no, &pt) != HW_OK)) {
-            fprintf(stderr, "hogwild compare: %s:%ld: ignoring the last line, cut short (no newline)\n", path,
-                    line_no);
+            fprintf(stderr, "hogwild compare: %s:%ld: ignoring the last line, cut short (no newline)\n", path, line_no);
             break;
         }
         if (n != n_header) {

@@ -96,8 +96,10 @@ int hw_metrics_open(hw_metrics *m, const char *path, const hw_metrics_run *run) 
 // A write that failed: no more rows, said now and in the summary.
 static void stop_writing(hw_metrics *m, int err) {
     m->failed = 1;
-    snprintf(m->failure, sizeof m->failure, "--metrics %s: writing stopped after %d row(s): %s; the file holds "
-             "those rows, whole; training goes on without metrics", m->path, m->rows, strerror(err));
+    snprintf(m->failure, sizeof m->failure,
+             "--metrics %s: writing stopped after %d row(s): %s; the file holds "
+             "those rows, whole; training goes on without metrics",
+             m->path, m->rows, strerror(err));
     fprintf(stderr, "hogwild: warning: %s\n", m->failure);
 }
 

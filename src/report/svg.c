@@ -102,4 +102,3 @@ void svg_put_text(FILE *out, const char *text) {
         s++;
     }
 }
-

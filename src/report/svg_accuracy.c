@@ -10,10 +10,10 @@
 
 // ---- layout, in SVG user units (px) ----
 enum {
-    PLOT_W = 430,        // one panel's plotting area
+    PLOT_W = 430,  // one panel's plotting area
     PLOT_H = 320,
-    PANEL_X0 = 80,       // left edge of the first plotting area (room for the y tick labels and label)
-    PANEL_GAP = 110,     // from the right edge of the first area to the left edge of the second
+    PANEL_X0 = 80,    // left edge of the first plotting area (room for the y tick labels and label)
+    PANEL_GAP = 110,  // from the right edge of the first area to the left edge of the second
     PLOT_TOP = 50,
     LEGEND_TOP = PLOT_TOP + PLOT_H + 72,
     LEGEND_ROW = 22,
@@ -24,7 +24,7 @@ enum {
 static const char *dash_of(int run) { return run >= SVG_N_COLOURS ? " stroke-dasharray=\"7 3\"" : ""; }
 
 typedef struct {
-    double x0;          // left edge of the plotting area
+    double x0;  // left edge of the plotting area
     hw_axis x, y;
 } panel;
 
@@ -47,7 +47,8 @@ static double x_value(const hw_metrics_point *pt, int by_samples) {
 static void put_panel(FILE *out, const panel *p, int index, const hw_metrics_table *runs, int n_runs, double target) {
     const int by_samples = index == 1;
     const double left = p->x0, right = p->x0 + PLOT_W, top = PLOT_TOP, bottom = PLOT_TOP + PLOT_H;
-    fprintf(out, "<g>\n<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">%s</text>\n",
+    fprintf(out,
+            "<g>\n<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">%s</text>\n",
             left + PLOT_W / 2.0, PLOT_TOP - 14,
             by_samples ? "Test accuracy against samples seen" : "Test accuracy against wall time");
     // Grid lines and tick labels.
@@ -65,7 +66,8 @@ static void put_panel(FILE *out, const panel *p, int index, const hw_metrics_tab
         char label[32];
         svg_format_tick(v, p->x.step, p->x.hi, by_samples, label, sizeof label);
         fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e4e4e4\"/>\n", x, top, x, bottom);
-        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n", x, bottom, x, bottom + 5);
+        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n", x, bottom, x,
+                bottom + 5);
         fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n", x, bottom + 20, label);
     }
     fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n", left, top,
@@ -73,12 +75,15 @@ static void put_panel(FILE *out, const panel *p, int index, const hw_metrics_tab
     // Axis labels.
     fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n", left + PLOT_W / 2.0, bottom + 44,
             by_samples ? "samples seen" : "wall time (s)");
-    fprintf(out, "<text transform=\"translate(%.2f %.2f) rotate(-90)\" text-anchor=\"middle\">test accuracy (%%)</text>\n",
+    fprintf(out,
+            "<text transform=\"translate(%.2f %.2f) rotate(-90)\" text-anchor=\"middle\">test accuracy (%%)</text>\n",
             left - 52, top + PLOT_H / 2.0);
     // The target line.
     double ty = py(p, target);
-    fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#555\" stroke-width=\"1.2\" "
-                 "stroke-dasharray=\"6 4\"/>\n", left, ty, right, ty);
+    fprintf(out,
+            "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#555\" stroke-width=\"1.2\" "
+            "stroke-dasharray=\"6 4\"/>\n",
+            left, ty, right, ty);
     // The label sits above the line, or below it when the line runs close to the top edge.
     double label_y = ty - top < 16 ? ty + 13 : ty - 4;
     fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\" fill=\"#555\" font-size=\"11\">target %g%%</text>\n",
@@ -143,8 +148,9 @@ int hw_compare_plot_svg(FILE *out, const hw_metrics_table *runs, int n_runs, dou
     };
     const int height = LEGEND_TOP + n_runs * LEGEND_ROW + 16;
 
-    fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-                 "font-family=\"DejaVu Sans, Arial, Helvetica, sans-serif\" font-size=\"12\">\n",
+    fprintf(out,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+            "font-family=\"DejaVu Sans, Arial, Helvetica, sans-serif\" font-size=\"12\">\n",
             SVG_W, height, SVG_W, height);
     fprintf(out, "<title>hogwild compare: test accuracy of %d run%s, target %g%%</title>\n", n_runs,
             n_runs == 1 ? "" : "s", target);

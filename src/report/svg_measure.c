@@ -22,8 +22,8 @@ enum {
     SVG_W = PANEL_X0 + 2 * PLOT_W + PANEL_GAP + 40,
 };
 
-static const char *const bin_names[HW_METRICS_STALE_BINS] = {"0",     "1",     "2-3",     "4-7",      "8-15",  "16-31",
-                                                         "32-63", "64-127", "128-255", "256-511", "512-1023", "1024+"};
+static const char *const bin_names[HW_METRICS_STALE_BINS] = {
+    "0", "1", "2-3", "4-7", "8-15", "16-31", "32-63", "64-127", "128-255", "256-511", "512-1023", "1024+"};
 
 static double share_of(const hw_metrics_measure *m, int bin) {
     int64_t total = 0;
@@ -41,8 +41,10 @@ static void put_frame(FILE *out, double left, const hw_axis *y, const char *titl
         double v = hw_axis_tick(y, i), py = bottom - (v - y->lo) / (y->hi - y->lo) * PLOT_H;
         char label[32];
         svg_format_tick(v, y->step, y->hi, 0, label, sizeof label);
-        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e4e4e4\"/>\n", left, py, right, py);
-        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n", left - 5, py, left, py);
+        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e4e4e4\"/>\n", left, py, right,
+                py);
+        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n", left - 5, py, left,
+                py);
         fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\" dominant-baseline=\"middle\">%s</text>\n",
                 left - 8, py, label);
     }
@@ -59,7 +61,8 @@ static void put_x_tick(FILE *out, double x, const char *label, int slanted) {
     const double bottom = PLOT_TOP + PLOT_H;
     fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n", x, bottom, x, bottom + 5);
     if (slanted) {
-        fprintf(out, "<text transform=\"translate(%.2f %.2f) rotate(-35)\" text-anchor=\"end\" font-size=\"11\">%s</text>\n",
+        fprintf(out,
+                "<text transform=\"translate(%.2f %.2f) rotate(-35)\" text-anchor=\"end\" font-size=\"11\">%s</text>\n",
                 x + 4, bottom + 16, label);
     } else {
         fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n", x, bottom + 20, label);
@@ -155,8 +158,9 @@ int hw_compare_plot_measure_svg(FILE *out, const hw_metrics_table *runs, int n_r
     int n_measured = 0;
     for (int r = 0; r < n_runs; r++) n_measured += runs[r].measure.present;
     const int height = LEGEND_TOP + n_measured * LEGEND_ROW + 16;
-    fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-                 "font-family=\"DejaVu Sans, Arial, Helvetica, sans-serif\" font-size=\"12\">\n",
+    fprintf(out,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+            "font-family=\"DejaVu Sans, Arial, Helvetica, sans-serif\" font-size=\"12\">\n",
             SVG_W, height, SVG_W, height);
     fprintf(out, "<title>hogwild compare: staleness and lost updates of %d measured run%s</title>\n", n_measured,
             n_measured == 1 ? "" : "s");

@@ -33,17 +33,17 @@ enum { LAUNCH_WAIT = 0, LAUNCH_GO = 1, LAUNCH_ABORT = 2 };
 struct hw_dp_team {
     const hw_model *model;
     int replicas;
-    pthread_barrier_t start;    // the main thread has put a batch in place
-    pthread_barrier_t finish;   // every replica has its gradient
-    int barriers;               // how many of start, finish are initialised (0, 1, 2)
-    int threads;                // replica threads started: ranks 1 .. threads
-    int launch;                 // LAUNCH_WAIT, then GO or ABORT (under launch_lock)
+    pthread_barrier_t start;   // the main thread has put a batch in place
+    pthread_barrier_t finish;  // every replica has its gradient
+    int barriers;              // how many of start, finish are initialised (0, 1, 2)
+    int threads;               // replica threads started: ranks 1 .. threads
+    int launch;                // LAUNCH_WAIT, then GO or ABORT (under launch_lock)
     pthread_mutex_t launch_lock;
     pthread_cond_t launched;
-    const float *x;             // the current batch
+    const float *x;  // the current batch
     const uint8_t *y;
     int batch;
-    int quit;                   // set before the last `start`: the threads leave
+    int quit;  // set before the last `start`: the threads leave
     dp_replica *replica;
 };
 typedef hw_dp_team dp_team;
@@ -51,9 +51,9 @@ typedef hw_dp_team dp_team;
 struct dp_replica {
     dp_team *team;
     int rank;
-    hw_workspace ws;            // its activations and its gradient buffer
-    int offset, count;          // its chunk of the current batch
-    float loss;                 // mean loss over its chunk
+    hw_workspace ws;    // its activations and its gradient buffer
+    int offset, count;  // its chunk of the current batch
+    float loss;         // mean loss over its chunk
     pthread_t thread;
 };
 
@@ -186,13 +186,15 @@ int hw_dp_team_open(hw_dp_team **out, const hw_model *model, int replicas, int b
         char step[32];
         snprintf(step, sizeof step, "barrier:%s", barrier_name[b]);
         int err = injected(step, -1) ? EAGAIN : pthread_barrier_init(barrier[b], NULL, (unsigned)replicas);
-        if (err) status = hw_fail_errno(err, "DataParallel: cannot create the %s barrier of %d replicas",
-                                        barrier_name[b], replicas);
-        else team->barriers++;
+        if (err) {
+            status = hw_fail_errno(err, "DataParallel: cannot create the %s barrier of %d replicas", barrier_name[b],
+                                   replicas);
+        } else team->barriers++;
     }
     for (int k = 1; status == HW_OK && k < replicas; k++) {
-        int err = injected("thread", k) ? EAGAIN
-                                        : pthread_create(&team->replica[k].thread, NULL, replica_thread, &team->replica[k]);
+        int err = injected("thread", k)
+                      ? EAGAIN
+                      : pthread_create(&team->replica[k].thread, NULL, replica_thread, &team->replica[k]);
         if (err) {
             status = hw_fail_errno(err, "DataParallel: cannot start the thread of replica %d of %d (%d started)", k,
                                    replicas, team->threads);
@@ -238,10 +240,10 @@ typedef struct {
     hw_model *model;
     const hw_train_config *config;
     const hw_train_inputs *in;
-    hw_loader *loader;          // this epoch's batches
-    float *rank_sum;            // across ranks: the weighted gradient, then the tail (hw_dp_ranks_tail)
-    int64_t steps;              // steps taken in this run
-    int stop_agreed;            // across ranks: the stop signal some rank saw, agreed at the last step
+    hw_loader *loader;  // this epoch's batches
+    float *rank_sum;    // across ranks: the weighted gradient, then the tail (hw_dp_ranks_tail)
+    int64_t steps;      // steps taken in this run
+    int stop_agreed;    // across ranks: the stop signal some rank saw, agreed at the last step
 } cpu_trainer;
 
 // DataParallel across the ranks of an mpirun job: every rank loads the same global batch (same
@@ -281,8 +283,7 @@ static int ranks_step(cpu_trainer *t, const float *x, const uint8_t *y, int batc
 }
 
 static int cpu_begin_epoch(cpu_trainer *t, const int64_t *order, int64_t n) {
-    return hw_loader_open(&t->loader, &t->in->train, order, n, t->config->batch_size, t->in->norm,
-                          t->config->prefetch);
+    return hw_loader_open(&t->loader, &t->in->train, order, n, t->config->batch_size, t->in->norm, t->config->prefetch);
 }
 
 // One synchronous step over the epoch's next batch, SGD step included. Returns the batch size, 0
@@ -358,8 +359,8 @@ int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw
     cpu_trainer t = {.model = model, .config = config, .in = in};
     hw_train_outputs log = {0};
     const hw_world *world = &config->world;
-    int status = hw_sgd_init(&t.opt, model->n_weights, config->lr, config->momentum, config->weight_decay,
-                             config->nesterov);
+    int status =
+        hw_sgd_init(&t.opt, model->n_weights, config->lr, config->momentum, config->weight_decay, config->nesterov);
     // Across ranks: MPI before the replica threads (it starts threads of its own), and each rank's
     // replicas take chunks of the rank's chunk of the batch, with seeds of their own in the world.
     int rank_batch = config->batch_size;

@@ -25,7 +25,7 @@ void hw_dp_ranks_tail(float tail[3], float loss_sum, int local_diverged) {
 }
 
 int hw_dp_ranks_settle(const float tail[3], int local_diverged, const hw_world *world, int replicas, int *stop_agreed,
-                    int *diverged) {
+                       int *diverged) {
     if (tail[2] > 0) *stop_agreed = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
     *diverged = -1;
     if (tail[1] > 0) {

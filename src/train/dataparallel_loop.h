@@ -20,7 +20,7 @@
 // `local_diverged`: this rank's first diverged replica, or -1.
 void hw_dp_ranks_tail(float tail[3], float loss_sum, int local_diverged);
 int hw_dp_ranks_settle(const float tail[3], int local_diverged, const hw_world *world, int replicas, int *stop_agreed,
-                    int *diverged);
+                       int *diverged);
 
 // The epochs of a DataParallel run, first_epoch .. config->epochs - 1: the sampler with one
 // replica (DataParallel splits each batch, not the dataset), --eval-every points, an evaluation and
@@ -41,16 +41,16 @@ int hw_dp_ranks_settle(const float tail[3], int local_diverged, const hw_world *
 //     }
 //     status = hw_dp_loop_close(&loop, status, stop, result);
 typedef struct {
-    hw_run_loop run;                // the core shared with Hogwild (run_loop.h)
+    hw_run_loop run;  // the core shared with Hogwild (run_loop.h)
     const hw_train_inputs *in;
     int first_epoch;
-    int epoch;                      // the epoch under way (0-based)
-    int64_t *order;                 // its samples in order, in->train.n of them
-    int64_t epoch_end_samples;      // this run's samples at its end
-    int64_t samples;                // this run's samples so far
+    int epoch;                  // the epoch under way (0-based)
+    int64_t *order;             // its samples in order, in->train.n of them
+    int64_t epoch_end_samples;  // this run's samples at its end
+    int64_t samples;            // this run's samples so far
     double loss_sum;
-    int epochs_done;                // counted from 0, as a checkpoint counts them
-    int stopped;                    // a stop signal ended an epoch
+    int epochs_done;  // counted from 0, as a checkpoint counts them
+    int stopped;      // a stop signal ended an epoch
 } hw_dp_loop;
 
 // Training starts (hw_run_loop_start, with the stop signals caught). `snapshot(ctx, log)` copies

@@ -59,7 +59,8 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
         int64_t count = hw_sampler_shard_size(train->n, world_workers, world_rank);
         if (hw_sampler_shard(shard, train->n, world_workers, world_rank, epoch, config->seed) != HW_OK) return HW_ERR;
         hw_loader *loader;
-        if (hw_loader_open(&loader, train, shard, count, config->batch_size, job->in->norm, config->prefetch) != HW_OK) {
+        if (hw_loader_open(&loader, train, shard, count, config->batch_size, job->in->norm, config->prefetch) !=
+            HW_OK) {
             return HW_ERR;
         }
         const float *x;
@@ -119,12 +120,14 @@ static int hogwild_worker(int rank, void *arg) {
         status = hw_workspace_alloc(&ws, model, config->batch_size, hw_worker_seed(config->seed, world_rank));
     }
     if (status == HW_OK) {
-        status = hw_sgd_init(&opt, model->n_weights, config->lr, config->momentum, config->weight_decay,
-                             config->nesterov);
+        status =
+            hw_sgd_init(&opt, model->n_weights, config->lr, config->momentum, config->weight_decay, config->nesterov);
     }
     hw_model local = *model;
     local.weights = malloc(sizeof(float) * model->n_weights);
-    if (status == HW_OK && !local.weights) status = hw_fail("worker %d: out of memory for its copy of the weights", rank);
+    if (status == HW_OK && !local.weights) {
+        status = hw_fail("worker %d: out of memory for its copy of the weights", rank);
+    }
     if (status == HW_OK) status = train_shard(rank, job, &ws, &opt, shard, &local);
     free(local.weights);
     hw_hogwild_report_memory(&job->control->slots[rank]);
@@ -201,13 +204,13 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
             log.started = hw_now();  // the workers start now, not at the fork: MPI_Init is set-up
         }
         hogwild_watch watch = {.config = config,
-                                  .control = control,
-                                  .n_train = in->train.n,
-                                  .first_epoch = job.first_epoch,
-                                  .snapshot = snapshot_shared_weights,
-                                  .snapshot_ctx = model->weights,
-                                  .measure = job.measure,
-                                  .couple = couple};
+                               .control = control,
+                               .n_train = in->train.n,
+                               .first_epoch = job.first_epoch,
+                               .snapshot = snapshot_shared_weights,
+                               .snapshot_ctx = model->weights,
+                               .measure = job.measure,
+                               .couple = couple};
         if (status == HW_OK) {
             status = hw_hogwild_watch_run(&watch, &spawn, &log, result);
         } else {

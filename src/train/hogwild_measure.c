@@ -96,7 +96,9 @@ void measure_stats_of(const measure_slot *slots, int n_slots, measure_stats *st)
         if (us_max > st->stale_us_max) st->stale_us_max = us_max;
         compute += atomic_load_explicit(&slot->compute_seconds, memory_order_relaxed);
         update += atomic_load_explicit(&slot->update_seconds, memory_order_relaxed);
-        for (int s = 0; s < STALE_BINS; s++) hist[s] += atomic_load_explicit(&slot->stale_hist[s], memory_order_relaxed);
+        for (int s = 0; s < STALE_BINS; s++) {
+            hist[s] += atomic_load_explicit(&slot->stale_hist[s], memory_order_relaxed);
+        }
     }
     for (int s = 0; s < STALE_BINS; s++) st->csv_hist[csv_bin(s)] += hist[s];
     if (st->steps == 0) {
@@ -118,13 +120,13 @@ void measure_stats_of(const measure_slot *slots, int n_slots, measure_stats *st)
 }
 
 // Sums of squares of lost and of applied over [begin, end).
-static void lost_sums(const float *initial, const float *final, const double *const *applied, int writers,
-                      size_t begin, size_t end, double *lost_sq, double *applied_sq) {
+static void lost_sums(const float *initial, const float *final, const double *const *applied, int writers, size_t begin,
+                      size_t end, double *lost_sq, double *applied_sq) {
     double lost2 = 0, applied2 = 0;
     for (size_t i = begin; i < end; i++) {
         double sum = 0;
         for (int r = 0; r < writers; r++) sum += applied[r][i];
-        double lost = ((double)final[i] - (double)initial[i]) - sum;
+        double lost = ((double) final[i] - (double)initial[i]) - sum;
         lost2 += lost * lost;
         applied2 += sum * sum;
     }
@@ -137,8 +139,8 @@ static double fraction(double lost_sq, double applied_sq) {
     return applied_sq > 0 ? sqrt(lost_sq / applied_sq) : NAN;  // lost, yet nothing applied: no fraction
 }
 
-double measure_lost_fraction(const float *initial, const float *final, const double *const *applied,
-                                int writers, size_t begin, size_t end) {
+double measure_lost_fraction(const float *initial, const float *final, const double *const *applied, int writers,
+                             size_t begin, size_t end) {
     double lost_sq = 0, applied_sq = 0;
     lost_sums(initial, final, applied, writers, begin, end, &lost_sq, &applied_sq);
     return fraction(lost_sq, applied_sq);
@@ -176,9 +178,8 @@ static void print_stats_row(hw_progress *progress, const char *who, const measur
     snprintf(max, sizeof max, "%lld", (long long)st->stale_max);
     double overlap = st->steps > 0 ? 100.0 * (double)st->overlapped / (double)st->steps : NAN;
     hw_progress_message(progress, "  %-7s %9lld %8.2f %6lld %6s %6s %10.0f %10.0f %9.1f%% %10.1f %10.1f\n", who,
-                        (long long)st->steps, st->stale_mean, (long long)st->stale_median, p99, max,
-                        st->stale_us_mean, st->stale_us_max, overlap, st->compute_us_per_step,
-                        st->update_us_per_step);
+                        (long long)st->steps, st->stale_mean, (long long)st->stale_median, p99, max, st->stale_us_mean,
+                        st->stale_us_max, overlap, st->compute_us_per_step, st->update_us_per_step);
 }
 
 void measure_report(const hw_measure *m, hw_progress *progress) {
@@ -196,7 +197,8 @@ void measure_report(const hw_measure *m, hw_progress *progress) {
         print_stats_row(progress, who, &st);
     }
     if (m->workers > 1) print_stats_row(progress, "all", &m->total);
-    hw_progress_message(progress, "  staleness histogram, updates per bin [0] [1] [2,4) [4,8) ... [512,1024) [1024,inf):\n");
+    hw_progress_message(progress,
+                        "  staleness histogram, updates per bin [0] [1] [2,4) [4,8) ... [512,1024) [1024,inf):\n");
     for (int r = 0; r < m->workers; r++) {
         measure_stats st;
         measure_stats_of(slot_of(m->shared, r), 1, &st);
@@ -207,8 +209,9 @@ void measure_report(const hw_measure *m, hw_progress *progress) {
         }
         hw_progress_message(progress, "  %-7d%s\n", r, line);
     }
-    hw_progress_message(progress, "  lost updates (||(final - initial) - sum of applied increments|| / "
-                                  "||sum of applied increments||): %.6g%% in total\n",
+    hw_progress_message(progress,
+                        "  lost updates (||(final - initial) - sum of applied increments|| / "
+                        "||sum of applied increments||): %.6g%% in total\n",
                         100.0 * m->lost_total);
     for (int p = 0; p < m->model->n_params; p++) {
         if (m->model->params[p].frozen) continue;
@@ -256,8 +259,8 @@ static void add_seconds(_Atomic double *sum, double by) {
     atomic_store_explicit(sum, atomic_load_explicit(sum, memory_order_relaxed) + by, memory_order_relaxed);
 }
 
-void measure_update(measure_worker *w, hw_sgd *opt, const hw_model *model, float *weights,
-                       const float *grads, float *copy) {
+void measure_update(measure_worker *w, hw_sgd *opt, const hw_model *model, float *weights, const float *grads,
+                    float *copy) {
     measure_shared *shared = w->shared;
     double begin = hw_now();
     long long entered = atomic_fetch_add(&shared->update_entries, 1);

@@ -52,22 +52,22 @@ enum { STALE_CSV_BINS = HW_METRICS_STALE_BINS };
 
 // One worker's counts, written by that worker only (relaxed atomic stores), read by the parent.
 typedef struct {
-    alignas(64) atomic_llong steps;       // updates this worker made
-    atomic_llong overlapped;              // of which overlapped another worker's update in time
-    atomic_llong stale_sum;               // staleness in updates: sum and max
+    alignas(64) atomic_llong steps;  // updates this worker made
+    atomic_llong overlapped;         // of which overlapped another worker's update in time
+    atomic_llong stale_sum;          // staleness in updates: sum and max
     atomic_llong stale_max;
-    _Atomic double stale_us_sum;          // and in microseconds
+    _Atomic double stale_us_sum;  // and in microseconds
     _Atomic double stale_us_max;
-    _Atomic double compute_seconds;       // forward + backward, all steps
-    _Atomic double update_seconds;        // the SGD pass over the shared weights, all steps
+    _Atomic double compute_seconds;  // forward + backward, all steps
+    _Atomic double update_seconds;   // the SGD pass over the shared weights, all steps
     atomic_llong stale_hist[STALE_BINS];
 } measure_slot;
 
 // The head of the shared region; the slots and each worker's applied-increment buffer follow.
 typedef struct {
-    alignas(64) atomic_llong updates;     // updates landed, all workers
-    atomic_llong update_entries;          // updates begun, all workers
-    atomic_int in_update;                 // workers inside their update now
+    alignas(64) atomic_llong updates;  // updates landed, all workers
+    atomic_llong update_entries;       // updates begun, all workers
+    atomic_int in_update;              // workers inside their update now
 } measure_shared;
 
 // Staleness and contention of several workers together, or one.
@@ -75,7 +75,7 @@ typedef struct {
     int64_t steps;
     int64_t overlapped;
     double stale_mean, stale_us_mean, stale_us_max;
-    int64_t stale_median, stale_p99, stale_max;    // STALE_EXACT means "STALE_EXACT or more"
+    int64_t stale_median, stale_p99, stale_max;  // STALE_EXACT means "STALE_EXACT or more"
     double compute_us_per_step, update_us_per_step;
     int64_t csv_hist[STALE_CSV_BINS];
 } measure_stats;
@@ -86,12 +86,12 @@ typedef struct hw_measure {
     measure_shared *shared;
     int workers;
     const hw_model *model;
-    float *initial;                       // the weights this run started from (private)
-    double *coupled;                      // across ranks: the coupling's applied increments (private)
+    float *initial;   // the weights this run started from (private)
+    double *coupled;  // across ranks: the coupling's applied increments (private)
     // At the last evaluation point (measure_capture), for the metrics row and the summary:
     measure_stats total;
-    double lost_total;                    // NAN until an epoch end
-    double *lost_per_param;               // model->n_params fractions; NAN for frozen parameters
+    double lost_total;       // NAN until an epoch end
+    double *lost_per_param;  // model->n_params fractions; NAN for frozen parameters
 } hw_measure;
 
 // ---- the parent ----
@@ -116,17 +116,17 @@ void measure_stats_of(const measure_slot *slots, int n_slots, measure_stats *sta
 // ||lost|| / ||applied|| over weights [begin, end): 0 when nothing was lost, NAN when something
 // was lost but nothing applied. `applied` holds `writers` buffers: the workers', and across ranks
 // the coupling's.
-double measure_lost_fraction(const float *initial, const float *final, const double *const *applied,
-                                int writers, size_t begin, size_t end);
+double measure_lost_fraction(const float *initial, const float *final, const double *const *applied, int writers,
+                             size_t begin, size_t end);
 
 // ---- a worker (after fork) ----
 typedef struct {
     measure_shared *shared;
     measure_slot *slot;
-    double *applied;                      // this worker's sums of applied increments
-    int64_t read_update;                  // the counter when the weights behind the next gradient were read
-    double read_time;                     // and the time (monotonic seconds)
-    double step_start;                    // when this step's forward began
+    double *applied;      // this worker's sums of applied increments
+    int64_t read_update;  // the counter when the weights behind the next gradient were read
+    double read_time;     // and the time (monotonic seconds)
+    double step_start;    // when this step's forward began
 } measure_worker;
 
 void measure_worker_open(measure_worker *w, hw_measure *m, int rank);
@@ -135,7 +135,7 @@ void measure_weights_read(measure_worker *w);
 // Before the forward of a step.
 static inline void measure_step_begin(measure_worker *w) { w->step_start = hw_now(); }
 // The measured update: hw_sgd_step_and_copy with the applied increments summed, timed and counted.
-void measure_update(measure_worker *w, hw_sgd *opt, const hw_model *model, float *weights,
-                       const float *grads, float *copy);
+void measure_update(measure_worker *w, hw_sgd *opt, const hw_model *model, float *weights, const float *grads,
+                    float *copy);
 
 #endif

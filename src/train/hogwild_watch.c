@@ -156,7 +156,7 @@ typedef struct {
     int64_t samples;
     double loss_sum;
     int status;
-    char error[1024];       // hw_error() is per thread: the message comes back in here
+    char error[1024];  // hw_error() is per thread: the message comes back in here
     atomic_int done;
 } evaluation;
 
@@ -176,8 +176,8 @@ static int evaluate(const hogwild_watch *watch, hw_train_outputs *log, int epoch
     if (!watch->couple || !coupling || watch->config->world.rank != 0) {
         return hw_train_outputs_evaluate(log, epochs_done, samples, loss_sum, epoch_end);
     }
-    evaluation e = {.log = log, .epochs_done = epochs_done, .epoch_end = epoch_end, .samples = samples,
-                    .loss_sum = loss_sum};
+    evaluation e = {
+        .log = log, .epochs_done = epochs_done, .epoch_end = epoch_end, .samples = samples, .loss_sum = loss_sum};
     atomic_init(&e.done, 0);
     pthread_t thread;
     int err = pthread_create(&thread, NULL, evaluation_thread, &e);

@@ -22,9 +22,9 @@ typedef struct {
     atomic_llong peak_rss_kb;          // its memory when it finished (see hw_memory)
     atomic_llong private_kb;
     // A non-finite training loss (hw_hogwild_report_diverged): set once, `diverged` last.
-    _Atomic double bad_loss;           // the loss it saw (nan, inf)
-    _Atomic double last_finite_loss;   // the last finite loss before it, or NAN
-    atomic_int diverged_epoch;         // the epoch it was training (0-based)
+    _Atomic double bad_loss;          // the loss it saw (nan, inf)
+    _Atomic double last_finite_loss;  // the last finite loss before it, or NAN
+    atomic_int diverged_epoch;        // the epoch it was training (0-based)
     atomic_int diverged;
 } worker_slot;
 
@@ -32,7 +32,7 @@ typedef struct {
 typedef struct {
     atomic_int released_epoch;  // workers may start epoch e once released_epoch >= e
     atomic_int stop;            // the parent asks the workers to finish now
-    worker_slot slots[];     // one per worker
+    worker_slot slots[];        // one per worker
 } hogwild_control;
 
 // Bytes of the control block for `workers`, rounded up to a cache line.
@@ -57,7 +57,7 @@ void hw_hogwild_report_diverged(worker_slot *slot, int epoch, double loss, doubl
 // failing worker ends the run with its message, and that a divergence found at a known point
 // keeps everything before it (a real one, from a large --lr, comes when the workers' race says).
 typedef struct {
-    int rank;            // -1: off
+    int rank;  // -1: off
     int after_batches;
     int by_abort;
     int by_nan;
@@ -72,9 +72,9 @@ int hw_fault_poisons_loss(const fault_plan *fault, int rank, int batch);
 typedef struct {
     const hw_train_config *config;
     hogwild_control *control;
-    int64_t n_train;            // samples in one epoch
-    int first_epoch;            // from --resume
-    hw_snapshot_fn snapshot;    // copies the shared weights (host memory, or the GPU's)
+    int64_t n_train;          // samples in one epoch
+    int first_epoch;          // from --resume
+    hw_snapshot_fn snapshot;  // copies the shared weights (host memory, or the GPU's)
     void *snapshot_ctx;
     struct hw_measure *measure;  // --measure: read at every evaluation point; NULL otherwise
     struct hw_couple *couple;    // across ranks: this node's coupling to the others; NULL on one node

@@ -37,8 +37,8 @@ int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config) {
                        "train",
                        model);
     }
-    if (hw_dataset_open_resized(config->data_dir, config->resize_height, config->resize_width, &in->train,
-                                &in->test) != HW_OK) {
+    if (hw_dataset_open_resized(config->data_dir, config->resize_height, config->resize_width, &in->train, &in->test) !=
+        HW_OK) {
         return HW_ERR;
     }
 
@@ -47,14 +47,13 @@ int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config) {
     int64_t data_dims[3] = {in->train.channels, in->train.height, in->train.width};
     hw_shape data_shape = hw_shape_make(3, data_dims);
     int64_t model_numel = hw_shape_numel(input);
-    int fits = hw_shape_equal(input, data_shape) ||
-               (input.ndim == 1 && model_numel == hw_shape_numel(data_shape));
+    int fits = hw_shape_equal(input, data_shape) || (input.ndim == 1 && model_numel == hw_shape_numel(data_shape));
     if (!fits) {
         char model_text[64], data_text[64];
         hw_shape_format(input, model_text, sizeof model_text);
         hw_shape_format(data_shape, data_text, sizeof data_text);
-        return hw_fail("%s expects input %s but the data in %s has samples of %s", model, model_text,
-                       config->data_dir, data_text);
+        return hw_fail("%s expects input %s but the data in %s has samples of %s", model, model_text, config->data_dir,
+                       data_text);
     }
     if (in->model.n_classes < in->train.n_classes) {
         return hw_fail("%s has %d outputs but the data in %s has %d classes", model, in->model.n_classes,
@@ -81,8 +80,7 @@ int hw_train_load_checkpoint(const char *path, hw_model *model, hw_ckpt_meta *me
     return HW_OK;
 }
 
-int hw_train_start_weights(const hw_train_config *config, hw_model *model, int *first_epoch,
-                           int64_t *samples_before) {
+int hw_train_start_weights(const hw_train_config *config, hw_model *model, int *first_epoch, int64_t *samples_before) {
     *first_epoch = 0;
     *samples_before = 0;
     if (!config->resume_path) {

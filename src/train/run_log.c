@@ -35,8 +35,8 @@ static int open_metrics(hw_metrics *metrics, const hw_train_config *config) {
     return hw_metrics_open(metrics, config->metrics_path, &run);
 }
 
-int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, const hw_train_inputs *in, int first_epoch,
-                    int64_t samples_base) {
+int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, const hw_train_inputs *in,
+                          int first_epoch, int64_t samples_base) {
     memset(log, 0, sizeof *log);
     log->config = config;
     log->in = in;
@@ -86,8 +86,9 @@ int hw_weights_finite(const float *weights, size_t n) {
 // it grows geometrically; "a lower --lr" alone only delays it.
 static void divergence_hint(const hw_train_config *config, char *text, size_t cap) {
     if (config->momentum >= 1) {
-        snprintf(text, cap, "Use a --momentum below 1 (this run's: %g; at 1 or more SGD's momentum grows without "
-                            "bound at any --lr), e.g. 0.9",
+        snprintf(text, cap,
+                 "Use a --momentum below 1 (this run's: %g; at 1 or more SGD's momentum grows without "
+                 "bound at any --lr), e.g. 0.9",
                  (double)config->momentum);
     } else {
         snprintf(text, cap, "Try a lower --lr (this run's: %g)", (double)config->lr);
@@ -122,14 +123,14 @@ void hw_train_outputs_loss(hw_train_outputs *log, double loss) {
 }
 
 int hw_train_outputs_diverged(hw_train_outputs *log, const char *who, const char *what, int epoch, int epochs_done,
-                          int64_t samples, double loss) {
+                              int64_t samples, double loss) {
     const hw_train_config *config = log->config;
     hw_train_outputs_commit(log);  // a divergence is a result of training: its row is written
     double wall = hw_now() - log->started;
     // The row that marks the run as diverged (README, "Metrics"): nothing was evaluated.
     log->metrics.skipped_eval_points = log->skipped_points;
-    int wrote = hw_metrics_row(&log->metrics, wall > 0 ? wall : 0, epochs_done, log->samples_base + samples, loss,
-                               NAN, NAN);
+    int wrote =
+        hw_metrics_row(&log->metrics, wall > 0 ? wall : 0, epochs_done, log->samples_base + samples, loss, NAN, NAN);
     char metrics_error[600] = "";
     if (wrote != HW_OK) snprintf(metrics_error, sizeof metrics_error, " (and %s)", hw_error());
     char last[64] = "no training loss before it";
@@ -169,7 +170,9 @@ static int evaluate_snapshot(hw_train_outputs *log, hw_eval_result *out) {
     share.n = end - begin;
     hw_eval_result mine = {0};
     double started = hw_now();
-    if (share.n > 0) mine = hw_evaluate(&log->eval_model, &log->eval_ws, &share, log->in->norm, config->test_batch_size);
+    if (share.n > 0) {
+        mine = hw_evaluate(&log->eval_model, &log->eval_ws, &share, log->in->norm, config->test_batch_size);
+    }
     // The others' shares are as large as this one: waiting for them longer than this one took,
     // plus --sync-timeout, means a rank is stuck or gone.
     double took = hw_now() - started;
@@ -206,7 +209,7 @@ int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t sa
                            config->resume_path ? ": --resume " : "", config->resume_path ? config->resume_path : "");
         }
         return hw_train_outputs_diverged(log, "the weights", "they are no longer finite numbers (NaN or inf)", epoch,
-                                     epochs_done, samples, NAN);
+                                         epochs_done, samples, NAN);
     }
     hw_eval_result evaluated = {0};
     if (evaluate_snapshot(log, &evaluated) != HW_OK) return HW_ERR;
@@ -227,7 +230,7 @@ int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t sa
         hw_loss_describe(bad_text, sizeof bad_text, bad);
         snprintf(what, sizeof what, "the %s loss is %s", test_bad ? "test" : "training", bad_text);
         return hw_train_outputs_diverged(log, "the evaluation", what, epoch, epochs_done, samples,
-                                     test_bad ? NAN : train_loss);
+                                         test_bad ? NAN : train_loss);
     }
     // The row's time is when the weights were copied, not when their evaluation ended.
     double wall = log->snapshot_time > log->started ? log->snapshot_time - log->started : 0;
@@ -235,8 +238,8 @@ int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t sa
     log->last_loss_sum = loss_sum;
     if (new_samples > 0) hw_train_outputs_loss(log, train_loss);  // for a later divergence's message
     log->metrics.skipped_eval_points = log->skipped_points;
-    if (hw_metrics_row(&log->metrics, wall, epochs_done, log->samples_base + samples, train_loss,
-                       log->last_eval.loss, log->last_eval.accuracy) != HW_OK) {
+    if (hw_metrics_row(&log->metrics, wall, epochs_done, log->samples_base + samples, train_loss, log->last_eval.loss,
+                       log->last_eval.accuracy) != HW_OK) {
         return HW_ERR;
     }
     if (epoch_end) {
@@ -262,8 +265,8 @@ void hw_train_outputs_finish(hw_train_outputs *log, int64_t samples, hw_train_re
     hw_progress_message(&log->progress,
                         "done: %lld samples, training %.3f s (%.0f samples/s), wall %.2f s; "
                         "test loss %.4f, accuracy %.2f%%\n",
-                        (long long)samples, result->train_seconds, result->samples_per_second,
-                        result->wall_seconds, result->test_loss, result->test_accuracy);
+                        (long long)samples, result->train_seconds, result->samples_per_second, result->wall_seconds,
+                        result->test_loss, result->test_accuracy);
     if (log->skipped_points > 0) {
         hw_progress_message(&log->progress,
                             "note: %lld point(s) asked for by --eval-every were not evaluated: training passed them "

@@ -48,8 +48,8 @@ static void check_divergence(const char *const *mode_args, const char *who, cons
     e2e_ckpt_info before = e2e_eval_checkpoint(data, e2e.lenet, ckpt);
 
     char *csv = e2e_path("diverged.csv");
-    const char *args[24] = {"--data", data, "--epochs", "3", "--lr", lr, "--resume", ckpt, "--save", ckpt,
-                            "--metrics", csv, "--eval-every", eval_every};
+    const char *args[24] = {"--data", data, "--epochs",  "3", "--lr",         lr,        "--resume", ckpt,
+                            "--save", ckpt, "--metrics", csv, "--eval-every", eval_every};
     int n = eval_every ? 14 : 12;
     for (int i = 0; mode_args[i]; i++) args[n++] = mode_args[i];
     args[n] = NULL;

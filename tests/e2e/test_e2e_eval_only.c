@@ -40,10 +40,10 @@ Test(e2e_eval_only, a_checkpoint_whose_weights_blew_up_is_no_result) {
 Test(e2e_eval_only, flags_that_do_not_apply_are_refused) {
     char *data = e2e_synth(81);
     char *ckpt = trained_checkpoint(data, "m.safetensors");
-    const char *const refused[][3] = {{"--device", "cuda"},   {"--lr", "0.5"},     {"--workers", "3"},
-                                      {"--mode", "hogwild"},  {"--epochs", "2"},   {"--seed", "7"},
-                                      {"--batch-size", "8"},  {"--momentum", "0"}, {"--replicas", "2"},
-                                      {"--freeze", "fc1"},    {"--prefetch"},      {"--sharing-strategy", "file_system"}};
+    const char *const refused[][3] = {
+        {"--device", "cuda"}, {"--lr", "0.5"},     {"--workers", "3"},    {"--mode", "hogwild"},
+        {"--epochs", "2"},    {"--seed", "7"},     {"--batch-size", "8"}, {"--momentum", "0"},
+        {"--replicas", "2"},  {"--freeze", "fc1"}, {"--prefetch"},        {"--sharing-strategy", "file_system"}};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         const char *args[12] = {"--data", data, "--eval-only", "--resume", ckpt, refused[i][0], refused[i][1], NULL};
         e2e_run_result r;

@@ -27,8 +27,9 @@ static void assert_left_nothing_after_death(const e2e_run_result *r) {
 
 // Starts a long file_system run and waits until its shared-memory names exist (it trains).
 static pid_t start_file_system_run(e2e_run_result *r, const char *data) {
-    e2e_start_argv(r, NULL, (const char *const[]){"--data", data, "--model", e2e.mlp, "--epochs", "1000", "--quiet",
-                                                  "--sharing-strategy", "file_system", NULL});
+    e2e_start_argv(r, NULL,
+                   (const char *const[]){"--data", data, "--model", e2e.mlp, "--epochs", "1000", "--quiet",
+                                         "--sharing-strategy", "file_system", NULL});
     double deadline = hw_now() + 30;
     while (e2e_count_shm_names(r->pid) == 0 && hw_now() < deadline) e2e_sleep_ms(5);
     cr_assert_gt(e2e_count_shm_names(r->pid), 0, "the run made no /dev/shm name within 30 s");
@@ -79,12 +80,13 @@ static void check_stop_during_evaluation(int dataparallel) {
     char *ckpt = e2e_path("stopped.safetensors");
     e2e_run_result r;
     if (dataparallel) {
-        e2e_start_argv(&r, NULL, (const char *const[]){"--data", data, "--model", model, "--mode", "dataparallel",
-                                                       "--replicas", "1", "--test-batch-size", "50", "--save", ckpt,
-                                                       NULL});
+        e2e_start_argv(&r, NULL,
+                       (const char *const[]){"--data", data, "--model", model, "--mode", "dataparallel", "--replicas",
+                                             "1", "--test-batch-size", "50", "--save", ckpt, NULL});
     } else {
-        e2e_start_argv(&r, NULL, (const char *const[]){"--data", data, "--model", model, "--workers", "1",
-                                                       "--test-batch-size", "50", "--save", ckpt, NULL});
+        e2e_start_argv(&r, NULL,
+                       (const char *const[]){"--data", data, "--model", model, "--workers", "1", "--test-batch-size",
+                                             "50", "--save", ckpt, NULL});
     }
     double deadline = hw_now() + 60;
     pid_t kids[4];
@@ -128,8 +130,9 @@ static char *large_model(void) {
 // Starts a long run of the large model saving to `ckpt` every epoch; returns the path its
 // temporary file has while a save is under way.
 static char *start_saving_run(e2e_run_result *r, const char *data, const char *model, const char *ckpt) {
-    e2e_start_argv(r, NULL, (const char *const[]){"--data", data, "--model", model, "--workers", "1", "--epochs",
-                                                  "1000", "--quiet", "--save", ckpt, NULL});
+    e2e_start_argv(r, NULL,
+                   (const char *const[]){"--data", data, "--model", model, "--workers", "1", "--epochs", "1000",
+                                         "--quiet", "--save", ckpt, NULL});
     size_t cap = strlen(ckpt) + 32;
     char *tmp = e2e_own(malloc(cap));
     snprintf(tmp, cap, "%s.tmp.%d", ckpt, (int)r->pid);
@@ -211,8 +214,7 @@ Test(e2e_exits, clean_shm_removes_the_temporary_file_of_a_save_killed_by_sigkill
     e2e_run(&clean, NULL, "--clean-shm");
     e2e_assert_exit(&clean, 0);
     char expected[1200];
-    snprintf(expected, sizeof expected, "removed %s: a checkpoint's temporary file that process %d", tmp,
-             (int)r.pid);
+    snprintf(expected, sizeof expected, "removed %s: a checkpoint's temporary file that process %d", tmp, (int)r.pid);
     e2e_assert_contains(clean.out, expected, "stdout");
     cr_expect(!e2e_file_exists(tmp), "%s is still there", tmp);
     cr_expect_eq(e2e_count_shm_names(r.pid), 0, "the record is still in /dev/shm");

@@ -16,8 +16,8 @@ TestSuite(e2e_flags, .init = e2e_setup, .fini = e2e_teardown, .timeout = 60);
 // ---- 7. usage errors: exit 2, the flag named, the usage shown, nothing run ----
 
 typedef struct {
-    const char *args[8];     // after --data <missing folder>, NULL-terminated
-    const char *names[2];    // what the message must name
+    const char *args[8];   // after --data <missing folder>, NULL-terminated
+    const char *names[2];  // what the message must name
 } usage_case;
 
 static const usage_case usage_cases[] = {
@@ -451,8 +451,8 @@ Test(e2e_flags, a_cpu_path_that_is_not_a_copy_or_cannot_run_is_refused_before_an
             e2e_assert_contains(r.err, strcmp(name, "avx512") == 0 ? "this CPU cannot run it" : "no such CPU path",
                                 "stderr");
             e2e_assert_contains(r.err, "baseline", "stderr");  // what this CPU runs, the baseline always
-            cr_expect(!strstr(r.out, "epoch") && !strstr(r.out, "test loss"), "%s, run %d: worked anyway:\n%s",
-                      bad[i], k, r.out);
+            cr_expect(!strstr(r.out, "epoch") && !strstr(r.out, "test loss"), "%s, run %d: worked anyway:\n%s", bad[i],
+                      k, r.out);
         }
     }
 }

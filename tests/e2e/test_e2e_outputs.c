@@ -110,8 +110,8 @@ Test(e2e_outputs, a_gpu_run_that_cannot_start_keeps_the_metrics_file) {
         e2e_assert_exit(&r, 1);
         size_t n;
         char *now = e2e_own(read_bytes(metrics, &n));
-        cr_expect(n == sizeof earlier - 1 && memcmp(now, earlier, n) == 0, "run %zu (%s %s) changed %s", i,
-                  runs[i][0], runs[i][1], metrics);
+        cr_expect(n == sizeof earlier - 1 && memcmp(now, earlier, n) == 0, "run %zu (%s %s) changed %s", i, runs[i][0],
+                  runs[i][1], metrics);
     }
     // Nor is a file left where there was none.
     char *fresh = e2e_path("fresh.csv");

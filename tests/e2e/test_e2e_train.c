@@ -17,8 +17,7 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats) { skip_report(stats, 
 Test(e2e_train, hogwild_with_4_workers_reaches_the_accuracy_bar) {
     char *data = e2e_synth(11);
     e2e_run_result r;
-    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "4", "--epochs", "2", "--lr", "0.05",
-            "--quiet");
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "4", "--epochs", "2", "--lr", "0.05", "--quiet");
     e2e_assert_exit(&r, 0);
     e2e_done_line done = e2e_parse_done(r.out);
     cr_expect_eq(done.samples, 2 * E2E_TRAIN, "every sample of both epochs is trained once");
@@ -199,14 +198,13 @@ static void check_failing_worker(const char *injection, const char *expected) {
     char *data = e2e_synth(16);
     char *ckpt = e2e_path("model.safetensors");
     e2e_run_result r;
-    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "3", "--epochs", "1", "--quiet", "--save",
-            ckpt);
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "3", "--epochs", "1", "--quiet", "--save", ckpt);
     e2e_assert_exit(&r, 0);
     size_t good_n;
     uint8_t *good = e2e_own(read_bytes(ckpt, &good_n));
 
-    e2e_run(&r, injection, "--model", e2e.mlp, "--data", data, "--workers", "3", "--epochs", "3", "--quiet",
-            "--save", ckpt, "--overwrite");
+    e2e_run(&r, injection, "--model", e2e.mlp, "--data", data, "--workers", "3", "--epochs", "3", "--quiet", "--save",
+            ckpt, "--overwrite");
     e2e_assert_exit(&r, 1);
     e2e_assert_no_leftover_processes();
     e2e_assert_contains(r.err, "worker 1", "stderr");
@@ -250,10 +248,9 @@ static void check_interrupt(int sig, const char *sig_name, int dataparallel) {
     }
     e2e_run_result r;
     pid_t pid = e2e_start_argv(&r, NULL,
-                               (const char *const[]){"--model", e2e.lenet, "--data", data, mode_args[0],
-                                                     mode_args[1], mode_args[2], mode_args[3], "--epochs", "1000",
-                                                     "--eval-every", "300", "--metrics", csv, "--save", ckpt,
-                                                     "--quiet", NULL});
+                               (const char *const[]){"--model", e2e.lenet, "--data", data, mode_args[0], mode_args[1],
+                                                     mode_args[2], mode_args[3], "--epochs", "1000", "--eval-every",
+                                                     "300", "--metrics", csv, "--save", ckpt, "--quiet", NULL});
     enum { WORKERS = 2 };
     pid_t workers[8];
     int n_workers = 0, shm_names = 0, rows = 0;
@@ -275,8 +272,7 @@ static void check_interrupt(int sig, const char *sig_name, int dataparallel) {
 
     cr_expect_eq(e2e_count_shm_names(pid), 0, "shared memory left in /dev/shm");
     for (int i = 0; i < n_workers; i++) {
-        cr_expect(kill(workers[i], 0) == -1 && errno == ESRCH, "worker %d (pid %d) is still there", i,
-                  (int)workers[i]);
+        cr_expect(kill(workers[i], 0) == -1 && errno == ESRCH, "worker %d (pid %d) is still there", i, (int)workers[i]);
     }
     e2e_assert_no_leftover_processes();
 
@@ -295,8 +291,8 @@ static void check_interrupt(int sig, const char *sig_name, int dataparallel) {
     e2e_ckpt_info info = e2e_eval_checkpoint(data, e2e.lenet, ckpt);
     cr_expect_eq(info.samples, samples, "the checkpoint counts the samples trained before %s", sig_name);
     // Its epoch is the number of whole epochs trained (all workers past an epoch's end count it).
-    cr_expect_eq(info.epoch, (int)(samples / E2E_TRAIN), "checkpoint says epoch %d after %lld samples (%s)",
-                 info.epoch, samples, sig_name);
+    cr_expect_eq(info.epoch, (int)(samples / E2E_TRAIN), "checkpoint says epoch %d after %lld samples (%s)", info.epoch,
+                 samples, sig_name);
 }
 
 Test(e2e_train, sigint_saves_cleans_up_and_exits_130) { check_interrupt(SIGINT, "SIGINT", 0); }
@@ -365,8 +361,10 @@ Test(e2e_train, many_replicas_start_without_spinning) {
     double wall = hw_now() - started;
     e2e_assert_exit(&r, 0);
     cr_assert_eq(getrusage(RUSAGE_CHILDREN, &after), 0);
-    double cpu = (double)(after.ru_utime.tv_sec - before.ru_utime.tv_sec + after.ru_stime.tv_sec - before.ru_stime.tv_sec) +
-                 (double)(after.ru_utime.tv_usec - before.ru_utime.tv_usec + after.ru_stime.tv_usec - before.ru_stime.tv_usec) * 1e-6;
+    double cpu =
+        (double)(after.ru_utime.tv_sec - before.ru_utime.tv_sec + after.ru_stime.tv_sec - before.ru_stime.tv_sec) +
+        (double)(after.ru_utime.tv_usec - before.ru_utime.tv_usec + after.ru_stime.tv_usec - before.ru_stime.tv_usec) *
+            1e-6;
     cr_expect_lt(cpu, 5.0, "512 replicas took %.1f s of CPU (%.1f s wall) for one step", cpu, wall);
     cr_expect_eq(e2e_parse_done(r.out).samples, 64);
 }
@@ -378,17 +376,19 @@ Test(e2e_train, batch_sizes_above_the_data_are_capped_and_train_the_same) {
     char *a = e2e_path("a.safetensors"), *b = e2e_path("b.safetensors");
     const char *const modes[][4] = {{"--workers", "1"}, {"--mode", "dataparallel", "--replicas", "2"}};
     for (int m = 0; m < 2; m++) {
-        const char *huge[20] = {"--model", e2e.lenet, "--data", data, "--batch-size", "1048576", "--test-batch-size",
-                                "1048576", "--save", a, "--overwrite", modes[m][0], modes[m][1], modes[m][2],
-                                modes[m][3], NULL};
+        const char *huge[20] = {"--model",           e2e.lenet,   "--data",    data, "--batch-size", "1048576",
+                                "--test-batch-size", "1048576",   "--save",    a,    "--overwrite",  modes[m][0],
+                                modes[m][1],         modes[m][2], modes[m][3], NULL};
         e2e_run_result r;
         e2e_run_argv(&r, NULL, huge);
         e2e_assert_exit(&r, 0);
         e2e_assert_contains(r.out, "--batch-size 1048576 is more than", "stdout");
         e2e_assert_contains(r.out, "capped to 600", "stdout");
-        e2e_assert_contains(r.out, "--test-batch-size 1048576 is more than the 300 test samples: capped to 300", "stdout");
-        const char *capped[20] = {"--model", e2e.lenet, "--data", data, "--batch-size", "600", "--quiet", "--save", b,
-                                  "--overwrite", modes[m][0], modes[m][1], modes[m][2], modes[m][3], NULL};
+        e2e_assert_contains(r.out, "--test-batch-size 1048576 is more than the 300 test samples: capped to 300",
+                            "stdout");
+        const char *capped[20] = {"--model",   e2e.lenet,   "--data",    data,        "--batch-size",
+                                  "600",       "--quiet",   "--save",    b,           "--overwrite",
+                                  modes[m][0], modes[m][1], modes[m][2], modes[m][3], NULL};
         e2e_run_argv(&r, NULL, capped);
         e2e_assert_exit(&r, 0);
         size_t n_a, n_b;
@@ -453,8 +453,8 @@ Test(e2e_train, dataparallel_every_setup_failure_ends_with_exit_1) {
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         e2e_run_result r;
-        e2e_run_within(&r, 20, steps[i][0], "--model", e2e.mlp, "--data", data, "--mode", "dataparallel",
-                       "--replicas", "3", "--quiet");
+        e2e_run_within(&r, 20, steps[i][0], "--model", e2e.mlp, "--data", data, "--mode", "dataparallel", "--replicas",
+                       "3", "--quiet");
         e2e_assert_exit(&r, 1);
         e2e_assert_contains(r.err, steps[i][1], steps[i][0]);
         cr_expect_null(strstr(r.out, "done:"), "%s: no summary of a run that did not start:\n%s", steps[i][0], r.out);

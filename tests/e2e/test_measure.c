@@ -129,9 +129,9 @@ Test(measure, counters_are_lock_free_atomics) {
 // ---- the CSV columns in `hogwild compare` ----
 
 #define OLD_HEADER "mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,test_accuracy"
-#define MEASURE_HEADER                                                                                          \
-    OLD_HEADER ",updates,staleness_mean,staleness_median,staleness_p99,staleness_max,staleness_us_mean,"       \
-               "staleness_us_max,overlap_fraction,compute_us_per_step,update_us_per_step,lost_fraction,"       \
+#define MEASURE_HEADER                                                                                   \
+    OLD_HEADER ",updates,staleness_mean,staleness_median,staleness_p99,staleness_max,staleness_us_mean," \
+               "staleness_us_max,overlap_fraction,compute_us_per_step,update_us_per_step,lost_fraction," \
                "staleness_histogram\n"
 
 static const char *write_text(const char *dir, const char *name, const char *text) {
@@ -163,12 +163,14 @@ Test(measure, compare_reads_the_columns_and_old_files_still_load) {
     strcat(header, "\n");
     cr_assert_str_eq(header, MEASURE_HEADER);
 
-    const char *measured = write_text(dir, "m.csv", MEASURE_HEADER
-        "hogwild,2,cpu,0.000,0,0,nan,2.3,9.8,0,nan,0,0,0,nan,nan,nan,nan,nan,nan,0;0;0;0;0;0;0;0;0;0;0;0\n"
-        "hogwild,2,cpu,1.000,1,3000,0.5,0.4,90.0,188,0.99,1,3,7,812.5,4000.0,0.25,600.00,45.00,0.00125,"
-        "90;60;20;10;8;0;0;0;0;0;0;0\n"
-        "hogwild,2,cpu,1.500,1,4500,0.5,0.4,91.0,280,1.10,1,4,9,900.0,4100.0,0.30,610.00,46.00,nan,"
-        "120;100;30;20;10;0;0;0;0;0;0;0\n");
+    const char *measured =
+        write_text(dir, "m.csv",
+                   MEASURE_HEADER
+                   "hogwild,2,cpu,0.000,0,0,nan,2.3,9.8,0,nan,0,0,0,nan,nan,nan,nan,nan,nan,0;0;0;0;0;0;0;0;0;0;0;0\n"
+                   "hogwild,2,cpu,1.000,1,3000,0.5,0.4,90.0,188,0.99,1,3,7,812.5,4000.0,0.25,600.00,45.00,0.00125,"
+                   "90;60;20;10;8;0;0;0;0;0;0;0\n"
+                   "hogwild,2,cpu,1.500,1,4500,0.5,0.4,91.0,280,1.10,1,4,9,900.0,4100.0,0.30,610.00,46.00,nan,"
+                   "120;100;30;20;10;0;0;0;0;0;0;0\n");
     hw_metrics_table log;
     cr_assert_eq(hw_metrics_table_read(&log, measured), HW_OK, "%s", hw_error());
     cr_expect(log.measure.present);
@@ -187,16 +189,20 @@ Test(measure, compare_reads_the_columns_and_old_files_still_load) {
     cr_expect(!log.measure.present, "a file without the columns");
     hw_metrics_table_free(&log);
 
-    const char *partial = write_text(dir, "partial.csv", OLD_HEADER ",updates,lost_fraction\nhogwild,2,cpu,0,0,0,nan,2.3,9.8,0,nan\n");
+    const char *partial =
+        write_text(dir, "partial.csv", OLD_HEADER ",updates,lost_fraction\nhogwild,2,cpu,0,0,0,nan,2.3,9.8,0,nan\n");
     cr_expect_eq(hw_metrics_table_read(&log, partial), HW_ERR);
     cr_expect(strstr(hw_error(), "staleness_mean") != NULL, "names a missing column: %s", hw_error());
 
-    const char *bad_hist = write_text(dir, "bad.csv", MEASURE_HEADER
-        "hogwild,2,cpu,0.000,0,0,nan,2.3,9.8,0,nan,0,0,0,nan,nan,nan,nan,nan,nan,0;0;0\n");
+    const char *bad_hist =
+        write_text(dir, "bad.csv",
+                   MEASURE_HEADER "hogwild,2,cpu,0.000,0,0,nan,2.3,9.8,0,nan,0,0,0,nan,nan,nan,nan,nan,nan,0;0;0\n");
     cr_expect_eq(hw_metrics_table_read(&log, bad_hist), HW_ERR);
     cr_expect(strstr(hw_error(), "bad.csv:2: staleness_histogram") != NULL, "%s", hw_error());
 
-    const char *negative = write_text(dir, "neg.csv", MEASURE_HEADER
+    const char *negative = write_text(
+        dir, "neg.csv",
+        MEASURE_HEADER
         "hogwild,2,cpu,0.000,0,0,nan,2.3,9.8,0,nan,0,0,0,nan,nan,nan,nan,nan,-0.5,0;0;0;0;0;0;0;0;0;0;0;0\n");
     cr_expect_eq(hw_metrics_table_read(&log, negative), HW_ERR);
     cr_expect(strstr(hw_error(), "lost_fraction") != NULL, "%s", hw_error());

@@ -202,11 +202,16 @@ Test(mpi, ranks_started_with_different_settings_end_the_job_naming_the_flag) {
     char *data = e2e_synth(60);
     char *other_data = e2e_synth_n("other", 59, E2E_TRAIN, E2E_TEST);
     const char *const differ[][5] = {
-        {"--workers", "3", "--workers"},         {"--data", other_data, "--data"},
-        {"--lr", "0.02", "--lr"},                {"--batch-size", "32", "--batch-size"},
-        {"--sync-every", "7", "--sync-every"},   {"--epochs", "2", "--epochs"},
-        {"--mode", "dataparallel", "--mode"},    {"--seed", "2", "--seed"},
-        {"--freeze", "fc1", "--model or --freeze"}, {"--sync-rule", "sum", "--sync-rule"},
+        {"--workers", "3", "--workers"},
+        {"--data", other_data, "--data"},
+        {"--lr", "0.02", "--lr"},
+        {"--batch-size", "32", "--batch-size"},
+        {"--sync-every", "7", "--sync-every"},
+        {"--epochs", "2", "--epochs"},
+        {"--mode", "dataparallel", "--mode"},
+        {"--seed", "2", "--seed"},
+        {"--freeze", "fc1", "--model or --freeze"},
+        {"--sync-rule", "sum", "--sync-rule"},
     };
     for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
         e2e_run_result r;
@@ -295,9 +300,9 @@ Test(mpi, hogwild_a_round_past_sync_timeout_ends_the_job) {
     // (where the wait for the other rank and the weights check are bounded by the timeout too).
     char *data = e2e_synth_n("data", 66, 20000, 200);
     e2e_run_result r;
-    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data,
-                                        "--epochs", "1000", "--quiet", "--sync-every", "10ms", "--sync-timeout", "2",
-                                        NULL});
+    mpi_start(&r,
+              (const char *const[]){"-np", "2", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data, "--epochs",
+                                    "1000", "--quiet", "--sync-every", "10ms", "--sync-timeout", "2", NULL});
     // Stop one rank once both train: a rank stopped inside MPI_Init would hang the other there,
     // where no round is in flight.
     pid_t ranks[2];
@@ -331,9 +336,9 @@ Test(mpi, hogwild_a_stopped_worker_of_another_rank_ends_the_job_at_sync_timeout)
     need_mpirun();
     char *data = e2e_synth_n("data", 73, 20000, 200);
     e2e_run_result r;
-    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--workers", "2", "--model", e2e.mlp, "--data", data,
-                                        "--epochs", "1000", "--quiet", "--sync-every", "10ms", "--sync-timeout", "1",
-                                        NULL});
+    mpi_start(&r,
+              (const char *const[]){"-np", "2", "HW", "--workers", "2", "--model", e2e.mlp, "--data", data, "--epochs",
+                                    "1000", "--quiet", "--sync-every", "10ms", "--sync-timeout", "1", NULL});
     pid_t ranks[2];
     wait_for_two_training_ranks(&r, ranks);
     pid_t rank1 = rank_of(ranks[0]) == 1 ? ranks[0] : ranks[1];
@@ -422,9 +427,9 @@ Test(mpi, dataparallel_a_sum_past_sync_timeout_ends_the_job) {
     e2e_assert_exit(&r, 2);
     e2e_assert_contains(r.err, "--sync-rule is for Hogwild across ranks", "stderr");
 
-    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--replicas", "1", "--model",
-                                        e2e.mlp, "--data", data, "--epochs", "1000", "--quiet", "--sync-timeout", "2",
-                                        NULL});
+    mpi_start(&r,
+              (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--replicas", "1", "--model", e2e.mlp,
+                                    "--data", data, "--epochs", "1000", "--quiet", "--sync-timeout", "2", NULL});
     pid_t ranks[2];
     wait_for_two_training_ranks(&r, ranks);
     mpi_stop_rank_expecting_the_end(&r, ranks[1], 20);
@@ -435,13 +440,13 @@ Test(mpi, dataparallel_a_sum_past_sync_timeout_ends_the_job) {
 // past MPI_Init (their threads).
 static void start_two_training_ranks(e2e_run_result *r, pid_t ranks[2], const char *data, const char *save, int dp) {
     if (dp) {
-        mpi_start(r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--replicas", "1", "--model",
-                                           e2e.mlp, "--data", data, "--epochs", "1000", "--quiet", "--save", save,
-                                           NULL});
+        mpi_start(
+            r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--replicas", "1", "--model", e2e.mlp,
+                                     "--data", data, "--epochs", "1000", "--quiet", "--save", save, NULL});
     } else {
-        mpi_start(r, (const char *const[]){"-np", "2", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data,
-                                           "--epochs", "1000", "--quiet", "--sync-every", "10ms", "--save", save,
-                                           NULL});
+        mpi_start(
+            r, (const char *const[]){"-np", "2", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data, "--epochs",
+                                     "1000", "--quiet", "--sync-every", "10ms", "--save", save, NULL});
     }
     wait_for_two_training_ranks(r, ranks);
 }
@@ -529,10 +534,10 @@ static void hosts_start(e2e_run_result *r, const char *const *args) {
     const char *head[] = {"mpirun", netns_name, netns_n, "-np", "2", "--oversubscribe", "--bind-to", "none", NULL};
     mpi_start_as(r, netns_tool, head, args);
 }
-#define hosts_run(r, ...)                                          \
-    do {                                                           \
+#define hosts_run(r, ...)                                           \
+    do {                                                            \
         hosts_start((r), (const char *const[]){__VA_ARGS__, NULL}); \
-        e2e_wait_within((r), 150);                                 \
+        e2e_wait_within((r), 150);                                  \
     } while (0)
 
 // Both modes across the two hosts: each rank on its own host (hostname says so), the world's
@@ -562,8 +567,8 @@ static void check_two_hosts(double *hogwild_rate, double *dp_rate) {
     *hogwild_rate = rate;
 
     metrics = e2e_path("hosts-dp.csv");
-    hosts_run(&r, "HW", "--mode", "dataparallel", "--replicas", "1", "--model", e2e.mlp, "--data", data, "--epochs", "1",
-              "--metrics", metrics);
+    hosts_run(&r, "HW", "--mode", "dataparallel", "--replicas", "1", "--model", e2e.mlp, "--data", data, "--epochs",
+              "1", "--metrics", metrics);
     e2e_assert_exit(&r, 0);
     cr_assert_eq(e2e_read_metrics(metrics, rows, 8), 2);
     cr_expect_eq(rows[1].samples, E2E_TRAIN);
@@ -655,8 +660,9 @@ static int max_threads_while_running(pid_t pid, e2e_run_result *r, int *mpi_mapp
 Test(mpi, a_plain_run_starts_no_mpi_threads_and_a_rank_does) {
     char *data = e2e_synth_n("big", 67, 20000, 200);
     e2e_run_result r;
-    e2e_start_argv(&r, NULL, (const char *const[]){"--model", e2e.mlp, "--data", data, "--quiet", "--workers", "1",
-                                                   "--epochs", "2", NULL});
+    e2e_start_argv(
+        &r, NULL,
+        (const char *const[]){"--model", e2e.mlp, "--data", data, "--quiet", "--workers", "1", "--epochs", "2", NULL});
     int mapped;
     int plain = max_threads_while_running(r.pid, &r, &mapped);
     e2e_assert_exit(&r, 0);

@@ -31,8 +31,7 @@ static char work_dir[256], images_path[512], labels_path[512];
 static char current_case[256];
 
 static void on_death(void) {
-    fprintf(stderr, "fuzz_idx: CRASH in case %s; the files are kept: %s, %s\n", current_case, images_path,
-            labels_path);
+    fprintf(stderr, "fuzz_idx: CRASH in case %s; the files are kept: %s, %s\n", current_case, images_path, labels_path);
 }
 
 static void write_blob(const char *path, const blob *b) {
@@ -70,17 +69,14 @@ static uint32_t get_be32(const uint8_t *p) {
 }
 
 static uint32_t awkward_value(hw_rng *rng, uint32_t original) {
-    const uint32_t values[] = {0, 1, 2, 3, 9, 10, 11, 255, 256, 28, 32767, 32768, 32769, 65535, 0x7fffffffu,
-                               0x80000000u, 0xfffffffeu, 0xffffffffu, 0x803, 0x801, 0x802};
+    const uint32_t values[] = {0,           1,           2,           3,           9,     10,    11,
+                               255,         256,         28,          32767,       32768, 32769, 65535,
+                               0x7fffffffu, 0x80000000u, 0xfffffffeu, 0xffffffffu, 0x803, 0x801, 0x802};
     switch (hw_rng_below(rng, 4)) {
-    case 0:
-        return original + 1;
-    case 1:
-        return original - 1;
-    case 2:
-        return hw_rng_u32(rng);
-    default:
-        return values[hw_rng_below(rng, sizeof values / sizeof values[0])];
+    case 0: return original + 1;
+    case 1: return original - 1;
+    case 2: return hw_rng_u32(rng);
+    default: return values[hw_rng_below(rng, sizeof values / sizeof values[0])];
     }
 }
 
@@ -92,7 +88,9 @@ static void mutate(blob *b, hw_rng *rng, int header_fields, char *what, size_t c
     switch (kind) {
     case 0: {  // bit flips
         int flips = 1 + (int)hw_rng_below(rng, 4);
-        for (int i = 0; i < flips; i++) b->bytes[hw_rng_below(rng, (uint32_t)b->len)] ^= (uint8_t)(1u << hw_rng_below(rng, 8));
+        for (int i = 0; i < flips; i++) {
+            b->bytes[hw_rng_below(rng, (uint32_t)b->len)] ^= (uint8_t)(1u << hw_rng_below(rng, 8));
+        }
         snprintf(what, cap, "%d bit flips", flips);
         break;
     }
@@ -206,8 +204,8 @@ int main(int argc, char **argv) {
             mutant = zipped;
         }
         snprintf(current_case, sizeof current_case, "%d (%s%s, %d rounds, last: %s)", c,
-                 target_labels ? "labels" : "images", gz ? (damage_inside_gzip ? ", gz of damaged idx" : ", damaged gz") : "",
-                 rounds, what);
+                 target_labels ? "labels" : "images",
+                 gz ? (damage_inside_gzip ? ", gz of damaged idx" : ", damaged gz") : "", rounds, what);
         write_blob(target_labels ? labels_path : images_path, &mutant);
         write_blob(target_labels ? images_path : labels_path,
                    target_labels ? (gz ? &images_gz : &images) : (gz ? &labels_gz : &labels));

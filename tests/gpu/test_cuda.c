@@ -136,9 +136,9 @@ static hw_model *conv_net(void) {
     return parsed_model("input 2 11 13\n"
                         "conv2d 4 3 padding=1\n"  // 4 x 11 x 13
                         "relu\n"
-                        "maxpool2d 2\n"           // 4 x 5 x 6
+                        "maxpool2d 2\n"  // 4 x 5 x 6
                         "dropout2d 0.3\n"
-                        "conv2d 6 3 stride=2\n"   // 6 x 2 x 2
+                        "conv2d 6 3 stride=2\n"  // 6 x 2 x 2
                         "relu\n"
                         "flatten\n"
                         "linear 17\n"
@@ -173,7 +173,9 @@ static void put_gpu_mask(const hw_layer *L, const hw_layer_io *io) {
     int64_t plane = L->kind == HW_DROPOUT2D ? L->dims.dropout.plane : 1;
     int64_t units = (int64_t)io->batch * hw_shape_numel(L->out_shape) / plane;
     uint64_t seed = hw_dropout_layer_seed(g->seed, io->index);
-    for (int64_t u = 0; u < units; u++) io->saved[u] = hw_dropout_uniform(seed, g->step, (uint64_t)u) >= L->dims.dropout.p;
+    for (int64_t u = 0; u < units; u++) {
+        io->saved[u] = hw_dropout_uniform(seed, g->step, (uint64_t)u) >= L->dims.dropout.p;
+    }
 }
 
 static int forward_with_gpu_masks(const hw_layer *L, const hw_layer_io *io) {
@@ -219,8 +221,14 @@ static double cpu_model(const hw_model *m, const float *weights, const float *x,
         acts[i + 1] = malloc(n * 4 + 4);
         gacts[i + 1] = malloc(n * 4 + 4);
     }
-    hw_exec_buffers bufs = {.weights = (float *)weights, .grads = grads, .acts = acts, .grad_acts = gacts,
-                            .saved = saved, .scratch = scratch, .rng = &rng, .backend = &masks};
+    hw_exec_buffers bufs = {.weights = (float *)weights,
+                            .grads = grads,
+                            .acts = acts,
+                            .grad_acts = gacts,
+                            .saved = saved,
+                            .scratch = scratch,
+                            .rng = &rng,
+                            .backend = &masks};
     OK(hw_exec_forward(&cpu, m, &bufs, B, training));
     int C = (int)hw_shape_numel(m->layers[m->n_layers - 1].out_shape);
     memcpy(logp_out, acts[m->n_layers], (size_t)B * C * 4);
@@ -297,14 +305,18 @@ static void check_training_step(hw_model *m, hw_cuda_runner *r, float *weights, 
         snprintf(what, sizeof what, "gradient of %s (B=%d)", par->name, B);
         EXPECT_CLOSE(got_grads + par->offset, grads + par->offset, n, "%s", what);
         if (par->frozen) {
-            for (size_t j = 0; j < n; j++) cr_assert_eq(got_grads[par->offset + j], 0.0f, "frozen %s has a gradient", par->name);
+            for (size_t j = 0; j < n; j++) {
+                cr_assert_eq(got_grads[par->offset + j], 0.0f, "frozen %s has a gradient", par->name);
+            }
         }
     }
     int correct = -1, want_correct = 0;
     OK(hw_cuda_runner_count_correct(r, &correct));
     for (int b = 0; b < B; b++) {
         int best = 0;
-        for (int c = 1; c < m->n_classes; c++) best = logp[b * m->n_classes + c] > logp[b * m->n_classes + best] ? c : best;
+        for (int c = 1; c < m->n_classes; c++) {
+            best = logp[b * m->n_classes + c] > logp[b * m->n_classes + best] ? c : best;
+        }
         want_correct += best == labels[b];
     }
     cr_expect_eq(correct, want_correct);
@@ -380,12 +392,14 @@ Test(cuda, runner_frozen_layers_and_u8_input) {
     OK(hw_cuda_runner_create(&r, m, &c));
     enum { B = 8, IN = 35 };
     uint8_t bytes[B * IN], labels[B];
-    float x[B * IN], logp[B * 10], got[B * 10], grads[23 * 35 + 23 + 10 * 23 + 10], got_grads[23 * 35 + 23 + 10 * 23 + 10];
+    float x[B * IN], logp[B * 10], got[B * 10], grads[23 * 35 + 23 + 10 * 23 + 10],
+        got_grads[23 * 35 + 23 + 10 * 23 + 10];
     cr_assert_eq(sizeof grads / 4, m->n_weights);
     for (int i = 0; i < B * IN; i++) bytes[i] = (uint8_t)hw_rng_below(&rng, 256);
     for (int b = 0; b < B; b++) labels[b] = (uint8_t)hw_rng_below(&rng, 10);
     // the CPU input: the same bytes through the CPU trainers' batch fill, normalised as runner_config's
-    hw_dataset ds = {.n = B, .channels = 1, .height = 5, .width = 7, .n_classes = 10, .images = bytes, .labels = labels};
+    hw_dataset ds = {
+        .n = B, .channels = 1, .height = 5, .width = 7, .n_classes = 10, .images = bytes, .labels = labels};
     int64_t indices[B];
     uint8_t batch_labels[B];
     for (int b = 0; b < B; b++) indices[b] = b;
@@ -554,7 +568,8 @@ Test(cuda, runner_train_step_as_a_graph_matches_launches) {
     char name[256];
     OK(hw_cuda_describe(CUDA0, name, sizeof name));
     if (strstr(name, "simulated")) {
-        cr_expect(off && strstr(off, "simulated device captures no CUDA graphs"), "graph_off: %s", off ? off : "(null)");
+        cr_expect(off && strstr(off, "simulated device captures no CUDA graphs"), "graph_off: %s",
+                  off ? off : "(null)");
     } else {
         cr_expect_null(off, "on %s the step could not be a graph: %s", name, off ? off : "");
     }
@@ -597,7 +612,8 @@ static int ipc_child(ipc_channel *ch) {
     float *shared = NULL, *grad = NULL, ones[IPC_N];
     for (int i = 0; i < IPC_N; i++) ones[i] = 1.0f;
     if (hw_cuda_select(CUDA0) != HW_OK || hw_cuda_ipc_open(&ch->handle, (void **)&shared) != HW_OK ||
-        hw_cuda_malloc((void **)&grad, sizeof ones) != HW_OK || hw_cuda_memcpy_h2d(grad, ones, sizeof ones, NULL) != HW_OK ||
+        hw_cuda_malloc((void **)&grad, sizeof ones) != HW_OK ||
+        hw_cuda_memcpy_h2d(grad, ones, sizeof ones, NULL) != HW_OK ||
         hw_cuda_sgd_step(NULL, shared, grad, NULL, IPC_N, 0.5f, 0.0f, 0.0f, 0, 0) != HW_OK ||
         hw_cuda_stream_sync(NULL) != HW_OK || hw_cuda_ipc_close(shared) != HW_OK) {
         snprintf(ch->child_error, sizeof ch->child_error, "%s", hw_error());
@@ -650,11 +666,10 @@ Test(cuda, ipc_handle_shared_across_fork) {
 // loss, the log-probabilities and every parameter's gradient agree to float rounding.
 Test(cuda, runner_matches_the_cpu_model) {
     need_gpu();
-    static const char *lenet_without_dropout =
-        "input 1 28 28\n"
-        "conv2d 10 5\nmaxpool2d 2\nrelu\n"
-        "conv2d 20 5\nmaxpool2d 2\nrelu\n"
-        "flatten\nlinear 50\nrelu\nlinear 10\nlog_softmax\n";
+    static const char *lenet_without_dropout = "input 1 28 28\n"
+                                               "conv2d 10 5\nmaxpool2d 2\nrelu\n"
+                                               "conv2d 20 5\nmaxpool2d 2\nrelu\n"
+                                               "flatten\nlinear 50\nrelu\nlinear 10\nlog_softmax\n";
     hw_model m;
     OK(hw_model_parse(&m, lenet_without_dropout, "lenet-without-dropout"));
     OK(hw_model_alloc_weights(&m));
@@ -690,8 +705,8 @@ Test(cuda, runner_matches_the_cpu_model) {
     EXPECT_CLOSE(gpu_logp, cpu_logp, (size_t)batch * 10, "log-probabilities");
     for (int p = 0; p < m.n_params; p++) {
         const hw_param *param = &m.params[p];
-        EXPECT_CLOSE(gpu_grads + param->offset, ws.grads + param->offset, (size_t)hw_shape_numel(param->shape),
-                     "%s", param->name);
+        EXPECT_CLOSE(gpu_grads + param->offset, ws.grads + param->offset, (size_t)hw_shape_numel(param->shape), "%s",
+                     param->name);
     }
     hw_cuda_runner_free(r);
     hw_workspace_free(&ws);

@@ -274,14 +274,14 @@ Test(cuda_layers, conv2d_matches_the_cpu_layer) {
     hw_rng_seed(&rng, 33, 0);
     // {batch, in_channels, height, width, out_channels, kernel, stride, padding}
     const hw_conv_dims cases[] = {
-        {3, 1, 28, 28, 10, 5, 1, 0},  // LeNet's conv1
-        {2, 10, 12, 12, 20, 5, 1, 0}, // LeNet's conv2
-        {2, 3, 9, 8, 4, 3, 2, 1},     // stride 2, padding 1, odd sizes
-        {3, 2, 11, 10, 5, 4, 3, 2},   // stride 3, padding 2: some taps read only padding
-        {2, 4, 5, 6, 3, 1, 1, 0},     // 1x1: the CPU layer's columns are its input
-        {1, 2, 7, 7, 3, 1, 2, 0},     // 1x1, stride 2
-        {1, 2, 3, 3, 2, 5, 1, 1},     // a kernel as large as the padded input
-        {2, 2, 6, 9, 3, 2, 2, 1},     // even kernel, stride and padding
+        {3, 1, 28, 28, 10, 5, 1, 0},   // LeNet's conv1
+        {2, 10, 12, 12, 20, 5, 1, 0},  // LeNet's conv2
+        {2, 3, 9, 8, 4, 3, 2, 1},      // stride 2, padding 1, odd sizes
+        {3, 2, 11, 10, 5, 4, 3, 2},    // stride 3, padding 2: some taps read only padding
+        {2, 4, 5, 6, 3, 1, 1, 0},      // 1x1: the CPU layer's columns are its input
+        {1, 2, 7, 7, 3, 1, 2, 0},      // 1x1, stride 2
+        {1, 2, 3, 3, 2, 5, 1, 1},      // a kernel as large as the padded input
+        {2, 2, 6, 9, 3, 2, 2, 1},      // even kernel, stride and padding
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) check_conv2d(ctx, cases[k], &rng);
     for (int round = 0; round < 8; round++) check_conv2d(ctx, random_conv_dims(&rng, 5), &rng);
@@ -294,7 +294,9 @@ static void check_maxpool2d(int batch, int channels, int height, int width, int 
     char line[64], what[160];
     snprintf(line, sizeof line, "maxpool2d %d stride=%d", kernel, stride);
     snprintf(what, sizeof what, "%s on B=%d C=%d %dx%d, %s", line, batch, channels, height, width,
-             values == 0 ? "random" : values == 1 ? "ties" : "NaNs");
+             values == 0   ? "random"
+             : values == 1 ? "ties"
+                           : "NaNs");
     cpu_layer c;
     cpu_layer_open(&c, line, hw_shape_make(3, (int64_t[]){channels, height, width}), batch, rng);
     for (size_t i = 0; i < c.n_in && values == 1; i++) c.x[i] = (float)hw_rng_below(rng, 3);
@@ -505,10 +507,10 @@ Test(cuda_layers, log_softmax_nll_and_accuracy_match_the_cpu_model) {
     check_log_softmax_nll(1, 10, 3.0f, 0, &rng);
     check_log_softmax_nll(37, 10, 3.0f, 0, &rng);
     check_log_softmax_nll(5, 3, 30.0f, 0, &rng);
-    check_log_softmax_nll(300, 13, 30.0f, 0, &rng);   // more rows than the mean's HW_THREADS lanes
-    check_log_softmax_nll(20, 10, 1e4f, 0, &rng);     // exp would overflow without the max shift
-    check_log_softmax_nll(4, 1, 1.0f, 0, &rng);       // one class: logp = 0
-    check_log_softmax_nll(64, 10, 1.0f, 1, &rng);     // equal logits: the first maximum is the prediction
+    check_log_softmax_nll(300, 13, 30.0f, 0, &rng);  // more rows than the mean's HW_THREADS lanes
+    check_log_softmax_nll(20, 10, 1e4f, 0, &rng);    // exp would overflow without the max shift
+    check_log_softmax_nll(4, 1, 1.0f, 0, &rng);      // one class: logp = 0
+    check_log_softmax_nll(64, 10, 1.0f, 1, &rng);    // equal logits: the first maximum is the prediction
 }
 
 // The GPU runner steps each range of trainable parameters with hw_cuda_sgd_step; here each
@@ -541,8 +543,8 @@ Test(cuda_layers, sgd_step_matches_hw_sgd_step) {
                 if (param->frozen) continue;
                 size_t off = param->offset;
                 OK(hw_cuda_sgd_step(NULL, d_w + off, d_g + off, cases[k].momentum != 0.0f ? d_v + off : NULL,
-                                    hw_shape_numel(param->shape), cases[k].lr, cases[k].momentum,
-                                    cases[k].weight_decay, cases[k].nesterov, step > 0));
+                                    hw_shape_numel(param->shape), cases[k].lr, cases[k].momentum, cases[k].weight_decay,
+                                    cases[k].nesterov, step > 0));
             }
             free(g);
             OK(hw_cuda_stream_sync(NULL));

@@ -210,8 +210,8 @@ static char *write_model(void) {
 
 // One DataParallel run over `data` with the replicas `gpus` ("cpu:K": K CPU replicas), saving
 // its final weights to `ckpt`.
-static void run_dataparallel(const char *data, const char *model, const char *gpus, const char *env,
-                             const char *batch, const char *momentum, const char *ckpt) {
+static void run_dataparallel(const char *data, const char *model, const char *gpus, const char *env, const char *batch,
+                             const char *momentum, const char *ckpt) {
     e2e_run_result r;
     if (strncmp(gpus, "cpu:", 4) == 0) {
         e2e_run_within(&r, 120, env, "--data", data, "--model", model, "--mode", "dataparallel", "--device", "cpu",
@@ -219,8 +219,8 @@ static void run_dataparallel(const char *data, const char *model, const char *gp
                        ckpt, "--overwrite", "--quiet");
     } else {
         e2e_run_within(&r, 120, env, "--data", data, "--model", model, "--mode", "dataparallel", "--gpus", gpus,
-                       "--batch-size", batch, "--lr", "0.1", "--momentum", momentum, "--save", ckpt,
-                       "--overwrite", "--quiet");
+                       "--batch-size", batch, "--lr", "0.1", "--momentum", momentum, "--save", ckpt, "--overwrite",
+                       "--quiet");
     }
     char how[128];
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "--gpus %s: %s; stderr: %s", gpus,
@@ -327,8 +327,8 @@ Test(gpu_train, hogwild_cuda_checkpoint_loads_on_cpu, .init = e2e_setup, .fini =
     char *data = e2e_synth_n("data", 1, 2000, 500);
     char *ckpt = e2e_path("gpu.safetensors");
     e2e_run_result train, eval, resumed;
-    e2e_run_within(&train, 120, NULL, "--data", data, "--model", e2e.mlp, "--device", "cuda", "--workers", "3",
-                   "--lr", "0.05", "--save", ckpt, "--quiet");
+    e2e_run_within(&train, 120, NULL, "--data", data, "--model", e2e.mlp, "--device", "cuda", "--workers", "3", "--lr",
+                   "0.05", "--save", ckpt, "--quiet");
     e2e_assert_exit(&train, 0);
     e2e_assert_left_nothing(&train);
     e2e_run(&eval, NULL, "--data", data, "--model", e2e.mlp, "--device", "cpu", "--eval-only", "--resume", ckpt);
@@ -365,11 +365,12 @@ Test(gpu_train, hogwild_cuda_sigint_saves_and_cleans_up, .init = e2e_setup, .fin
     char *data = e2e_synth_n("data", 1, 1000, 100);
     char *ckpt = e2e_path("interrupted.safetensors"), *metrics = e2e_path("metrics.csv");
     e2e_run_result r;
-    pid_t pid = e2e_start_argv(&r, NULL,
-                               (const char *const[]){"--data", data, "--model", e2e.mlp, "--device", "cuda",
-                                                     "--workers", "2", "--epochs", "100000", "--eval-every", "500",
-                                                     "--metrics", metrics, "--save", ckpt, "--quiet",
-                                                     "--sharing-strategy", "file_system", NULL});
+    pid_t pid = e2e_start_argv(
+        &r, NULL,
+        (const char *const[]){"--data",      data,    "--model",  e2e.mlp,  "--device",     "cuda",
+                              "--workers",   "2",     "--epochs", "100000", "--eval-every", "500",
+                              "--metrics",   metrics, "--save",   ckpt,     "--quiet",      "--sharing-strategy",
+                              "file_system", NULL});
     // Training is under way once a mid-epoch row follows the header and the starting point.
     double deadline = hw_now() + 120;
     while (e2e_count_lines(metrics) < 3 && hw_now() < deadline) e2e_sleep_ms(20);
@@ -397,8 +398,8 @@ static void check_gpu_divergence(const char *const *mode_args, const char *who) 
     skip_without_gpu();
     char *data = e2e_synth_n("data", 1, 1000, 200);
     char *ckpt = e2e_path("diverged.safetensors"), *metrics = e2e_path("metrics.csv");
-    const char *args[24] = {"--data", data, "--lr", "100", "--epochs", "2", "--save", ckpt, "--metrics", metrics,
-                            "--quiet"};
+    const char *args[24] = {"--data", data, "--lr",      "100",   "--epochs", "2",
+                            "--save", ckpt, "--metrics", metrics, "--quiet"};
     int n = 11;
     for (int i = 0; mode_args[i]; i++) args[n++] = mode_args[i];
     args[n] = NULL;
@@ -426,9 +427,9 @@ static void check_gpu_divergence(const char *const *mode_args, const char *who) 
 }
 
 Test(gpu_train, hogwild_cuda_divergence_stops_the_run, .init = e2e_setup, .fini = e2e_teardown) {
-    check_gpu_divergence((const char *const[]){"--device", "cuda", "--workers", "2", "--sharing-strategy",
-                                               "file_system", NULL},
-                         "hogwild: worker ");
+    check_gpu_divergence(
+        (const char *const[]){"--device", "cuda", "--workers", "2", "--sharing-strategy", "file_system", NULL},
+        "hogwild: worker ");
 }
 
 Test(gpu_train, dataparallel_cuda_divergence_stops_the_run, .init = e2e_setup, .fini = e2e_teardown) {
@@ -438,7 +439,9 @@ Test(gpu_train, dataparallel_cuda_divergence_stops_the_run, .init = e2e_setup, .
 // ---- the all-reduce on its own ----
 
 // Replica k's buffer holds (k + 1) * (1 + i / n) + 1 / (i + 1): sums that are not round numbers.
-static float term(int k, size_t i, size_t n) { return (float)(k + 1) * (1.0f + (float)i / (float)n) + 1.0f / (float)(i + 1); }
+static float term(int k, size_t i, size_t n) {
+    return (float)(k + 1) * (1.0f + (float)i / (float)n) + 1.0f / (float)(i + 1);
+}
 
 static void check_allreduce(const int *devices, int replicas, int allow_nccl, const char *method_part) {
     enum { N = 10007 };

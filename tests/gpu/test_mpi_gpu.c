@@ -126,9 +126,9 @@ Test(mpi_gpu, dataparallel_a_gpu_sum_past_sync_timeout_ends_the_job) {
     need_mpirun_and_gpus(2, "2 GPU ranks on one host");
     char *data = e2e_synth_n("data", 74, 20000, 200);
     e2e_run_result r;
-    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas",
-                                        "1", "--model", e2e.mlp, "--data", data, "--epochs", "1000", "--sync-timeout",
-                                        "2", NULL});
+    mpi_start(
+        &r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas", "1",
+                                  "--model", e2e.mlp, "--data", data, "--epochs", "1000", "--sync-timeout", "2", NULL});
     pid_t kids[2];
     wait_for_two_training_gpu_ranks(&r, kids);
     mpi_stop_rank_expecting_the_end(&r, kids[1], 30);
@@ -138,7 +138,7 @@ Test(mpi_gpu, dataparallel_a_gpu_sum_past_sync_timeout_ends_the_job) {
     // sum of the step's counters (it had).
     const char *line = strstr(r.err, "has not completed in 2 s");
     cr_log_info("noticed by %s", line && strstr(r.err, "(ncclAllReduce) has not completed") ? "the NCCL sum's poll"
-                                                                                           : "the MPI counters' sum");
+                                                                                            : "the MPI counters' sum");
 }
 
 // Hogwild across ranks is CPU-only, and --gpus (one process's GPUs) has no meaning across ranks:
@@ -293,7 +293,8 @@ Test(mpi_gpu, dataparallel_gpu_ranks_whose_weights_differ_end_the_job) {
             "--data", data, "--epochs", "2", ":", "-np", "1", "HW", "--mode", "dataparallel", "--device", "cuda",
             "--replicas", "1", "--model", e2e.mlp, "--data", data, "--epochs", "2", "--lr", "0.02");
     e2e_assert_exit(&r, 1);
-    e2e_assert_contains(r.err, "the ranks were started with different --lr: rank 0 has 0.01, rank 1 has 0.02", "stderr");
+    e2e_assert_contains(r.err, "the ranks were started with different --lr: rank 0 has 0.01, rank 1 has 0.02",
+                        "stderr");
     cr_expect_eq(strstr(r.out, "epoch 1/2"), NULL, "the job trained:\n%s", r.out);
     assert_mpi_left_nothing();
 
@@ -318,9 +319,9 @@ Test(mpi_gpu, dataparallel_ctrl_c_on_mpirun_saves_rank_0s_gpu_checkpoint) {
     char *data = e2e_synth_n("data", 77, 20000, 200);
     char *ckpt = e2e_path("interrupted.safetensors");
     e2e_run_result r;
-    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas",
-                                        "1", "--model", e2e.mlp, "--data", data, "--epochs", "1000", "--save", ckpt,
-                                        NULL});
+    mpi_start(&r,
+              (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas", "1",
+                                    "--model", e2e.mlp, "--data", data, "--epochs", "1000", "--save", ckpt, NULL});
     pid_t kids[2];
     wait_for_two_training_gpu_ranks(&r, kids);
     kill(r.pid, SIGINT);

@@ -37,11 +37,10 @@ static int launch_check(const char *kernel, hw_cuda_stream stream, const hw_sim_
     return hw_fail("the launch of kernel %s failed (simulated CUDA device): %s", kernel, why);
 }
 
-#define CHECK_LAUNCH(kernel, stream, ...)                                                            \
-    do {                                                                                             \
-        const hw_sim_span spans_[] = {__VA_ARGS__};                                                  \
-        if (launch_check(kernel, stream, spans_, (int)(sizeof spans_ / sizeof spans_[0])) != HW_OK) \
-            return HW_ERR;                                                                           \
+#define CHECK_LAUNCH(kernel, stream, ...)                                                                          \
+    do {                                                                                                           \
+        const hw_sim_span spans_[] = {__VA_ARGS__};                                                                \
+        if (launch_check(kernel, stream, spans_, (int)(sizeof spans_ / sizeof spans_[0])) != HW_OK) return HW_ERR; \
     } while (0)
 
 // The sum of v[0..count) as one block of HW_THREADS adds it (kernels.cu's block_sum): each
@@ -113,8 +112,8 @@ int nchw_to_cnhw_launch(hw_cuda_stream stream, float *t, const float *dy, int64_
     return HW_OK;
 }
 
-int maxpool_forward_launch(hw_cuda_stream stream, float *y, int32_t *argmax, const float *x, int64_t planes,
-                           int height, int width, int kernel, int stride) {
+int maxpool_forward_launch(hw_cuda_stream stream, float *y, int32_t *argmax, const float *x, int64_t planes, int height,
+                           int width, int kernel, int stride) {
     int oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
     int64_t n = planes * oh * ow;
     CHECK_LAUNCH("maxpool_forward", stream, writes(y, n), writes_bytes(argmax, n * 4),
@@ -146,8 +145,8 @@ int relu_backward_launch(hw_cuda_stream stream, float *dx, const float *dy, cons
     return HW_OK;
 }
 
-int dropout_launch(hw_cuda_stream stream, float *out, const float *in, int64_t n, int64_t plane, float p,
-                   uint64_t seed, uint64_t step) {
+int dropout_launch(hw_cuda_stream stream, float *out, const float *in, int64_t n, int64_t plane, float p, uint64_t seed,
+                   uint64_t step) {
     CHECK_LAUNCH("dropout_apply", stream, writes(out, n), reads(in, n));
     for (int64_t i = 0; i < n; i++) dropout_element(i, out, in, plane, p, dropout_scale(p), seed, step);
     return HW_OK;
@@ -180,8 +179,8 @@ int add_launch(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
 
 // ---- loss ----
 
-int log_softmax_rows_launch(hw_cuda_stream stream, float *logp, float *row_loss, const float *x,
-                            const uint8_t *labels, int batch, int classes) {
+int log_softmax_rows_launch(hw_cuda_stream stream, float *logp, float *row_loss, const float *x, const uint8_t *labels,
+                            int batch, int classes) {
     int64_t n = (int64_t)batch * classes;
     CHECK_LAUNCH("log_softmax_rows", stream, writes(logp, n), reads(x, n), reads_bytes(labels, batch),
                  writes(labels ? row_loss : NULL, batch));

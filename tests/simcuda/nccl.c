@@ -47,18 +47,18 @@ typedef struct {
 } id_body;
 
 typedef struct {
-    _Atomic int32_t pid;         // 0: the slot is free
-    int32_t data_fd[2];          // in pid: the inputs of odd and even collectives
+    _Atomic int32_t pid;  // 0: the slot is free
+    int32_t data_fd[2];   // in pid: the inputs of odd and even collectives
     int32_t device;
     char host[64];
-    _Atomic uint64_t posted;     // the last collective whose input is written (0: none)
-    _Atomic uint64_t count[2];   // the floats of the last odd and even ones (a rank may post s + 1
-                                 // before another has read its s)
+    _Atomic uint64_t posted;    // the last collective whose input is written (0: none)
+    _Atomic uint64_t count[2];  // the floats of the last odd and even ones (a rank may post s + 1
+                                // before another has read its s)
 } rank_slot;
 
 typedef struct {
     uint64_t nonce;
-    _Atomic int32_t nranks;      // set by the first rank to join
+    _Atomic int32_t nranks;  // set by the first rank to join
     _Atomic int32_t joined;
     rank_slot slot[MAX_RANKS];
 } rendezvous;
@@ -68,8 +68,8 @@ struct ncclComm {
     int rank, nranks;
     int own_fd[2];
     size_t own_bytes[2];
-    int peer_fd[MAX_RANKS][2];   // this process's descriptors of every rank's memfds
-    uint64_t seq;                // collectives posted
+    int peer_fd[MAX_RANKS][2];  // this process's descriptors of every rank's memfds
+    uint64_t seq;               // collectives posted
     // The collective in flight, if any.
     int pending, failed;
     cudaStream_t stream;
@@ -122,7 +122,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comms_out, int ndev, const int *devlist
     (void)devlist;
     for (int i = 0; i < ndev; i++) comms_out[i] = NULL;
     return fail(ncclInvalidUsage, "the simulated NCCL has communicators across processes only (ncclCommInitRank), "
-                "not one process driving several GPUs (ncclCommInitAll)");
+                                  "not one process driving several GPUs (ncclCommInitAll)");
 }
 
 static void sleep_us(long us) {
@@ -360,8 +360,10 @@ int sim_nccl_settle(cudaStream_t stream, int wait) {
             if (!wait) break;
             if (mine[i]->failed) {
                 // A GPU would queue the work and hang behind the collective; the simulator says so.
-                sim_refuse(cudaErrorLaunchFailure, "work on a stream", "queued behind a collective that cannot "
-                           "complete (%s): a GPU would wait for ever; call ncclCommAbort first", last_error);
+                sim_refuse(cudaErrorLaunchFailure, "work on a stream",
+                           "queued behind a collective that cannot "
+                           "complete (%s): a GPU would wait for ever; call ncclCommAbort first",
+                           last_error);
                 mine[i]->pending = 0;
                 break;
             }
@@ -372,8 +374,8 @@ int sim_nccl_settle(cudaStream_t stream, int wait) {
     return left;
 }
 
-ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
-                           ncclRedOp_t op, ncclComm_t c, cudaStream_t stream) {
+ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                           ncclComm_t c, cudaStream_t stream) {
     if (!comm_live(c)) return fail(ncclInvalidArgument, "ncclAllReduce on a communicator that is not open");
     if (datatype != ncclFloat || op != ncclSum) {
         return fail(ncclInvalidArgument, "the simulated NCCL sums floats only (datatype %d, op %d)", (int)datatype,
@@ -432,8 +434,10 @@ ncclResult_t ncclCommDestroy(ncclComm_t c) {
     if (!comm_live(c)) return fail(ncclInvalidArgument, "ncclCommDestroy on a communicator that is not open");
     if (c->pending) {
         if (c->failed) {
-            sim_refuse(cudaErrorLaunchFailure, "ncclCommDestroy", "with a collective that cannot complete (%s): "
-                       "a GPU would wait for ever; call ncclCommAbort instead", last_error);
+            sim_refuse(cudaErrorLaunchFailure, "ncclCommDestroy",
+                       "with a collective that cannot complete (%s): "
+                       "a GPU would wait for ever; call ncclCommAbort instead",
+                       last_error);
         } else {
             while (!try_complete(c)) sleep_us(100);
         }

@@ -36,10 +36,10 @@ static sim_clock host;                     // what the host knows is done
 
 typedef struct {
     int id;
-    uint32_t seq;     // its place on stream id
-    int from_host;    // 1: pinned host to device (check the source), 0: device to pinned host
+    uint32_t seq;   // its place on stream id
+    int from_host;  // 1: pinned host to device (check the source), 0: device to pinned host
     char *host;
-    char *data;       // what the copy took
+    char *data;  // what the copy took
     size_t bytes;
 } held_copy;
 

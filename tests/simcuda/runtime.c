@@ -204,7 +204,9 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
     cudaError_t e = sim_enter("cudaDeviceGetAttribute");
     if (e == cudaSuccess) e = check_device("cudaDeviceGetAttribute", device);
     if (e != cudaSuccess) return e;
-    if (attr != cudaDevAttrComputeMode) return sim_error(cudaErrorInvalidValue, "attribute %d is not simulated", (int)attr);
+    if (attr != cudaDevAttrComputeMode) {
+        return sim_error(cudaErrorInvalidValue, "attribute %d is not simulated", (int)attr);
+    }
     *value = env_int("HW_SIM_COMPUTE_MODE", cudaComputeModeDefault);
     return cudaSuccess;
 }
@@ -343,10 +345,8 @@ int sim_reachable(int device, const sim_region *r) {
     case SIM_PINNED:
     case SIM_OPENED:  // opened with cudaIpcMemLazyEnablePeerAccess
         return 1;
-    case SIM_DEVICE:
-        return r->device == device || peer_enabled[device][r->device];
-    case SIM_HOST:
-        return 0;
+    case SIM_DEVICE: return r->device == device || peer_enabled[device][r->device];
+    case SIM_HOST: return 0;
     }
     return 0;
 }
@@ -460,7 +460,8 @@ static cudaError_t copy(const char *call, void *dst, const void *src, size_t byt
     if (has_stream && (e = sim_stream_device(call, stream, &stream_device)) != cudaSuccess) return e;
     if (bytes == 0) return cudaSuccess;
     sim_region d, s;
-    if ((e = sim_locate(call, dst, bytes, &d)) != cudaSuccess || (e = sim_locate(call, src, bytes, &s)) != cudaSuccess) {
+    if ((e = sim_locate(call, dst, bytes, &d)) != cudaSuccess ||
+        (e = sim_locate(call, src, bytes, &s)) != cudaSuccess) {
         return e;
     }
     int want_dst = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
@@ -499,14 +500,15 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
     return copy("cudaMemcpyAsync", dst, src, bytes, kind, stream, 1);
 }
 
-static cudaError_t peer_copy(const char *call, void *dst, int dst_device, const void *src, int src_device,
-                             size_t bytes, cudaStream_t stream, int has_stream) {
+static cudaError_t peer_copy(const char *call, void *dst, int dst_device, const void *src, int src_device, size_t bytes,
+                             cudaStream_t stream, int has_stream) {
     cudaError_t e = sim_enter(call);
     if (e == cudaSuccess) e = check_device(call, dst_device);
     if (e == cudaSuccess) e = check_device(call, src_device);
     if (e != cudaSuccess) return e;
     sim_region d, s;
-    if ((e = sim_locate(call, dst, bytes, &d)) != cudaSuccess || (e = sim_locate(call, src, bytes, &s)) != cudaSuccess) {
+    if ((e = sim_locate(call, dst, bytes, &d)) != cudaSuccess ||
+        (e = sim_locate(call, src, bytes, &s)) != cudaSuccess) {
         return e;
     }
     if (bytes && (!on_device(d.kind) || d.device != dst_device || !on_device(s.kind) || s.device != src_device)) {

@@ -27,8 +27,7 @@ cudaError_t sim_enter(const char *call);
 cudaError_t sim_error(cudaError_t error, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 // A misuse a real GPU would punish: also printed to stderr as "hogwild simulated CUDA: refused
 // <call>: <why>", which `make sim` looks for in the test log.
-cudaError_t sim_refuse(cudaError_t error, const char *call, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+cudaError_t sim_refuse(cudaError_t error, const char *call, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 int sim_current_device(void);
 
@@ -36,10 +35,11 @@ int sim_current_device(void);
 typedef enum { SIM_HOST, SIM_DEVICE, SIM_PINNED, SIM_OPENED } sim_kind;
 typedef struct {
     sim_kind kind;
-    int device;       // SIM_DEVICE, SIM_OPENED
+    int device;  // SIM_DEVICE, SIM_OPENED
     char *base;
     size_t size;
-    uint32_t *accesses;  // device memory: [id] the last write, [SIM_MAX_STREAMS + id] the last read by stream id (order.c)
+    uint32_t
+        *accesses;  // device memory: [id] the last write, [SIM_MAX_STREAMS + id] the last read by stream id (order.c)
 } sim_region;
 // The region holding [ptr, ptr + bytes); cudaSuccess, or a refusal when the range starts inside a
 // region and runs past its end.

@@ -86,8 +86,10 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     cudaError_t e = sim_enter("cudaStreamDestroy");
     if (e != cudaSuccess) return e;
     if (!stream || !set_find(&streams, stream, 1)) {
-        return sim_refuse(cudaErrorInvalidResourceHandle, "cudaStreamDestroy", "stream %p was not created or is "
-                          "destroyed already", (void *)stream);
+        return sim_refuse(cudaErrorInvalidResourceHandle, "cudaStreamDestroy",
+                          "stream %p was not created or is "
+                          "destroyed already",
+                          (void *)stream);
     }
     free(stream);
     return cudaSuccess;
@@ -107,8 +109,10 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
     cudaError_t e = sim_enter("cudaStreamQuery");
     if (e != cudaSuccess) return e;
     if (stream && !set_find(&streams, stream, 0)) {
-        return sim_refuse(cudaErrorInvalidResourceHandle, "cudaStreamQuery", "stream %p was not created or is "
-                          "destroyed", (void *)stream);
+        return sim_refuse(cudaErrorInvalidResourceHandle, "cudaStreamQuery",
+                          "stream %p was not created or is "
+                          "destroyed",
+                          (void *)stream);
     }
     if (sim_nccl_settle(stream, 0)) return cudaErrorNotReady;
     sim_order_learn_stream(sim_stream_id(stream));

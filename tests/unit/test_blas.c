@@ -70,7 +70,8 @@ static void check_direct_products(int col_major) {
         for (int outer = 0; outer < (col_major ? n : m); outer++) {
             for (int inner = col_major ? m : n; inner < ldc; inner++) {
                 float got = c[outer * ldc + inner], was = c0[outer * ldc + inner];
-                cr_assert(got == was || (isnan(got) && isnan(was)), "c[%d][%d] outside the matrix written", outer, inner);
+                cr_assert(got == was || (isnan(got) && isnan(was)), "c[%d][%d] outside the matrix written", outer,
+                          inner);
             }
         }
         free(a), free(b), free(c), free(c0);
@@ -128,7 +129,8 @@ Test(blas, avx512_cpus_get_the_avx512_kernels_and_others_keep_openblas_choice) {
     if (cpu_has_flags(avx512, 5)) {
         const char *bf16[] = {"avx512_bf16"};
         const char *want = cpu_has_flags(bf16, 1) ? "Cooperlake" : "SkylakeX";
-        cr_assert(picked && strcmp(picked, want) == 0, "AVX-512 CPU: picked %s, want %s", picked ? picked : "none", want);
+        cr_assert(picked && strcmp(picked, want) == 0, "AVX-512 CPU: picked %s, want %s", picked ? picked : "none",
+                  want);
         cr_expect(strstr(why, "AVX-512") != NULL, "%s", why);
         if (!getenv("OPENBLAS_CORETYPE")) {
             cr_expect(strcasecmp(hw_blas_kernels(), want) == 0, "OpenBLAS runs %s, not %s", hw_blas_kernels(), want);
@@ -284,7 +286,9 @@ Test(blas, concurrent_calls_match_serial_calls_with_sandybridge_kernels) {
 Test(blas, concurrent_calls_match_serial_calls_with_haswell_kernels) {
     check_kernel_set("Haswell", avx2_fma, 2, "AVX2 and FMA");
 }
-Test(blas, concurrent_calls_match_serial_calls_with_zen_kernels) { check_kernel_set("Zen", avx2_fma, 2, "AVX2 and FMA"); }
+Test(blas, concurrent_calls_match_serial_calls_with_zen_kernels) {
+    check_kernel_set("Zen", avx2_fma, 2, "AVX2 and FMA");
+}
 Test(blas, concurrent_calls_match_serial_calls_with_skylakex_kernels) {
     check_kernel_set("SkylakeX", avx512, 5, "AVX-512");
 }

@@ -415,8 +415,10 @@ Test(ckpt, hand_written_headers) {
         {"{%s,%s}", 44, "trailing bytes"},
         {"{%s,%s}", 36, "lie outside the data section"},
         {"{%s,%.0s\"b\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[24,32]}}", 32, "dtype 'F16'"},
-        {"{%s,%.0s\"b\":{\"dtype\":\"F32\",\"shape\":[5],\"data_offsets\":[24,40]}}", 40, "shape [5] of float32 needs 20"},
-        {"{%s,%.0s\"b\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[24,40]}}", 40, "[2, 2] in the file but [4]"},
+        {"{%s,%.0s\"b\":{\"dtype\":\"F32\",\"shape\":[5],\"data_offsets\":[24,40]}}", 40,
+         "shape [5] of float32 needs 20"},
+        {"{%s,%.0s\"b\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[24,40]}}", 40,
+         "[2, 2] in the file but [4]"},
         {"{%s,%.0s\"b\":{\"dtype\":\"F32\",\"shape\":[-4],\"data_offsets\":[24,40]}}", 40, "non-negative"},
         {"{%s,%.0s\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[20,36]}}", 40, "overlap"},
         {"{%s,%.0s\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[28,44]}}", 44, "belong to no tensor"},
@@ -474,7 +476,8 @@ Test(ckpt, lenet_shape_mismatch_names_tensor_and_both_shapes) {
     float *w = random_weights(m->n_weights, 8);
     cr_assert_eq(hw_ckpt_save(path, m, w, NULL), HW_OK, "%s", hw_error());
     hw_model *wider = lenet(60);
-    expect_refused(path, wider, "tensor 'fc1.weight' has shape [50, 320] in the file but [60, 320] in models/lenet.model",
+    expect_refused(path, wider,
+                   "tensor 'fc1.weight' has shape [50, 320] in the file but [60, 320] in models/lenet.model",
                    "fc1 50 -> 60");
     // One parameter more in the model: named as missing.
     hw_model *more = lenet(50);
@@ -588,7 +591,9 @@ Test(ckpt, torch_reads_ours_and_we_read_torchs) {
     const char *python = getenv("HW_TORCH_PYTHON") ? getenv("HW_TORCH_PYTHON") : "/usr/bin/python3";
     char cmd[1024];
     if (access(python, X_OK) != 0) cr_skip_test("%s is not installed (Debian's python3-torch)", python);
-    if (access(TORCH_SCRIPT, R_OK) != 0) cr_skip_test("%s not found: run the tests from the repository root", TORCH_SCRIPT);
+    if (access(TORCH_SCRIPT, R_OK) != 0) {
+        cr_skip_test("%s not found: run the tests from the repository root", TORCH_SCRIPT);
+    }
     snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' >/dev/null 2>&1", python);
     if (system(cmd) != 0) cr_skip_test("torch is not importable by %s (apt-get install python3-torch)", python);
     scratch s;
@@ -627,11 +632,36 @@ Test(ckpt, header_must_be_strict_json) {
     scratch_path(&s, "strict.safetensors", path, sizeof path);
     hw_model *m = small_model();
     const char *bad[] = {
-        "",            "   ",          "{",          "{\"a\" 1}",  "{\"a\":1,}",  "[1,]",      "[1 2]",
-        "{a:1}",       "\"abc",        "\"a\\x\"",   "\"\\u12\"",  "\"\\ud800\"", "\"\\udc00\"", "01",
-        "-",           "1.",           "1e",         "tru",        "nul",         "{} {}",     "\"a\nb\"",
-        "\"\xff\"",    "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "[1]x", "{\"a\":}",    "+1",        "\"\\",
-        "{\"ab\\u0000c\": {}}",        "{\"huge\": 18446744073709551616}",
+        "",
+        "   ",
+        "{",
+        "{\"a\" 1}",
+        "{\"a\":1,}",
+        "[1,]",
+        "[1 2]",
+        "{a:1}",
+        "\"abc",
+        "\"a\\x\"",
+        "\"\\u12\"",
+        "\"\\ud800\"",
+        "\"\\udc00\"",
+        "01",
+        "-",
+        "1.",
+        "1e",
+        "tru",
+        "nul",
+        "{} {}",
+        "\"a\nb\"",
+        "\"\xff\"",
+        "\"\xc0\xaf\"",
+        "\"\xed\xa0\x80\"",
+        "[1]x",
+        "{\"a\":}",
+        "+1",
+        "\"\\",
+        "{\"ab\\u0000c\": {}}",
+        "{\"huge\": 18446744073709551616}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_raw(path, bad[i], small_data, sizeof small_data);

@@ -60,6 +60,8 @@ static int count_of(const char *haystack, const char *needle) {
     return n;
 }
 
+// (A file per string, a row per line.)
+// clang-format off
 static const char *good_hogwild = HEADER
     "hogwild,4,cpu,0.000,0,0,nan,2.3051,9.82\n"
     "hogwild,4,cpu,3.412,0,20000,0.8123,0.4012,88.40\n"
@@ -70,6 +72,7 @@ static const char *good_dataparallel = HEADER
     "dataparallel,2,cuda:0+cuda:1,0.000,0,0,nan,2.3000,10.10\n"
     "dataparallel,2,cuda:0+cuda:1,2.000,1,60000,0.3000,0.1500,95.00\n"
     "dataparallel,2,cuda:0+cuda:1,4.000,2,120000,0.1200,0.0800,97.50\n";
+// clang-format on
 
 TestSuite(compare, .init = make_tmp_dir, .fini = remove_tmp_dir);
 
@@ -97,12 +100,11 @@ Test(compare, reads_a_well_formed_file) {
 
 Test(compare, columns_by_name_crlf_and_blank_lines) {
     hw_metrics_table log;
-    const char *path = write_file("dp.csv",
-                                  "test_accuracy,extra,device,mode,workers,epoch,samples_seen,wall_seconds,"
-                                  "test_loss,train_loss\r\n"
-                                  "91.5,x,cuda:0+cuda:1,dataparallel,2,0,20000,1.5,0.3,0.4\r\n"
-                                  "\r\n"
-                                  "97.25 , y, cuda:0+cuda:1 ,dataparallel,2,1,60000,4.0,0.1,nan\r\n");
+    const char *path = write_file("dp.csv", "test_accuracy,extra,device,mode,workers,epoch,samples_seen,wall_seconds,"
+                                            "test_loss,train_loss\r\n"
+                                            "91.5,x,cuda:0+cuda:1,dataparallel,2,0,20000,1.5,0.3,0.4\r\n"
+                                            "\r\n"
+                                            "97.25 , y, cuda:0+cuda:1 ,dataparallel,2,1,60000,4.0,0.1,nan\r\n");
     cr_assert_eq(hw_metrics_table_read(&log, path), HW_OK, "%s", hw_error());
     cr_assert_eq(log.n_points, 2);
     cr_expect_str_eq(log.device, "cuda:0+cuda:1");
@@ -117,9 +119,9 @@ Test(compare, columns_by_name_crlf_and_blank_lines) {
 
 // A run built in memory: accuracies acc[i] at wall[i] seconds and samples[i] samples.
 static hw_metrics_table make_run(hw_metrics_point *points, int n, const double *wall, const int64_t *samples,
-                           const double *acc) {
-    hw_metrics_table log = {.path = "mem.csv", .mode = "hogwild", .workers = 2, .device = "cpu", .points = points,
-                      .n_points = n};
+                                 const double *acc) {
+    hw_metrics_table log = {
+        .path = "mem.csv", .mode = "hogwild", .workers = 2, .device = "cpu", .points = points, .n_points = n};
     for (int i = 0; i < n; i++) {
         points[i] = (hw_metrics_point){.wall_seconds = wall[i], .samples_seen = samples[i], .test_accuracy = acc[i]};
     }
@@ -195,7 +197,9 @@ Test(compare, table_aligns_columns_and_names_the_fastest) {
     // Header, two rows, the final line.
     char *lines[8];
     int n = 0;
-    for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < 8; l = strtok_r(NULL, "\n", &save)) lines[n++] = l;
+    for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < 8; l = strtok_r(NULL, "\n", &save)) {
+        lines[n++] = l;
+    }
     cr_assert_eq(n, 4, "table:\n%s", text);
     cr_expect(strncmp(lines[1], "hw4.csv", 7) == 0, "%s", lines[1]);
     cr_expect(strncmp(lines[2], "dp2.csv", 7) == 0, "%s", lines[2]);
@@ -242,19 +246,22 @@ Test(compare, bad_files) {
                       "mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,test_acc\n"
                       "hogwild,4,cpu,0.0,0,0,nan,2.3,9.8\n",
                       ":1:", "'test_accuracy'");
-    expect_read_error("twice.csv", "mode,workers,mode,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,"
-                                   "test_accuracy\n",
+    expect_read_error("twice.csv",
+                      "mode,workers,mode,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,"
+                      "test_accuracy\n",
                       ":1:", "'mode' appears twice");
-    expect_read_error("fields.csv", HEADER "hogwild,4,cpu,0.0,0,0,nan,2.3,9.8\nhogwild,4,cpu,1.0,0,100,0.5,0.4\n", ":3:",
-                      "8 fields, the header has 9");
+    expect_read_error("fields.csv", HEADER "hogwild,4,cpu,0.0,0,0,nan,2.3,9.8\nhogwild,4,cpu,1.0,0,100,0.5,0.4\n",
+                      ":3:", "8 fields, the header has 9");
     expect_read_error("number.csv", HEADER "hogwild,4,cpu,0.0,0,0,nan,2.3,9.8\n\nhogwild,4,cpu,1.0,0,100,0.5,0.4,9x\n",
                       ":4:", "test_accuracy is not");
     expect_read_error("samples.csv", HEADER "hogwild,4,cpu,1.0,0,1.5e3,0.5,0.4,50\n", ":2:", "samples_seen");
     expect_read_error("workers.csv", HEADER "hogwild,0,cpu,1.0,0,100,0.5,0.4,50\n", ":2:", "workers");
     expect_read_error("nanwall.csv", HEADER "hogwild,4,cpu,nan,0,100,0.5,0.4,50\n", ":2:", "wall_seconds");
-    expect_read_error("percent.csv", HEADER "hogwild,4,cpu,1.0,0,100,0.5,0.4,0.97\nhogwild,4,cpu,2.0,0,200,0.5,0.4,101\n",
+    expect_read_error("percent.csv",
+                      HEADER "hogwild,4,cpu,1.0,0,100,0.5,0.4,0.97\nhogwild,4,cpu,2.0,0,200,0.5,0.4,101\n",
                       ":3:", "[0, 100]");
-    expect_read_error("backwards.csv", HEADER "hogwild,4,cpu,2.0,0,100,0.5,0.4,50\nhogwild,4,cpu,1.0,0,200,0.5,0.4,60\n",
+    expect_read_error("backwards.csv",
+                      HEADER "hogwild,4,cpu,2.0,0,100,0.5,0.4,50\nhogwild,4,cpu,1.0,0,200,0.5,0.4,60\n",
                       ":3:", "backwards");
     expect_read_error("tworuns.csv", HEADER "hogwild,4,cpu,2.0,0,100,0.5,0.4,50\nhogwild,2,cpu,3.0,0,200,0.5,0.4,60\n",
                       ":3:", "one run");
@@ -288,7 +295,7 @@ Test(compare, nice_axis) {
     expect_axis(0.0013, 0.0087, 5, 0, 0.01, 0.005);
     expect_axis(-3, 7, 7, -4, 8, 2);
     expect_axis(-3, 7, 6, -5, 10, 5);  // 2 would need 7 ticks
-    expect_axis(5, 5, 5, 5, 6, 0.5);  // empty range: widened to one unit
+    expect_axis(5, 5, 5, 5, 6, 0.5);   // empty range: widened to one unit
     hw_axis a = hw_nice_axis(0.3, 0.7, 5);
     cr_expect_eq(a.n_ticks, 5);
     for (int i = 0; i < a.n_ticks; i++) cr_expect_float_eq(hw_axis_tick(&a, i), 0.3 + 0.1 * i, 1e-12);
@@ -310,7 +317,9 @@ static int tags_balanced(const char *svg, char *why, size_t why_cap) {
         if (end[-1] == '/') continue;
         if (closing) {
             if (depth == 0 || strncmp(stack[depth - 1], name, len) != 0 || stack[depth - 1][len] != '\0') {
-                return snprintf(why, why_cap, "</%.*s> closes %s", (int)len, name, depth ? stack[depth - 1] : "nothing"), 0;
+                return snprintf(why, why_cap, "</%.*s> closes %s", (int)len, name,
+                                depth ? stack[depth - 1] : "nothing"),
+                       0;
             }
             depth--;
         } else {
@@ -490,6 +499,8 @@ Test(compare, a_plot_never_replaces_an_input) {
 
 // The trainer's file of a run that diverged: rows, then the row that marks it (test_loss nan).
 // Before diverging it was the fastest to 90%: a ranking would name it.
+// (A file per string, a row per line.)
+// clang-format off
 static const char *diverged_hogwild = HEADER
     "hogwild,2,cpu,0.000,0,0,nan,2.3051,9.82\n"
     "hogwild,2,cpu,0.500,0,20000,0.5000,0.3000,92.00\n"
@@ -501,6 +512,7 @@ static const char *old_diverged_dataparallel = HEADER
     "dataparallel,2,cpu,2.000,1,60000,0.3000,0.1500,95.00\n"
     "dataparallel,2,cpu,4.000,2,120000,-nan,-nan,9.80\n"
     "dataparallel,2,cpu,6.000,3,180000,-nan,-nan,9.80\n";
+// clang-format on
 
 Test(compare, reads_where_a_run_diverged) {
     hw_metrics_table log;
@@ -511,7 +523,8 @@ Test(compare, reads_where_a_run_diverged) {
     cr_expect(isinf(log.diverged_at.train_loss));
     hw_metrics_table_free(&log);
 
-    cr_assert_eq(hw_metrics_table_read(&log, write_file("old.csv", old_diverged_dataparallel)), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_metrics_table_read(&log, write_file("old.csv", old_diverged_dataparallel)), HW_OK, "%s",
+                 hw_error());
     cr_expect(log.diverged);
     cr_expect_eq(log.n_points, 2, "no NaN row is a point");
     cr_expect_eq(log.diverged_at.samples_seen, 120000, "the first NaN row is where it diverged");

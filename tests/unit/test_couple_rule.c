@@ -138,7 +138,8 @@ Test(couple_rule, bfloat16_rounds_to_nearest_even_and_keeps_nan_and_infinity) {
     cr_expect_eq(hw_bf16_from_float(INFINITY), 0x7f80);
     cr_expect(isnan(hw_bf16_to_float(hw_bf16_from_float(NAN))), "a NaN must stay a NaN, not become infinity");
     float tiny = hw_bf16_to_float(hw_bf16_from_float(1e-30f));
-    cr_expect(fabsf(tiny - 1e-30f) <= 1e-30f * 0x1p-8f, "1e-30 (a weight's smallest steps) came back as %g", (double)tiny);
+    cr_expect(fabsf(tiny - 1e-30f) <= 1e-30f * 0x1p-8f, "1e-30 (a weight's smallest steps) came back as %g",
+              (double)tiny);
     for (float x = -3.0f; x < 3.0f; x += 0.0137f) {
         float back = hw_bf16_to_float(hw_bf16_from_float(x));
         cr_expect_leq(fabsf(back - x), fabsf(x) * 0x1p-8f, "%g came back as %g", (double)x, (double)back);

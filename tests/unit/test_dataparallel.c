@@ -16,16 +16,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *small_cnn =
-    "input 1 12 12\n"
-    "conv2d 4 3\n"
-    "maxpool2d 2\n"
-    "relu\n"
-    "flatten\n"
-    "linear 16\n"
-    "relu\n"
-    "linear 10\n"
-    "log_softmax\n";
+static const char *small_cnn = "input 1 12 12\n"
+                               "conv2d 4 3\n"
+                               "maxpool2d 2\n"
+                               "relu\n"
+                               "flatten\n"
+                               "linear 16\n"
+                               "relu\n"
+                               "linear 10\n"
+                               "log_softmax\n";
 
 typedef struct {
     hw_model model;

@@ -99,7 +99,7 @@ Test(image_folder, area_resize_averages_blocks) {
 Test(image_folder, area_resize_non_integer_factor_and_bilinear_enlarge) {
     make_folder("c");
     write_image("c/flat.png", 50, 37, 77);  // 50 x 37 -> 28 x 28 (area) keeps a flat image flat
-    uint8_t px[4] = {0, 200, 0, 200};        // 2 x 2 -> 2 x 4: bilinear between the columns
+    uint8_t px[4] = {0, 200, 0, 200};       // 2 x 2 -> 2 x 4: bilinear between the columns
     char path[1024];
     snprintf(path, sizeof path, "%s/c/grad.png", dir);
     cr_assert(stbi_write_png(path, 2, 2, 1, px, 2));

@@ -49,7 +49,7 @@ Test(loader, prefetch_and_plain_yield_identical_batches_with_a_partial_last) {
     make_pattern_dataset(&ds, 200, 3, 4, 10);
     int64_t idx[N];
     cr_assert_eq(hw_sampler_shard(idx, 200, 2, 1, 3, 5), HW_OK);  // 100 indices ...
-    for (int i = 100; i < N; i++) idx[i] = i;                         // ... and 3 more
+    for (int i = 100; i < N; i++) idx[i] = i;                     // ... and 3 more
     static float xa[N * D], xb[N * D], want[N * D];
     uint8_t ya[N], yb[N], want_y[N];
     int sa[20], sb[20];

@@ -488,8 +488,9 @@ Test(model_frozen, backward_stops_at_the_first_trainable_layer) {
 
 Test(model_frozen, frozen_in_the_model_file) {
     hw_model m;
-    cr_assert_eq(hw_model_parse(&m, "input 1 8 8\nconv2d 2 3 frozen\nrelu\nflatten\nlinear 3\nlog_softmax\n", "f.model"),
-                 HW_OK, "%s", hw_error());
+    cr_assert_eq(
+        hw_model_parse(&m, "input 1 8 8\nconv2d 2 3 frozen\nrelu\nflatten\nlinear 3\nlog_softmax\n", "f.model"), HW_OK,
+        "%s", hw_error());
     cr_expect(m.params[0].frozen && m.params[1].frozen && !m.params[2].frozen && !m.params[3].frozen);
     char *buf = NULL;
     size_t len = 0;

@@ -390,8 +390,15 @@ static void run_forward(const hw_layer *layer, int batch, const float *x, float 
     uint8_t *m = malloc(saved ? saved : 1);
     hw_rng rng;
     hw_rng_seed(&rng, 3, 3);
-    hw_layer_io io = {.batch = batch, .training = training, .in = x, .out = y, .weight = w, .bias = b,
-                      .scratch = s, .saved = m, .rng = &rng};
+    hw_layer_io io = {.batch = batch,
+                      .training = training,
+                      .in = x,
+                      .out = y,
+                      .weight = w,
+                      .bias = b,
+                      .scratch = s,
+                      .saved = m,
+                      .rng = &rng};
     hw_cpu_backend.forward(layer, &io);
     free(s);
     free(m);
@@ -415,7 +422,8 @@ Test(nn_layers, conv2d_matches_direct_convolution) {
         int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
         cr_assert_eq(layer.out_shape.dims[1], oh);
         cr_assert_eq(layer.out_shape.dims[2], ow);
-        size_t nx = (size_t)batch * in_c * h * w, ny = (size_t)batch * out_c * oh * ow, nw = (size_t)out_c * in_c * k * k;
+        size_t nx = (size_t)batch * in_c * h * w, ny = (size_t)batch * out_c * oh * ow,
+               nw = (size_t)out_c * in_c * k * k;
         float *x = floats(nx), *y = floats(ny), *wt = floats(nw), *b = floats(out_c);
         for (size_t i = 0; i < nx; i++) x[i] = hw_rng_normal(&rng);
         for (size_t i = 0; i < nw; i++) wt[i] = hw_rng_normal(&rng);
@@ -436,8 +444,9 @@ Test(nn_layers, conv2d_matches_direct_convolution) {
                                            x[(((size_t)n * in_c + c) * h + ih) * w + iw];
                                 }
                         float got = y[(((size_t)n * out_c + o) * oh + i) * ow + j];
-                        cr_assert(fabs(got - sum) <= 1e-4 * (1 + fabs(sum)), "%s on %dx%dx%d: y[%d][%d][%d][%d] = %g, want %g",
-                                  line, in_c, h, w, n, o, i, j, got, sum);
+                        cr_assert(fabs(got - sum) <= 1e-4 * (1 + fabs(sum)),
+                                  "%s on %dx%dx%d: y[%d][%d][%d][%d] = %g, want %g", line, in_c, h, w, n, o, i, j, got,
+                                  sum);
                     }
         free(x), free(y), free(wt), free(b);
     }
@@ -451,14 +460,19 @@ Test(nn_layers, maxpool2d_matches_direct_pooling) {
         int batch = hw_rng_below(&rng, 3) + 1;
         if (trial < 6) k = stride = 2;  // the vectorised 2x2 paths, with even and odd sizes
         int h = k + (int)hw_rng_below(&rng, 8), w = k + (int)hw_rng_below(&rng, 8);
-        if (trial >= 2 && trial < 6) w = 16 + (int)hw_rng_below(&rng, 11);  // rows of 8 outputs or more: the CPU kernels
-        if (trial >= 6 && trial < 9) w = 8 + (int)hw_rng_below(&rng, 2), h = 4 * (1 + (int)hw_rng_below(&rng, 2));  // rows of 4
+        if (trial >= 2 && trial < 6) {
+            w = 16 + (int)hw_rng_below(&rng, 11);  // rows of 8 outputs or more: the CPU kernels
+        }
+        if (trial >= 6 && trial < 9) {
+            w = 8 + (int)hw_rng_below(&rng, 2), h = 4 * (1 + (int)hw_rng_below(&rng, 2));  // rows of 4
+        }
         if (trial >= 6 && trial < 9) k = stride = 2;
         char line[64];
         snprintf(line, sizeof line, "maxpool2d %d stride=%d", k, stride);
         hw_layer layer;
         hw_shape ps[2];
-        cr_assert_eq(hw_layer_setup(&layer, line, hw_shape_make(3, (int64_t[]){ch, h, w}), ps), HW_OK, "%s", hw_error());
+        cr_assert_eq(hw_layer_setup(&layer, line, hw_shape_make(3, (int64_t[]){ch, h, w}), ps), HW_OK, "%s",
+                     hw_error());
         int oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
         size_t nx = (size_t)batch * ch * h * w, ny = (size_t)batch * ch * oh * ow;
         float *x = floats(nx), *y = floats(ny);
@@ -470,7 +484,9 @@ Test(nn_layers, maxpool2d_matches_direct_pooling) {
                 for (int j = 0; j < ow; j++) {
                     float best = -INFINITY;
                     for (int a = 0; a < k; a++)
-                        for (int b = 0; b < k; b++) best = fmaxf(best, x[((size_t)p * h + i * stride + a) * w + j * stride + b]);
+                        for (int b = 0; b < k; b++) {
+                            best = fmaxf(best, x[((size_t)p * h + i * stride + a) * w + j * stride + b]);
+                        }
                     cr_assert_eq(y[((size_t)p * oh + i) * ow + j], best, "%s on %dx%d", line, h, w);
                 }
         free(x), free(y);
@@ -536,7 +552,7 @@ Test(nn_layers, log_softmax_is_stable_on_huge_logits) {
     cr_assert_eq(hw_model_alloc_weights(&model), HW_OK);
     hw_workspace ws;
     cr_assert_eq(hw_workspace_alloc(&ws, &model, 3, 1), HW_OK);
-    float x[12] = {1e4f, -1e4f, 0.0f, 1e4f,  -1e4f, -1e4f, -1e4f, -1e4f + 1.0f, 3.0f, 1e4f, -1e4f, 2.0f};
+    float x[12] = {1e4f, -1e4f, 0.0f, 1e4f, -1e4f, -1e4f, -1e4f, -1e4f + 1.0f, 3.0f, 1e4f, -1e4f, 2.0f};
     uint8_t labels[3] = {0, 3, 2};
     float loss = hw_cpu_forward(&model, &ws, x, labels, 3, 1);
     cr_assert(isfinite(loss), "loss %g", loss);
@@ -620,11 +636,13 @@ Test(nn_layers, setup_sets_the_kind_and_named_sizes) {
     cr_assert_eq(hw_layer_setup(&L, "maxpool2d 3 stride=2", hw_shape_make(3, (int64_t[]){4, 9, 8}), params), HW_OK);
     const hw_maxpool2d_dims *p = &L.dims.maxpool2d;
     cr_expect_eq(L.kind, HW_MAXPOOL2D);
-    cr_expect(p->c == 4 && p->k == 3 && p->stride == 2 && p->in_h == 9 && p->in_w == 8 && p->out_h == 4 && p->out_w == 3);
+    cr_expect(p->c == 4 && p->k == 3 && p->stride == 2 && p->in_h == 9 && p->in_w == 8 && p->out_h == 4 &&
+              p->out_w == 3);
     cr_assert_eq(hw_layer_setup(&L, "linear 5", hw_shape_make(1, (int64_t[]){12}), params), HW_OK);
     cr_expect(L.kind == HW_LINEAR && L.dims.linear.in == 12 && L.dims.linear.out == 5);
     cr_assert_eq(hw_layer_setup(&L, "dropout2d 0.25", hw_shape_make(3, (int64_t[]){4, 3, 5}), params), HW_OK);
-    cr_expect(L.kind == HW_DROPOUT2D && L.dims.dropout.p == 0.25f && L.dims.dropout.c == 4 && L.dims.dropout.plane == 15);
+    cr_expect(L.kind == HW_DROPOUT2D && L.dims.dropout.p == 0.25f && L.dims.dropout.c == 4 &&
+              L.dims.dropout.plane == 15);
     cr_assert_eq(hw_layer_setup(&L, "dropout", hw_shape_make(1, (int64_t[]){12}), params), HW_OK);
     cr_expect(L.kind == HW_DROPOUT && L.dims.dropout.p == 0.5f && L.dims.dropout.c == 1 && L.dims.dropout.plane == 12);
 }
@@ -770,7 +788,7 @@ static double max_rel(const float *got, const double *want, size_t n) {
 static void conv_stays_in_bounds(const char *path, const nn_kernels *table) {
     static const int shapes[][5] = {
         // in_c, out_c, k, out_h, out_w
-        {1, 21, 1, 1, 8}, {1, 100, 1, 1, 8}, {1, 100, 3, 2, 8}, {3, 21, 2, 2, 8}, {17, 100, 7, 3, 24},
+        {1, 21, 1, 1, 8}, {1, 100, 1, 1, 8}, {1, 100, 3, 2, 8}, {3, 21, 2, 2, 8},   {17, 100, 7, 3, 24},
         {1, 1, 1, 1, 8},  {1, 5, 5, 3, 16},  {3, 6, 3, 2, 24},  {17, 21, 1, 1, 32}, {2, 64, 5, 1, 16},
     };
     static const int batches[] = {1, 3};
@@ -782,8 +800,8 @@ static void conv_stays_in_bounds(const char *path, const nn_kernels *table) {
             snprintf(line, sizeof line, "conv2d %d %d", out_c, k);
             hw_layer L;
             hw_shape params[HW_LAYER_MAX_PARAMS];
-            cr_assert_eq(hw_layer_setup(&L, line, hw_shape_make(3, (int64_t[]){in_c, in_h, in_w}), params), HW_OK,
-                         "%s", hw_error());
+            cr_assert_eq(hw_layer_setup(&L, line, hw_shape_make(3, (int64_t[]){in_c, in_h, in_w}), params), HW_OK, "%s",
+                         hw_error());
             cr_assert_eq(L.type->saved_bytes(&L, batch), 0, "%s: does not take the kernels", line);
             const size_t n_in = (size_t)batch * in_c * in_h * in_w, n = (size_t)out_h * out_w;
             const size_t n_out = (size_t)batch * out_c * n, taps = (size_t)in_c * k * k, n_w = out_c * taps;
@@ -806,14 +824,22 @@ static void conv_stays_in_bounds(const char *path, const nn_kernels *table) {
                 table->conv_backward_weight(dw, db, scratch, x, dy, d, batch);
                 table->conv_backward_input(dx, scratch, dy, w, d, batch);
             } else {
-                hw_layer_io io = {.batch = batch, .training = 1, .in = x, .out = y, .weight = w, .bias = b,
-                                  .scratch = scratch, .rng = &rng};
+                hw_layer_io io = {.batch = batch,
+                                  .training = 1,
+                                  .in = x,
+                                  .out = y,
+                                  .weight = w,
+                                  .bias = b,
+                                  .scratch = scratch,
+                                  .rng = &rng};
                 hw_cpu_backend.forward(&L, &io);
                 io.dout = dy, io.din = dx, io.dweight = dw, io.dbias = db;
                 hw_cpu_backend.backward(&L, &io);
             }
-            cr_expect(guard_intact(scratch, n_scratch), "%s kernels, %s on %dx%dx%d, batch %d: wrote past the %zu "
-                      "floats of scratch", path, line, in_c, in_h, in_w, batch, n_scratch);
+            cr_expect(guard_intact(scratch, n_scratch),
+                      "%s kernels, %s on %dx%dx%d, batch %d: wrote past the %zu "
+                      "floats of scratch",
+                      path, line, in_c, in_h, in_w, batch, n_scratch);
             cr_expect(guard_intact(y, n_out) && guard_intact(dx, n_in) && guard_intact(dw, n_w) &&
                           guard_intact(db, (size_t)out_c),
                       "%s kernels, %s: wrote past an output", path, line);
@@ -840,7 +866,8 @@ static void conv_stays_in_bounds(const char *path, const nn_kernels *table) {
                            max_rel(db, rdb, (size_t)out_c)};
             cr_expect(e[0] < 1e-5 && e[1] < 1e-5 && e[2] < 1e-5 && e[3] < 1e-5,
                       "%s kernels, %s on %dx%dx%d, batch %d: off a plain sum by %.3g (forward), %.3g (input), "
-                      "%.3g (weight), %.3g (bias)", path, line, in_c, in_h, in_w, batch, e[0], e[1], e[2], e[3]);
+                      "%.3g (weight), %.3g (bias)",
+                      path, line, in_c, in_h, in_w, batch, e[0], e[1], e[2], e[3]);
             free(ry), free(rdx), free(rdw), free(rdb);
             free(x), free(w), free(b), free(dy), free(y), free(scratch), free(dx), free(dw), free(db);
         }
@@ -900,7 +927,8 @@ Test(nn_kernels, avx512_tiles_on_avx2_match_the_baseline) {
         static const char *const what[4] = {"forward", "input gradient", "weight gradient", "bias gradient"};
         for (int t = 0; t < 4; t++) {
             double e = rel_err(out[0][t], out[1][t], sizes[t]);
-            cr_expect_lt(e, 1e-5, "%s, %s, batch %d: %s off the baseline's by %g", tiles->name, line, batch, what[t], e);
+            cr_expect_lt(e, 1e-5, "%s, %s, batch %d: %s off the baseline's by %g", tiles->name, line, batch, what[t],
+                         e);
             // Against the AVX2 copy (FMA, 8-float vectors, other tiles): forward and the weight and
             // bias gradients sum each output in the same order whatever the tiles, so their bits
             // are the same; the input gradient adds a tile's taps into dx in the tile's order.

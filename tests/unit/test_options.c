@@ -43,8 +43,8 @@ Test(options, defaults_are_pytorchs_mnist_hogwild) {
 Test(options, values_land_in_their_fields) {
     hw_train_config c;
     cli_parsed p;
-    const char *argv[] = {"hogwild", "--workers", "4", "--lr=0.5", "--seed", "7", "--quiet", "--eval-every", "100",
-                          "--sync-every", "300", "--save", "x.safetensors", NULL};
+    const char *argv[] = {"hogwild", "--workers",    "4",   "--lr=0.5", "--seed",        "7", "--quiet", "--eval-every",
+                          "100",     "--sync-every", "300", "--save",   "x.safetensors", NULL};
     cr_assert_eq(parse(&c, &p, argv), HW_EXIT_OK, "%s", p.error);
     cr_expect_eq(c.workers, 4);
     cr_expect_eq(c.lr, 0.5f);

@@ -38,8 +38,8 @@ static void check_refused(float bad_value) {
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     config.save_path = path;
     hw_train_inputs in = {0};
-    cr_assert_eq(hw_model_parse(&in.model, "input 1 4 4\nflatten\nlinear 10\nlog_softmax\n", "t.model"), HW_OK,
-                 "%s", hw_error());
+    cr_assert_eq(hw_model_parse(&in.model, "input 1 4 4\nflatten\nlinear 10\nlog_softmax\n", "t.model"), HW_OK, "%s",
+                 hw_error());
     cr_assert_eq(hw_model_alloc_weights(&in.model), HW_OK);
     hw_model_init_weights(&in.model, 3);
     hw_train_outputs log = {.config = &config, .in = &in};

@@ -162,8 +162,8 @@ Test(shm, a_small_dev_shm_fails_at_open_not_with_sigbus) {
 enum { BOARD_WORKERS = 4 };
 
 typedef struct {
-    _Atomic int go;                    // set by the parent after the fork
-    _Atomic int slot[BOARD_WORKERS];   // slot r is written by worker r only
+    _Atomic int go;                   // set by the parent after the fork
+    _Atomic int slot[BOARD_WORKERS];  // slot r is written by worker r only
     _Atomic int seen_all[BOARD_WORKERS];
 } board;
 
@@ -200,7 +200,8 @@ Test(shm, writes_are_seen_by_the_parent_and_every_worker, .timeout = 60) {
         char why[1200];
         cr_expect_eq(st, HW_JOIN_DONE, "%s: %s", both_strategies[k], hw_spawn_describe_failure(&ctx, why, sizeof why));
         for (int r = 0; r < BOARD_WORKERS; r++) {
-            cr_expect_eq(atomic_load(&b->slot[r]), 100 + r, "%s: the parent sees worker %d's write", both_strategies[k], r);
+            cr_expect_eq(atomic_load(&b->slot[r]), 100 + r, "%s: the parent sees worker %d's write", both_strategies[k],
+                         r);
             cr_expect_eq(atomic_load(&b->seen_all[r]), 1, "%s: worker %d saw all writes", both_strategies[k], r);
         }
         hw_spawn_free(&ctx);

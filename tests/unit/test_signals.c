@@ -77,8 +77,8 @@ Test(signals, death_handler_dies_of_the_signal, .signal = SIGTERM) {
 // Issue 21, case 11: SIGQUIT, SIGUSR1, SIGALRM, SIGSEGV, SIGABRT (every signal whose default is
 // death) left the file_system names; the handler now covers them all, the real-time ones too.
 Test(signals, death_handlers_cover_every_deadly_signal) {
-    const int deadly[] = {SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGSYS,
-                          SIGXCPU, SIGPROF, SIGRTMIN, SIGRTMAX};
+    const int deadly[] = {SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGSEGV, SIGABRT,  SIGBUS,
+                          SIGFPE,  SIGILL,  SIGSYS,  SIGXCPU, SIGPROF, SIGRTMIN, SIGRTMAX};
     for (size_t i = 0; i < sizeof deadly / sizeof deadly[0]; i++) set_action(deadly[i], SIG_DFL);
     set_action(SIGCHLD, SIG_DFL);
     hw_signals_cleanup_on_death();

@@ -30,9 +30,9 @@ enum { MAX_TEST_WORKERS = 64 };
 
 // Shared between the test and its workers (default strategy: memfd).
 typedef struct {
-    _Atomic int ready;                       // workers that reached their main loop
+    _Atomic int ready;  // workers that reached their main loop
     _Atomic int slot[MAX_TEST_WORKERS];
-    _Atomic long long failed_at_ns;          // CLOCK_MONOTONIC when the failing worker gave up
+    _Atomic long long failed_at_ns;  // CLOCK_MONOTONIC when the failing worker gave up
     int nprocs;
     int failing_rank;
 } board;
@@ -206,7 +206,8 @@ Test(spawn, worker_abort_is_reported_as_sigabrt, .timeout = 60) {
     cr_expect_eq(ctx.failed_signal, SIGABRT);
     cr_expect_eq(ctx.failed_exit_code, -1);
     char why[1200];
-    cr_expect_str_eq(hw_spawn_describe_failure(&ctx, why, sizeof why), "worker 1 was killed by signal SIGABRT (Aborted)");
+    cr_expect_str_eq(hw_spawn_describe_failure(&ctx, why, sizeof why),
+                     "worker 1 was killed by signal SIGABRT (Aborted)");
     expect_all_reaped(&ctx);
     hw_spawn_free(&ctx);
     hw_shm_close(&shm);
@@ -333,7 +334,7 @@ Test(spawn, a_second_signal_ends_a_stuck_parent_at_once, .timeout = 60) {
         hw_spawn_ctx ctx;
         if (hw_spawn(&ctx, worker_hang, b, 2) != HW_OK) _exit(90);
         while (atomic_load(&b->ready) < 2) usleep(1000);
-        kill(getpid(), SIGINT);  // recorded: the parent goes on, to save and stop
+        kill(getpid(), SIGINT);                      // recorded: the parent goes on, to save and stop
         for (int i = 0; i < 100; i++) usleep(1000);  // ... but it is stuck and never joins
         kill(getpid(), SIGTERM);
         for (int i = 0; i < 10; i++) sleep(1);
@@ -506,7 +507,8 @@ Test(spawn, worker_failure_exit_leaves_no_shm_name, .timeout = 60) {
     cr_expect(shm_name_exists(name), "%s exists during the run", name);
     cr_assert_eq(write(run.to_run, "g", 1), 1);
     int status = wait_run(&run, 30);
-    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 1, "the run saw the crash and exited 1 (status 0x%x)", status);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 1, "the run saw the crash and exited 1 (status 0x%x)",
+              status);
     cr_expect_eq(count_shm_names_of(run.pid), 0);
 }
 
@@ -521,7 +523,8 @@ static void check_parent_signal(int sig, int whole_group) {
     run_proc run = start_run(whole_group ? run_until_signalled_in_own_group : run_until_signalled);
     char name[64];
     pid_t workers[RUN_WORKERS];
-    int got = read_within(run.from_run, name, sizeof name, 10) && read_within(run.from_run, workers, sizeof workers, 10);
+    int got =
+        read_within(run.from_run, name, sizeof name, 10) && read_within(run.from_run, workers, sizeof workers, 10);
     if (!got) kill(run.pid, SIGKILL);
     cr_assert(got, "the run reported its shm name and workers");
     cr_expect(shm_name_exists(name), "%s exists before the signal", name);
@@ -555,7 +558,8 @@ Test(spawn, parent_sigkill_takes_the_workers_along, .timeout = 60) {
     run_proc run = start_run(run_until_signalled);
     char name[64];
     pid_t workers[RUN_WORKERS];
-    int got = read_within(run.from_run, name, sizeof name, 10) && read_within(run.from_run, workers, sizeof workers, 10);
+    int got =
+        read_within(run.from_run, name, sizeof name, 10) && read_within(run.from_run, workers, sizeof workers, 10);
     if (!got) kill(run.pid, SIGKILL);
     cr_assert(got, "the run reported its shm name and workers");
     for (int r = 0; r < RUN_WORKERS; r++) cr_expect_eq(kill(workers[r], 0), 0, "worker %d runs before the kill", r);

@@ -93,7 +93,9 @@ int comm_mpi_wait(MPI_Request *requests, int n, double timeout_s, int leave_on_s
         int code = MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE);
         if (code != MPI_SUCCESS) return comm_mpi_failed(code, what);
         if (done) return HW_OK;
-        if (leave_on_stop && hw_stop_signal()) return hw_fail("%s: interrupted by %s", what, hw_stop_signal_name(hw_stop_signal()));
+        if (leave_on_stop && hw_stop_signal()) {
+            return hw_fail("%s: interrupted by %s", what, hw_stop_signal_name(hw_stop_signal()));
+        }
         clock_gettime(CLOCK_MONOTONIC, &now);
         double waited = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) * 1e-9;
         if (timeout_s > 0 && waited > timeout_s) {

@@ -41,13 +41,13 @@ enum { COUNT_SAMPLES, COUNT_LOSS_SUM, COUNT_AT_BARRIER, N_COUNTS };
 enum { RANK_SAMPLES, RANK_STATE, PER_RANK };
 
 struct hw_couple {
-    float *live;                 // the node's shared weights, written by its workers
-    float *agreed;               // the weights every rank agreed on at the last completed round
-    float *send;                 // the round in flight: this node's change, as it went ...
-    float *sum;                  // ... and its sum over the ranks
+    float *live;                     // the node's shared weights, written by its workers
+    float *agreed;                   // the weights every rank agreed on at the last completed round
+    float *send;                     // the round in flight: this node's change, as it went ...
+    float *sum;                      // ... and its sum over the ranks
     uint16_t *send_wire, *sum_wire;  // the same two in bfloat16, as MPI carries them
-    MPI_Op wire_sum;             // hw_couple_wire_add as an MPI reduction
-    float *velocity;             // the rule's state (hw_couple_rule_apply), the same on every rank
+    MPI_Op wire_sum;                 // hw_couple_wire_add as an MPI reduction
+    float *velocity;                 // the rule's state (hw_couple_rule_apply), the same on every rank
     size_t n;
     hw_couple_plan plan;
     hw_world world;
@@ -56,20 +56,20 @@ struct hw_couple {
     // While this node waits at the barrier: when each rank was last seen making progress.
     int64_t *rank_samples;
     double *rank_progress;
-    double last_landed;          // when the last round's sum landed
+    double last_landed;  // when the last round's sum landed
     MPI_Request request[2];
     int in_flight;
-    double round_started;        // when the round in flight took its change
-    int64_t round_samples;       // this node's samples when it did
-    int64_t last_samples;        // at the start of the last round
-    double last_start;           // the start of the last round
-    int all_at_barrier;          // the last completed round had every rank at the epoch barrier
+    double round_started;   // when the round in flight took its change
+    int64_t round_samples;  // this node's samples when it did
+    int64_t last_samples;   // at the start of the last round
+    double last_start;      // the start of the last round
+    int all_at_barrier;     // the last completed round had every rank at the epoch barrier
     hw_couple_view view;
     // The report.
     int64_t rounds;
-    double flight_sum, flight_max;   // seconds from a round's change to its sum landing
-    double busy;                     // seconds in comm_mpi_couple_poll: the watch loop's cost of coupling ...
-    double busy_cpu;                 // ... and its thread's CPU time in it (the rest: waiting for a core)
+    double flight_sum, flight_max;  // seconds from a round's change to its sum landing
+    double busy;                    // seconds in comm_mpi_couple_poll: the watch loop's cost of coupling ...
+    double busy_cpu;                // ... and its thread's CPU time in it (the rest: waiting for a core)
     double opened;
 };
 
@@ -134,8 +134,8 @@ static int round_start(hw_couple *c, int state, int64_t samples, double loss_sum
     double *mine = c->count_send + N_COUNTS + PER_RANK * c->world.rank;
     mine[RANK_SAMPLES] = (double)samples;
     mine[RANK_STATE] = state;
-    int code = MPI_Iallreduce(c->send_wire, c->sum_wire, (int)c->n, MPI_UINT16_T, c->wire_sum, MPI_COMM_WORLD,
-                              &c->request[0]);
+    int code =
+        MPI_Iallreduce(c->send_wire, c->sum_wire, (int)c->n, MPI_UINT16_T, c->wire_sum, MPI_COMM_WORLD, &c->request[0]);
     if (code == MPI_SUCCESS) {
         code = MPI_Iallreduce(c->count_send, c->count_sum, c->n_counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
                               &c->request[1]);
@@ -215,8 +215,8 @@ int comm_mpi_couple_poll(hw_couple *c, int state, int64_t samples, double loss_s
         // evaluates, and an evaluation begun just before that round landed once started a round
         // here that met the others' weights check: mismatched collectives, a rank's stack
         // overwritten by the round's floats, SIGSEGV.)
-        int due = c->all_at_barrier ? 0
-                  : at_barrier      ? 1
+        int due = c->all_at_barrier           ? 0
+                  : at_barrier                ? 1
                   : c->plan.every_samples > 0 ? samples - c->last_samples >= c->plan.every_samples
                                               : (entered - c->last_start) * 1000 >= c->plan.every_ms;
         if (due) status = round_start(c, state, samples, loss_sum, now_seconds());

@@ -46,7 +46,8 @@ int comm_mpi_watchdog(double seconds, const char *message) {
         memset(&event, 0, sizeof event);
         event.sigev_notify = SIGEV_SIGNAL;
         event.sigev_signo = SIGRTMIN + 1;
-        if (sigaction(SIGRTMIN + 1, &action, NULL) != 0 || timer_create(CLOCK_MONOTONIC, &event, &watchdog_timer) != 0) {
+        if (sigaction(SIGRTMIN + 1, &action, NULL) != 0 ||
+            timer_create(CLOCK_MONOTONIC, &event, &watchdog_timer) != 0) {
             return hw_fail("the --sync-timeout timer: %s", strerror(errno));
         }
         watchdog_made = 1;
@@ -56,7 +57,9 @@ int comm_mpi_watchdog(double seconds, const char *message) {
     memset(&when, 0, sizeof when);
     when.it_value.tv_sec = (time_t)seconds;
     when.it_value.tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9);
-    if (timer_settime(watchdog_timer, 0, &when, NULL) != 0) return hw_fail("the --sync-timeout timer: %s", strerror(errno));
+    if (timer_settime(watchdog_timer, 0, &when, NULL) != 0) {
+        return hw_fail("the --sync-timeout timer: %s", strerror(errno));
+    }
     return HW_OK;
 }
 

@@ -52,26 +52,26 @@
 
 typedef struct {
     int replicas;
-    hw_cuda_runner **runner;    // runner[k]: replica k
-    int *devices;               // devices[k]: its CUDA ordinal
-    float **grads;              // grads[k]: its device gradient buffer
-    hw_cuda_stream *streams;    // streams[k]: its compute stream
+    hw_cuda_runner **runner;  // runner[k]: replica k
+    int *devices;             // devices[k]: its CUDA ordinal
+    float **grads;            // grads[k]: its device gradient buffer
+    hw_cuda_stream *streams;  // streams[k]: its compute stream
     hw_cuda_allreduce *reduce;
     size_t n_weights;
-    size_t sample_bytes;        // one uint8 sample
-    uint8_t *x, *y;             // a gathered batch, host memory
+    size_t sample_bytes;  // one uint8 sample
+    uint8_t *x, *y;       // a gathered batch, host memory
     // This epoch, for dataparallel_loop.c:
     const hw_train_config *config;
     const hw_dataset *train;
-    const int64_t *order;       // the epoch's sample order
+    const int64_t *order;  // the epoch's sample order
     int64_t n;
-    int64_t pos;                // the next sample of `order` to queue
-    int queued;                 // samples of the batch queued on the copy streams, 0 when none
-    float *host_weights;        // the model's host buffer, for snapshots
+    int64_t pos;          // the next sample of `order` to queue
+    int queued;           // samples of the batch queued on the copy streams, 0 when none
+    float *host_weights;  // the model's host buffer, for snapshots
     // Across ranks (world.size > 1); in one process world is rank 0 of 1 and ranks NULL.
     hw_world world;
-    hw_cuda_ranks *ranks;       // NCCL across the ranks, on replica 0's GPU
-    int stop_agreed;            // the stop signal some rank saw, agreed at the last step
+    hw_cuda_ranks *ranks;  // NCCL across the ranks, on replica 0's GPU
+    int stop_agreed;       // the stop signal some rank saw, agreed at the last step
     int64_t steps;
 } gpu_team;
 
@@ -195,8 +195,8 @@ static int team_queue(gpu_team *team, const hw_dataset *ds, const int64_t *order
         int offset, count;
         hw_dp_chunk(rank_count, team->replicas, k, &offset, &count);
         if (count == 0) continue;  // forward skips this replica for this batch too
-        if (hw_cuda_runner_upload_u8(team->runner[k], team->x + (size_t)offset * team->sample_bytes,
-                                     team->y + offset, count) != HW_OK) {
+        if (hw_cuda_runner_upload_u8(team->runner[k], team->x + (size_t)offset * team->sample_bytes, team->y + offset,
+                                     count) != HW_OK) {
             hw_error_prefix("replica %d", k);
             return -1;
         }
@@ -308,7 +308,9 @@ static int gpu_step(gpu_team *team, float *loss, int *diverged) {
 }
 
 // The stop signal the loop obeys: across ranks the one agreed at the last step (ranks_agree).
-static int gpu_stop(const gpu_team *team) { return team->config->world.size > 1 ? team->stop_agreed : hw_stop_signal(); }
+static int gpu_stop(const gpu_team *team) {
+    return team->config->world.size > 1 ? team->stop_agreed : hw_stop_signal();
+}
 
 static void gpu_end_epoch(gpu_team *team) { team->queued = 0; }
 

@@ -96,8 +96,8 @@ static int graphs_wanted(void) {
 
 // Gathers the batch at shard[*pos ...] and queues it on the runner; the number of samples, 0 when
 // the shard is used up, -1 on error.
-static int queue_batch(hw_cuda_runner *runner, const hw_dataset *ds, const int64_t *shard, int64_t count,
-                       int64_t *pos, int batch_size, uint8_t *x, uint8_t *y) {
+static int queue_batch(hw_cuda_runner *runner, const hw_dataset *ds, const int64_t *shard, int64_t count, int64_t *pos,
+                       int batch_size, uint8_t *x, uint8_t *y) {
     if (*pos >= count) return 0;
     int batch = (int)(count - *pos < batch_size ? count - *pos : batch_size);
     batch_gather_u8(ds, shard + *pos, batch, x, y);
@@ -139,7 +139,9 @@ static int train_shard(int rank, gpu_job *job, hw_cuda_runner *runner, int64_t *
                 if (hw_cuda_runner_train_loss_sum(runner, &loss_sum) != HW_OK) return HW_ERR;
                 // The mean loss of the batches since the last report: the one the rule judges.
                 double window = 0;
-                if (samples > reported_samples) window = (loss_sum - reported_sum) / (double)(samples - reported_samples);
+                if (samples > reported_samples) {
+                    window = (loss_sum - reported_sum) / (double)(samples - reported_samples);
+                }
                 if (!isfinite(loss_sum) || hw_loss_diverged(window)) {
                     // Diverged within these batches: the parent ends the run naming this worker.
                     // Their samples were trained (their steps are in the weights): they count.
@@ -220,8 +222,8 @@ static int gpu_worker(int rank, void *arg) {
 
 // The parent's side of the GPU: the shared weights, a stream and a pinned buffer to copy them out.
 typedef struct {
-    float *weights;       // device, exported to the workers
-    float *host;          // pinned, n_weights floats
+    float *weights;  // device, exported to the workers
+    float *host;     // pinned, n_weights floats
     hw_cuda_stream stream;
     size_t bytes;
 } gpu_parent;
@@ -308,11 +310,11 @@ static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_j
         status = fail_setup(&spawn);
     } else {
         hogwild_watch watch = {.config = config,
-                                  .control = job->control,
-                                  .n_train = in->train.n,
-                                  .first_epoch = job->first_epoch,
-                                  .snapshot = snapshot_device_weights,
-                                  .snapshot_ctx = &dev};
+                               .control = job->control,
+                               .n_train = in->train.n,
+                               .first_epoch = job->first_epoch,
+                               .snapshot = snapshot_device_weights,
+                               .snapshot_ctx = &dev};
         status = hw_hogwild_watch_run(&watch, &spawn, log, result);
     }
     hw_spawn_free(&spawn);
