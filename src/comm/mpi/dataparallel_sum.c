@@ -1,6 +1,6 @@
 // reduce: DataParallel across ranks (include/hw/comm.h): the sum of the gradients over the
 // ranks, and the check that every rank holds the same weights.
-#include <mpi.h>  // before comm_mpi.h, for comm_mpi_wait
+#include <mpi.h>  // before mpi_side.h, for comm_mpi_wait
 
 #include "hw/comm.h"
 

@@ -7,7 +7,7 @@
 // a round that never came. Every rank sends all of its settings (MPI_Iallgather: a few KiB), so
 // every rank sees every value and fails at the same setting with the same message, and no rank
 // is left waiting in a collective.
-#include <mpi.h>  // before comm_mpi.h, for comm_mpi_wait
+#include <mpi.h>  // before mpi_side.h, for comm_mpi_wait
 
 #include "hw/comm.h"
 
