@@ -60,8 +60,7 @@ int hw_same_file(const char *a, const char *b) {
     return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-// The folder part of `path` ("." when it has none).
-static void folder_of(const char *path, char *buf, size_t cap) {
+void hw_path_folder(const char *path, char *buf, size_t cap) {
     const char *slash = strrchr(path, '/');
     if (!slash) {
         snprintf(buf, cap, ".");
@@ -97,7 +96,7 @@ static int is_immutable(const char *path) {
 int hw_output_check(const char *flag, const char *path, int by_rename) {
     if (!path || !*path) return hw_fail("%s needs a file name, got an empty one", flag);
     char folder[PATH_MAX], probe[PATH_MAX];
-    folder_of(path, folder, sizeof folder);
+    hw_path_folder(path, folder, sizeof folder);
     struct stat st, dir;
     int exists = stat(path, &st) == 0;
     if (!exists && errno != ENOENT) return hw_fail_errno(errno, "%s: cannot use '%s'", flag, path);

@@ -26,6 +26,8 @@ FILE *hw_fopen_regular(const char *path, const char *what, uint64_t max_bytes, u
 // Whether a and b name the same existing file (device and inode, links followed), so that other
 // spellings of a path, and symbolic links, are caught. 0 when either is NULL or does not exist.
 int hw_same_file(const char *a, const char *b);
+// The folder part of `path` into buf ("." when it has none, "/" for a file at the root).
+void hw_path_folder(const char *path, char *buf, size_t cap);
 // Checks, before any work, that `path` (given by `flag`, for messages) can be written: a name that
 // is not empty, not a folder or special file, in an existing folder that takes a new file of the
 // longest name the writer makes there (`path` + ".tmp.<pid>", the checkpoint's temporary file),

@@ -18,18 +18,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-// The folder part of `path` ("." when it has none).
-static void folder_of(const char *path, char *buf, size_t cap) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) {
-        snprintf(buf, cap, ".");
-    } else if (slash == path) {
-        snprintf(buf, cap, "/");
-    } else {
-        snprintf(buf, cap, "%.*s", (int)(slash - path), path);
-    }
-}
-
 // Whether the folder `dir` is `root` or inside it (both resolved with realpath).
 static int folder_within(const char *dir, const char *root) {
     char real_dir[PATH_MAX], real_root[PATH_MAX];
@@ -58,7 +46,7 @@ static int check_not_an_input(const char *flag, const char *path, const hw_train
         }
     }
     char folder[PATH_MAX];
-    folder_of(path, folder, sizeof folder);
+    hw_path_folder(path, folder, sizeof folder);
     const char *const image_folders[] = {"train", "test"};
     for (int i = 0; i < 2; i++) {
         snprintf(candidate, sizeof candidate, "%s/%s", config->data_dir, image_folders[i]);
