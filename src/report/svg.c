@@ -80,6 +80,16 @@ void svg_put_legend_text(FILE *out, double x, double y, const hw_metrics_table *
 
 // Text content or attribute value: XML-escaped; control bytes and invalid UTF-8 (from file names)
 // become '?', so that the document stays well-formed.
+void svg_begin(FILE *out, int width, int height, const char *title) {
+    fprintf(out,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+            "font-family=\"DejaVu Sans, Arial, Helvetica, sans-serif\" font-size=\"12\">\n",
+            width, height, width, height);
+    fprintf(out, "<title>");
+    svg_put_text(out, title);
+    fprintf(out, "</title>\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+}
+
 void svg_put_text(FILE *out, const char *text) {
     const unsigned char *s = (const unsigned char *)text;
     while (*s) {

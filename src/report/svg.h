@@ -19,6 +19,9 @@ void svg_format_tick(double v, double step, double axis_max, int suffix, char *b
 // Text content or attribute value: XML-escaped; control bytes and invalid UTF-8 (from file names)
 // become '?', so that the document stays well-formed.
 void svg_put_text(FILE *out, const char *text);
+// The document's start: the <svg> element of width x height, its <title> (escaped) and a white
+// background. The caller ends it with "</svg>".
+void svg_begin(FILE *out, int width, int height, const char *title);
 // A legend row's text at (x, y): the run's label, "diverged after N samples" for a diverged run,
 // and its file in grey.
 void svg_put_legend_text(FILE *out, double x, double y, const hw_metrics_table *run);

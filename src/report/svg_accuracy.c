@@ -148,13 +148,10 @@ int hw_compare_plot_svg(FILE *out, const hw_metrics_table *runs, int n_runs, dou
     };
     const int height = LEGEND_TOP + n_runs * LEGEND_ROW + 16;
 
-    fprintf(out,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-            "font-family=\"DejaVu Sans, Arial, Helvetica, sans-serif\" font-size=\"12\">\n",
-            SVG_W, height, SVG_W, height);
-    fprintf(out, "<title>hogwild compare: test accuracy of %d run%s, target %g%%</title>\n", n_runs,
-            n_runs == 1 ? "" : "s", target);
-    fprintf(out, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    char title[128];
+    snprintf(title, sizeof title, "hogwild compare: test accuracy of %d run%s, target %g%%", n_runs,
+             n_runs == 1 ? "" : "s", target);
+    svg_begin(out, SVG_W, height, title);
     for (int k = 0; k < 2; k++) put_panel(out, &panels[k], k, runs, n_runs, target);
 
     // The legend, one row per run, under both panels.

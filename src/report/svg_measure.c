@@ -158,13 +158,10 @@ int hw_compare_plot_measure_svg(FILE *out, const hw_metrics_table *runs, int n_r
     int n_measured = 0;
     for (int r = 0; r < n_runs; r++) n_measured += runs[r].measure.present;
     const int height = LEGEND_TOP + n_measured * LEGEND_ROW + 16;
-    fprintf(out,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-            "font-family=\"DejaVu Sans, Arial, Helvetica, sans-serif\" font-size=\"12\">\n",
-            SVG_W, height, SVG_W, height);
-    fprintf(out, "<title>hogwild compare: staleness and lost updates of %d measured run%s</title>\n", n_measured,
-            n_measured == 1 ? "" : "s");
-    fprintf(out, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    char title[128];
+    snprintf(title, sizeof title, "hogwild compare: staleness and lost updates of %d measured run%s", n_measured,
+             n_measured == 1 ? "" : "s");
+    svg_begin(out, SVG_W, height, title);
     put_histograms(out, runs, n_runs);
     if (put_lost(out, runs, n_runs) != HW_OK) return HW_ERR;
     fprintf(out, "<g>\n");
