@@ -8,7 +8,9 @@ circle or such a call.
     python3 tests/tools/callgraph.py build --check         # make layout-check: no circle, rooms in order
     python3 tests/tools/callgraph.py build --summary       # counts only
 
-Objects are build/**/*.o except the tests' (build/tests/); a .cu.o counts as its .cu file.
+Objects are build/**/*.o except the tests' (build/tests/); a .cu.o counts as its .cu file. An
+object whose source is no longer in src/ (left in an older build folder by a file since moved or
+renamed) is not part of the build and is passed over. Run from the repository root.
 
 The rooms of src/ (docs/ARCHITECTURE.md, "Layout"), in order: a file calls only files of its own
 room or of rooms before it. A plugin (src/cuda/, src/comm/mpi/) is reached from the rooms before
@@ -107,6 +109,8 @@ def main():
     defs, uses = {}, {}
     for obj in objects(build):
         name = source_name(build, obj)
+        if not os.path.exists(os.path.join("src", name)):
+            continue
         defs[name], uses[name] = symbols(obj)
     owner = {}
     for name, ds in defs.items():
