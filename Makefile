@@ -221,6 +221,12 @@ $(BUILD)/bench_%: bench/%.c $(LIB) $(TEST_GPU) $(wildcard include/hw/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(TEST_GPU) $(LIB) -o $@ $(LDLIBS) $(CUDA_LIBS)
 
+# LeNet's convolution GEMMs and reductions at the trainer's shapes, each variant timed on cuda:0
+# (a standalone CUDA program: only nvcc and cuBLAS; see its header).
+$(BUILD)/bench_gpu_shapes: bench/gpu_shapes.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) $< -o $@ -lcublas
+
 # The IDX reader fed a few thousand damaged files, built with ASan + UBSan (any report fails).
 # err, file, rng and the temporary-file table (proc/shm, with proc/signals and proc/procfs under
 # it) come uninstrumented from the normal build.

@@ -107,6 +107,10 @@ void hw_cublas_destroy(hw_cublas handle);
 // Row-major C[m,n] = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T (trans_x != 0), all
 // matrices dense: A is [m,k] (or [k,m] transposed), B is [k,n] (or [n,k]). Wraps the column-major
 // cublasSgemm by computing C^T = op(B)^T op(A)^T. Asynchronous on the handle's stream.
+// Row-major partial[s][m, n] = a[m, chunk s of k] b[n, chunk s of k]^T for s < splits (k a multiple
+// of splits): one strided-batched cuBLAS call; the caller sums the partials.
+int hw_cuda_sgemm_nt_split_k(hw_cublas handle, int m, int n, int k, int splits, const float *a, const float *b,
+                             float *partial);
 int hw_cuda_sgemm(hw_cublas handle, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                   const float *b, float beta, float *c);
 
@@ -131,12 +135,9 @@ typedef struct {
 // Output height and width for the dims.
 static inline int hw_conv_out_h(hw_conv_dims d) { return (d.height + 2 * d.padding - d.kernel) / d.stride + 1; }
 static inline int hw_conv_out_w(hw_conv_dims d) { return (d.width + 2 * d.padding - d.kernel) / d.stride + 1; }
-// Floats of scratch space conv2d needs: the im2col matrix [C*K*K, B*OH*OW] and the GEMM output
-// [OC, B*OH*OW].
-static inline size_t hw_cuda_conv2d_scratch_floats(hw_conv_dims d) {
-    size_t columns = (size_t)d.batch * (size_t)hw_conv_out_h(d) * (size_t)hw_conv_out_w(d);
-    return ((size_t)d.in_channels * (size_t)(d.kernel * d.kernel) + (size_t)d.out_channels) * columns;
-}
+// Floats of scratch space conv2d needs: the im2col matrix [C*K*K, B*OH*OW], the GEMM output
+// [OC, B*OH*OW] and, where the weight gradient's GEMM is split over the batch, its partial sums.
+size_t hw_cuda_conv2d_scratch_floats(hw_conv_dims d);
 // im2col over the whole batch, one GEMM, a permute to NCHW with the bias.
 int hw_cuda_conv2d_forward(hw_cuda_ctx ctx, float *y, const float *x, const float *w, const float *bias, hw_conv_dims d,
                            float *scratch);

@@ -35,3 +35,18 @@ extern "C" int hw_cuda_sgemm(hw_cublas handle, int trans_a, int trans_b, int m, 
                          &beta, c, g.ldc));
     return HW_OK;
 }
+
+extern "C" int hw_cuda_sgemm_nt_split_k(hw_cublas handle, int m, int n, int k, int splits, const float *a,
+                                        const float *b, float *partial) {
+    if (m <= 0 || n <= 0 || k <= 0 || splits <= 0 || k % splits != 0) {
+        return hw_fail("hw_cuda_sgemm_nt_split_k: bad sizes (m=%d, n=%d, k=%d, splits=%d)", m, n, k, splits);
+    }
+    int chunk = k / splits;
+    float one = 1.0f, zero = 0.0f;
+    launch_counted();
+    // As col_major_gemm_of maps a row-major A B^T (B first, transposed; A second; both with
+    // leading dimension k), each batch entry's chunk starting `chunk` floats further along k.
+    HW_CHECK(cublasSgemmStridedBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, chunk, &one, b, k, chunk, a, k, chunk,
+                                       &zero, partial, n, (long long)m * n, splits));
+    return HW_OK;
+}

@@ -56,10 +56,21 @@ __device__ static float block_sum(const float *v, int64_t count) {
     return partial[0];
 }
 
-// out[r] = sum_c m[r, c]: one block per row.
-__global__ static void sum_rows(float *out, const float *m, int64_t cols) {
-    float total = block_sum(m + blockIdx.x * cols, cols);
-    if (threadIdx.x == 0) out[blockIdx.x] = total;
+// partial[r * chunks + k] = the sum of chunk k of row r (chunk columns each, the last one
+// shorter), one block per chunk; rows beyond the grid's 65535 loop.
+__global__ static void sum_rows(float *partial, const float *m, int64_t rows, int64_t cols, int64_t chunk,
+                                int64_t chunks) {
+    int64_t begin = blockIdx.x * chunk, count = cols - begin < chunk ? cols - begin : chunk;
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+        float total = block_sum(m + r * cols + begin, count);
+        if (threadIdx.x == 0) partial[r * chunks + blockIdx.x] = total;
+        __syncthreads();  // every thread has read block_sum's shared total before the next row
+    }
+}
+
+// out[r] = partial[r * chunks + 0] + ... + partial[r * chunks + chunks - 1], in that order.
+__global__ static void sum_row_chunks(float *out, const float *partial, int64_t rows, int64_t chunks) {
+    GRID_STRIDE(r, rows) out[r] = strided_sum(partial + r * chunks, chunks, 1, 0, 1);
 }
 
 extern "C" int add_bias_cols_launch(hw_cuda_stream stream, float *y, const float *bias, int64_t rows, int64_t cols) {
@@ -72,52 +83,92 @@ extern "C" int sum_cols_launch(hw_cuda_stream stream, float *out, const float *m
     return launched("sum_cols");
 }
 
-extern "C" int sum_rows_launch(hw_cuda_stream stream, float *out, const float *m, int64_t rows, int64_t cols) {
-    sum_rows<<<(unsigned)rows, HW_THREADS, 0, stream>>>(out, m, cols);
-    return launched("sum_rows");
+extern "C" int sum_rows_launch(hw_cuda_stream stream, float *out, const float *m, int64_t rows, int64_t cols,
+                               float *scratch, int64_t scratch_floats) {
+    int64_t chunks = sum_rows_chunks(rows, cols, scratch_floats), chunk = (cols + chunks - 1) / chunks;
+    unsigned grid_rows = (unsigned)(rows < 65535 ? rows : 65535);
+    sum_rows<<<dim3((unsigned)chunks, grid_rows), HW_THREADS, 0, stream>>>(chunks > 1 ? scratch : out, m, rows, cols,
+                                                                           chunk, chunks);
+    if (launched("sum_rows") != HW_OK) return HW_ERR;
+    if (chunks == 1) return HW_OK;
+    sum_row_chunks<<<hw_blocks(rows), HW_THREADS, 0, stream>>>(out, scratch, rows, chunks);
+    return launched("sum_row_chunks");
 }
 
 // ---- conv2d: im2col, col2im and the permutes between NCHW and the GEMM's CNHW ----
+//
+// Two-dimensional grids: y over channels (or planes), x over the columns j < B*OH*OW, which fit
+// an int; so a thread's index arithmetic is a few 32-bit divisions, not one 64-bit division per
+// element (ncu on an H100, issue 25: the flat versions ran at 75% of the SMs' issue rate and 5% of
+// the memory bandwidth).
 
-__global__ static void im2col(float *col, const float *x, hw_conv_dims d, int oh, int ow, int64_t n) {
-    GRID_STRIDE(i, n) im2col_element(i, col, x, d, oh, ow);
+static dim3 channel_grid(int64_t columns, int64_t channels) {
+    return dim3(hw_blocks(columns), (unsigned)(channels < 65535 ? channels : 65535));
 }
 
-__global__ static void col2im(float *dx, const float *dcol, hw_conv_dims d, int oh, int ow, int64_t n) {
-    GRID_STRIDE(i, n) col2im_element(i, dx, dcol, d, oh, ow);
+__global__ static void im2col(float *col, const float *x, hw_conv_dims d, int oh, int ow, int64_t columns) {
+    for (int c = blockIdx.y; c < d.in_channels; c += gridDim.y) {
+        GRID_STRIDE(j, columns) im2col_column(col, x, d, oh, ow, c, (int)j);
+    }
 }
 
-__global__ static void cnhw_to_nchw(float *y, const float *t, const float *bias, int64_t batch, int64_t channels,
-                                    int64_t plane) {
-    GRID_STRIDE(i, batch * channels * plane) cnhw_to_nchw_element(i, y, t, bias, batch, channels, plane);
+__global__ static void conv2d_direct(float *y, const float *x, const float *w, const float *bias, hw_conv_dims d,
+                                     int oh, int ow, int64_t columns) {
+    GRID_STRIDE(j, columns) conv2d_direct_column(y, x, w, bias, d, oh, ow, (int)j);
 }
 
-__global__ static void nchw_to_cnhw(float *t, const float *dy, int64_t batch, int64_t channels, int64_t plane) {
-    GRID_STRIDE(i, batch * channels * plane) nchw_to_cnhw_element(i, t, dy, batch, channels, plane);
+__global__ static void col2im(float *dx, const float *dcol, hw_conv_dims d, int oh, int ow, int64_t planes) {
+    for (int64_t q = blockIdx.y; q < planes; q += gridDim.y) {
+        GRID_STRIDE(pixel, (int64_t)d.height * d.width) col2im_pixel(dx, dcol, d, oh, ow, q, (int)pixel);
+    }
+}
+
+__global__ static void cnhw_to_nchw(float *y, const float *t, const float *bias, int64_t batch, int channels,
+                                    int plane) {
+    for (int oc = blockIdx.y; oc < channels; oc += gridDim.y) {
+        GRID_STRIDE(j, batch * plane) cnhw_to_nchw_element(y, t, bias, batch, channels, plane, oc, (int)j);
+    }
+}
+
+__global__ static void nchw_to_cnhw(float *t, const float *dy, int64_t batch, int channels, int plane) {
+    for (int oc = blockIdx.y; oc < channels; oc += gridDim.y) {
+        GRID_STRIDE(j, batch * plane) nchw_to_cnhw_element(t, dy, batch, channels, plane, oc, (int)j);
+    }
 }
 
 extern "C" int im2col_launch(hw_cuda_stream stream, float *col, const float *x, hw_conv_dims d) {
     int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
-    int64_t n = (int64_t)d.in_channels * d.kernel * d.kernel * d.batch * oh * ow;
-    im2col<<<hw_blocks(n), HW_THREADS, 0, stream>>>(col, x, d, oh, ow, n);
+    int64_t columns = (int64_t)d.batch * oh * ow;
+    im2col<<<channel_grid(columns, d.in_channels), HW_THREADS, 0, stream>>>(col, x, d, oh, ow, columns);
     return launched("im2col");
 }
 
+extern "C" int conv2d_direct_launch(hw_cuda_stream stream, float *y, const float *x, const float *w, const float *bias,
+                                    hw_conv_dims d) {
+    int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
+    int64_t columns = (int64_t)d.batch * oh * ow;
+    conv2d_direct<<<hw_blocks(columns), HW_THREADS, 0, stream>>>(y, x, w, bias, d, oh, ow, columns);
+    return launched("conv2d_direct");
+}
+
 extern "C" int col2im_launch(hw_cuda_stream stream, float *dx, const float *dcol, hw_conv_dims d) {
-    int64_t n = (int64_t)d.batch * d.in_channels * d.height * d.width;
-    col2im<<<hw_blocks(n), HW_THREADS, 0, stream>>>(dx, dcol, d, hw_conv_out_h(d), hw_conv_out_w(d), n);
+    int64_t planes = (int64_t)d.batch * d.in_channels;
+    col2im<<<channel_grid((int64_t)d.height * d.width, planes), HW_THREADS, 0, stream>>>(dx, dcol, d, hw_conv_out_h(d),
+                                                                                         hw_conv_out_w(d), planes);
     return launched("col2im");
 }
 
 extern "C" int cnhw_to_nchw_launch(hw_cuda_stream stream, float *y, const float *t, const float *bias, int64_t batch,
                                    int64_t channels, int64_t plane) {
-    cnhw_to_nchw<<<hw_blocks(batch * channels * plane), HW_THREADS, 0, stream>>>(y, t, bias, batch, channels, plane);
+    cnhw_to_nchw<<<channel_grid(batch * plane, channels), HW_THREADS, 0, stream>>>(y, t, bias, batch, (int)channels,
+                                                                                   (int)plane);
     return launched("cnhw_to_nchw");
 }
 
 extern "C" int nchw_to_cnhw_launch(hw_cuda_stream stream, float *t, const float *dy, int64_t batch, int64_t channels,
                                    int64_t plane) {
-    nchw_to_cnhw<<<hw_blocks(batch * channels * plane), HW_THREADS, 0, stream>>>(t, dy, batch, channels, plane);
+    nchw_to_cnhw<<<channel_grid(batch * plane, channels), HW_THREADS, 0, stream>>>(t, dy, batch, (int)channels,
+                                                                                   (int)plane);
     return launched("nchw_to_cnhw");
 }
 
@@ -130,8 +181,18 @@ __global__ static void maxpool_forward(float *y, int32_t *argmax, const float *x
 
 __global__ static void maxpool_backward(float *dx, const float *dy, const int32_t *argmax, int64_t planes, int height,
                                         int width, int kernel, int stride, int oh, int ow) {
-    GRID_STRIDE(i, planes * height * width) {
-        maxpool_backward_element(i, dx, dy, argmax, height, width, kernel, stride, oh, ow);
+    // The common 2x2 window of stride 2 with literal sizes, so that the inlined element's
+    // divisions by them become shifts (ncu, issue 25: the divisions made this kernel
+    // instruction-bound, 31 us for LeNet's 5.9 MB at batch 512).
+    bool two_by_two = kernel == 2 && stride == 2;
+    for (int64_t q = blockIdx.y; q < planes; q += gridDim.y) {
+        GRID_STRIDE(index, (int64_t)height * width) {
+            if (two_by_two) {
+                maxpool_backward_element(dx, dy, argmax, height, width, 2, 2, oh, ow, q, (int)index);
+            } else {
+                maxpool_backward_element(dx, dy, argmax, height, width, kernel, stride, oh, ow, q, (int)index);
+            }
+        }
     }
 }
 
@@ -146,8 +207,8 @@ extern "C" int maxpool_forward_launch(hw_cuda_stream stream, float *y, int32_t *
 extern "C" int maxpool_backward_launch(hw_cuda_stream stream, float *dx, const float *dy, const int32_t *argmax,
                                        int64_t planes, int height, int width, int kernel, int stride) {
     int oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
-    maxpool_backward<<<hw_blocks(planes * height * width), HW_THREADS, 0, stream>>>(dx, dy, argmax, planes, height,
-                                                                                    width, kernel, stride, oh, ow);
+    maxpool_backward<<<channel_grid((int64_t)height * width, planes), HW_THREADS, 0, stream>>>(
+        dx, dy, argmax, planes, height, width, kernel, stride, oh, ow);
     return launched("maxpool_backward");
 }
 

@@ -21,7 +21,17 @@
 
 // Threads per block of every launch; the block reductions (sum_rows, mean_rows) combine this
 // many partial sums. sum_cols has blocks of 32 columns x SUM_COLS_LANES rows of threads.
-enum { HW_THREADS = 256, SUM_COLS_LANES = 8 };
+// sum_rows gives each block SUM_ROWS_CHUNK columns of a row, so that a long row (a conv bias
+// gradient: 295k columns for 10 rows) spreads over the whole GPU, not over one block per row.
+enum { HW_THREADS = 256, SUM_COLS_LANES = 8, SUM_ROWS_CHUNK = 4096 };
+
+// sum_rows's chunks per row of `cols` columns, when a scratch of `capacity` floats holds the
+// partial sums of `rows` rows: 1 means one pass, straight into the output.
+static inline int64_t sum_rows_chunks(int64_t rows, int64_t cols, int64_t capacity) {
+    int64_t chunks = (cols + SUM_ROWS_CHUNK - 1) / SUM_ROWS_CHUNK;
+    if (rows > 0 && chunks * rows > capacity) chunks = capacity / rows;
+    return chunks > 1 ? chunks : 1;
+}
 
 // ---- hw_cuda_sgemm: a row-major GEMM as cuBLAS's column-major one ----
 //
@@ -85,64 +95,127 @@ static inline int conv_gemm_size(hw_conv_dims d, int64_t *rows, int64_t *columns
     return *columns <= INT32_MAX && *rows * *columns <= ((int64_t)1 << 40);
 }
 
-// col[i]: the input pixel that kernel tap (c, ky, kx) reads for output (b, oy, ox); 0 in the padding.
-static inline HW_HOST_DEVICE void im2col_element(int64_t i, float *col, const float *x, hw_conv_dims d, int oh,
-                                                 int ow) {
-    int64_t plane = (int64_t)oh * ow;
-    int64_t columns = d.batch * plane;
-    int64_t row = i / columns, j = i % columns;
-    int c = (int)(row / (d.kernel * d.kernel));
-    int kk = (int)(row % (d.kernel * d.kernel));
-    int ky = kk / d.kernel, kx = kk % d.kernel;
-    int64_t b = j / plane;
-    int p = (int)(j % plane);
-    int iy = (p / ow) * d.stride - d.padding + ky;
-    int ix = (p % ow) * d.stride - d.padding + kx;
-    float v = 0.0f;
-    if (iy >= 0 && iy < d.height && ix >= 0 && ix < d.width) {
-        v = x[((b * d.in_channels + c) * d.height + iy) * d.width + ix];
+// How many chunks of the batch the weight gradient's GEMM dw[OC, C*K*K] = t col^T is split into
+// over its long K = B*OH*OW (strided-batched, then the partials summed): cuBLAS gives this tiny
+// output (LeNet's 10 x 25 and 20 x 250) too few blocks for a K of 33k to 295k. Measured on an H100
+// (bench/gpu_shapes.cu, issue 25): chunks of at least 512 columns, 32 to 128 of them, won (conv1 at
+// batch 512: 45 us against cuBLAS's 119); fewer than 32 lost to cuBLAS's own choice. A power of two
+// that divides K; 1 (no split) otherwise, or when the partials would outgrow half of t.
+enum { CONV_DW_SPLIT_MIN = 32, CONV_DW_SPLIT_MAX = 128, CONV_DW_CHUNK_MIN = 512 };
+static inline int conv_dw_splits(int64_t rows, int64_t columns) {
+    int splits = 1;
+    while (splits < CONV_DW_SPLIT_MAX && columns % (2 * splits) == 0 && columns / (2 * splits) >= CONV_DW_CHUNK_MIN &&
+           2 * splits * rows <= columns / 2) {
+        splits *= 2;
     }
-    col[i] = v;
+    return splits >= CONV_DW_SPLIT_MIN ? splits : 1;
 }
 
-// dx[i] = dx[b, c, iy, ix]: the sum of dcol over the (ky, kx, oy, ox) that read that input
-// pixel. Each index gathers its own pixel: no atomics, a fixed order.
-static inline HW_HOST_DEVICE void col2im_element(int64_t i, float *dx, const float *dcol, hw_conv_dims d, int oh,
-                                                 int ow) {
-    int64_t plane = (int64_t)oh * ow;
-    int64_t columns = d.batch * plane;
-    int ix = (int)(i % d.width);
-    int iy = (int)((i / d.width) % d.height);
-    int c = (int)((i / ((int64_t)d.width * d.height)) % d.in_channels);
-    int64_t b = i / ((int64_t)d.width * d.height * d.in_channels);
-    float sum = 0.0f;
+// A convolution with at most CONV_DIRECT_TAPS taps per output (C*K*K: LeNet's conv1 has 25) runs
+// its forward directly, one thread per output position, instead of im2col, a GEMM with K = C*K*K
+// and a permute: on an H100 at batch 512 (issue 25) those three took 67 us for conv1, all of it
+// moving the 25x larger column matrix. Wider convolutions keep the GEMM, whose K is long enough.
+enum { CONV_DIRECT_TAPS = 32 };
+static inline int conv_forward_is_direct(hw_conv_dims d) {
+    return (int64_t)d.in_channels * d.kernel * d.kernel <= CONV_DIRECT_TAPS;
+}
+
+// y[b, oc, oy, ox] for every oc, at column j = (b, oy, ox): bias[oc] (0 when NULL) plus the sum
+// over the taps (c, ky, kx) in that order of w[oc, c, ky, kx] * x[b, c, iy, ix], padding skipped.
+static inline HW_HOST_DEVICE void conv2d_direct_column(float *y, const float *x, const float *w, const float *bias,
+                                                       hw_conv_dims d, int oh, int ow, int j) {
+    int plane = oh * ow;
+    int b = j / plane, p = j - b * plane;
+    int oy = p / ow, ox = p - oy * ow;
+    const float *xb = x + (int64_t)b * d.in_channels * d.height * d.width;
+    int taps = d.in_channels * d.kernel * d.kernel;
+    for (int oc = 0; oc < d.out_channels; oc++) {
+        const float *wo = w + (int64_t)oc * taps;
+        float sum = 0.0f;
+        for (int c = 0; c < d.in_channels; c++) {
+            for (int ky = 0; ky < d.kernel; ky++) {
+                int iy = oy * d.stride - d.padding + ky;
+                if (iy < 0 || iy >= d.height) continue;
+                for (int kx = 0; kx < d.kernel; kx++) {
+                    int ix = ox * d.stride - d.padding + kx;
+                    if (ix < 0 || ix >= d.width) continue;
+                    sum += wo[(c * d.kernel + ky) * d.kernel + kx] * xb[(c * d.height + iy) * d.width + ix];
+                }
+            }
+        }
+        y[((int64_t)b * d.out_channels + oc) * plane + p] = sum + (bias ? bias[oc] : 0.0f);
+    }
+}
+
+// Column j = (b, oy, ox) of col, in the K*K rows of input channel c: col[(c, ky, kx), j] is the
+// input pixel that tap reads, 0 in the padding. One thread writes all K*K, so the index
+// arithmetic is paid once per column, not per element; j < B*OH*OW fits an int (conv_gemm_size).
+static inline HW_HOST_DEVICE void im2col_column(float *col, const float *x, hw_conv_dims d, int oh, int ow, int c,
+                                                int j) {
+    int plane = oh * ow;
+    int b = j / plane, p = j - b * plane;
+    int oy = p / ow, ox = p - oy * ow;
+    int64_t columns = (int64_t)d.batch * plane;
+    const float *xc = x + ((int64_t)b * d.in_channels + c) * d.height * d.width;
+    float *out = col + (int64_t)c * d.kernel * d.kernel * columns + j;
     for (int ky = 0; ky < d.kernel; ky++) {
-        int ty = iy + d.padding - ky;
-        if (ty < 0 || ty % d.stride != 0 || ty / d.stride >= oh) continue;
-        int oy = ty / d.stride;
+        int iy = oy * d.stride - d.padding + ky;
         for (int kx = 0; kx < d.kernel; kx++) {
-            int tx = ix + d.padding - kx;
-            if (tx < 0 || tx % d.stride != 0 || tx / d.stride >= ow) continue;
-            int ox = tx / d.stride;
-            int64_t row = ((int64_t)c * d.kernel + ky) * d.kernel + kx;
-            sum += dcol[row * columns + b * plane + (int64_t)oy * ow + ox];
+            int ix = ox * d.stride - d.padding + kx;
+            float v = 0.0f;
+            if (iy >= 0 && iy < d.height && ix >= 0 && ix < d.width) v = xc[iy * d.width + ix];
+            out[(int64_t)(ky * d.kernel + kx) * columns] = v;
         }
     }
-    dx[i] = sum;
 }
 
-// y[i] = y[b, oc, p] = t[oc, b*plane + p] + bias[oc] (bias may be NULL).
-static inline HW_HOST_DEVICE void cnhw_to_nchw_element(int64_t i, float *y, const float *t, const float *bias,
-                                                       int64_t batch, int64_t channels, int64_t plane) {
-    int64_t p = i % plane, oc = (i / plane) % channels, b = i / (plane * channels);
-    y[i] = t[oc * batch * plane + b * plane + p] + (bias ? bias[oc] : 0.0f);
+// The outputs o = 0 .. out - 1 whose window (o * stride - padding + 0 .. kernel - 1) holds input
+// position i: lo .. hi (empty when lo > hi), found without a division per tap.
+static inline HW_HOST_DEVICE void conv_windows_of(int i, int kernel, int stride, int padding, int out, int *lo,
+                                                  int *hi) {
+    int first = i + padding - kernel + 1;  // o * stride >= first
+    *lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+    int last = (i + padding) / stride;  // o * stride <= i + padding
+    *hi = last < out - 1 ? last : out - 1;
 }
 
-// t[oc, b*plane + p] = dy[i] = dy[b, oc, p]
-static inline HW_HOST_DEVICE void nchw_to_cnhw_element(int64_t i, float *t, const float *dy, int64_t batch,
-                                                       int64_t channels, int64_t plane) {
-    int64_t p = i % plane, oc = (i / plane) % channels, b = i / (plane * channels);
-    t[oc * batch * plane + b * plane + p] = dy[i];
+// dx[b, c, iy, ix] for plane q = b * C + c and pixel = iy * W + ix: the sum of dcol over the
+// (ky, kx, oy, ox) that read that input pixel, taps in ascending (ky, kx) order (the windows in
+// descending order). Each thread gathers its own pixel: no atomics, a fixed order.
+static inline HW_HOST_DEVICE void col2im_pixel(float *dx, const float *dcol, hw_conv_dims d, int oh, int ow, int64_t q,
+                                               int pixel) {
+    int64_t plane = (int64_t)oh * ow;
+    int64_t columns = d.batch * plane;
+    int64_t b = q / d.in_channels;
+    int c = (int)(q - b * d.in_channels);
+    int iy = pixel / d.width, ix = pixel - iy * d.width;
+    int oy_lo, oy_hi, ox_lo, ox_hi;
+    conv_windows_of(iy, d.kernel, d.stride, d.padding, oh, &oy_lo, &oy_hi);
+    conv_windows_of(ix, d.kernel, d.stride, d.padding, ow, &ox_lo, &ox_hi);
+    const float *base = dcol + (int64_t)c * d.kernel * d.kernel * columns + b * plane;
+    float sum = 0.0f;
+    for (int oy = oy_hi; oy >= oy_lo; oy--) {
+        int ky = iy + d.padding - oy * d.stride;
+        for (int ox = ox_hi; ox >= ox_lo; ox--) {
+            int kx = ix + d.padding - ox * d.stride;
+            sum += base[(int64_t)(ky * d.kernel + kx) * columns + oy * ow + ox];
+        }
+    }
+    dx[q * d.height * d.width + pixel] = sum;
+}
+
+// Column j = (b, p) of channel oc in t[OC, B*plane] against y[b, oc, p] (NCHW): y = t + bias[oc]
+// (bias may be NULL), and the reverse without a bias. j fits an int (conv_gemm_size).
+static inline HW_HOST_DEVICE void cnhw_to_nchw_element(float *y, const float *t, const float *bias, int64_t batch,
+                                                       int channels, int plane, int oc, int j) {
+    int b = j / plane, p = j - b * plane;
+    y[((int64_t)b * channels + oc) * plane + p] = t[oc * batch * plane + j] + (bias ? bias[oc] : 0.0f);
+}
+
+static inline HW_HOST_DEVICE void nchw_to_cnhw_element(float *t, const float *dy, int64_t batch, int channels,
+                                                       int plane, int oc, int j) {
+    int b = j / plane, p = j - b * plane;
+    t[oc * batch * plane + j] = dy[((int64_t)b * channels + oc) * plane + p];
 }
 
 // ---- maxpool2d (no padding, floor mode) ----
@@ -172,13 +245,12 @@ static inline HW_HOST_DEVICE void maxpool_forward_element(int64_t i, float *y, i
     argmax[i] = best_index;
 }
 
-// Input pixel i gathers the gradients of the windows whose maximum it was (no atomics).
-static inline HW_HOST_DEVICE void maxpool_backward_element(int64_t i, float *dx, const float *dy, const int32_t *argmax,
+// Pixel `index` of plane q gathers the gradients of the windows whose maximum it was (no atomics).
+static inline HW_HOST_DEVICE void maxpool_backward_element(float *dx, const float *dy, const int32_t *argmax,
                                                            int height, int width, int kernel, int stride, int oh,
-                                                           int ow) {
-    int index = (int)(i % ((int64_t)height * width));
-    int iy = index / width, ix = index % width;
-    int64_t out_base = (i / ((int64_t)height * width)) * oh * ow;
+                                                           int ow, int64_t q, int index) {
+    int iy = index / width, ix = index - iy * width;
+    int64_t out_base = q * oh * ow;
     // the windows that contain (iy, ix): oy * stride <= iy < oy * stride + kernel, likewise ox
     int oy_lo = iy < kernel ? 0 : (iy - kernel) / stride + 1, oy_hi = iy / stride < oh - 1 ? iy / stride : oh - 1;
     int ox_lo = ix < kernel ? 0 : (ix - kernel) / stride + 1, ox_hi = ix / stride < ow - 1 ? ix / stride : ow - 1;
@@ -189,7 +261,7 @@ static inline HW_HOST_DEVICE void maxpool_backward_element(int64_t i, float *dx,
             if (argmax[o] == index) sum += dy[o];
         }
     }
-    dx[i] = sum;
+    dx[q * height * width + index] = sum;
 }
 
 // ---- pointwise ----

@@ -27,8 +27,14 @@ extern "C" {
 int add_bias_cols_launch(hw_cuda_stream stream, float *y, const float *bias, int64_t rows, int64_t cols);
 // out[c] = sum over r of m[r, c]: SUM_COLS_LANES partial sums per column, added in lane order.
 int sum_cols_launch(hw_cuda_stream stream, float *out, const float *m, int64_t rows, int64_t cols);
-// out[r] = sum over c of m[r, c]: one block of HW_THREADS per row, a tree of partial sums.
-int sum_rows_launch(hw_cuda_stream stream, float *out, const float *m, int64_t rows, int64_t cols);
+// out[r] = sum over c of m[r, c]: a block of HW_THREADS per chunk of a row (a tree of partial
+// sums), then the chunks' sums in order; the chunks' sums go into scratch (sum_rows_chunks).
+int sum_rows_launch(hw_cuda_stream stream, float *out, const float *m, int64_t rows, int64_t cols, float *scratch,
+                    int64_t scratch_floats);
+// y (NCHW) = the convolution of x by w plus bias (may be NULL), one thread per output position
+// (conv_forward_is_direct).
+int conv2d_direct_launch(hw_cuda_stream stream, float *y, const float *x, const float *w, const float *bias,
+                         hw_conv_dims d);
 // col[C*K*K, B*OH*OW] from the NCHW input x of d.
 int im2col_launch(hw_cuda_stream stream, float *col, const float *x, hw_conv_dims d);
 // dx (NCHW, d's input) gathered from dcol[C*K*K, B*OH*OW].

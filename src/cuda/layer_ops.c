@@ -42,9 +42,18 @@ int hw_cuda_linear_backward(hw_cuda_ctx ctx, float *dx, float *dw, float *dbias,
 // ---- conv2d ----
 //
 // One GEMM w[OC, C*K*K] * col gives t[OC, B*OH*OW] (im2col over the whole batch), which a permute
-// turns into NCHW y[B, OC, OH, OW] (adding the bias on the way). Backward permutes dy back into
+// turns into NCHW y[B, OC, OH, OW] (adding the bias on the way); a convolution of few taps
+// (conv_forward_is_direct) runs its forward directly instead. Backward permutes dy back into
 // t, then dw = t * col^T and dbias = row sums of t; dcol = w^T * t and col2im gathers it into dx.
-// The scratch holds col, then t (hw_cuda_conv2d_scratch_floats).
+// The scratch holds col, then t, then the weight gradient's partial sums where its GEMM is split
+// over the batch (conv_dw_splits); dbias's partial sums go into col before im2col refills it.
+
+size_t hw_cuda_conv2d_scratch_floats(hw_conv_dims d) {
+    size_t columns = (size_t)d.batch * (size_t)hw_conv_out_h(d) * (size_t)hw_conv_out_w(d);
+    size_t rows = (size_t)d.in_channels * (size_t)(d.kernel * d.kernel);
+    int splits = conv_dw_splits((int64_t)rows, (int64_t)columns);
+    return (rows + (size_t)d.out_channels) * columns + (splits > 1 ? (size_t)splits * d.out_channels * rows : 0);
+}
 
 static int conv_size(hw_conv_dims d, int64_t *rows, int64_t *columns) {
     if (conv_gemm_size(d, rows, columns)) return HW_OK;
@@ -56,6 +65,7 @@ int hw_cuda_conv2d_forward(hw_cuda_ctx ctx, float *y, const float *x, const floa
     if (d.batch <= 0) return HW_OK;
     int64_t rows, columns;
     if (conv_size(d, &rows, &columns) != HW_OK) return HW_ERR;
+    if (conv_forward_is_direct(d)) return conv2d_direct_launch(ctx.stream, y, x, w, bias, d);
     float *col = scratch, *t = scratch + rows * columns;
     if (im2col_launch(ctx.stream, col, x, d) != HW_OK) return HW_ERR;
     if (hw_cuda_sgemm(ctx.blas, 0, 0, d.out_channels, (int)columns, (int)rows, 1.0f, w, col, 0.0f, t) != HW_OK) {
@@ -73,11 +83,22 @@ int hw_cuda_conv2d_backward(hw_cuda_ctx ctx, float *dx, float *dw, float *dbias,
     float *col = scratch, *t = scratch + rows * columns;
     int64_t plane = (int64_t)hw_conv_out_h(d) * hw_conv_out_w(d);
     if (nchw_to_cnhw_launch(ctx.stream, t, dy, d.batch, d.out_channels, plane) != HW_OK) return HW_ERR;
-    if (dbias && sum_rows_launch(ctx.stream, dbias, t, d.out_channels, columns) != HW_OK) return HW_ERR;
+    if (dbias && sum_rows_launch(ctx.stream, dbias, t, d.out_channels, columns, col, rows * columns) != HW_OK) {
+        return HW_ERR;
+    }
     if (dw) {
         // The forward's columns are not kept: rebuilding them costs less than B*OH*OW*C*K*K floats per layer.
         if (im2col_launch(ctx.stream, col, x, d) != HW_OK) return HW_ERR;
-        if (hw_cuda_sgemm(ctx.blas, 0, 1, d.out_channels, (int)rows, (int)columns, 1.0f, t, col, 0.0f, dw) != HW_OK) {
+        int splits = conv_dw_splits(rows, columns);
+        if (splits > 1) {
+            float *partial = t + d.out_channels * columns;
+            if (hw_cuda_sgemm_nt_split_k(ctx.blas, d.out_channels, (int)rows, (int)columns, splits, t, col, partial) !=
+                    HW_OK ||
+                sum_cols_launch(ctx.stream, dw, partial, splits, d.out_channels * rows) != HW_OK) {
+                return HW_ERR;
+            }
+        } else if (hw_cuda_sgemm(ctx.blas, 0, 1, d.out_channels, (int)rows, (int)columns, 1.0f, t, col, 0.0f, dw) !=
+                   HW_OK) {
             return HW_ERR;
         }
     }

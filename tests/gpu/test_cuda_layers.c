@@ -282,7 +282,16 @@ Test(cuda_layers, conv2d_matches_the_cpu_layer) {
         {1, 2, 7, 7, 3, 1, 2, 0},      // 1x1, stride 2
         {1, 2, 3, 3, 2, 5, 1, 1},      // a kernel as large as the padded input
         {2, 2, 6, 9, 3, 2, 2, 1},      // even kernel, stride and padding
+        // Batches large enough for the weight gradient's GEMM split over the batch and the bias
+        // gradient's rows summed in chunks (asserted below): LeNet's conv1 at 64, conv2 at 512.
+        {64, 1, 28, 28, 10, 5, 1, 0},
+        {512, 10, 12, 12, 20, 5, 1, 0},
     };
+    cr_assert(conv_dw_splits(25, 64 * 24 * 24) > 1 && conv_dw_splits(250, 512 * 8 * 8) > 1,
+              "the large cases must take the split weight-gradient GEMM");
+    cr_assert(sum_rows_chunks(10, 64 * 24 * 24, 25 * 64 * 24 * 24) > 1, "and the chunked bias-gradient sum");
+    cr_assert(conv_forward_is_direct(cases[0]) && !conv_forward_is_direct(cases[1]),
+              "conv1 runs its forward directly, conv2 through im2col and the GEMM");
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) check_conv2d(ctx, cases[k], &rng);
     for (int round = 0; round < 8; round++) check_conv2d(ctx, random_conv_dims(&rng, 5), &rng);
     free_ctx(ctx);

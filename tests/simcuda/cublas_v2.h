@@ -29,6 +29,10 @@ const char *cublasGetStatusString(cublasStatus_t status);
 cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t trans_a, cublasOperation_t trans_b, int m, int n,
                            int k, const float *alpha, const float *a, int lda, const float *b, int ldb,
                            const float *beta, float *c, int ldc);
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t trans_a, cublasOperation_t trans_b,
+                                         int m, int n, int k, const float *alpha, const float *a, int lda,
+                                         long long stride_a, const float *b, int ldb, long long stride_b,
+                                         const float *beta, float *c, int ldc, long long stride_c, int batch_count);
 
 #ifdef __cplusplus
 }

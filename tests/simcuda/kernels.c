@@ -73,26 +73,53 @@ int sum_cols_launch(hw_cuda_stream stream, float *out, const float *m, int64_t r
     return HW_OK;
 }
 
-int sum_rows_launch(hw_cuda_stream stream, float *out, const float *m, int64_t rows, int64_t cols) {
-    CHECK_LAUNCH("sum_rows", stream, writes(out, rows), reads(m, rows * cols));
-    for (int64_t r = 0; r < rows; r++) out[r] = block_sum(m + r * cols, cols);
+int sum_rows_launch(hw_cuda_stream stream, float *out, const float *m, int64_t rows, int64_t cols, float *scratch,
+                    int64_t scratch_floats) {
+    int64_t chunks = sum_rows_chunks(rows, cols, scratch_floats), chunk = (cols + chunks - 1) / chunks;
+    CHECK_LAUNCH("sum_rows", stream, writes(chunks > 1 ? scratch : out, rows * chunks), reads(m, rows * cols));
+    float *partial = chunks > 1 ? scratch : out;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t k = 0; k < chunks; k++) {
+            int64_t begin = k * chunk;
+            partial[r * chunks + k] = block_sum(m + r * cols + begin, cols - begin < chunk ? cols - begin : chunk);
+        }
+    }
+    if (chunks == 1) return HW_OK;
+    CHECK_LAUNCH("sum_row_chunks", stream, writes(out, rows), reads(scratch, rows * chunks));
+    for (int64_t r = 0; r < rows; r++) out[r] = strided_sum(scratch + r * chunks, chunks, 1, 0, 1);
     return HW_OK;
 }
 
 int im2col_launch(hw_cuda_stream stream, float *col, const float *x, hw_conv_dims d) {
     int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
-    int64_t n = (int64_t)d.in_channels * d.kernel * d.kernel * d.batch * oh * ow;
-    CHECK_LAUNCH("im2col", stream, writes(col, n), reads(x, (int64_t)d.batch * d.in_channels * d.height * d.width));
-    for (int64_t i = 0; i < n; i++) im2col_element(i, col, x, d, oh, ow);
+    int64_t columns = (int64_t)d.batch * oh * ow;
+    CHECK_LAUNCH("im2col", stream, writes(col, (int64_t)d.in_channels * d.kernel * d.kernel * columns),
+                 reads(x, (int64_t)d.batch * d.in_channels * d.height * d.width));
+    for (int c = 0; c < d.in_channels; c++) {
+        for (int64_t j = 0; j < columns; j++) im2col_column(col, x, d, oh, ow, c, (int)j);
+    }
+    return HW_OK;
+}
+
+int conv2d_direct_launch(hw_cuda_stream stream, float *y, const float *x, const float *w, const float *bias,
+                         hw_conv_dims d) {
+    int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
+    int64_t columns = (int64_t)d.batch * oh * ow;
+    CHECK_LAUNCH("conv2d_direct", stream, writes(y, columns * d.out_channels),
+                 reads(x, (int64_t)d.batch * d.in_channels * d.height * d.width),
+                 reads(w, (int64_t)d.out_channels * d.in_channels * d.kernel * d.kernel), reads(bias, d.out_channels));
+    for (int64_t j = 0; j < columns; j++) conv2d_direct_column(y, x, w, bias, d, oh, ow, (int)j);
     return HW_OK;
 }
 
 int col2im_launch(hw_cuda_stream stream, float *dx, const float *dcol, hw_conv_dims d) {
     int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
-    int64_t n = (int64_t)d.batch * d.in_channels * d.height * d.width;
-    CHECK_LAUNCH("col2im", stream, writes(dx, n),
+    int64_t planes = (int64_t)d.batch * d.in_channels;
+    CHECK_LAUNCH("col2im", stream, writes(dx, planes * d.height * d.width),
                  reads(dcol, (int64_t)d.in_channels * d.kernel * d.kernel * d.batch * oh * ow));
-    for (int64_t i = 0; i < n; i++) col2im_element(i, dx, dcol, d, oh, ow);
+    for (int64_t q = 0; q < planes; q++) {
+        for (int pixel = 0; pixel < d.height * d.width; pixel++) col2im_pixel(dx, dcol, d, oh, ow, q, pixel);
+    }
     return HW_OK;
 }
 
@@ -100,7 +127,10 @@ int cnhw_to_nchw_launch(hw_cuda_stream stream, float *y, const float *t, const f
                         int64_t channels, int64_t plane) {
     int64_t n = batch * channels * plane;
     CHECK_LAUNCH("cnhw_to_nchw", stream, writes(y, n), reads(t, n), reads(bias, channels));
-    for (int64_t i = 0; i < n; i++) cnhw_to_nchw_element(i, y, t, bias, batch, channels, plane);
+    for (int oc = 0; oc < channels; oc++) {
+        for (int64_t j = 0; j < batch * plane; j++)
+            cnhw_to_nchw_element(y, t, bias, batch, (int)channels, (int)plane, oc, (int)j);
+    }
     return HW_OK;
 }
 
@@ -108,7 +138,10 @@ int nchw_to_cnhw_launch(hw_cuda_stream stream, float *t, const float *dy, int64_
                         int64_t plane) {
     int64_t n = batch * channels * plane;
     CHECK_LAUNCH("nchw_to_cnhw", stream, writes(t, n), reads(dy, n));
-    for (int64_t i = 0; i < n; i++) nchw_to_cnhw_element(i, t, dy, batch, channels, plane);
+    for (int oc = 0; oc < channels; oc++) {
+        for (int64_t j = 0; j < batch * plane; j++)
+            nchw_to_cnhw_element(t, dy, batch, (int)channels, (int)plane, oc, (int)j);
+    }
     return HW_OK;
 }
 
@@ -127,7 +160,11 @@ int maxpool_backward_launch(hw_cuda_stream stream, float *dx, const float *dy, c
     int oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
     int64_t n = planes * height * width, outputs = planes * oh * ow;
     CHECK_LAUNCH("maxpool_backward", stream, writes(dx, n), reads(dy, outputs), reads_bytes(argmax, outputs * 4));
-    for (int64_t i = 0; i < n; i++) maxpool_backward_element(i, dx, dy, argmax, height, width, kernel, stride, oh, ow);
+    for (int64_t q = 0; q < planes; q++) {
+        for (int index = 0; index < height * width; index++) {
+            maxpool_backward_element(dx, dy, argmax, height, width, kernel, stride, oh, ow, q, index);
+        }
+    }
     return HW_OK;
 }
 

@@ -397,3 +397,22 @@ cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t trans_a, cub
                        m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
     return CUBLAS_STATUS_SUCCESS;
 }
+
+// Batch entry i is cublasSgemm on a + i * stride_a, b + i * stride_b, c + i * stride_c; each is
+// checked (and its memory spans) as a GEMM of its own.
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t trans_a, cublasOperation_t trans_b,
+                                         int m, int n, int k, const float *alpha, const float *a, int lda,
+                                         long long stride_a, const float *b, int ldb, long long stride_b,
+                                         const float *beta, float *c, int ldc, long long stride_c, int batch_count) {
+    if (batch_count < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0) {
+        sim_refuse(cudaErrorInvalidValue, "cublasSgemmStridedBatched", "batch_count=%d strides %lld %lld %lld",
+                   batch_count, stride_a, stride_b, stride_c);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    for (int i = 0; i < batch_count; i++) {
+        cublasStatus_t status = cublasSgemm(handle, trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda,
+                                            b + i * stride_b, ldb, beta, c + i * stride_c, ldc);
+        if (status != CUBLAS_STATUS_SUCCESS) return status;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
