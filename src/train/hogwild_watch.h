@@ -78,6 +78,14 @@ typedef struct {
     void *snapshot_ctx;
     struct hw_measure *measure;  // --measure: read at every evaluation point; NULL otherwise
     struct hw_couple *couple;    // across ranks: this node's coupling to the others; NULL on one node
+    // Several copies of the weights on one node (Hogwild on several GPUs, src/cuda/train/gpu_copies.c):
+    // the trainer's rounds, called on every pass; `settle` = 1 when every worker waits at the epoch
+    // barrier (or has been stopped): then a round, and every copy set to the agreed weights, before
+    // the snapshot. `wait`: how long the loop may wait for its next pass. NULL: one copy.
+    int (*copies_poll)(void *ctx, int settle, int64_t samples);
+    double (*copies_wait)(void *ctx);
+    void *copies_ctx;
+    const int *worker_gpu;  // the GPU each worker trains on, named with its failure; NULL: not named
 } hogwild_watch;
 
 // Watches the spawned workers until they are done, one fails or diverges (a non-finite training

@@ -35,6 +35,7 @@
 #include "hw/signals.h"
 #include "hw/spawn.h"
 #include "gpu_batch.h"
+#include "gpu_copies.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -51,9 +52,9 @@ enum { HANDLE_WAIT = 0, HANDLE_READY = 1, HANDLE_FAILED = 2 };
 enum { GPU_REPORT_EVERY = 8 };
 
 typedef struct {
-    atomic_int state;           // HANDLE_WAIT, then HANDLE_READY or HANDLE_FAILED
-    hw_cuda_ipc_handle handle;  // the device weights, valid once READY
-    char error[1024];           // the parent's message, once FAILED
+    atomic_int state;                               // HANDLE_WAIT, then HANDLE_READY or HANDLE_FAILED
+    hw_cuda_ipc_handle handle[HW_GPU_COPIES_MAX];  // copy c of the device weights, valid once READY
+    char error[1024];                               // the parent's message, once FAILED
 } handle_channel;
 
 typedef struct {
@@ -63,6 +64,8 @@ typedef struct {
     handle_channel *channel;
     int first_epoch;
     fault_plan fault;
+    gpu_copies_plan copies;  // the copies of the weights and their GPUs (one: --device cuda:N)
+    int *worker_gpu;         // worker r trains on copy r % copies, on cuda:worker_gpu[r]
 } gpu_job;
 
 static void sleep_microseconds(long us) {
@@ -174,10 +177,11 @@ static int gpu_worker(int rank, void *arg) {
     if (wait_for_weights(job, &go) != HW_OK) return HW_ERR;
     if (!go) return HW_OK;
 
-    // This process's first CUDA call: its own context on the device.
+    // This process's first CUDA call: its own context on the device of its copy of the weights.
+    const int copy = rank % job->copies.copies;
+    const hw_device device = {HW_DEVICE_CUDA, job->worker_gpu[rank]};
     float *weights = NULL;
-    if (hw_cuda_select(config->device) != HW_OK ||
-        hw_cuda_ipc_open(&job->channel->handle, (void **)&weights) != HW_OK) {
+    if (hw_cuda_select(device) != HW_OK || hw_cuda_ipc_open(&job->channel->handle[copy], (void **)&weights) != HW_OK) {
         return hw_error_prefix("opening the shared device weights");
     }
     const size_t sample = (size_t)train->channels * (size_t)train->height * (size_t)train->width;
@@ -186,7 +190,7 @@ static int gpu_worker(int rank, void *arg) {
     uint8_t *y = malloc((size_t)config->batch_size);
     hw_cuda_runner *runner = NULL;
     hw_cuda_runner_config rc = {
-        .device = config->device,
+        .device = device,
         .max_batch = config->batch_size,
         .weights_dev = weights,
         .mean = job->in->norm.mean,
@@ -220,63 +224,41 @@ static int gpu_worker(int rank, void *arg) {
 
 // ---- the parent ----
 
-// The parent's side of the GPU: the shared weights, a stream and a pinned buffer to copy them out.
-typedef struct {
-    float *weights;  // device, exported to the workers
-    float *host;     // pinned, n_weights floats
-    hw_cuda_stream stream;
-    size_t bytes;
-} gpu_parent;
-
-// Step 2 above: after the fork. On failure the channel says FAILED with the message.
-static int parent_device_open(gpu_parent *dev, const hw_train_config *config, const hw_model *model,
-                              handle_channel *channel) {
-    char name[32];
-    hw_device_format(config->device, name, sizeof name);
-    dev->bytes = sizeof(float) * model->n_weights;
-    int status = hw_cuda_select(config->device);
-    if (status == HW_OK) status = hw_cuda_check_shared_use(config->device);
-    if (status == HW_OK && hw_cuda_check_free(dev->bytes) != HW_OK) status = hw_error_prefix("the shared weights");
-    if (status == HW_OK) status = hw_cuda_malloc((void **)&dev->weights, dev->bytes);
-    if (status == HW_OK) status = hw_cuda_stream_create(&dev->stream);
-    if (status == HW_OK) status = hw_cuda_host_alloc((void **)&dev->host, dev->bytes);
-    if (status == HW_OK) {
-        memcpy(dev->host, model->weights, dev->bytes);  // initialised or loaded before the fork
-        status = hw_cuda_memcpy_h2d(dev->weights, dev->host, dev->bytes, dev->stream);
+// Step 2 above: after the fork, the copies of the weights (gpu_copies.c), their handles exported.
+// On failure the channel says FAILED with the message.
+static int parent_device_open(gpu_copies *copies, const gpu_job *job, const hw_model *model) {
+    int status = gpu_copies_open(copies, &job->copies, model->weights, model->n_weights);
+    for (int c = 0; status == HW_OK && c < copies->copies; c++) {
+        status = hw_cuda_select((hw_device){HW_DEVICE_CUDA, copies->devices[c]});
+        if (status == HW_OK) status = hw_cuda_ipc_export(copies->live[c], &job->channel->handle[c]);
     }
-    if (status == HW_OK) status = hw_cuda_stream_sync(dev->stream);
-    if (status == HW_OK) status = hw_cuda_ipc_export(dev->weights, &channel->handle);
     if (status != HW_OK) {
+        char name[160] = "";
+        size_t used = 0;
+        for (int c = 0; c < job->copies.copies && used < sizeof name; c++) {
+            used += (size_t)snprintf(name + used, sizeof name - used, "%scuda:%d", c ? "+" : "", job->copies.devices[c]);
+        }
         hw_error_prefix("GPU Hogwild on %s", name);
-        snprintf(channel->error, sizeof channel->error, "%s", hw_error());
-        atomic_store(&channel->state, HANDLE_FAILED);
+        snprintf(job->channel->error, sizeof job->channel->error, "%s", hw_error());
+        atomic_store(&job->channel->state, HANDLE_FAILED);
         return HW_ERR;
     }
-    atomic_store(&channel->state, HANDLE_READY);
+    atomic_store(&job->channel->state, HANDLE_READY);
     return HW_OK;
 }
 
-// Only once no worker can map the weights any more (every worker reaped).
-static void parent_device_close(gpu_parent *dev) {
-    hw_cuda_stream_destroy(dev->stream);
-    hw_cuda_host_free(dev->host);
-    hw_cuda_free(dev->weights);
-    memset(dev, 0, sizeof *dev);
-}
-
-// The device weights into dev->host (waits): while workers write them, a Hogwild snapshot.
-static int parent_device_copy(gpu_parent *dev) {
-    if (hw_cuda_memcpy_d2h(dev->host, dev->weights, dev->bytes, dev->stream) != HW_OK) return HW_ERR;
-    return hw_cuda_stream_sync(dev->stream);
-}
-
-// hogwild_watch's snapshot: the device weights, through the pinned buffer.
+// hogwild_watch's snapshot: copy 0 of the device weights (at an epoch end every copy is the
+// agreed weights), through its pinned buffer.
 static int snapshot_device_weights(void *ctx, hw_train_outputs *log) {
-    gpu_parent *dev = ctx;
-    if (parent_device_copy(dev) != HW_OK) return hw_error_prefix("copying the device weights for an evaluation");
-    hw_train_outputs_snapshot(log, dev->host);
+    gpu_copies *copies = ctx;
+    if (gpu_copies_download(copies, 0) != HW_OK) return hw_error_prefix("copying the device weights for an evaluation");
+    hw_train_outputs_snapshot(log, copies->host[0]);
     return HW_OK;
 }
+
+// hogwild_watch's rounds between the copies.
+static int poll_copies(void *ctx, int settle, int64_t samples) { return gpu_copies_poll(ctx, settle, samples); }
+static double wait_copies(void *ctx) { return gpu_copies_wait(ctx); }
 
 // The device set-up failed: the workers see FAILED and leave with the parent's message; wait for
 // them (stopping any that lingers) and report the parent's own message.
@@ -299,11 +281,11 @@ static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_j
     // which inherit this thread's signal mask: with SIGINT and SIGTERM blocked meanwhile, a Ctrl-C
     // can only be delivered to this thread, whose waits (ppoll in hw_join) it must wake. One that
     // comes meanwhile stays pending until the mask is restored.
-    gpu_parent dev = {0};
+    gpu_copies copies = {0};
     sigset_t stop_signals, old_mask;
     hw_stop_signal_set(&stop_signals);
     pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
-    int opened = parent_device_open(&dev, config, &in->model, job->channel);
+    int opened = parent_device_open(&copies, job, &in->model);
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     int status;
     if (opened != HW_OK) {
@@ -314,13 +296,35 @@ static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_j
                                .n_train = in->train.n,
                                .first_epoch = job->first_epoch,
                                .snapshot = snapshot_device_weights,
-                               .snapshot_ctx = &dev};
+                               .snapshot_ctx = &copies,
+                               .worker_gpu = config->n_gpus > 0 ? job->worker_gpu : NULL};
+        if (copies.copies > 1) {
+            watch.copies_poll = poll_copies;
+            watch.copies_wait = wait_copies;
+            watch.copies_ctx = &copies;
+        }
         status = hw_hogwild_watch_run(&watch, &spawn, log, result);
+        if (status == HW_OK && !result->interrupted_by && copies.copies > 1) {
+            char text[512];
+            gpu_copies_report(&copies, text, sizeof text);
+            hw_progress_message(&log->progress, "%s", text);
+        }
     }
     hw_spawn_free(&spawn);
     // Every worker is reaped: no other process maps the device weights any more.
-    parent_device_close(&dev);
+    gpu_copies_close(&copies);
     return status;
+}
+
+// The copies of the weights: one per entry of --gpus (worker r on copy r % K: round-robin, or as
+// the list repeats a GPU), or one on --device cuda:N.
+static void copies_plan(gpu_copies_plan *plan, const hw_train_config *config) {
+    memset(plan, 0, sizeof *plan);
+    plan->copies = config->n_gpus > 0 ? config->n_gpus : 1;
+    for (int c = 0; c < plan->copies; c++) plan->devices[c] = config->n_gpus > 0 ? config->gpus[c] : config->device.index;
+    plan->rule = config->sync_rule;
+    plan->every_ms = config->sync_every_ms;
+    plan->every_samples = config->sync_every_samples;
 }
 
 int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
@@ -332,6 +336,12 @@ int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw
     if (!model->weights && hw_model_alloc_weights(model) != HW_OK) return HW_ERR;
     gpu_job job = {.config = config, .in = in};
     hw_fault_read(&job.fault);
+    copies_plan(&job.copies, config);
+    int worker_gpu[HW_SPAWN_MAX_WORKERS];
+    for (int r = 0; r < config->workers && r < HW_SPAWN_MAX_WORKERS; r++) {
+        worker_gpu[r] = job.copies.devices[r % job.copies.copies];
+    }
+    job.worker_gpu = worker_gpu;
     int64_t samples_before = 0;
     if (hw_train_start_weights(config, model, &job.first_epoch, &samples_before) != HW_OK) return HW_ERR;
 
