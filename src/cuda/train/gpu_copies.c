@@ -83,7 +83,11 @@ int gpu_copies_open(gpu_copies *g, const gpu_copies_plan *plan, const float *wei
 }
 
 void gpu_copies_close(gpu_copies *g) {
+    // Called on the way out of a failure too: the failure's message outlives the clean-up.
+    char message[1024];
+    snprintf(message, sizeof message, "%s", hw_error());
     for (int c = 0; c < g->copies; c++) {
+        if (!g->live[c] && !g->stream[c] && !g->host[c]) continue;  // nothing made on that device
         if (hw_cuda_select(device_of(g, c)) != HW_OK) continue;
         hw_cuda_stream_destroy(g->stream[c]);
         hw_cuda_host_free(g->host[c]);
@@ -95,6 +99,7 @@ void gpu_copies_close(gpu_copies *g) {
     free(g->sum);
     free(g->step);
     memset(g, 0, sizeof *g);
+    hw_fail("%s", message);
 }
 
 int gpu_copies_download(gpu_copies *g, int c) {
