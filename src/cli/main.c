@@ -438,15 +438,12 @@ static int check_world(hw_train_config *config, const cli_parsed *given) {
                 config->world.rank, config->world.size);
         return HW_EXIT_FAILURE;
     }
-    if (config->device.type == HW_DEVICE_CUDA && config->mode == HW_MODE_HOGWILD) {
-        return usage_error("Hogwild across ranks trains on the CPU; GPU ranks run DataParallel (--mode dataparallel "
-                           "--device %s, NCCL between the ranks)",
-                           "cuda");
-    }
     if (config->n_gpus > 0) {
-        // Across ranks each rank drives the GPU of its local rank (src/cuda/train/dataparallel_gpu.c).
+        // Across ranks each rank drives the GPU of its local rank (src/cuda/train/dataparallel_gpu.c,
+        // src/cuda/train/hogwild_gpu.c).
         return usage_error("--gpus lists the GPUs of one process; across ranks each rank drives one GPU, local rank L "
-                           "of a host GPU B+L (--device cuda:B), with --replicas K on it%s",
+                           "of a host GPU B+L (--device cuda:B), with --replicas K (DataParallel) or --workers N "
+                           "(Hogwild) on it%s",
                            "");
     }
     if (config->eval_only) return usage_error("--eval-only evaluates in one process: run it without mpirun%s", "");

@@ -157,6 +157,39 @@ static int stopped_in_evaluation(const hw_train_outputs *log, hw_train_result *r
     return 1;
 }
 
+// ---- the coupling between ranks ----
+
+// hw_couple_poll on the live weights, through the host mirror where they are in device memory.
+static int couple_poll(const hogwild_watch *watch, int state, int64_t samples, double loss_sum) {
+    if (watch->mirror_pull && watch->mirror_pull(watch->mirror_ctx) != HW_OK) return HW_ERR;
+    int status = hw_couple_poll(watch->couple, state, samples, loss_sum);
+    if (status == HW_OK && watch->mirror_push) status = watch->mirror_push(watch->mirror_ctx, 0);
+    return status;
+}
+
+// hw_couple_epoch_agreed, the agreed weights written whole into the device where they are there.
+static int couple_epoch_agreed(const hogwild_watch *watch, const char *when, int *agreed) {
+    int status = hw_couple_epoch_agreed(watch->couple, when, agreed);
+    if (status == HW_OK && *agreed && watch->mirror_push) status = watch->mirror_push(watch->mirror_ctx, 1);
+    return status;
+}
+
+int hw_hogwild_couple_open(const hw_train_config *config, const hw_train_inputs *in, int first_epoch,
+                           int64_t samples_before, float *live, double *applied, struct hw_couple **couple) {
+    const hw_model *model = &in->model;
+    hw_couple_plan plan = {.every_ms = config->sync_every_ms,
+                           .every_samples = config->sync_every_samples,
+                           .timeout_s = config->sync_timeout,
+                           .rule = config->sync_rule,
+                           .applied = applied};
+    if (hw_run_check_ranks(config, in, first_epoch, samples_before) != HW_OK ||
+        hw_comm_weights_agree(model->weights, model->n_weights, "the start") != HW_OK ||
+        hw_couple_open(couple, live, model->n_weights, &plan, &config->world) != HW_OK) {
+        return HW_ERR;
+    }
+    return HW_OK;
+}
+
 // ---- evaluations that do not stall the coupling between ranks ----
 
 typedef struct {
@@ -198,7 +231,7 @@ static int evaluate(const hogwild_watch *watch, hw_train_outputs *log, int epoch
         double node_loss;
         int min_done;
         sum_slots(watch->control, watch->config->workers, &node_samples, &node_loss, &min_done);
-        if (status == HW_OK) status = hw_couple_poll(watch->couple, HW_COUPLE_EVALUATING, node_samples, node_loss);
+        if (status == HW_OK) status = couple_poll(watch, HW_COUPLE_EVALUATING, node_samples, node_loss);
         double wait = hw_couple_wait(watch->couple);
         struct timespec pause = {0, (long)(wait * 1e9)};
         nanosleep(&pause, NULL);
@@ -248,12 +281,12 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
             // A stop signal (Ctrl-C on mpirun reaches every rank) ends the coupling: another rank
             // may already have left, and this one goes on to save (run_ended, below).
             if (epochs_handled < epochs_to_run && !hw_stop_signal()) {
-                status = hw_couple_poll(watch->couple, epoch_end ? HW_COUPLE_AT_BARRIER : HW_COUPLE_TRAINING, samples,
-                                        loss_sum);
+                status =
+                    couple_poll(watch, epoch_end ? HW_COUPLE_AT_BARRIER : HW_COUPLE_TRAINING, samples, loss_sum);
                 if (status == HW_OK && epoch_end) {
                     char when[64];
                     snprintf(when, sizeof when, "the end of epoch %d", watch->first_epoch + epochs_handled + 1);
-                    status = hw_couple_epoch_agreed(watch->couple, when, &epoch_end);
+                    status = couple_epoch_agreed(watch, when, &epoch_end);
                 }
                 if (status != HW_OK && !hw_stop_signal()) break;
                 if (status != HW_OK) {  // interrupted in the coupling: not an error, a stop

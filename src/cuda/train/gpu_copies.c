@@ -29,11 +29,12 @@ static int copy_open(gpu_copies *g, int c, const float *weights) {
     hw_device device = device_of(g, c);
     int status = hw_cuda_select(device);
     if (status == HW_OK) status = hw_cuda_check_shared_use(device);
-    if (status == HW_OK && hw_cuda_check_free(bytes * (coupled ? 2 : 1)) != HW_OK) {
+    const int with_delta = coupled || g->plan.mirror;
+    if (status == HW_OK && hw_cuda_check_free(bytes * (with_delta ? 2 : 1)) != HW_OK) {
         status = hw_error_prefix("the shared weights");
     }
     if (status == HW_OK) status = hw_cuda_malloc((void **)&g->live[c], bytes);
-    if (status == HW_OK && coupled) status = hw_cuda_malloc((void **)&g->delta[c], bytes);
+    if (status == HW_OK && with_delta) status = hw_cuda_malloc((void **)&g->delta[c], bytes);
     if (status == HW_OK) status = hw_cuda_stream_create(&g->stream[c]);
     if (status == HW_OK) status = hw_cuda_host_alloc((void **)&g->host[c], bytes);
     if (status == HW_OK) {
@@ -78,6 +79,15 @@ int gpu_copies_open(gpu_copies *g, const gpu_copies_plan *plan, const float *wei
         }
         memcpy(g->agreed, weights, sizeof(float) * n);
     }
+    if (plan->mirror) {
+        g->mirror = malloc(sizeof(float) * n);
+        g->pulled = malloc(sizeof(float) * n);
+        if (!g->mirror || !g->pulled) {
+            gpu_copies_close(g);
+            return hw_fail("out of memory for the host mirror of %zu weights", n);
+        }
+        memcpy(g->mirror, weights, sizeof(float) * n);
+    }
     g->last_round = hw_now();
     return HW_OK;
 }
@@ -98,6 +108,8 @@ void gpu_copies_close(gpu_copies *g) {
     free(g->velocity);
     free(g->sum);
     free(g->step);
+    free(g->mirror);
+    free(g->pulled);
     memset(g, 0, sizeof *g);
     hw_fail("%s", message);
 }
@@ -198,4 +210,30 @@ void gpu_copies_report(const gpu_copies *g, char *text, size_t cap) {
              "average, %.2f ms at most, in the parent (the workers do not wait for it)\n",
              g->copies, devices, (long long)g->rounds, hw_couple_rule_name(g->plan.rule), every,
              g->rounds ? 1000 * g->busy / (double)g->rounds : 0.0, 1000 * g->busy_max);
+}
+
+int gpu_copies_pull(gpu_copies *g) {
+    if (gpu_copies_download(g, 0) != HW_OK) return hw_error_prefix("reading the device weights for the coupling");
+    memcpy(g->mirror, g->host[0], sizeof(float) * g->n);
+    memcpy(g->pulled, g->mirror, sizeof(float) * g->n);
+    return HW_OK;
+}
+
+int gpu_copies_push(gpu_copies *g, int settled) {
+    const size_t n = g->n, bytes = sizeof(float) * n;
+    float *out = g->host[0];
+    int changed = 0;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = settled ? g->mirror[i] : g->mirror[i] - g->pulled[i];
+        changed |= g->mirror[i] != g->pulled[i];
+    }
+    if (!changed && !settled) return HW_OK;
+    int status = hw_cuda_select(device_of(g, 0));
+    if (status == HW_OK && settled) status = hw_cuda_memcpy_h2d(g->live[0], out, bytes, g->stream[0]);
+    if (status == HW_OK && !settled) status = hw_cuda_memcpy_h2d(g->delta[0], out, bytes, g->stream[0]);
+    if (status == HW_OK && !settled) status = hw_cuda_add(g->stream[0], g->live[0], g->delta[0], (int64_t)n);
+    if (status == HW_OK) status = hw_cuda_stream_sync(g->stream[0]);
+    if (status != HW_OK) return hw_error_prefix("writing the coupling's round into the device weights");
+    memcpy(g->pulled, g->mirror, bytes);
+    return HW_OK;
 }

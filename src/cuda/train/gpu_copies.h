@@ -20,6 +20,7 @@ typedef struct {
     hw_couple_rule rule;             // --sync-rule
     double every_ms;                 // a round every every_ms milliseconds ...
     int64_t every_samples;           // ... or every every_samples samples of all the workers (0: by time)
+    int mirror;                      // keep a host mirror of copy 0 for the ranks' coupling (GPU ranks)
 } gpu_copies_plan;
 
 typedef struct {
@@ -31,6 +32,7 @@ typedef struct {
     hw_cuda_stream stream[HW_GPU_COPIES_MAX];
     float *host[HW_GPU_COPIES_MAX];  // pinned: copy c read back (a snapshot, a round's change, its add)
     float *agreed, *velocity, *sum, *step;  // the rule's host side (K > 1)
+    float *mirror, *pulled;                 // plan.mirror: copy 0 as the ranks' coupling sees and changes it, and as last read
     gpu_copies_plan plan;
     double last_round;      // when the last round started (seconds, hw_now)
     int64_t last_samples;   // the workers' samples then
@@ -55,6 +57,12 @@ int gpu_copies_round(gpu_copies *g);
 int gpu_copies_poll(gpu_copies *g, int settle, int64_t samples);
 // How long the watch loop may wait before its next pass, in seconds (10 ms at most).
 double gpu_copies_wait(const gpu_copies *g);
+// GPU ranks (plan.mirror): the ranks' coupling (src/comm/mpi/hogwild_coupling.c) reads and writes
+// host memory, g->mirror. Pull reads copy 0 into it before the coupling's poll; push adds to copy 0
+// what the poll changed in it since (the round's step less this node's change; nothing, most
+// passes), or, `settled` (the epoch's agreed weights, the workers waiting), uploads it whole.
+int gpu_copies_pull(gpu_copies *g);
+int gpu_copies_push(gpu_copies *g, int settled);
 // "coupling of 2 copies (cuda:0, cuda:1): 812 rounds, rule momentum, ..." for the summary.
 void gpu_copies_report(const gpu_copies *g, char *text, size_t cap);
 

@@ -29,6 +29,7 @@
 #include "hw/train.h"
 
 #include "train/hogwild_watch.h"
+#include "hw/comm.h"
 #include "hw/cuda.h"
 #include "hw/err.h"
 #include "hw/shm.h"
@@ -120,8 +121,11 @@ static int train_shard(int rank, gpu_job *job, hw_cuda_runner *runner, int64_t *
     int batches = 0;
     for (int epoch = job->first_epoch; epoch < config->epochs; epoch++) {
         if (!hw_hogwild_wait_for_epoch(control, epoch)) return HW_OK;
-        int64_t count = hw_sampler_shard_size(train->n, config->workers, rank);
-        if (hw_sampler_shard(shard, train->n, config->workers, rank, epoch, config->seed) != HW_OK) return HW_ERR;
+        // Across ranks the world is R x N workers, each with a shard of its own.
+        const int world_workers = config->workers * config->world.size;
+        const int world_rank = config->world.rank * config->workers + rank;
+        int64_t count = hw_sampler_shard_size(train->n, world_workers, world_rank);
+        if (hw_sampler_shard(shard, train->n, world_workers, world_rank, epoch, config->seed) != HW_OK) return HW_ERR;
         int64_t pos = 0;
         int batch = queue_batch(runner, train, shard, count, &pos, config->batch_size, x, y);
         while (batch > 0) {
@@ -185,7 +189,8 @@ static int gpu_worker(int rank, void *arg) {
         return hw_error_prefix("opening the shared device weights");
     }
     const size_t sample = (size_t)train->channels * (size_t)train->height * (size_t)train->width;
-    int64_t *shard = malloc(sizeof(int64_t) * (size_t)(hw_sampler_shard_size(train->n, config->workers, 0) + 1));
+    const int world_workers = config->workers * config->world.size;
+    int64_t *shard = malloc(sizeof(int64_t) * (size_t)(hw_sampler_shard_size(train->n, world_workers, 0) + 1));
     uint8_t *x = malloc(sample * (size_t)config->batch_size);
     uint8_t *y = malloc((size_t)config->batch_size);
     hw_cuda_runner *runner = NULL;
@@ -195,7 +200,7 @@ static int gpu_worker(int rank, void *arg) {
         .weights_dev = weights,
         .mean = job->in->norm.mean,
         .std = job->in->norm.std,
-        .seed = hw_worker_seed(config->seed, rank),
+        .seed = hw_worker_seed(config->seed, config->world.rank * config->workers + rank),
         // Each step one CUDA graph launch (runner.cu): up to 3x the steps of a lone worker on an
         // H100, even with four (bench/RESULTS.md, "GPU"). HOGWILD_CUDA_GRAPHS=0 launches kernel by kernel.
         .graph = graphs_wanted(),
@@ -270,12 +275,55 @@ static int fail_setup(hw_spawn_ctx *spawn) {
     return hw_fail("%s", message);
 }
 
-// After the fork: the device set up, then hogwild_watch's loop with snapshots from the device.
-static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_job *job, hw_train_outputs *log,
-                       hw_train_result *result) {
+// hogwild_watch's host mirror of the device weights, for the ranks' coupling.
+static int pull_mirror(void *ctx) { return gpu_copies_pull(ctx); }
+static int push_mirror(void *ctx, int settled) { return gpu_copies_push(ctx, settled); }
+
+// The watch loop, with the copies' rounds (several GPUs) or the ranks' coupling (GPU ranks).
+static int watch_workers(const hw_train_config *config, hw_train_inputs *in, gpu_job *job, gpu_copies *copies,
+                         hw_couple *couple, hw_spawn_ctx *spawn, hw_train_outputs *log, hw_train_result *result) {
+    hogwild_watch watch = {.config = config,
+                           .control = job->control,
+                           .n_train = in->train.n,
+                           .first_epoch = job->first_epoch,
+                           .snapshot = snapshot_device_weights,
+                           .snapshot_ctx = copies,
+                           .couple = couple,
+                           .worker_gpu = config->n_gpus > 0 ? job->worker_gpu : NULL};
+    if (copies->copies > 1) {
+        watch.copies_poll = poll_copies;
+        watch.copies_wait = wait_copies;
+        watch.copies_ctx = copies;
+    }
+    if (couple) {
+        watch.mirror_pull = pull_mirror;
+        watch.mirror_push = push_mirror;
+        watch.mirror_ctx = copies;
+    }
+    int status = hw_hogwild_watch_run(&watch, spawn, log, result);
+    if (status == HW_OK && !result->interrupted_by && (copies->copies > 1 || couple)) {
+        char text[1024];
+        if (couple) hw_couple_report(couple, text, sizeof text);
+        else gpu_copies_report(copies, text, sizeof text);
+        hw_progress_message(&log->progress, "%s", text);
+    }
+    return status;
+}
+
+// After the fork: MPI across ranks, the device set up, then hogwild_watch's loop with snapshots
+// from the device.
+static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_job *job, int64_t samples_before,
+                       hw_train_outputs *log, hw_train_result *result) {
     hw_spawn_ctx spawn;
     log->started = hw_now();  // timed from the first fork, as on the CPU: the set-up below counts
     if (hw_spawn(&spawn, gpu_worker, job, config->workers) != HW_OK) return HW_ERR;
+    // Across ranks MPI comes first (its threads after the fork, as on the CPU), so that a failure
+    // of this rank's device set-up ends the whole job (MPI_Abort) instead of leaving the others in
+    // MPI_Init.
+    if (config->world.size > 1 && hw_comm_init(&config->world, config->sync_timeout) != HW_OK) {
+        atomic_store(&job->control->stop, 1);
+        return fail_setup(&spawn);
+    }
 
     // From here on this process may use CUDA. Its first calls start the runtime's helper threads,
     // which inherit this thread's signal mask: with SIGINT and SIGTERM blocked meanwhile, a Ctrl-C
@@ -288,29 +336,26 @@ static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_j
     int opened = parent_device_open(&copies, job, &in->model);
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     int status;
+    hw_couple *couple = NULL;
     if (opened != HW_OK) {
         status = fail_setup(&spawn);
     } else {
-        hogwild_watch watch = {.config = config,
-                               .control = job->control,
-                               .n_train = in->train.n,
-                               .first_epoch = job->first_epoch,
-                               .snapshot = snapshot_device_weights,
-                               .snapshot_ctx = &copies,
-                               .worker_gpu = config->n_gpus > 0 ? job->worker_gpu : NULL};
-        if (copies.copies > 1) {
-            watch.copies_poll = poll_copies;
-            watch.copies_wait = wait_copies;
-            watch.copies_ctx = &copies;
+        status = HW_OK;
+        if (config->world.size > 1) {
+            // The workers wait at the barrier until this node is coupled to the others.
+            status = hw_hogwild_couple_open(config, in, job->first_epoch, samples_before, copies.mirror, NULL, &couple);
+            if (status == HW_OK) atomic_store(&job->control->released_epoch, job->first_epoch);
+            log->started = hw_now();  // the workers start now: MPI and the checks were set-up
         }
-        status = hw_hogwild_watch_run(&watch, &spawn, log, result);
-        if (status == HW_OK && !result->interrupted_by && copies.copies > 1) {
-            char text[512];
-            gpu_copies_report(&copies, text, sizeof text);
-            hw_progress_message(&log->progress, "%s", text);
+        if (status == HW_OK) {
+            status = watch_workers(config, in, job, &copies, couple, &spawn, log, result);
+        } else {
+            atomic_store(&job->control->stop, 1);
+            hw_spawn_stop(&spawn);
         }
     }
     hw_spawn_free(&spawn);
+    hw_couple_close(couple);
     // Every worker is reaped: no other process maps the device weights any more.
     gpu_copies_close(&copies);
     return status;
@@ -325,6 +370,11 @@ static void copies_plan(gpu_copies_plan *plan, const hw_train_config *config) {
     plan->rule = config->sync_rule;
     plan->every_ms = config->sync_every_ms;
     plan->every_samples = config->sync_every_samples;
+    if (config->world.size > 1) {
+        // Across ranks, as DataParallel's GPU ranks: local rank L of a host on cuda:B+L (--device cuda:B).
+        plan->devices[0] = config->device.index + config->world.local_rank;
+        plan->mirror = 1;
+    }
 }
 
 int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
@@ -351,14 +401,15 @@ int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw
     if (hw_shm_open(&shm, head + sizeof(handle_channel)) != HW_OK) return HW_ERR;
     job.control = shm.data;
     job.channel = (handle_channel *)((char *)shm.data + head);
-    atomic_store(&job.control->released_epoch, job.first_epoch);
+    // Across ranks the workers wait until the node is coupled to the others (run_workers).
+    atomic_store(&job.control->released_epoch, config->world.size > 1 ? job.first_epoch - 1 : job.first_epoch);
     atomic_store(&job.channel->state, HANDLE_WAIT);
 
     hw_train_outputs log = {0};
     int status = hw_train_outputs_open(&log, config, in, job.first_epoch, samples_before);
     // The weights are still on the host.
     if (status == HW_OK) status = hw_train_outputs_first_point(&log, model->weights, job.first_epoch);
-    if (status == HW_OK) status = run_workers(config, in, &job, &log, result);
+    if (status == HW_OK) status = run_workers(config, in, &job, samples_before, &log, result);
     hw_train_outputs_close(&log);
     hw_shm_close(&shm);
     return status;
