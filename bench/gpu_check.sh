@@ -13,9 +13,15 @@
 #   torch    PyTorch's Hogwild example on the same GPU (bench/peer_torch_hogwild.py --device cuda)
 #   compare  DEVICE=cuda:0 bench/compare_modes.sh: Hogwild against DataParallel on the GPU
 #   cpu      bench/cpu_scaling.sh: Hogwild on the machine's cores (1 to 16 workers)
+#   multigpu Hogwild on several GPUs for real: the suite multigpu with two copies of the weights on
+#            the one GPU (--gpus 0,0 standing for two GPUs), then 1 copy against 2 copies on it
+#            (samples/s and accuracy, 1 epoch of MNIST, LeNet and the MLP, 2 and 4 workers)
 #
 #   bench/gpu_check.sh OUT_DIR [PART ...]       (default: every part but cpu, in the order above)
 #   HW_PREBUILT=1   use the binaries in place instead of running make first
+#   HW_BIN=PATH TEST_BIN=PATH   the multigpu part's binaries (default ./hogwild, build/test_hogwild;
+#                   build-sim/hogwild and build-sim/test_hogwild with HW_SIM_DEVICES=2 try the part
+#                   on the simulated device);  MULTIGPU_MODELS="lenet mlp"  its models
 #   EPOCHS=10       the train part's epochs;  PYTHON=python3  the peer's Python
 #
 # Each part writes OUT_DIR/<part>.log; OUT_DIR/summary.md gathers the results and every part's
@@ -200,6 +206,39 @@ part_compare() {
     DATASETS=${COMPARE_DATASETS:-mnist} DEVICE=cuda:0 bench/compare_modes.sh "${COMPARE_EPOCHS:-2}"
 }
 
+part_multigpu() {
+    local rc=0 bin=${HW_BIN:-$PWD/hogwild} tests=${TEST_BIN:-build/test_hogwild}
+    HW_BIN=$bin "$tests" --filter 'multigpu/*' --verbose=0 2>&1 | grep -vE '^\[----\] .*(Running|is running)'
+    [ "${PIPESTATUS[0]}" = 0 ] || { echo "FAILED: the multigpu suite"; rc=1; }
+    # One row per run: samples/s and accuracy from the summary line, the copies' rounds.
+    row() {  # model workers where log
+        local rate acc rounds
+        rate=$(sed -n 's/^done: .*(\([0-9]*\) samples\/s).*/\1/p' "$4")
+        acc=$(sed -n 's/^done: .*accuracy \([0-9.]*\)%.*/\1/p' "$4")
+        rounds=$(sed -n 's/^coupling of .*: \([0-9]*\) rounds.*took \([0-9.]*\) ms on average.*/\1 (\2 ms each)/p' "$4")
+        echo "| $1 | $2 | $3 | ${rate:-FAILED} | ${acc:--} | ${rounds:--} |"
+    }
+    {
+        echo
+        echo "| model (1 epoch of MNIST) | workers | weights | samples/s | accuracy | rounds |"
+        echo "|---|---:|---|---:|---:|---|"
+    } | tee -a "$OUT/summary-multigpu.md"
+    for model in ${MULTIGPU_MODELS:-lenet mlp}; do
+        for workers in 2 4; do
+            for where in "--device cuda:0" "--gpus 0,0"; do
+                local label=1-copy
+                [ "$where" = "--gpus 0,0" ] && label=2-copies
+                local log="$OUT/multigpu-$model-$workers-$label.log"
+                # shellcheck disable=SC2086
+                timeout 100 "$bin" $where --workers "$workers" --model "models/$model.model" --data "$DATA" \
+                    --epochs 1 --quiet > "$log" 2>&1 || { echo "FAILED: $model $workers $label"; tail -3 "$log"; rc=1; }
+                row "$model" "$workers" "$label (${where#--})" "$log" | tee -a "$OUT/summary-multigpu.md"
+            done
+        done
+    done
+    return $rc
+}
+
 part_cpu() {
     bench/cpu_scaling.sh "$OUT/cpu_scaling"
 }
@@ -209,7 +248,8 @@ if [ "${HW_PREBUILT:-0}" != 1 ]; then
 fi
 [ -f "$DATA/train-images-idx3-ubyte.gz" ] || ./hogwild download mnist --dir "$DATA" || exit 1
 
-declare -A LIMIT=([env]=30 [tests]=200 [train]=420 [cleanup]=150 [bench]=240 [torch]=240 [compare]=300 [cpu]=420)
+declare -A LIMIT=([env]=30 [tests]=200 [train]=420 [cleanup]=150 [bench]=240 [torch]=240 [compare]=300 [cpu]=420
+    [multigpu]=300)
 for p in $PARTS; do
     [ -n "${LIMIT[$p]:-}" ] || { echo "unknown part $p (parts: ${!LIMIT[*]})" >&2; exit 2; }
     part "$p" "${PART_LIMIT:-${LIMIT[$p]}}"

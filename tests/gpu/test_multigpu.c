@@ -291,16 +291,25 @@ Test(multigpu, a_missing_gpu_is_named_with_its_copy) {
     e2e_assert_left_nothing(&r);
 }
 
-// --sync-every and --sync-rule set the copies' rounds as they set the ranks'.
+// --sync-every and --sync-rule set the copies' rounds as they set the ranks'; the metrics name
+// every GPU, so that `hogwild compare` tells Hogwild on K GPUs from Hogwild on one.
 Test(multigpu, sync_flags_set_the_copies_rounds) {
     char list[64];
     int devices[HW_GPU_COPIES_MAX];
-    copies_list(list, sizeof list, devices);
+    int k = copies_list(list, sizeof list, devices);
     char *data = e2e_synth_n("data", 1, 2000, 200);
+    char *metrics = e2e_path("copies.csv");
     e2e_run_result r;
     e2e_run_within(&r, 120, NULL, "--data", data, "--gpus", list, "--workers", "4", "--sync-rule", "sum",
-                   "--sync-every", "256", "--quiet");
+                   "--sync-every", "256", "--metrics", metrics, "--quiet");
     e2e_assert_exit(&r, 0);
     e2e_assert_contains(r.out, "rule sum, one every 256 samples", "stdout");
     e2e_assert_left_nothing(&r);
+    e2e_metrics_row rows[4];
+    cr_assert_eq(e2e_read_metrics(metrics, rows, 4), 2);
+    char device[96] = "";
+    size_t used = 0;
+    for (int c = 0; c < k; c++) used += (size_t)snprintf(device + used, sizeof device - used, "%scuda:%d", c ? "+" : "", devices[c]);
+    cr_expect_str_eq(rows[1].device, device);
+    cr_expect_str_eq(rows[1].mode, "hogwild");
 }
