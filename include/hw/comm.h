@@ -107,8 +107,8 @@ void hw_couple_rule_apply(hw_couple_rule rule, int copies, float *velocity, cons
 // The same round where the copies' live weights are not in this process's memory (Hogwild on
 // several GPUs, src/cuda/train/gpu_copies.c): the agreed weights take the step, which is written
 // into `step` (n floats) for the caller to add to each copy, less that copy's own `sent`.
-void hw_couple_rule_step(hw_couple_rule rule, int copies, float *velocity, const float *sum, float *agreed,
-                         float *step, size_t n);
+void hw_couple_rule_step(hw_couple_rule rule, int copies, float *velocity, const float *sum, float *agreed, float *step,
+                         size_t n);
 const char *hw_couple_rule_name(hw_couple_rule rule);
 // "momentum" or "sum"; anything else is an error naming it.
 int hw_couple_rule_parse(const char *name, hw_couple_rule *rule);

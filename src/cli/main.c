@@ -404,12 +404,12 @@ static int check_eval_only_flags(const cli_parsed *given, const hw_train_config 
 // Hogwild on several GPUs (--gpus LIST): a copy of the weights per entry, its workers round-robin.
 static int check_hogwild_gpus(hw_train_config *config, const cli_parsed *given) {
     if (cli_given(given, "device")) {
-        return usage_error("give --device or --gpus, not both (--gpus %s puts Hogwild's copies on those GPUs)",
-                           "LIST");
+        return usage_error("give --device or --gpus, not both (--gpus %s puts Hogwild's copies on those GPUs)", "LIST");
     }
     if (config->n_gpus > config->workers) {
         char text[160];
-        snprintf(text, sizeof text, "--gpus lists %d GPUs but --workers is %d: every GPU's copy of the weights needs "
+        snprintf(text, sizeof text,
+                 "--gpus lists %d GPUs but --workers is %d: every GPU's copy of the weights needs "
                  "at least one worker",
                  config->n_gpus, config->workers);
         return usage_error("%s", text);
@@ -425,9 +425,10 @@ static int check_world(hw_train_config *config, const cli_parsed *given) {
         // Hogwild on several GPUs couples its copies of the weights by the ranks' rule.
         int copies = config->mode == HW_MODE_HOGWILD && config->n_gpus > 1;
         if (((sync_every || sync_rule) && !copies) || cli_given(given, "sync-timeout")) {
-            return usage_error("--sync-every, --sync-rule and --sync-timeout couple the ranks of an mpirun job; this "
-                               "run is not one%s",
-                               "");
+            return usage_error(
+                "--sync-every, --sync-rule and --sync-timeout couple the ranks of an mpirun job (and "
+                "--sync-every and --sync-rule Hogwild's copies on several --gpus); this run is neither%s",
+                "");
         }
         return HW_EXIT_OK;
     }

@@ -101,8 +101,8 @@ void hw_couple_rule_apply(hw_couple_rule rule, int copies, float *velocity, cons
     }
 }
 
-void hw_couple_rule_step(hw_couple_rule rule, int copies, float *velocity, const float *sum, float *agreed,
-                         float *step, size_t n) {
+void hw_couple_rule_step(hw_couple_rule rule, int copies, float *velocity, const float *sum, float *agreed, float *step,
+                         size_t n) {
     const float beta = 1.0f - 1.0f / (float)copies, mean = 1.0f / (float)copies;
     for (size_t i = 0; i < n; i++) {
         step[i] = rule_step(rule, beta, mean, &velocity[i], sum[i]);

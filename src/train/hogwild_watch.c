@@ -281,8 +281,7 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
             // A stop signal (Ctrl-C on mpirun reaches every rank) ends the coupling: another rank
             // may already have left, and this one goes on to save (run_ended, below).
             if (epochs_handled < epochs_to_run && !hw_stop_signal()) {
-                status =
-                    couple_poll(watch, epoch_end ? HW_COUPLE_AT_BARRIER : HW_COUPLE_TRAINING, samples, loss_sum);
+                status = couple_poll(watch, epoch_end ? HW_COUPLE_AT_BARRIER : HW_COUPLE_TRAINING, samples, loss_sum);
                 if (status == HW_OK && epoch_end) {
                     char when[64];
                     snprintf(when, sizeof when, "the end of epoch %d", watch->first_epoch + epochs_handled + 1);

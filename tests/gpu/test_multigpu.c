@@ -85,8 +85,8 @@ Test(multigpu, a_round_sums_the_devices_changes) {
             if (off > worst) worst = off;
         }
         // Float rounding: the changes are read back as differences of floats near 1.
-        cr_expect_lt(worst, 4e-7 * plan.copies, "rule %s: the agreed weights are off by %g", hw_couple_rule_name(rules[r]),
-                     worst);
+        cr_expect_lt(worst, 4e-7 * plan.copies, "rule %s: the agreed weights are off by %g",
+                     hw_couple_rule_name(rules[r]), worst);
         // No worker wrote meanwhile: each copy got the step less its own change, so all are there.
         expect_copies(&g, want, 1e-6, hw_couple_rule_name(rules[r]));
         // An epoch end's settle leaves every copy bit for bit the agreed weights.
@@ -136,7 +136,8 @@ Test(multigpu, mnist_one_epoch_within_a_point_of_one_gpu) {
     char data[1100], probe[1200];
     snprintf(data, sizeof data, "%s/data/mnist", e2e.root);
     snprintf(probe, sizeof probe, "%s/train-images-idx3-ubyte.gz", data);
-    if (!e2e_file_exists(probe)) cr_skip_test("no real MNIST in %s (./run.sh gets it; CI has it): nothing checked", data);
+    if (!e2e_file_exists(probe))
+        cr_skip_test("no real MNIST in %s (./run.sh gets it; CI has it): nothing checked", data);
     double one = run_accuracy(data, e2e.mlp, "--device", "cuda", "1");
     double copies = run_accuracy(data, e2e.mlp, "--gpus", list, "1");
     cr_expect_gt(copies, one - 1.0, "--gpus %s: %.2f%%, one GPU %.2f%%", list, copies, one);
@@ -192,11 +193,12 @@ Test(multigpu, sigint_saves_every_copys_changes_and_cleans_up) {
     char *data = e2e_synth_n("data", 1, 1000, 100);
     char *ckpt = e2e_path("interrupted.safetensors"), *metrics = e2e_path("metrics.csv");
     e2e_run_result r;
-    pid_t pid = e2e_start_argv(&r, NULL,
-                               (const char *const[]){"--data", data, "--model", e2e.mlp, "--gpus", list, "--workers",
-                                                     "4", "--epochs", "100000", "--eval-every", "500", "--metrics",
-                                                     metrics, "--save", ckpt, "--quiet", "--sharing-strategy",
-                                                     "file_system", NULL});
+    pid_t pid = e2e_start_argv(
+        &r, NULL,
+        (const char *const[]){"--data",      data,    "--model",  e2e.mlp,  "--gpus",       list,
+                              "--workers",   "4",     "--epochs", "100000", "--eval-every", "500",
+                              "--metrics",   metrics, "--save",   ckpt,     "--quiet",      "--sharing-strategy",
+                              "file_system", NULL});
     double deadline = hw_now() + 120;
     while (e2e_count_lines(metrics) < 3 && hw_now() < deadline) e2e_sleep_ms(20);
     int lines = e2e_count_lines(metrics);
@@ -309,7 +311,8 @@ Test(multigpu, sync_flags_set_the_copies_rounds) {
     cr_assert_eq(e2e_read_metrics(metrics, rows, 4), 2);
     char device[96] = "";
     size_t used = 0;
-    for (int c = 0; c < k; c++) used += (size_t)snprintf(device + used, sizeof device - used, "%scuda:%d", c ? "+" : "", devices[c]);
+    for (int c = 0; c < k; c++)
+        used += (size_t)snprintf(device + used, sizeof device - used, "%scuda:%d", c ? "+" : "", devices[c]);
     cr_expect_str_eq(rows[1].device, device);
     cr_expect_str_eq(rows[1].mode, "hogwild");
 }

@@ -30,9 +30,9 @@ typedef struct {
     float *live[HW_GPU_COPIES_MAX];   // device: copy c, exported to its workers
     float *delta[HW_GPU_COPIES_MAX];  // device: what a round adds to copy c (K > 1)
     hw_cuda_stream stream[HW_GPU_COPIES_MAX];
-    float *host[HW_GPU_COPIES_MAX];  // pinned: copy c read back (a snapshot, a round's change, its add)
+    float *host[HW_GPU_COPIES_MAX];         // pinned: copy c read back (a snapshot, a round's change, its add)
     float *agreed, *velocity, *sum, *step;  // the rule's host side (K > 1)
-    float *mirror, *pulled;                 // plan.mirror: copy 0 as the ranks' coupling sees and changes it, and as last read
+    float *mirror, *pulled;  // plan.mirror: copy 0 as the ranks' coupling sees and changes it, and as last read
     gpu_copies_plan plan;
     double last_round;      // when the last round started (seconds, hw_now)
     int64_t last_samples;   // the workers' samples then

@@ -1,6 +1,9 @@
-// hogwild_cuda: Hogwild on one GPU (--device cuda[:N] --workers N).
+// hogwild_cuda: Hogwild on GPUs: on one (--device cuda[:N] --workers N), on several (--gpus 0,1
+// --workers N: a copy of the weights per GPU, worker r on copy r % K, the copies coupled by the
+// parent, gpu_copies.c), and on GPU ranks under mpirun (each rank one GPU, B + its local rank,
+// coupled to the other ranks by src/comm/mpi/hogwild_coupling.c through a host mirror).
 //
-// The weights live in device memory, shared by every worker process through one CUDA IPC handle.
+// The weights live in device memory, shared by every worker process of a copy through one CUDA IPC handle.
 // Each worker is its own process with its own CUDA context, streams and GPU model runner
 // (hw_cuda_runner), and its SGD step writes straight onto the shared device weights, without a
 // lock, as the CPU workers of hogwild.c write onto shared host memory.
@@ -53,9 +56,9 @@ enum { HANDLE_WAIT = 0, HANDLE_READY = 1, HANDLE_FAILED = 2 };
 enum { GPU_REPORT_EVERY = 8 };
 
 typedef struct {
-    atomic_int state;                               // HANDLE_WAIT, then HANDLE_READY or HANDLE_FAILED
+    atomic_int state;                              // HANDLE_WAIT, then HANDLE_READY or HANDLE_FAILED
     hw_cuda_ipc_handle handle[HW_GPU_COPIES_MAX];  // copy c of the device weights, valid once READY
-    char error[1024];                               // the parent's message, once FAILED
+    char error[1024];                              // the parent's message, once FAILED
 } handle_channel;
 
 typedef struct {
@@ -241,7 +244,8 @@ static int parent_device_open(gpu_copies *copies, const gpu_job *job, const hw_m
         char name[160] = "";
         size_t used = 0;
         for (int c = 0; c < job->copies.copies && used < sizeof name; c++) {
-            used += (size_t)snprintf(name + used, sizeof name - used, "%scuda:%d", c ? "+" : "", job->copies.devices[c]);
+            used +=
+                (size_t)snprintf(name + used, sizeof name - used, "%scuda:%d", c ? "+" : "", job->copies.devices[c]);
         }
         hw_error_prefix("GPU Hogwild on %s", name);
         snprintf(job->channel->error, sizeof job->channel->error, "%s", hw_error());
@@ -366,7 +370,8 @@ static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_j
 static void copies_plan(gpu_copies_plan *plan, const hw_train_config *config) {
     memset(plan, 0, sizeof *plan);
     plan->copies = config->n_gpus > 0 ? config->n_gpus : 1;
-    for (int c = 0; c < plan->copies; c++) plan->devices[c] = config->n_gpus > 0 ? config->gpus[c] : config->device.index;
+    for (int c = 0; c < plan->copies; c++)
+        plan->devices[c] = config->n_gpus > 0 ? config->gpus[c] : config->device.index;
     plan->rule = config->sync_rule;
     plan->every_ms = config->sync_every_ms;
     plan->every_samples = config->sync_every_samples;
