@@ -193,22 +193,12 @@ Test(multigpu, sigint_saves_every_copys_changes_and_cleans_up) {
     char *data = e2e_synth_n("data", 1, 1000, 100);
     char *ckpt = e2e_path("interrupted.safetensors"), *metrics = e2e_path("metrics.csv");
     e2e_run_result r;
-    pid_t pid = e2e_start_argv(
-        &r, NULL,
-        (const char *const[]){"--data",      data,    "--model",  e2e.mlp,  "--gpus",       list,
-                              "--workers",   "4",     "--epochs", "100000", "--eval-every", "500",
-                              "--metrics",   metrics, "--save",   ckpt,     "--quiet",      "--sharing-strategy",
-                              "file_system", NULL});
-    double deadline = hw_now() + 120;
-    while (e2e_count_lines(metrics) < 3 && hw_now() < deadline) e2e_sleep_ms(20);
-    int lines = e2e_count_lines(metrics);
-    kill(pid, SIGINT);
-    e2e_wait_within(&r, 60);
-    cr_assert_geq(lines, 3, "no training progress within 120 s; stderr: %s", r.err);
-    e2e_assert_exit(&r, 128 + SIGINT);
-    cr_expect(strstr(r.out, "interrupted by SIGINT") && strstr(r.out, "saved the current weights"), "stdout: %s",
-              r.out);
-    e2e_assert_left_nothing(&r);
+    e2e_interrupt_once_training(
+        &r, (const char *const[]){"--data",      data,    "--model",  e2e.mlp,  "--gpus",       list,
+                                  "--workers",   "4",     "--epochs", "100000", "--eval-every", "500",
+                                  "--metrics",   metrics, "--save",   ckpt,     "--quiet",      "--sharing-strategy",
+                                  "file_system", NULL},
+        metrics);
     // The saved weights are the copies' agreed weights after a last round: finite, and trained.
     hw_model model;
     OK(hw_model_load(&model, e2e.mlp));
