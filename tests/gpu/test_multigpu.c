@@ -103,10 +103,10 @@ Test(multigpu, a_round_sums_the_devices_changes) {
 // ---- training through ./hogwild ----
 
 static double run_accuracy(const char *data, const char *model, const char *where, const char *value,
-                           const char *epochs) {
+                           const char *epochs, const char *lr) {
     e2e_run_result r;
     e2e_run_within(&r, 500, NULL, "--data", data, "--model", model, "--workers", "4", where, value, "--epochs", epochs,
-                   "--lr", "0.05", "--quiet");
+                   "--lr", lr, "--quiet");
     e2e_assert_exit(&r, 0);
     e2e_assert_left_nothing(&r);
     if (strcmp(where, "--gpus") == 0) {
@@ -120,15 +120,17 @@ Test(multigpu, copies_train_as_one_gpu_does) {
     int devices[HW_GPU_COPIES_MAX];
     copies_list(list, sizeof list, devices);
     char *data = e2e_synth_n("data", 1, 6000, 1000);
-    double one = run_accuracy(data, e2e.mlp, "--device", "cuda", "3");
-    double copies = run_accuracy(data, e2e.mlp, "--gpus", list, "3");
+    double one = run_accuracy(data, e2e.mlp, "--device", "cuda", "3", "0.05");
+    double copies = run_accuracy(data, e2e.mlp, "--gpus", list, "3", "0.05");
     cr_expect_gt(copies, 85.0, "--gpus %s: %.2f%%", list, copies);
     // Both race, and a run of 3 x 6000 synthetic digits lasts a few dozen rounds, which leave the
     // copies 1 to 2 points behind one GPU on the simulated device (MNIST's epoch: the test below).
     cr_expect_gt(copies, one - 4.0, "--gpus %s: %.2f%%, one GPU %.2f%%", list, copies, one);
 }
 
-// The measure: 1 epoch of the real MNIST, within 1 point of one GPU.
+// The measure: 1 epoch of the real MNIST, within 1 point of one GPU, at the default
+// settings (the MLP, lr 0.01). Each side is the mean of two runs: one run of either varies by
+// about 0.5 points from the next (racing workers), and at lr 0.05 by 1.3.
 Test(multigpu, mnist_one_epoch_within_a_point_of_one_gpu) {
     char list[64];
     int devices[HW_GPU_COPIES_MAX];
@@ -138,8 +140,12 @@ Test(multigpu, mnist_one_epoch_within_a_point_of_one_gpu) {
     snprintf(probe, sizeof probe, "%s/train-images-idx3-ubyte.gz", data);
     if (!e2e_file_exists(probe))
         cr_skip_test("no real MNIST in %s (./run.sh gets it; CI has it): nothing checked", data);
-    double one = run_accuracy(data, e2e.mlp, "--device", "cuda", "1");
-    double copies = run_accuracy(data, e2e.mlp, "--gpus", list, "1");
+    double one = 0, copies = 0;
+    for (int run = 0; run < 2; run++) {
+        one += run_accuracy(data, e2e.mlp, "--device", "cuda", "1", "0.01") / 2;
+        copies += run_accuracy(data, e2e.mlp, "--gpus", list, "1", "0.01") / 2;
+    }
+    cr_log_info("1 epoch of MNIST: --gpus %s %.2f%%, one GPU %.2f%% (means of 2 runs)", list, copies, one);
     cr_expect_gt(copies, one - 1.0, "--gpus %s: %.2f%%, one GPU %.2f%%", list, copies, one);
 }
 
