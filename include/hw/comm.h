@@ -152,6 +152,8 @@ typedef struct {
 typedef struct {
     int64_t others_samples;  // training samples the other nodes had done at their last round
     double others_loss_sum;  // the sum of those samples' training losses
+    int in_flight;           // a round is in flight: the next poll may apply it, but starts none
+                             // (a round reads the live weights only when it starts)
 } hw_couple_view;
 
 // The coupling of `live`, n weights written by this node's workers (shared memory). The agreed

@@ -160,8 +160,12 @@ static int stopped_in_evaluation(const hw_train_outputs *log, hw_train_result *r
 // ---- the coupling between ranks ----
 
 // hw_couple_poll on the live weights, through the host mirror where they are in device memory.
+// The mirror is read only when a round may start (none in flight): a round in flight only adds
+// its step when it lands, which the push carries to the device whatever the mirror held.
 static int couple_poll(const hogwild_watch *watch, int state, int64_t samples, double loss_sum) {
-    if (watch->mirror_pull && watch->mirror_pull(watch->mirror_ctx) != HW_OK) return HW_ERR;
+    hw_couple_view view;
+    hw_couple_view_read(watch->couple, &view);
+    if (watch->mirror_pull && !view.in_flight && watch->mirror_pull(watch->mirror_ctx) != HW_OK) return HW_ERR;
     int status = hw_couple_poll(watch->couple, state, samples, loss_sum);
     if (status == HW_OK && watch->mirror_push) status = watch->mirror_push(watch->mirror_ctx, 0);
     return status;

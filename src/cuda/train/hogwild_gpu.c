@@ -324,21 +324,21 @@ static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_j
     // Across ranks MPI comes first (its threads after the fork, as on the CPU), so that a failure
     // of this rank's device set-up ends the whole job (MPI_Abort) instead of leaving the others in
     // MPI_Init.
-    if (config->world.size > 1 && hw_comm_init(&config->world, config->sync_timeout) != HW_OK) {
-        atomic_store(&job->control->stop, 1);
-        return fail_setup(&spawn);
-    }
-
-    // From here on this process may use CUDA. Its first calls start the runtime's helper threads,
-    // which inherit this thread's signal mask: with SIGINT and SIGTERM blocked meanwhile, a Ctrl-C
-    // can only be delivered to this thread, whose waits (ppoll in hw_join) it must wake. One that
-    // comes meanwhile stays pending until the mask is restored.
     gpu_copies copies = {0};
-    sigset_t stop_signals, old_mask;
-    hw_stop_signal_set(&stop_signals);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
-    int opened = parent_device_open(&copies, job, &in->model);
-    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    int opened = HW_ERR;
+    if (config->world.size > 1 && hw_comm_init(&config->world, config->sync_timeout) != HW_OK) {
+        atomic_store(&job->control->stop, 1);  // the workers, still waiting for the weights, leave
+    } else {
+        // From here on this process may use CUDA. Its first calls start the runtime's helper
+        // threads, which inherit this thread's signal mask: with SIGINT and SIGTERM blocked
+        // meanwhile, a Ctrl-C can only be delivered to this thread, whose waits (ppoll in hw_join)
+        // it must wake. One that comes meanwhile stays pending until the mask is restored.
+        sigset_t stop_signals, old_mask;
+        hw_stop_signal_set(&stop_signals);
+        pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
+        opened = parent_device_open(&copies, job, &in->model);
+        pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    }
     int status;
     hw_couple *couple = NULL;
     if (opened != HW_OK) {
@@ -370,8 +370,9 @@ static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_j
 static void copies_plan(gpu_copies_plan *plan, const hw_train_config *config) {
     memset(plan, 0, sizeof *plan);
     plan->copies = config->n_gpus > 0 ? config->n_gpus : 1;
-    for (int c = 0; c < plan->copies; c++)
+    for (int c = 0; c < plan->copies; c++) {
         plan->devices[c] = config->n_gpus > 0 ? config->gpus[c] : config->device.index;
+    }
     plan->rule = config->sync_rule;
     plan->every_ms = config->sync_every_ms;
     plan->every_samples = config->sync_every_samples;
