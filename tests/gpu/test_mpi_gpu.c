@@ -120,6 +120,19 @@ static void wait_for_two_training_gpu_ranks(const e2e_run_result *r, pid_t kids[
     e2e_sleep_ms(1000);
 }
 
+// Ctrl-C on mpirun (r, started) once its 2 ranks train (rank 0 printed `ready`): the job ends
+// non-zero, rank 0 having saved its current weights to `ckpt`, and leaves nothing behind.
+static void expect_ctrl_c_saves_rank_0(e2e_run_result *r, const char *ready, const char *data, const char *ckpt) {
+    pid_t kids[2];
+    wait_for_two_training_gpu_ranks(r, kids, ready);
+    kill(r->pid, SIGINT);
+    e2e_wait_within(r, 60);
+    cr_expect(WIFEXITED(r->status) && WEXITSTATUS(r->status) != 0, "mpirun: status %d", r->status);
+    e2e_assert_contains(r->out, "saved the current weights to", "stdout");
+    cr_expect_geq(e2e_eval_checkpoint(data, e2e.mlp, ckpt).samples, 1, "the checkpoint holds no training");
+    assert_mpi_left_nothing();
+}
+
 // A rank stopped (SIGSTOP) leaves the other waiting for the step's sum: NCCL's on the GPU, polled
 // within --sync-timeout (then ncclCommAbort), or the MPI sum of the step's counters after it,
 // bounded the same; either way a clear error naming --sync-timeout, exit 1, not a hang.
@@ -218,14 +231,7 @@ Test(mpi_gpu, hogwild_ctrl_c_on_mpirun_saves_rank_0s_gpu_checkpoint) {
     e2e_run_result r;
     mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--device", "cuda", "--workers", "2", "--model", e2e.mlp,
                                         "--data", data, "--epochs", "1000", "--save", ckpt, NULL});
-    pid_t kids[2];
-    wait_for_two_training_gpu_ranks(&r, kids, "hogwild: BLAS");
-    kill(r.pid, SIGINT);
-    e2e_wait_within(&r, 60);
-    cr_expect(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0, "mpirun: status %d", r.status);
-    e2e_assert_contains(r.out, "saved the current weights to", "stdout");
-    cr_expect_geq(e2e_eval_checkpoint(data, e2e.mlp, ckpt).samples, 1, "the checkpoint holds no training");
-    assert_mpi_left_nothing();
+    expect_ctrl_c_saves_rank_0(&r, "hogwild: BLAS", data, ckpt);
 }
 
 // A worker of rank 1 fails: the job ends, naming it.
@@ -408,12 +414,5 @@ Test(mpi_gpu, dataparallel_ctrl_c_on_mpirun_saves_rank_0s_gpu_checkpoint) {
     mpi_start(&r,
               (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas", "1",
                                     "--model", e2e.mlp, "--data", data, "--epochs", "1000", "--save", ckpt, NULL});
-    pid_t kids[2];
-    wait_for_two_training_gpu_ranks(&r, kids, "across ranks ncclAllReduce");
-    kill(r.pid, SIGINT);
-    e2e_wait_within(&r, 60);
-    cr_expect(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0, "mpirun: status %d", r.status);
-    e2e_assert_contains(r.out, "saved the current weights to", "stdout");
-    cr_expect_geq(e2e_eval_checkpoint(data, e2e.mlp, ckpt).samples, 1, "the checkpoint holds no training");
-    assert_mpi_left_nothing();
+    expect_ctrl_c_saves_rank_0(&r, "across ranks ncclAllReduce", data, ckpt);
 }
