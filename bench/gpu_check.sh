@@ -16,7 +16,8 @@
 #   multigpu Hogwild on several GPUs for real: the suite multigpu with two copies of the weights on
 #            the one GPU (--gpus 0,0 standing for two GPUs), Ctrl-C and a killed worker with two
 #            copies (nothing left behind), then 1 copy against 2 copies on it (samples/s and
-#            accuracy, 1 epoch of MNIST, LeNet and the MLP, 2 and 4 workers)
+#            accuracy, 1 epoch of MNIST, LeNet and the MLP, 2 and 4 workers; 2 copies also with
+#            rounds every 5 ms)
 #
 #   bench/gpu_check.sh OUT_DIR [PART ...]       (default: every part but cpu, in the order above)
 #   HW_PREBUILT=1   use the binaries in place instead of running make first
@@ -233,9 +234,11 @@ part_multigpu() {
     } | tee -a "$OUT/summary-multigpu.md"
     for model in ${MULTIGPU_MODELS:-lenet mlp}; do
         for workers in 2 4; do
-            for where in "--device cuda:0" "--gpus 0,0"; do
+            # The last: rounds every 5 ms instead of 20, where a round costs little (no network).
+            for where in "--device cuda:0" "--gpus 0,0" "--gpus 0,0 --sync-every 5ms"; do
                 local label=1-copy
                 [ "$where" = "--gpus 0,0" ] && label=2-copies
+                [ "$where" = "--gpus 0,0 --sync-every 5ms" ] && label=2-copies-5ms
                 local log="$OUT/multigpu-$model-$workers-$label.log"
                 # shellcheck disable=SC2086
                 timeout 100 "$bin" $where --workers "$workers" --model "models/$model.model" --data "$DATA" \
