@@ -234,7 +234,7 @@ Test(mpi_gpu, hogwild_ctrl_c_on_mpirun_saves_rank_0s_gpu_checkpoint) {
     expect_ctrl_c_saves_rank_0(&r, "hogwild: BLAS", data, ckpt);
 }
 
-// A worker of rank 1 fails: the job ends, naming it.
+// A worker of rank 1 fails: the job ends, naming it and its GPU.
 Test(mpi_gpu, hogwild_a_failing_gpu_rank_worker_ends_the_job) {
     need_mpirun_and_gpus(2, "2 GPU ranks on one host");
     char *data = e2e_synth(78);
@@ -243,7 +243,8 @@ Test(mpi_gpu, hogwild_a_failing_gpu_rank_worker_ends_the_job) {
             "2", ":", "-np", "1", "-x", "HOGWILD_FAIL_WORKER=1:3", "HW", "--device", "cuda", "--workers", "2",
             "--model", e2e.mlp, "--data", data, "--epochs", "2");
     e2e_assert_exit(&r, 1);
-    e2e_assert_contains(r.err, "hogwild (rank 1 of 2): worker 1 failed", "stderr");
+    // Rank 1 is local rank 1: its workers train on cuda:1.
+    e2e_assert_contains(r.err, "hogwild (rank 1 of 2): worker 1 on cuda:1 failed", "stderr");
     e2e_assert_contains(r.err, "injected failure after 3 batches", "stderr");
     assert_mpi_left_nothing();
 }

@@ -293,7 +293,8 @@ static int watch_workers(const hw_train_config *config, hw_train_inputs *in, gpu
                            .snapshot = snapshot_device_weights,
                            .snapshot_ctx = copies,
                            .couple = couple,
-                           .worker_gpu = config->n_gpus > 0 ? job->worker_gpu : NULL};
+                           // Named where the GPU is not the one --device names.
+                           .worker_gpu = config->n_gpus > 0 || config->world.size > 1 ? job->worker_gpu : NULL};
     if (copies->copies > 1) {
         watch.copies_poll = poll_copies;
         watch.copies_wait = wait_copies;
