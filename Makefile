@@ -267,13 +267,15 @@ test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx $(BUILD)/bench_nn_step lay
 
 # ---- the simulated CUDA device (tests only) ----
 # The library built with SIM=1 in build-sim/ (see the CUDA section), then the GPU suites (cuda,
-# cuda_layers, gpu_train, mpi_gpu) and the simulator's own tests (simcuda) on it. It runs the runner,
+# cuda_layers, gpu_train, mpi_gpu, multigpu: on 2 devices, multigpu again on 4) and the simulator's
+# own tests (simcuda) on it. The simulated binary alone, to run the GPU paths by hand without a GPU:
+# make SIM=1 BUILD=build-sim build-sim/hogwild (then HW_SIM_DEVICES=N build-sim/hogwild ...). It runs the runner,
 # copies, streams, events, the all-reduce's copies, GPU Hogwild across processes sharing memory as
 # CUDA IPC shares it, GPU DataParallel, and GPU ranks under mpirun (the simulated NCCL across
 # processes), and checks the ordering of streams and host waits; NOT real kernels, cuBLAS, the real
 # NCCL, device rounding or speed (docs/ARCHITECTURE.md). Any misuse the
 # simulator refused, in any process, fails the target.
-SIM_SUITES ?= @(cuda|cuda_layers|gpu_train|simcuda|mpi_gpu)/*
+SIM_SUITES ?= @(cuda|cuda_layers|gpu_train|simcuda|mpi_gpu|multigpu)/*
 SIM_DIR    ?= build-sim
 SIM_ENV    = HW_BIN=$(CURDIR)/$(SIM_DIR)/hogwild HW_SIM_REFUSALS=$(CURDIR)/$(SIM_DIR)/refusals.log
 sim:
@@ -281,6 +283,8 @@ sim:
 	@rm -f $(SIM_DIR)/refusals.log
 	@echo "== make sim: the GPU suites on the SIMULATED CUDA device (host code, not a GPU), 2 devices =="
 	HW_SIM_DEVICES=2 $(SIM_ENV) $(SIM_DIR)/test_hogwild --filter '$(SIM_SUITES)' $(SIM_ARGS)
+	@echo "== make sim: Hogwild on several GPUs again, on 4 devices =="
+	HW_SIM_DEVICES=4 $(SIM_ENV) $(SIM_DIR)/test_hogwild --filter 'multigpu/*' $(SIM_ARGS)
 	@echo "== make sim: the same without a device (HW_SIM_DEVICES=0): the no-GPU error paths =="
 	HW_SIM_DEVICES=0 $(SIM_ENV) $(SIM_DIR)/test_hogwild --filter '@(cuda|cuda_layers|gpu_train)/*' $(SIM_ARGS)
 	@if [ -s $(SIM_DIR)/refusals.log ]; then cat $(SIM_DIR)/refusals.log; \

@@ -7,6 +7,11 @@
 #   DEVICE=cuda:0 bench/compare_modes.sh     the same on a GPU: the Hogwild workers share cuda:0,
 #                                            the DataParallel replicas are streams on cuda:0
 #   DATASETS=mnist bench/compare_modes.sh    one dataset only (default: mnist fashion-mnist)
+#   GPUS=0,1 bench/compare_modes.sh          on K GPUs (a list as --gpus takes it; 0,0 puts two on
+#                                            one GPU): Hogwild with a copy of the weights per GPU
+#                                            and 1, 2, 4 workers per GPU, against DataParallel with
+#                                            a replica per GPU, and both on the first GPU alone
+#   HOGWILD=./hogwild                        the binary (build-sim/hogwild: the simulated device)
 #
 # Writes the metrics of every run to bench/out/compare/<dataset>-<mode>-<n>.csv, prints the
 # `hogwild compare` table per dataset, and writes a plot per dataset next to the CSVs.
@@ -14,24 +19,46 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 EPOCHS="${1:-5}"
 DEVICE="${DEVICE:-cpu}"
+GPUS="${GPUS:-}"
+HOGWILD="${HOGWILD:-./hogwild}"
 OUT=bench/out/compare
 [ "$DEVICE" = cpu ] || OUT="bench/out/compare-${DEVICE//:/}"
+[ -z "$GPUS" ] || OUT="bench/out/compare-gpus-${GPUS//,/-}"
 mkdir -p "$OUT"
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p') x $(nproc) cores"
-if [ "$DEVICE" != cpu ]; then
+if [ "$DEVICE" != cpu ] || [ -n "$GPUS" ]; then
     echo "gpu: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not found')"
 fi
-echo "command: DEVICE=$DEVICE bench/compare_modes.sh $EPOCHS   (LeNet, batch 64 per update, lr 0.01, momentum 0.5, seed 1)"
+echo "command: DEVICE=$DEVICE GPUS=$GPUS bench/compare_modes.sh $EPOCHS   (LeNet, batch 64 per update, lr 0.01, momentum 0.5, seed 1)"
 for name in ${DATASETS:-mnist fashion-mnist}; do
     target=97
     [ "$name" = fashion-mnist ] && target=80
     [ -d "data/$name" ] || { echo "no data/$name: ./hogwild download $name" >&2; exit 1; }
     files=()
+    if [ -n "$GPUS" ]; then
+        # K GPUs: Hogwild with a copy per GPU (N workers per GPU) against DataParallel with a
+        # replica per GPU, and both on the list's first GPU alone.
+        k=$(echo "$GPUS" | tr ',' '\n' | wc -l)
+        first="cuda:${GPUS%%,*}"
+        for n in 1 2 4; do
+            "$HOGWILD" --quiet --data "data/$name" --epochs "$EPOCHS" --gpus "$GPUS" --workers $((n * k)) \
+                --eval-every 20000 --metrics "$OUT/$name-hogwild-$k-gpus-$((n * k)).csv" >/dev/null
+            "$HOGWILD" --quiet --data "data/$name" --epochs "$EPOCHS" --device "$first" --workers "$n" \
+                --eval-every 20000 --metrics "$OUT/$name-hogwild-1-gpu-$n.csv" >/dev/null
+            files+=("$OUT/$name-hogwild-$k-gpus-$((n * k)).csv" "$OUT/$name-hogwild-1-gpu-$n.csv")
+        done
+        "$HOGWILD" --quiet --data "data/$name" --epochs "$EPOCHS" --mode dataparallel --gpus "$GPUS" \
+            --eval-every 20000 --metrics "$OUT/$name-dataparallel-$k-gpus.csv" >/dev/null
+        "$HOGWILD" --quiet --data "data/$name" --epochs "$EPOCHS" --mode dataparallel --device "$first" \
+            --replicas 1 --eval-every 20000 --metrics "$OUT/$name-dataparallel-1-gpu.csv" >/dev/null
+        files+=("$OUT/$name-dataparallel-$k-gpus.csv" "$OUT/$name-dataparallel-1-gpu.csv")
+    fi
     for n in 1 2 4; do
-        ./hogwild --quiet --data "data/$name" --epochs "$EPOCHS" --device "$DEVICE" --workers "$n" \
+        [ -z "$GPUS" ] || break
+        "$HOGWILD" --quiet --data "data/$name" --epochs "$EPOCHS" --device "$DEVICE" --workers "$n" \
             --eval-every 20000 --metrics "$OUT/$name-hogwild-$n.csv" >/dev/null
-        ./hogwild --quiet --data "data/$name" --epochs "$EPOCHS" --device "$DEVICE" --mode dataparallel \
+        "$HOGWILD" --quiet --data "data/$name" --epochs "$EPOCHS" --device "$DEVICE" --mode dataparallel \
             --replicas "$n" --eval-every 20000 --metrics "$OUT/$name-dataparallel-$n.csv" >/dev/null
         files+=("$OUT/$name-hogwild-$n.csv" "$OUT/$name-dataparallel-$n.csv")
     done
@@ -39,6 +66,6 @@ for name in ${DATASETS:-mnist fashion-mnist}; do
     echo "### $name, $EPOCHS epochs, target $target%"
     echo
     echo '```'
-    ./hogwild compare "${files[@]}" --target "$target" --plot "$OUT/$name.svg"
+    "$HOGWILD" compare "${files[@]}" --target "$target" --plot "$OUT/$name.svg"
     echo '```'
 done

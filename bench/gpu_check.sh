@@ -13,9 +13,17 @@
 #   torch    PyTorch's Hogwild example on the same GPU (bench/peer_torch_hogwild.py --device cuda)
 #   compare  DEVICE=cuda:0 bench/compare_modes.sh: Hogwild against DataParallel on the GPU
 #   cpu      bench/cpu_scaling.sh: Hogwild on the machine's cores (1 to 16 workers)
+#   multigpu Hogwild on several GPUs for real: the suite multigpu with two copies of the weights on
+#            the one GPU (--gpus 0,0 standing for two GPUs), Ctrl-C and a killed worker with two
+#            copies (nothing left behind), then 1 copy against 2 copies on it (samples/s and
+#            accuracy, 1 epoch of MNIST, LeNet and the MLP, 2 and 4 workers; 2 copies also with
+#            rounds every 5 ms)
 #
 #   bench/gpu_check.sh OUT_DIR [PART ...]       (default: every part but cpu, in the order above)
 #   HW_PREBUILT=1   use the binaries in place instead of running make first
+#   HW_BIN=PATH TEST_BIN=PATH   the multigpu part's binaries (default ./hogwild, build/test_hogwild;
+#                   build-sim/hogwild and build-sim/test_hogwild with HW_SIM_DEVICES=2 try the part
+#                   on the simulated device);  MULTIGPU_MODELS="lenet mlp"  its models
 #   EPOCHS=10       the train part's epochs;  PYTHON=python3  the peer's Python
 #
 # Each part writes OUT_DIR/<part>.log; OUT_DIR/summary.md gathers the results and every part's
@@ -113,48 +121,50 @@ part_train() {
     return $rc
 }
 
+# stop_case NAME SIGNAL_WHAT ARGS...: starts ./hogwild ($HW_BIN) in a session of its own, lets it
+# train, then either Ctrl-C (SIGINT to the whole process group, as a terminal sends it) or SIGKILL
+# to one worker; reports the exit status, its last lines and what was left behind. Sets the
+# caller's rc to 1 on a failure.
+stop_case() {
+    local name=$1 how=$2
+    shift 2
+    rm -f "$OUT/$name.safetensors"
+    # A script's background job starts with SIGINT ignored, and hogwild keeps an ignored
+    # SIGINT ignored (as nohup expects): give it the default, as a terminal's job has.
+    setsid env --default-signal=INT "${HW_BIN:-./hogwild}" --data "$DATA" --epochs 50 --save "$OUT/$name.safetensors" "$@" \
+        > "$OUT/cleanup-$name.log" 2>&1 &
+    local pid=$!
+    sleep 8
+    if [ "$how" = ctrl-c ]; then
+        kill -INT -- "-$pid"
+    else
+        local worker
+        worker=$(pgrep -P "$pid" -x "$(basename "${HW_BIN:-hogwild}")" | head -1)
+        echo "killing worker pid $worker of $pid"
+        kill -KILL "$worker"
+    fi
+    local waited=0
+    while kill -0 "$pid" 2>/dev/null && [ $waited -lt 60 ]; do sleep 0.5; waited=$((waited + 1)); done
+    kill -0 "$pid" 2>/dev/null && { echo "still running 30 s after the $how: killed"; kill -KILL -- "-$pid"; rc=1; }
+    wait "$pid"
+    local status=$?
+    sleep 1
+    echo "### $name ($how): exit $status after $((waited / 2)) s; checkpoint: $(ls -la "$OUT/$name.safetensors" 2>&1 | cut -c1-100)"
+    tr '\r' '\n' < "$OUT/cleanup-$name.log" | grep -v '^\s*$' | tail -4
+    if [ "$how" = ctrl-c ] && { [ $status != 130 ] || [ ! -s "$OUT/$name.safetensors" ]; }; then
+        echo "FAILED: Ctrl-C must end the run with 130 and save the checkpoint"
+        rc=1
+    fi
+    if [ "$how" = kill-worker ] && { [ $status != 1 ] || ! grep -q 'worker' "$OUT/cleanup-$name.log"; }; then
+        echo "FAILED: a killed worker must end the run with 1, naming the worker"
+        rc=1
+    fi
+    if ! leftovers "$pid"; then rc=1; fi
+    pkill -KILL -s "$pid" 2>/dev/null
+}
+
 part_cleanup() {
     local rc=0
-    # stop_case NAME SIGNAL_WHAT ARGS...: starts ./hogwild in a session of its own, lets it train,
-    # then either Ctrl-C (SIGINT to the whole process group, as a terminal sends it) or SIGKILL to
-    # one worker; reports the exit status, its last lines and what was left behind.
-    stop_case() {
-        local name=$1 how=$2
-        shift 2
-        rm -f "$OUT/$name.safetensors"
-        # A script's background job starts with SIGINT ignored, and hogwild keeps an ignored
-        # SIGINT ignored (as nohup expects): give it the default, as a terminal's job has.
-        setsid env --default-signal=INT ./hogwild --data "$DATA" --epochs 50 --save "$OUT/$name.safetensors" "$@" \
-            > "$OUT/cleanup-$name.log" 2>&1 &
-        local pid=$!
-        sleep 8
-        if [ "$how" = ctrl-c ]; then
-            kill -INT -- "-$pid"
-        else
-            local worker
-            worker=$(pgrep -P "$pid" -x hogwild | head -1)
-            echo "killing worker pid $worker of $pid"
-            kill -KILL "$worker"
-        fi
-        local waited=0
-        while kill -0 "$pid" 2>/dev/null && [ $waited -lt 60 ]; do sleep 0.5; waited=$((waited + 1)); done
-        kill -0 "$pid" 2>/dev/null && { echo "still running 30 s after the $how: killed"; kill -KILL -- "-$pid"; rc=1; }
-        wait "$pid"
-        local status=$?
-        sleep 1
-        echo "### $name ($how): exit $status after $((waited / 2)) s; checkpoint: $(ls -la "$OUT/$name.safetensors" 2>&1 | cut -c1-100)"
-        tr '\r' '\n' < "$OUT/cleanup-$name.log" | grep -v '^\s*$' | tail -4
-        if [ "$how" = ctrl-c ] && { [ $status != 130 ] || [ ! -s "$OUT/$name.safetensors" ]; }; then
-            echo "FAILED: Ctrl-C must end the run with 130 and save the checkpoint"
-            rc=1
-        fi
-        if [ "$how" = kill-worker ] && { [ $status != 1 ] || ! grep -q 'worker' "$OUT/cleanup-$name.log"; }; then
-            echo "FAILED: a killed worker must end the run with 1, naming the worker"
-            rc=1
-        fi
-        if ! leftovers "$pid"; then rc=1; fi
-        pkill -KILL -s "$pid" 2>/dev/null
-    }
     nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader 2>/dev/null | grep . &&
         { echo "processes on the GPU BEFORE the cleanup part"; rc=1; }
     stop_case hogwild-cuda-ctrl-c ctrl-c --device cuda --workers 4
@@ -200,6 +210,46 @@ part_compare() {
     DATASETS=${COMPARE_DATASETS:-mnist} DEVICE=cuda:0 bench/compare_modes.sh "${COMPARE_EPOCHS:-2}"
 }
 
+part_multigpu() {
+    local rc=0 bin=${HW_BIN:-$PWD/hogwild} tests=${TEST_BIN:-build/test_hogwild}
+    HW_BIN=$bin "$tests" --filter 'multigpu/*' --verbose=0 2>&1 | grep -vE '^\[----\] .*(Running|is running)'
+    [ "${PIPESTATUS[0]}" = 0 ] || { echo "FAILED: the multigpu suite"; rc=1; }
+    # Two copies on the GPU: Ctrl-C saves, a killed worker is named with its GPU, nothing is left.
+    stop_case hogwild-gpus-ctrl-c ctrl-c --gpus 0,0 --workers 4 --quiet
+    stop_case hogwild-gpus-kill-worker kill-worker --gpus 0,0 --workers 4 --quiet
+    grep -q 'worker [0-9]* on cuda:0 was killed by signal SIGKILL' "$OUT/cleanup-hogwild-gpus-kill-worker.log" ||
+        { echo "FAILED: the killed worker's GPU is not named"; rc=1; }
+    # One row per run: samples/s and accuracy from the summary line, the copies' rounds.
+    row() {  # model workers where log
+        local rate acc rounds
+        rate=$(sed -n 's/^done: .*(\([0-9]*\) samples\/s).*/\1/p' "$4")
+        acc=$(sed -n 's/^done: .*accuracy \([0-9.]*\)%.*/\1/p' "$4")
+        rounds=$(sed -n 's/^coupling of .*: \([0-9]*\) rounds.*took \([0-9.]*\) ms on average.*/\1 (\2 ms each)/p' "$4")
+        echo "| $1 | $2 | $3 | ${rate:-FAILED} | ${acc:--} | ${rounds:--} |"
+    }
+    {
+        echo
+        echo "| model (1 epoch of MNIST) | workers | weights | samples/s | accuracy | rounds |"
+        echo "|---|---:|---|---:|---:|---|"
+    } | tee -a "$OUT/summary-multigpu.md"
+    for model in ${MULTIGPU_MODELS:-lenet mlp}; do
+        for workers in 2 4; do
+            # The last: rounds every 5 ms instead of 20, where a round costs little (no network).
+            for where in "--device cuda:0" "--gpus 0,0" "--gpus 0,0 --sync-every 5ms"; do
+                local label=1-copy
+                [ "$where" = "--gpus 0,0" ] && label=2-copies
+                [ "$where" = "--gpus 0,0 --sync-every 5ms" ] && label=2-copies-5ms
+                local log="$OUT/multigpu-$model-$workers-$label.log"
+                # shellcheck disable=SC2086
+                timeout 100 "$bin" $where --workers "$workers" --model "models/$model.model" --data "$DATA" \
+                    --epochs 1 --quiet > "$log" 2>&1 || { echo "FAILED: $model $workers $label"; tail -3 "$log"; rc=1; }
+                row "$model" "$workers" "$label (${where#--})" "$log" | tee -a "$OUT/summary-multigpu.md"
+            done
+        done
+    done
+    return $rc
+}
+
 part_cpu() {
     bench/cpu_scaling.sh "$OUT/cpu_scaling"
 }
@@ -209,7 +259,8 @@ if [ "${HW_PREBUILT:-0}" != 1 ]; then
 fi
 [ -f "$DATA/train-images-idx3-ubyte.gz" ] || ./hogwild download mnist --dir "$DATA" || exit 1
 
-declare -A LIMIT=([env]=30 [tests]=200 [train]=420 [cleanup]=150 [bench]=240 [torch]=240 [compare]=300 [cpu]=420)
+declare -A LIMIT=([env]=30 [tests]=200 [train]=420 [cleanup]=150 [bench]=240 [torch]=240 [compare]=300 [cpu]=420
+    [multigpu]=300)
 for p in $PARTS; do
     [ -n "${LIMIT[$p]:-}" ] || { echo "unknown part $p (parts: ${!LIMIT[*]})" >&2; exit 2; }
     part "$p" "${PART_LIMIT:-${LIMIT[$p]}}"

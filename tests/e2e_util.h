@@ -553,4 +553,21 @@ static inline void e2e_assert_left_nothing(const e2e_run_result *r) {
     cr_assert_eq(names, 0, "%d /dev/shm/hogwild-%d-* name(s) left", names, (int)r->pid);
 }
 
+// A training run interrupted as a terminal's Ctrl-C does once it trains: `args` started, SIGINT
+// once `metrics` has a mid-epoch row (the header, the starting point, one more), then it must exit
+// 128 + SIGINT having saved its weights, and leave nothing behind.
+static inline void e2e_interrupt_once_training(e2e_run_result *r, const char *const *args, const char *metrics) {
+    pid_t pid = e2e_start_argv(r, NULL, args);
+    double deadline = hw_now() + 120;
+    while (e2e_count_lines(metrics) < 3 && hw_now() < deadline) e2e_sleep_ms(20);
+    int lines = e2e_count_lines(metrics);
+    kill(pid, SIGINT);
+    e2e_wait_within(r, 60);
+    cr_assert_geq(lines, 3, "no training progress within 120 s; stderr: %s", r->err);
+    e2e_assert_exit(r, 128 + SIGINT);
+    cr_expect(strstr(r->out, "interrupted by SIGINT") && strstr(r->out, "saved the current weights"), "stdout: %s",
+              r->out);
+    e2e_assert_left_nothing(r);
+}
+
 #endif

@@ -104,6 +104,11 @@ typedef enum {
 } hw_couple_rule;
 void hw_couple_rule_apply(hw_couple_rule rule, int copies, float *velocity, const float *sum, const float *sent,
                           float *agreed, float *live, double *applied, size_t n);
+// The same round where the copies' live weights are not in this process's memory (Hogwild on
+// several GPUs, src/cuda/train/gpu_copies.c): the agreed weights take the step, which is written
+// into `step` (n floats) for the caller to add to each copy, less that copy's own `sent`.
+void hw_couple_rule_step(hw_couple_rule rule, int copies, float *velocity, const float *sum, float *agreed, float *step,
+                         size_t n);
 const char *hw_couple_rule_name(hw_couple_rule rule);
 // "momentum" or "sum"; anything else is an error naming it.
 int hw_couple_rule_parse(const char *name, hw_couple_rule *rule);
@@ -147,6 +152,8 @@ typedef struct {
 typedef struct {
     int64_t others_samples;  // training samples the other nodes had done at their last round
     double others_loss_sum;  // the sum of those samples' training losses
+    int in_flight;           // a round is in flight: the next poll may apply it, but starts none
+                             // (a round reads the live weights only when it starts)
 } hw_couple_view;
 
 // The coupling of `live`, n weights written by this node's workers (shared memory). The agreed

@@ -44,7 +44,8 @@ typedef struct {
     int prefetch;              // a loader thread per worker
     int measure;               // measure staleness, lost updates, contention (CPU Hogwild)
     hw_device device;          // where the workers or replicas compute
-    int gpus[16];              // DataParallel on these GPUs, one replica each (n_gpus of them)
+    int gpus[16];              // these GPUs (n_gpus of them): DataParallel, a replica each; Hogwild, a
+                               // copy of the weights each (src/cuda/train/gpu_copies.c)
     int n_gpus;
     hw_normalize norm;                // input mean and std; {0, 0}: from the data
     int resize_height, resize_width;  // image folders' images resized to this size (0: their own)
@@ -112,8 +113,8 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
 // Trains with K synchronous replicas (src/train/dataparallel.c).
 int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
 // The same on GPUs (config->device is cuda:N); hw_train_hogwild and hw_train_dataparallel hand
-// over to these. Hogwild: N worker processes on weights shared in one GPU's memory through CUDA IPC
-// (src/cuda/train/hogwild_gpu.c). DataParallel: a replica per entry of config->gpus, or
+// over to these. Hogwild: N worker processes on weights shared in one GPU's memory through CUDA IPC,
+// or a copy per GPU of config->gpus, coupled (src/cuda/train/hogwild_gpu.c, gpu_copies.c). DataParallel: a replica per entry of config->gpus, or
 // config->replicas replicas on config->device when no --gpus (src/cuda/train/dataparallel_gpu.c).
 int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
 int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);

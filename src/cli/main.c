@@ -401,14 +401,34 @@ static int check_eval_only_flags(const cli_parsed *given, const hw_train_config 
     return HW_EXIT_OK;
 }
 
+// Hogwild on several GPUs (--gpus LIST): a copy of the weights per entry, its workers round-robin.
+static int check_hogwild_gpus(hw_train_config *config, const cli_parsed *given) {
+    if (cli_given(given, "device")) {
+        return usage_error("give --device or --gpus, not both (--gpus %s puts Hogwild's copies on those GPUs)", "LIST");
+    }
+    if (config->n_gpus > config->workers) {
+        char text[160];
+        snprintf(text, sizeof text,
+                 "--gpus lists %d GPUs but --workers is %d: every GPU's copy of the weights needs "
+                 "at least one worker",
+                 config->n_gpus, config->workers);
+        return usage_error("%s", text);
+    }
+    config->device = (hw_device){HW_DEVICE_CUDA, config->gpus[0]};
+    return HW_EXIT_OK;
+}
+
 // A run started by mpirun with several ranks (config->world): what each rank does and does not.
 static int check_world(hw_train_config *config, const cli_parsed *given) {
     int sync_every = cli_given(given, "sync-every"), sync_rule = cli_given(given, "sync-rule");
     if (config->world.size == 1) {
-        if (sync_every || sync_rule || cli_given(given, "sync-timeout")) {
-            return usage_error("--sync-every, --sync-rule and --sync-timeout couple the ranks of an mpirun job; this "
-                               "run is not one%s",
-                               "");
+        // Hogwild on several GPUs couples its copies of the weights by the ranks' rule.
+        int copies = config->mode == HW_MODE_HOGWILD && config->n_gpus > 1;
+        if (((sync_every || sync_rule) && !copies) || cli_given(given, "sync-timeout")) {
+            return usage_error(
+                "--sync-every, --sync-rule and --sync-timeout couple the ranks of an mpirun job (and "
+                "--sync-every and --sync-rule Hogwild's copies on several --gpus); this run is neither%s",
+                "");
         }
         return HW_EXIT_OK;
     }
@@ -419,15 +439,12 @@ static int check_world(hw_train_config *config, const cli_parsed *given) {
                 config->world.rank, config->world.size);
         return HW_EXIT_FAILURE;
     }
-    if (config->device.type == HW_DEVICE_CUDA && config->mode == HW_MODE_HOGWILD) {
-        return usage_error("Hogwild across ranks trains on the CPU; GPU ranks run DataParallel (--mode dataparallel "
-                           "--device %s, NCCL between the ranks)",
-                           "cuda");
-    }
     if (config->n_gpus > 0) {
-        // Across ranks each rank drives the GPU of its local rank (src/cuda/train/dataparallel_gpu.c).
+        // Across ranks each rank drives the GPU of its local rank (src/cuda/train/dataparallel_gpu.c,
+        // src/cuda/train/hogwild_gpu.c).
         return usage_error("--gpus lists the GPUs of one process; across ranks each rank drives one GPU, local rank L "
-                           "of a host GPU B+L (--device cuda:B), with --replicas K on it%s",
+                           "of a host GPU B+L (--device cuda:B), with --replicas K (DataParallel) or --workers N "
+                           "(Hogwild) on it%s",
                            "");
     }
     if (config->eval_only) return usage_error("--eval-only evaluates in one process: run it without mpirun%s", "");
@@ -511,7 +528,8 @@ int main(int argc, char **argv) {
             config.replicas = config.n_gpus;
         }
     } else if (config.n_gpus > 0) {
-        return usage_error("--gpus is for --mode dataparallel; Hogwild uses --device cuda:N%s", "");
+        int hogwild_gpus_status = check_hogwild_gpus(&config, &given);
+        if (hogwild_gpus_status != HW_EXIT_OK) return hogwild_gpus_status;
     }
     // What --measure counts (updates onto one shared copy of the weights, read through a worker's
     // private copy) exists only in CPU Hogwild: DataParallel has no races, and GPU workers'

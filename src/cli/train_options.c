@@ -158,11 +158,12 @@ static const cli_option train_options[] = {
     {.name = "replicas", .metavar = "K", .kind = CLI_INT, .field = FIELD(replicas), .min = 1, .max = 1024,
      .fallback = "2", .help = "DataParallel replicas (default %s): CPU threads, or K on --device cuda:N"},
     {.name = "gpus", .metavar = "LIST", .kind = CLI_CUSTOM, .field = FIELD(gpus), .parse = parse_gpus,
-     .help = "DataParallel replicas on GPUs, e.g. 0,1 (0,0: two on one GPU)"},
+     .help = "GPUs, e.g. 0,1 (0,0: two on one GPU): DataParallel, a replica on each;\n"
+             "Hogwild, a copy of the weights on each, the workers round-robin"},
     {.name = "device", .metavar = "DEV", .kind = CLI_CUSTOM, .field = FIELD(device), .parse = parse_device,
      .fallback = "cpu",
      .help = "%s (default), cuda or cuda:N (Hogwild: every worker on that GPU;\n"
-             "under mpirun, DataParallel: local rank L of a host on GPU N+L)"},
+             "under mpirun: local rank L of a host on GPU N+L)"},
     {.name = "model", .metavar = "FILE", .kind = CLI_TEXT, .field = FIELD(model_path),
      .fallback = "models/lenet.model", .help = "model file (default %s)"},
     {.name = "data", .metavar = "DIR", .kind = CLI_TEXT, .field = FIELD(data_dir), .fallback = "data/mnist",
@@ -219,11 +220,11 @@ static const cli_option train_options[] = {
      .fallback = "20ms",
      .help = "Hogwild across ranks: couple the nodes every N training samples of a\n"
              "node, or every N milliseconds, or as often as the link allows if less\n"
-             "often (default %s)"},
+             "often (default %s); with --gpus, the copies on the GPUs likewise"},
     {.name = "sync-rule", .metavar = "momentum|sum", .kind = CLI_CUSTOM, .field = FIELD(sync_rule),
      .parse = parse_sync_rule, .fallback = "momentum",
-     .help = "Hogwild across ranks: what a round does with the nodes' changes:\n"
-             "block momentum (default) or their sum added at once (the old rule)"},
+     .help = "Hogwild across ranks (and --gpus' copies): what a round does with the\n"
+             "changes: block momentum (default) or their sum added at once (the old rule)"},
     {.name = "sync-timeout", .metavar = "S", .kind = CLI_DOUBLE, .field = FIELD(sync_timeout), .least = 0.001,
      .fallback = "60",
      .help = "a coupling round (Hogwild) or a step's gradient sum (DataParallel) not\n"

@@ -81,22 +81,32 @@ static inline void live_add(float *live, double *applied, size_t i, float delta)
     if (applied) applied[i] += (double)written - (double)read;
 }
 
+// One element of the rule: the step of the agreed weights for the copies' summed change `sum`, and
+// the rule's state `velocity` moved on. The one place the rule's arithmetic is written.
+static inline float rule_step(hw_couple_rule rule, float beta, float mean, float *velocity, float sum) {
+    if (rule == HW_COUPLE_SUM) return sum;
+    float v = beta * *velocity + mean * sum;
+    float step = (1.0f + beta) * v - beta * *velocity;
+    *velocity = v;
+    return step;
+}
+
 void hw_couple_rule_apply(hw_couple_rule rule, int copies, float *velocity, const float *sum, const float *sent,
                           float *agreed, float *live, double *applied, size_t n) {
-    if (rule == HW_COUPLE_SUM) {
-        for (size_t i = 0; i < n; i++) {
-            agreed[i] += sum[i];
-            live_add(live, applied, i, sum[i] - sent[i]);
-        }
-        return;
-    }
     const float beta = 1.0f - 1.0f / (float)copies, mean = 1.0f / (float)copies;
     for (size_t i = 0; i < n; i++) {
-        float v = beta * velocity[i] + mean * sum[i];
-        float step = (1.0f + beta) * v - beta * velocity[i];
-        velocity[i] = v;
+        float step = rule_step(rule, beta, mean, &velocity[i], sum[i]);
         agreed[i] += step;
         live_add(live, applied, i, step - sent[i]);
+    }
+}
+
+void hw_couple_rule_step(hw_couple_rule rule, int copies, float *velocity, const float *sum, float *agreed, float *step,
+                         size_t n) {
+    const float beta = 1.0f - 1.0f / (float)copies, mean = 1.0f / (float)copies;
+    for (size_t i = 0; i < n; i++) {
+        step[i] = rule_step(rule, beta, mean, &velocity[i], sum[i]);
+        agreed[i] += step[i];
     }
 }
 

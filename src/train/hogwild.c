@@ -149,17 +149,11 @@ static int snapshot_shared_weights(void *weights, hw_train_outputs *log) {
 // workers never call MPI. The ranks start from the same weights (checked), then the workers go.
 static int couple_ranks(const hw_train_config *config, hw_train_inputs *in, hogwild_control *control, int first_epoch,
                         int64_t samples_before, hw_measure *measure, hw_couple **couple) {
-    hw_model *model = &in->model;
-    hw_couple_plan plan = {.every_ms = config->sync_every_ms,
-                           .every_samples = config->sync_every_samples,
-                           .timeout_s = config->sync_timeout,
-                           .rule = config->sync_rule};
     // --measure: the coupling's changes to the live weights are applied updates, not lost ones.
-    if (measure && !(plan.applied = measure_coupled(measure))) return HW_ERR;
+    double *applied = NULL;
+    if (measure && !(applied = measure_coupled(measure))) return HW_ERR;
     if (hw_comm_init(&config->world, config->sync_timeout) != HW_OK ||
-        hw_run_check_ranks(config, in, first_epoch, samples_before) != HW_OK ||
-        hw_comm_weights_agree(model->weights, model->n_weights, "the start") != HW_OK ||
-        hw_couple_open(couple, model->weights, model->n_weights, &plan, &config->world) != HW_OK) {
+        hw_hogwild_couple_open(config, in, first_epoch, samples_before, in->model.weights, applied, couple) != HW_OK) {
         return HW_ERR;
     }
     atomic_store(&control->released_epoch, first_epoch);

@@ -115,8 +115,9 @@ static int check_diverged(const hogwild_watch *watch, hw_run_loop *run, int epoc
     for (int r = 0; r < watch->config->workers; r++) {
         worker_slot *slot = &watch->control->slots[r];
         if (!atomic_load(&slot->diverged)) continue;
-        char who[32];
-        snprintf(who, sizeof who, "worker %d", r);
+        char who[48];
+        if (watch->worker_gpu) snprintf(who, sizeof who, "worker %d on cuda:%d", r, watch->worker_gpu[r]);
+        else snprintf(who, sizeof who, "worker %d", r);
         hw_train_outputs_loss(run->log, atomic_load(&slot->last_finite_loss));
         return hw_run_loop_diverged(run, who, atomic_load(&slot->bad_loss), atomic_load(&slot->diverged_epoch) + 1,
                                     watch->first_epoch + epochs_handled, samples);
@@ -126,11 +127,19 @@ static int check_diverged(const hogwild_watch *watch, hw_run_loop *run, int epoc
 
 // A join that says a worker failed or the parent was interrupted ends the run: 1, with *status
 // and result->interrupted_by set; 0 for DONE and RUNNING.
-static int run_ended(hw_join_status joined, const hw_spawn_ctx *spawn, hw_train_result *result, int *status) {
+static int run_ended(const hogwild_watch *watch, hw_join_status joined, const hw_spawn_ctx *spawn,
+                     hw_train_result *result, int *status) {
     if (joined == HW_JOIN_FAILED) {
         char text[1200];
         hw_spawn_describe_failure(spawn, text, sizeof text);
-        *status = hw_fail("%s", text);
+        // "worker 3 failed ..." becomes "worker 3 on cuda:1 failed ...".
+        char who[32];
+        int at = snprintf(who, sizeof who, "worker %d", spawn->failed_rank);
+        if (watch->worker_gpu && spawn->failed_rank >= 0 && strncmp(text, who, (size_t)at) == 0) {
+            *status = hw_fail("%s on cuda:%d%s", who, watch->worker_gpu[spawn->failed_rank], text + at);
+        } else {
+            *status = hw_fail("%s", text);
+        }
         return 1;
     }
     if (joined == HW_JOIN_INTERRUPTED) {
@@ -146,6 +155,43 @@ static int stopped_in_evaluation(const hw_train_outputs *log, hw_train_result *r
     if (!log->interrupted) return 0;
     result->interrupted_by = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
     return 1;
+}
+
+// ---- the coupling between ranks ----
+
+// hw_couple_poll on the live weights, through the host mirror where they are in device memory.
+// The mirror is read only when a round may start (none in flight): a round in flight only adds
+// its step when it lands, which the push carries to the device whatever the mirror held.
+static int couple_poll(const hogwild_watch *watch, int state, int64_t samples, double loss_sum) {
+    hw_couple_view view;
+    hw_couple_view_read(watch->couple, &view);
+    if (watch->mirror_pull && !view.in_flight && watch->mirror_pull(watch->mirror_ctx) != HW_OK) return HW_ERR;
+    int status = hw_couple_poll(watch->couple, state, samples, loss_sum);
+    if (status == HW_OK && watch->mirror_push) status = watch->mirror_push(watch->mirror_ctx, 0);
+    return status;
+}
+
+// hw_couple_epoch_agreed, the agreed weights written whole into the device where they are there.
+static int couple_epoch_agreed(const hogwild_watch *watch, const char *when, int *agreed) {
+    int status = hw_couple_epoch_agreed(watch->couple, when, agreed);
+    if (status == HW_OK && *agreed && watch->mirror_push) status = watch->mirror_push(watch->mirror_ctx, 1);
+    return status;
+}
+
+int hw_hogwild_couple_open(const hw_train_config *config, const hw_train_inputs *in, int first_epoch,
+                           int64_t samples_before, float *live, double *applied, struct hw_couple **couple) {
+    const hw_model *model = &in->model;
+    hw_couple_plan plan = {.every_ms = config->sync_every_ms,
+                           .every_samples = config->sync_every_samples,
+                           .timeout_s = config->sync_timeout,
+                           .rule = config->sync_rule,
+                           .applied = applied};
+    if (hw_run_check_ranks(config, in, first_epoch, samples_before) != HW_OK ||
+        hw_comm_weights_agree(model->weights, model->n_weights, "the start") != HW_OK ||
+        hw_couple_open(couple, live, model->n_weights, &plan, &config->world) != HW_OK) {
+        return HW_ERR;
+    }
+    return HW_OK;
 }
 
 // ---- evaluations that do not stall the coupling between ranks ----
@@ -189,7 +235,7 @@ static int evaluate(const hogwild_watch *watch, hw_train_outputs *log, int epoch
         double node_loss;
         int min_done;
         sum_slots(watch->control, watch->config->workers, &node_samples, &node_loss, &min_done);
-        if (status == HW_OK) status = hw_couple_poll(watch->couple, HW_COUPLE_EVALUATING, node_samples, node_loss);
+        if (status == HW_OK) status = couple_poll(watch, HW_COUPLE_EVALUATING, node_samples, node_loss);
         double wait = hw_couple_wait(watch->couple);
         struct timespec pause = {0, (long)(wait * 1e9)};
         nanosleep(&pause, NULL);
@@ -217,10 +263,19 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
     for (;;) {
         // Across ranks the coupling says when it next needs a pass: every 1 ms while a round is
         // in flight, since MPI moves it only inside the poll's MPI call.
-        hw_join_status joined = hw_join(spawn, watch->couple ? hw_couple_wait(watch->couple) : 0.01);
+        double wait = watch->couple        ? hw_couple_wait(watch->couple)
+                      : watch->copies_poll ? watch->copies_wait(watch->copies_ctx)
+                                           : 0.01;
+        hw_join_status joined = hw_join(spawn, wait);
         int min_done;
         sum_slots(control, workers, &samples, &loss_sum, &min_done);
         int epoch_end = min_done > epochs_handled;
+        if (watch->copies_poll && epochs_handled < epochs_to_run &&
+            (joined == HW_JOIN_RUNNING || joined == HW_JOIN_DONE)) {
+            // Several copies on this node: a round when due; at an epoch end, every copy made the
+            // agreed weights before the snapshot below copies one of them.
+            if ((status = watch->copies_poll(watch->copies_ctx, epoch_end, samples)) != HW_OK) break;
+        }
         if (watch->couple) {
             // Across ranks: one step of the coupling (src/comm/mpi/hogwild_coupling.c), which never waits. The
             // epoch ends only when every rank's end-of-epoch changes are in, the same on every
@@ -230,12 +285,11 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
             // A stop signal (Ctrl-C on mpirun reaches every rank) ends the coupling: another rank
             // may already have left, and this one goes on to save (run_ended, below).
             if (epochs_handled < epochs_to_run && !hw_stop_signal()) {
-                status = hw_couple_poll(watch->couple, epoch_end ? HW_COUPLE_AT_BARRIER : HW_COUPLE_TRAINING, samples,
-                                        loss_sum);
+                status = couple_poll(watch, epoch_end ? HW_COUPLE_AT_BARRIER : HW_COUPLE_TRAINING, samples, loss_sum);
                 if (status == HW_OK && epoch_end) {
                     char when[64];
                     snprintf(when, sizeof when, "the end of epoch %d", watch->first_epoch + epochs_handled + 1);
-                    status = hw_couple_epoch_agreed(watch->couple, when, &epoch_end);
+                    status = couple_epoch_agreed(watch, when, &epoch_end);
                 }
                 if (status != HW_OK && !hw_stop_signal()) break;
                 if (status != HW_OK) {  // interrupted in the coupling: not an error, a stop
@@ -260,7 +314,7 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
         hw_progress_update(&log->progress, epoch_now > config->epochs ? config->epochs : epoch_now, config->epochs,
                            samples, running_loss);
 
-        if (run_ended(joined, spawn, result, &status)) break;
+        if (run_ended(watch, joined, spawn, result, &status)) break;
 
         if (epoch_end) {
             // Every worker has finished this epoch and waits at the barrier (or has exited after
@@ -279,7 +333,7 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
             if (epochs_handled == epochs_to_run) {
                 // Training is over: its time ends at the last join, before the final evaluation.
                 joined = hw_join(spawn, -1);
-                if (run_ended(joined, spawn, result, &status)) break;
+                if (run_ended(watch, joined, spawn, result, &status)) break;
                 log->trained = hw_now();
             }
             atomic_store(&control->released_epoch, watch->first_epoch + epochs_handled);
@@ -310,6 +364,10 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
     if (status != HW_OK || result->interrupted_by) {
         atomic_store(&control->stop, 1);
         hw_spawn_stop(spawn);
+    }
+    if (status == HW_OK && result->interrupted_by && watch->copies_poll) {
+        // The workers are stopped: one last round brings every copy's changes into the one saved.
+        status = watch->copies_poll(watch->copies_ctx, 1, samples);
     }
     if (status == HW_OK && result->interrupted_by) {
         status = save_interrupted(watch, &run, result->interrupted_by, epochs_handled);

@@ -78,7 +78,29 @@ typedef struct {
     void *snapshot_ctx;
     struct hw_measure *measure;  // --measure: read at every evaluation point; NULL otherwise
     struct hw_couple *couple;    // across ranks: this node's coupling to the others; NULL on one node
+    // Several copies of the weights on one node (Hogwild on several GPUs, src/cuda/train/gpu_copies.c):
+    // the trainer's rounds, called on every pass; `settle` = 1 when every worker waits at the epoch
+    // barrier (or has been stopped): then a round, and every copy set to the agreed weights, before
+    // the snapshot. `wait`: how long the loop may wait for its next pass. NULL: one copy.
+    int (*copies_poll)(void *ctx, int settle, int64_t samples);
+    double (*copies_wait)(void *ctx);
+    void *copies_ctx;
+    const int *worker_gpu;  // the GPU each worker trains on, named with its failure; NULL: not named
+    // Across ranks with the weights in device memory (GPU ranks): the coupling reads and writes a
+    // host mirror of them. `pull` refreshes the mirror before each poll of the coupling; `push`
+    // writes back what the coupling changed in it (`settled`: the epoch's agreed weights, taken
+    // whole while the workers wait). NULL: the live weights are host memory.
+    int (*mirror_pull)(void *ctx);
+    int (*mirror_push)(void *ctx, int settled);
+    void *mirror_ctx;
 } hogwild_watch;
+
+// Hogwild across ranks, after the fork and MPI_Init (hw_comm_init): the ranks' settings and
+// starting weights (model->weights, host) checked equal, then this node's coupling of `live`, the
+// weights its workers write or a host mirror of them (src/comm/mpi/hogwild_coupling.c).
+// `applied`: --measure's count of the coupling's changes, or NULL.
+int hw_hogwild_couple_open(const hw_train_config *config, const hw_train_inputs *in, int first_epoch,
+                           int64_t samples_before, float *live, double *applied, struct hw_couple **couple);
 
 // Watches the spawned workers until they are done, one fails or diverges (a non-finite training
 // loss: hw_train_outputs_diverged, within one pass of its loop), or the parent is interrupted:

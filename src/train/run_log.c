@@ -14,7 +14,7 @@
 void hw_train_metrics_run(const hw_train_config *config, char *device, size_t cap, hw_metrics_run *run) {
     int hogwild = config->mode == HW_MODE_HOGWILD;
     device[0] = '\0';
-    if (!hogwild && config->device.type == HW_DEVICE_CUDA && config->n_gpus > 0) {
+    if (config->device.type == HW_DEVICE_CUDA && config->n_gpus > 0) {
         size_t used = 0;
         for (int i = 0; i < config->n_gpus && used < cap; i++) {
             used += (size_t)snprintf(device + used, cap - used, "%scuda:%d", i ? "+" : "", config->gpus[i]);

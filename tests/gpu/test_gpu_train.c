@@ -365,23 +365,12 @@ Test(gpu_train, hogwild_cuda_sigint_saves_and_cleans_up, .init = e2e_setup, .fin
     char *data = e2e_synth_n("data", 1, 1000, 100);
     char *ckpt = e2e_path("interrupted.safetensors"), *metrics = e2e_path("metrics.csv");
     e2e_run_result r;
-    pid_t pid = e2e_start_argv(
-        &r, NULL,
-        (const char *const[]){"--data",      data,    "--model",  e2e.mlp,  "--device",     "cuda",
-                              "--workers",   "2",     "--epochs", "100000", "--eval-every", "500",
-                              "--metrics",   metrics, "--save",   ckpt,     "--quiet",      "--sharing-strategy",
-                              "file_system", NULL});
-    // Training is under way once a mid-epoch row follows the header and the starting point.
-    double deadline = hw_now() + 120;
-    while (e2e_count_lines(metrics) < 3 && hw_now() < deadline) e2e_sleep_ms(20);
-    int lines = e2e_count_lines(metrics);
-    kill(pid, SIGINT);
-    e2e_wait_within(&r, 60);
-    cr_assert_geq(lines, 3, "no training progress within 120 s; stderr: %s", r.err);
-    e2e_assert_exit(&r, 128 + SIGINT);
-    cr_expect(strstr(r.out, "interrupted by SIGINT") && strstr(r.out, "saved the current weights"), "stdout: %s",
-              r.out);
-    e2e_assert_left_nothing(&r);
+    e2e_interrupt_once_training(
+        &r, (const char *const[]){"--data",      data,    "--model",  e2e.mlp,  "--device",     "cuda",
+                                  "--workers",   "2",     "--epochs", "100000", "--eval-every", "500",
+                                  "--metrics",   metrics, "--save",   ckpt,     "--quiet",      "--sharing-strategy",
+                                  "file_system", NULL},
+        metrics);
     size_t n = 0;
     float *w = load_weights(e2e.mlp, ckpt, &n);
     for (size_t i = 0; i < n; i++) cr_assert(isfinite(w[i]), "weight %zu is %g", i, w[i]);

@@ -105,18 +105,32 @@ Test(mpi_gpu, dataparallel_a_gpu_rank_without_a_gpu_ends_the_job_naming_it) {
     assert_mpi_left_nothing();
 }
 
-// Waits until mpirun (r) runs 2 ranks and rank 0 has said how it sums (the NCCL communicator is
-// up), then a second more so that they train; their pids go to kids[0..2).
-static void wait_for_two_training_gpu_ranks(const e2e_run_result *r, pid_t kids[2]) {
+// Waits until mpirun (r) runs 2 ranks and rank 0 has printed `ready` (DataParallel: how it sums,
+// once the NCCL communicator is up), then a second more so that they train; their pids go to
+// kids[0..2).
+static void wait_for_two_training_gpu_ranks(const e2e_run_result *r, pid_t kids[2], const char *ready) {
     double deadline = hw_now() + 60;
     mpi_find_two_ranks(r, kids, deadline);
     for (;;) {
         char *out = e2e_read_text(r->out_path);
-        if (strstr(out, "across ranks ncclAllReduce")) break;
+        if (strstr(out, ready)) break;
         cr_assert_lt(hw_now(), deadline, "the ranks did not start training:\n%s", out);
         e2e_sleep_ms(50);
     }
     e2e_sleep_ms(1000);
+}
+
+// Ctrl-C on mpirun (r, started) once its 2 ranks train (rank 0 printed `ready`): the job ends
+// non-zero, rank 0 having saved its current weights to `ckpt`, and leaves nothing behind.
+static void expect_ctrl_c_saves_rank_0(e2e_run_result *r, const char *ready, const char *data, const char *ckpt) {
+    pid_t kids[2];
+    wait_for_two_training_gpu_ranks(r, kids, ready);
+    kill(r->pid, SIGINT);
+    e2e_wait_within(r, 60);
+    cr_expect(WIFEXITED(r->status) && WEXITSTATUS(r->status) != 0, "mpirun: status %d", r->status);
+    e2e_assert_contains(r->out, "saved the current weights to", "stdout");
+    cr_expect_geq(e2e_eval_checkpoint(data, e2e.mlp, ckpt).samples, 1, "the checkpoint holds no training");
+    assert_mpi_left_nothing();
 }
 
 // A rank stopped (SIGSTOP) leaves the other waiting for the step's sum: NCCL's on the GPU, polled
@@ -130,7 +144,7 @@ Test(mpi_gpu, dataparallel_a_gpu_sum_past_sync_timeout_ends_the_job) {
         &r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas", "1",
                                   "--model", e2e.mlp, "--data", data, "--epochs", "1000", "--sync-timeout", "2", NULL});
     pid_t kids[2];
-    wait_for_two_training_gpu_ranks(&r, kids);
+    wait_for_two_training_gpu_ranks(&r, kids, "across ranks ncclAllReduce");
     mpi_stop_rank_expecting_the_end(&r, kids[1], 30);
     e2e_assert_contains(r.err, "a step's gradient sum", "stderr");
     e2e_assert_contains(r.err, "has not completed in 2 s (--sync-timeout)", "stderr");
@@ -141,18 +155,97 @@ Test(mpi_gpu, dataparallel_a_gpu_sum_past_sync_timeout_ends_the_job) {
                                                                                             : "the MPI counters' sum");
 }
 
-// Hogwild across ranks is CPU-only, and --gpus (one process's GPUs) has no meaning across ranks:
-// both are refused as usage errors, before any training.
-Test(mpi_gpu, hogwild_gpu_ranks_and_gpus_lists_across_ranks_are_refused) {
+// --gpus (one process's GPUs) has no meaning across ranks, in either mode: refused as a usage
+// error, before any training.
+Test(mpi_gpu, gpus_lists_across_ranks_are_refused) {
     need_mpirun_and_gpus(0, "");
     char *data = e2e_synth(75);
     e2e_run_result r;
-    mpi_run(&r, "-np", "2", "HW", "--device", "cuda", "--workers", "1", "--model", e2e.mlp, "--data", data);
-    e2e_assert_exit(&r, 2);
-    e2e_assert_contains(r.err, "Hogwild across ranks trains on the CPU", "stderr");
     mpi_run(&r, "-np", "2", "HW", "--mode", "dataparallel", "--gpus", "0,1", "--model", e2e.mlp, "--data", data);
     e2e_assert_exit(&r, 2);
     e2e_assert_contains(r.err, "across ranks each rank drives one GPU", "stderr");
+    mpi_run(&r, "-np", "2", "HW", "--gpus", "0,1", "--workers", "2", "--model", e2e.mlp, "--data", data);
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "across ranks each rank drives one GPU", "stderr");
+    assert_mpi_left_nothing();
+}
+
+// ---- Hogwild on GPU ranks (src/cuda/train/hogwild_gpu.c with src/comm/mpi/hogwild_coupling.c) ----
+
+// 2 GPU ranks x 2 workers, each rank's workers on the GPU of its local rank, coupled as CPU nodes
+// are: rank 0 alone prints, reports the coupling, counts the world's samples and workers, and
+// trains as one process of 4 workers on one GPU does, within a few points (both race). A round
+// every 128 samples of a node, not every 20 ms: on a loaded machine a run this short (a second)
+// otherwise has a handful of rounds, and trails one GPU by more than the rule does.
+Test(mpi_gpu, hogwild_two_gpu_ranks_train_as_one_gpu_does) {
+    need_mpirun_and_gpus(2, "2 GPU ranks on one host");
+    char *data = e2e_synth_n("data", 76, 20000, 1000);
+    char *ckpt = e2e_path("across.safetensors"), *metrics = e2e_path("across.csv");
+    e2e_run_result r;
+    mpi_run(&r, "-np", "2", "HW", "--device", "cuda", "--workers", "2", "--model", e2e.mlp, "--data", data, "--epochs",
+            "2", "--lr", "0.05", "--sync-every", "128", "--metrics", metrics, "--save", ckpt);
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "Hogwild, 2 ranks x workers 2", "stdout");
+    e2e_assert_contains(r.out, "coupling (rank 0 of 2)", "stdout");
+    cr_expect_null(strstr(strstr(r.out, "hogwild: Hogwild") + 1, "hogwild: Hogwild"), "more than one rank printed:\n%s",
+                   r.out);
+    e2e_done_line done = e2e_parse_done(r.out);
+    cr_expect_eq(done.samples, 2 * 20000);
+    e2e_metrics_row rows[8];
+    cr_assert_eq(e2e_read_metrics(metrics, rows, 8), 3);
+    cr_expect_eq(rows[2].workers, 4, "the metrics count the world's workers");
+    // The checkpoint is the weights every rank agreed on at the end: the accuracy rank 0 reported.
+    e2e_ckpt_info info = e2e_eval_checkpoint(data, e2e.mlp, ckpt);
+    cr_expect_eq(info.accuracy, done.accuracy, "reported %.2f%%, the checkpoint %.2f%%", done.accuracy, info.accuracy);
+    assert_mpi_left_nothing();
+
+    e2e_run_within(&r, 120, NULL, "--device", "cuda", "--workers", "4", "--model", e2e.mlp, "--data", data, "--epochs",
+                   "2", "--lr", "0.05", "--quiet");
+    e2e_assert_exit(&r, 0);
+    double one = e2e_parse_done(r.out).accuracy;
+    cr_log_info("2 GPU ranks x 2 workers %.2f%%, one GPU x 4 %.2f%%", done.accuracy, one);
+    cr_expect_gt(done.accuracy, one - 4.0, "2 GPU ranks %.2f%%, one GPU %.2f%%", done.accuracy, one);
+}
+
+// Local rank L drives GPU B + L: past the host's last GPU, the job ends naming the rank's GPU.
+Test(mpi_gpu, hogwild_a_gpu_rank_past_the_last_gpu_ends_the_job) {
+    int gpus = need_mpirun_and_gpus(1, "a GPU rank");
+    char *data = e2e_synth(77);
+    char device[32], expected[96];
+    snprintf(device, sizeof device, "cuda:%d", gpus - 1);
+    e2e_run_result r;
+    mpi_run(&r, "-np", "2", "HW", "--device", device, "--workers", "1", "--model", e2e.mlp, "--data", data, "--epochs",
+            "1");
+    e2e_assert_exit(&r, 1);
+    snprintf(expected, sizeof expected, "hogwild (rank 1 of 2): GPU Hogwild on cuda:%d: cuda:%d does not exist", gpus,
+             gpus);
+    e2e_assert_contains(r.err, expected, "stderr");
+    assert_mpi_left_nothing();
+}
+
+// Ctrl-C on mpirun reaches the GPU ranks as SIGTERM: rank 0 saves the weights of its GPU.
+Test(mpi_gpu, hogwild_ctrl_c_on_mpirun_saves_rank_0s_gpu_checkpoint) {
+    need_mpirun_and_gpus(2, "2 GPU ranks on one host");
+    char *data = e2e_synth_n("data", 79, 20000, 200);
+    char *ckpt = e2e_path("interrupted.safetensors");
+    e2e_run_result r;
+    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--device", "cuda", "--workers", "2", "--model", e2e.mlp,
+                                        "--data", data, "--epochs", "1000", "--save", ckpt, NULL});
+    expect_ctrl_c_saves_rank_0(&r, "hogwild: BLAS", data, ckpt);
+}
+
+// A worker of rank 1 fails: the job ends, naming it and its GPU.
+Test(mpi_gpu, hogwild_a_failing_gpu_rank_worker_ends_the_job) {
+    need_mpirun_and_gpus(2, "2 GPU ranks on one host");
+    char *data = e2e_synth(78);
+    e2e_run_result r;
+    mpi_run(&r, "-np", "1", "HW", "--device", "cuda", "--workers", "2", "--model", e2e.mlp, "--data", data, "--epochs",
+            "2", ":", "-np", "1", "-x", "HOGWILD_FAIL_WORKER=1:3", "HW", "--device", "cuda", "--workers", "2",
+            "--model", e2e.mlp, "--data", data, "--epochs", "2");
+    e2e_assert_exit(&r, 1);
+    // Rank 1 is local rank 1: its workers train on cuda:1.
+    e2e_assert_contains(r.err, "hogwild (rank 1 of 2): worker 1 on cuda:1 failed", "stderr");
+    e2e_assert_contains(r.err, "injected failure after 3 batches", "stderr");
     assert_mpi_left_nothing();
 }
 
@@ -322,12 +415,5 @@ Test(mpi_gpu, dataparallel_ctrl_c_on_mpirun_saves_rank_0s_gpu_checkpoint) {
     mpi_start(&r,
               (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas", "1",
                                     "--model", e2e.mlp, "--data", data, "--epochs", "1000", "--save", ckpt, NULL});
-    pid_t kids[2];
-    wait_for_two_training_gpu_ranks(&r, kids);
-    kill(r.pid, SIGINT);
-    e2e_wait_within(&r, 60);
-    cr_expect(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0, "mpirun: status %d", r.status);
-    e2e_assert_contains(r.out, "saved the current weights to", "stdout");
-    cr_expect_geq(e2e_eval_checkpoint(data, e2e.mlp, ckpt).samples, 1, "the checkpoint holds no training");
-    assert_mpi_left_nothing();
+    expect_ctrl_c_saves_rank_0(&r, "across ranks ncclAllReduce", data, ckpt);
 }

@@ -141,7 +141,7 @@ static int round_start(hw_couple *c, int state, int64_t samples, double loss_sum
                               &c->request[1]);
     }
     if (code != MPI_SUCCESS) return comm_mpi_failed(code, "starting a coupling round (MPI_Iallreduce)");
-    c->in_flight = 1;
+    c->in_flight = c->view.in_flight = 1;
     c->round_started = c->last_start = now;
     c->round_samples = c->last_samples = samples;
     return HW_OK;
@@ -165,7 +165,7 @@ static void round_apply(hw_couple *c, double now) {
         }
         c->rank_samples[r] = rank_samples;
     }
-    c->in_flight = 0;
+    c->in_flight = c->view.in_flight = 0;
     double flight = now - c->round_started;
     c->rounds++;
     c->flight_sum += flight;

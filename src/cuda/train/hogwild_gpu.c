@@ -1,6 +1,9 @@
-// hogwild_cuda: Hogwild on one GPU (--device cuda[:N] --workers N).
+// hogwild_cuda: Hogwild on GPUs: on one (--device cuda[:N] --workers N), on several (--gpus 0,1
+// --workers N: a copy of the weights per GPU, worker r on copy r % K, the copies coupled by the
+// parent, gpu_copies.c), and on GPU ranks under mpirun (each rank one GPU, B + its local rank,
+// coupled to the other ranks by src/comm/mpi/hogwild_coupling.c through a host mirror).
 //
-// The weights live in device memory, shared by every worker process through one CUDA IPC handle.
+// The weights live in device memory, shared by every worker process of a copy through one CUDA IPC handle.
 // Each worker is its own process with its own CUDA context, streams and GPU model runner
 // (hw_cuda_runner), and its SGD step writes straight onto the shared device weights, without a
 // lock, as the CPU workers of hogwild.c write onto shared host memory.
@@ -29,12 +32,14 @@
 #include "hw/train.h"
 
 #include "train/hogwild_watch.h"
+#include "hw/comm.h"
 #include "hw/cuda.h"
 #include "hw/err.h"
 #include "hw/shm.h"
 #include "hw/signals.h"
 #include "hw/spawn.h"
 #include "gpu_batch.h"
+#include "gpu_copies.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -51,9 +56,9 @@ enum { HANDLE_WAIT = 0, HANDLE_READY = 1, HANDLE_FAILED = 2 };
 enum { GPU_REPORT_EVERY = 8 };
 
 typedef struct {
-    atomic_int state;           // HANDLE_WAIT, then HANDLE_READY or HANDLE_FAILED
-    hw_cuda_ipc_handle handle;  // the device weights, valid once READY
-    char error[1024];           // the parent's message, once FAILED
+    atomic_int state;                              // HANDLE_WAIT, then HANDLE_READY or HANDLE_FAILED
+    hw_cuda_ipc_handle handle[HW_GPU_COPIES_MAX];  // copy c of the device weights, valid once READY
+    char error[1024];                              // the parent's message, once FAILED
 } handle_channel;
 
 typedef struct {
@@ -63,6 +68,8 @@ typedef struct {
     handle_channel *channel;
     int first_epoch;
     fault_plan fault;
+    gpu_copies_plan copies;  // the copies of the weights and their GPUs (one: --device cuda:N)
+    int *worker_gpu;         // worker r trains on copy r % copies, on cuda:worker_gpu[r]
 } gpu_job;
 
 static void sleep_microseconds(long us) {
@@ -117,8 +124,11 @@ static int train_shard(int rank, gpu_job *job, hw_cuda_runner *runner, int64_t *
     int batches = 0;
     for (int epoch = job->first_epoch; epoch < config->epochs; epoch++) {
         if (!hw_hogwild_wait_for_epoch(control, epoch)) return HW_OK;
-        int64_t count = hw_sampler_shard_size(train->n, config->workers, rank);
-        if (hw_sampler_shard(shard, train->n, config->workers, rank, epoch, config->seed) != HW_OK) return HW_ERR;
+        // Across ranks the world is R x N workers, each with a shard of its own.
+        const int world_workers = config->workers * config->world.size;
+        const int world_rank = config->world.rank * config->workers + rank;
+        int64_t count = hw_sampler_shard_size(train->n, world_workers, world_rank);
+        if (hw_sampler_shard(shard, train->n, world_workers, world_rank, epoch, config->seed) != HW_OK) return HW_ERR;
         int64_t pos = 0;
         int batch = queue_batch(runner, train, shard, count, &pos, config->batch_size, x, y);
         while (batch > 0) {
@@ -174,24 +184,26 @@ static int gpu_worker(int rank, void *arg) {
     if (wait_for_weights(job, &go) != HW_OK) return HW_ERR;
     if (!go) return HW_OK;
 
-    // This process's first CUDA call: its own context on the device.
+    // This process's first CUDA call: its own context on the device of its copy of the weights.
+    const int copy = rank % job->copies.copies;
+    const hw_device device = {HW_DEVICE_CUDA, job->worker_gpu[rank]};
     float *weights = NULL;
-    if (hw_cuda_select(config->device) != HW_OK ||
-        hw_cuda_ipc_open(&job->channel->handle, (void **)&weights) != HW_OK) {
+    if (hw_cuda_select(device) != HW_OK || hw_cuda_ipc_open(&job->channel->handle[copy], (void **)&weights) != HW_OK) {
         return hw_error_prefix("opening the shared device weights");
     }
     const size_t sample = (size_t)train->channels * (size_t)train->height * (size_t)train->width;
-    int64_t *shard = malloc(sizeof(int64_t) * (size_t)(hw_sampler_shard_size(train->n, config->workers, 0) + 1));
+    const int world_workers = config->workers * config->world.size;
+    int64_t *shard = malloc(sizeof(int64_t) * (size_t)(hw_sampler_shard_size(train->n, world_workers, 0) + 1));
     uint8_t *x = malloc(sample * (size_t)config->batch_size);
     uint8_t *y = malloc((size_t)config->batch_size);
     hw_cuda_runner *runner = NULL;
     hw_cuda_runner_config rc = {
-        .device = config->device,
+        .device = device,
         .max_batch = config->batch_size,
         .weights_dev = weights,
         .mean = job->in->norm.mean,
         .std = job->in->norm.std,
-        .seed = hw_worker_seed(config->seed, rank),
+        .seed = hw_worker_seed(config->seed, config->world.rank * config->workers + rank),
         // Each step one CUDA graph launch (runner.cu): up to 3x the steps of a lone worker on an
         // H100, even with four (bench/RESULTS.md, "GPU"). HOGWILD_CUDA_GRAPHS=0 launches kernel by kernel.
         .graph = graphs_wanted(),
@@ -220,63 +232,42 @@ static int gpu_worker(int rank, void *arg) {
 
 // ---- the parent ----
 
-// The parent's side of the GPU: the shared weights, a stream and a pinned buffer to copy them out.
-typedef struct {
-    float *weights;  // device, exported to the workers
-    float *host;     // pinned, n_weights floats
-    hw_cuda_stream stream;
-    size_t bytes;
-} gpu_parent;
-
-// Step 2 above: after the fork. On failure the channel says FAILED with the message.
-static int parent_device_open(gpu_parent *dev, const hw_train_config *config, const hw_model *model,
-                              handle_channel *channel) {
-    char name[32];
-    hw_device_format(config->device, name, sizeof name);
-    dev->bytes = sizeof(float) * model->n_weights;
-    int status = hw_cuda_select(config->device);
-    if (status == HW_OK) status = hw_cuda_check_shared_use(config->device);
-    if (status == HW_OK && hw_cuda_check_free(dev->bytes) != HW_OK) status = hw_error_prefix("the shared weights");
-    if (status == HW_OK) status = hw_cuda_malloc((void **)&dev->weights, dev->bytes);
-    if (status == HW_OK) status = hw_cuda_stream_create(&dev->stream);
-    if (status == HW_OK) status = hw_cuda_host_alloc((void **)&dev->host, dev->bytes);
-    if (status == HW_OK) {
-        memcpy(dev->host, model->weights, dev->bytes);  // initialised or loaded before the fork
-        status = hw_cuda_memcpy_h2d(dev->weights, dev->host, dev->bytes, dev->stream);
+// Step 2 above: after the fork, the copies of the weights (gpu_copies.c), their handles exported.
+// On failure the channel says FAILED with the message.
+static int parent_device_open(gpu_copies *copies, const gpu_job *job, const hw_model *model) {
+    int status = gpu_copies_open(copies, &job->copies, model->weights, model->n_weights);
+    for (int c = 0; status == HW_OK && c < copies->copies; c++) {
+        status = hw_cuda_select((hw_device){HW_DEVICE_CUDA, copies->devices[c]});
+        if (status == HW_OK) status = hw_cuda_ipc_export(copies->live[c], &job->channel->handle[c]);
     }
-    if (status == HW_OK) status = hw_cuda_stream_sync(dev->stream);
-    if (status == HW_OK) status = hw_cuda_ipc_export(dev->weights, &channel->handle);
     if (status != HW_OK) {
+        char name[160] = "";
+        size_t used = 0;
+        for (int c = 0; c < job->copies.copies && used < sizeof name; c++) {
+            used +=
+                (size_t)snprintf(name + used, sizeof name - used, "%scuda:%d", c ? "+" : "", job->copies.devices[c]);
+        }
         hw_error_prefix("GPU Hogwild on %s", name);
-        snprintf(channel->error, sizeof channel->error, "%s", hw_error());
-        atomic_store(&channel->state, HANDLE_FAILED);
+        snprintf(job->channel->error, sizeof job->channel->error, "%s", hw_error());
+        atomic_store(&job->channel->state, HANDLE_FAILED);
         return HW_ERR;
     }
-    atomic_store(&channel->state, HANDLE_READY);
+    atomic_store(&job->channel->state, HANDLE_READY);
     return HW_OK;
 }
 
-// Only once no worker can map the weights any more (every worker reaped).
-static void parent_device_close(gpu_parent *dev) {
-    hw_cuda_stream_destroy(dev->stream);
-    hw_cuda_host_free(dev->host);
-    hw_cuda_free(dev->weights);
-    memset(dev, 0, sizeof *dev);
-}
-
-// The device weights into dev->host (waits): while workers write them, a Hogwild snapshot.
-static int parent_device_copy(gpu_parent *dev) {
-    if (hw_cuda_memcpy_d2h(dev->host, dev->weights, dev->bytes, dev->stream) != HW_OK) return HW_ERR;
-    return hw_cuda_stream_sync(dev->stream);
-}
-
-// hogwild_watch's snapshot: the device weights, through the pinned buffer.
+// hogwild_watch's snapshot: copy 0 of the device weights (at an epoch end every copy is the
+// agreed weights), through its pinned buffer.
 static int snapshot_device_weights(void *ctx, hw_train_outputs *log) {
-    gpu_parent *dev = ctx;
-    if (parent_device_copy(dev) != HW_OK) return hw_error_prefix("copying the device weights for an evaluation");
-    hw_train_outputs_snapshot(log, dev->host);
+    gpu_copies *copies = ctx;
+    if (gpu_copies_download(copies, 0) != HW_OK) return hw_error_prefix("copying the device weights for an evaluation");
+    hw_train_outputs_snapshot(log, copies->host[0]);
     return HW_OK;
 }
+
+// hogwild_watch's rounds between the copies.
+static int poll_copies(void *ctx, int settle, int64_t samples) { return gpu_copies_poll(ctx, settle, samples); }
+static double wait_copies(void *ctx) { return gpu_copies_wait(ctx); }
 
 // The device set-up failed: the workers see FAILED and leave with the parent's message; wait for
 // them (stopping any that lingers) and report the parent's own message.
@@ -288,39 +279,109 @@ static int fail_setup(hw_spawn_ctx *spawn) {
     return hw_fail("%s", message);
 }
 
-// After the fork: the device set up, then hogwild_watch's loop with snapshots from the device.
-static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_job *job, hw_train_outputs *log,
-                       hw_train_result *result) {
+// hogwild_watch's host mirror of the device weights, for the ranks' coupling.
+static int pull_mirror(void *ctx) { return gpu_copies_pull(ctx); }
+static int push_mirror(void *ctx, int settled) { return gpu_copies_push(ctx, settled); }
+
+// The watch loop, with the copies' rounds (several GPUs) or the ranks' coupling (GPU ranks).
+static int watch_workers(const hw_train_config *config, hw_train_inputs *in, gpu_job *job, gpu_copies *copies,
+                         hw_couple *couple, hw_spawn_ctx *spawn, hw_train_outputs *log, hw_train_result *result) {
+    hogwild_watch watch = {.config = config,
+                           .control = job->control,
+                           .n_train = in->train.n,
+                           .first_epoch = job->first_epoch,
+                           .snapshot = snapshot_device_weights,
+                           .snapshot_ctx = copies,
+                           .couple = couple,
+                           // Named where the GPU is not the one --device names.
+                           .worker_gpu = config->n_gpus > 0 || config->world.size > 1 ? job->worker_gpu : NULL};
+    if (copies->copies > 1) {
+        watch.copies_poll = poll_copies;
+        watch.copies_wait = wait_copies;
+        watch.copies_ctx = copies;
+    }
+    if (couple) {
+        watch.mirror_pull = pull_mirror;
+        watch.mirror_push = push_mirror;
+        watch.mirror_ctx = copies;
+    }
+    int status = hw_hogwild_watch_run(&watch, spawn, log, result);
+    if (status == HW_OK && !result->interrupted_by && (copies->copies > 1 || couple)) {
+        char text[1024];
+        if (couple) hw_couple_report(couple, text, sizeof text);
+        else gpu_copies_report(copies, text, sizeof text);
+        hw_progress_message(&log->progress, "%s", text);
+    }
+    return status;
+}
+
+// After the fork: MPI across ranks, the device set up, then hogwild_watch's loop with snapshots
+// from the device.
+static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_job *job, int64_t samples_before,
+                       hw_train_outputs *log, hw_train_result *result) {
     hw_spawn_ctx spawn;
     log->started = hw_now();  // timed from the first fork, as on the CPU: the set-up below counts
     if (hw_spawn(&spawn, gpu_worker, job, config->workers) != HW_OK) return HW_ERR;
-
-    // From here on this process may use CUDA. Its first calls start the runtime's helper threads,
-    // which inherit this thread's signal mask: with SIGINT and SIGTERM blocked meanwhile, a Ctrl-C
-    // can only be delivered to this thread, whose waits (ppoll in hw_join) it must wake. One that
-    // comes meanwhile stays pending until the mask is restored.
-    gpu_parent dev = {0};
-    sigset_t stop_signals, old_mask;
-    hw_stop_signal_set(&stop_signals);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
-    int opened = parent_device_open(&dev, config, &in->model, job->channel);
-    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    // Across ranks MPI comes first (its threads after the fork, as on the CPU), so that a failure
+    // of this rank's device set-up ends the whole job (MPI_Abort) instead of leaving the others in
+    // MPI_Init.
+    gpu_copies copies = {0};
+    int opened = HW_ERR;
+    if (config->world.size > 1 && hw_comm_init(&config->world, config->sync_timeout) != HW_OK) {
+        atomic_store(&job->control->stop, 1);  // the workers, still waiting for the weights, leave
+    } else {
+        // From here on this process may use CUDA. Its first calls start the runtime's helper
+        // threads, which inherit this thread's signal mask: with SIGINT and SIGTERM blocked
+        // meanwhile, a Ctrl-C can only be delivered to this thread, whose waits (ppoll in hw_join)
+        // it must wake. One that comes meanwhile stays pending until the mask is restored.
+        sigset_t stop_signals, old_mask;
+        hw_stop_signal_set(&stop_signals);
+        pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
+        opened = parent_device_open(&copies, job, &in->model);
+        pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    }
     int status;
+    hw_couple *couple = NULL;
     if (opened != HW_OK) {
         status = fail_setup(&spawn);
     } else {
-        hogwild_watch watch = {.config = config,
-                               .control = job->control,
-                               .n_train = in->train.n,
-                               .first_epoch = job->first_epoch,
-                               .snapshot = snapshot_device_weights,
-                               .snapshot_ctx = &dev};
-        status = hw_hogwild_watch_run(&watch, &spawn, log, result);
+        status = HW_OK;
+        if (config->world.size > 1) {
+            // The workers wait at the barrier until this node is coupled to the others.
+            status = hw_hogwild_couple_open(config, in, job->first_epoch, samples_before, copies.mirror, NULL, &couple);
+            if (status == HW_OK) atomic_store(&job->control->released_epoch, job->first_epoch);
+            log->started = hw_now();  // the workers start now: MPI and the checks were set-up
+        }
+        if (status == HW_OK) {
+            status = watch_workers(config, in, job, &copies, couple, &spawn, log, result);
+        } else {
+            atomic_store(&job->control->stop, 1);
+            hw_spawn_stop(&spawn);
+        }
     }
     hw_spawn_free(&spawn);
+    hw_couple_close(couple);
     // Every worker is reaped: no other process maps the device weights any more.
-    parent_device_close(&dev);
+    gpu_copies_close(&copies);
     return status;
+}
+
+// The copies of the weights: one per entry of --gpus (worker r on copy r % K: round-robin, or as
+// the list repeats a GPU), or one on --device cuda:N.
+static void copies_plan(gpu_copies_plan *plan, const hw_train_config *config) {
+    memset(plan, 0, sizeof *plan);
+    plan->copies = config->n_gpus > 0 ? config->n_gpus : 1;
+    for (int c = 0; c < plan->copies; c++) {
+        plan->devices[c] = config->n_gpus > 0 ? config->gpus[c] : config->device.index;
+    }
+    plan->rule = config->sync_rule;
+    plan->every_ms = config->sync_every_ms;
+    plan->every_samples = config->sync_every_samples;
+    if (config->world.size > 1) {
+        // Across ranks, as DataParallel's GPU ranks: local rank L of a host on cuda:B+L (--device cuda:B).
+        plan->devices[0] = config->device.index + config->world.local_rank;
+        plan->mirror = 1;
+    }
 }
 
 int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
@@ -332,6 +393,12 @@ int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw
     if (!model->weights && hw_model_alloc_weights(model) != HW_OK) return HW_ERR;
     gpu_job job = {.config = config, .in = in};
     hw_fault_read(&job.fault);
+    copies_plan(&job.copies, config);
+    int worker_gpu[HW_SPAWN_MAX_WORKERS];
+    for (int r = 0; r < config->workers && r < HW_SPAWN_MAX_WORKERS; r++) {
+        worker_gpu[r] = job.copies.devices[r % job.copies.copies];
+    }
+    job.worker_gpu = worker_gpu;
     int64_t samples_before = 0;
     if (hw_train_start_weights(config, model, &job.first_epoch, &samples_before) != HW_OK) return HW_ERR;
 
@@ -341,14 +408,15 @@ int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw
     if (hw_shm_open(&shm, head + sizeof(handle_channel)) != HW_OK) return HW_ERR;
     job.control = shm.data;
     job.channel = (handle_channel *)((char *)shm.data + head);
-    atomic_store(&job.control->released_epoch, job.first_epoch);
+    // Across ranks the workers wait until the node is coupled to the others (run_workers).
+    atomic_store(&job.control->released_epoch, config->world.size > 1 ? job.first_epoch - 1 : job.first_epoch);
     atomic_store(&job.channel->state, HANDLE_WAIT);
 
     hw_train_outputs log = {0};
     int status = hw_train_outputs_open(&log, config, in, job.first_epoch, samples_before);
     // The weights are still on the host.
     if (status == HW_OK) status = hw_train_outputs_first_point(&log, model->weights, job.first_epoch);
-    if (status == HW_OK) status = run_workers(config, in, &job, &log, result);
+    if (status == HW_OK) status = run_workers(config, in, &job, samples_before, &log, result);
     hw_train_outputs_close(&log);
     hw_shm_close(&shm);
     return status;

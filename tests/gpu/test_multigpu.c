@@ -1,0 +1,320 @@
+// Tests of Hogwild on several GPUs (--gpus LIST in Hogwild mode: src/cuda/train/hogwild_gpu.c and
+// the copies' coupling, src/cuda/train/gpu_copies.c). `make sim` runs them on 2 simulated devices
+// and again on 4; a machine with one GPU runs them with two copies on it (--gpus 0,0, which stands
+// for two GPUs), one with more on up to 4 of them; without a GPU they skip, saying why.
+#include "cuda/train/gpu_copies.h"
+#include "e2e_util.h"
+#include "gpu_tests.h"
+#include "hw/ckpt.h"
+#include "hw/train.h"
+
+#include <math.h>
+
+TestSuite(multigpu, .init = e2e_setup, .fini = e2e_teardown, .timeout = 600);
+
+// (Criterion names a hook after its line: this one must not share a line number with another file's.)
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) { gpu_suite_report(stats, "multigpu"); }
+
+// The GPUs the tests spread the copies over: every device up to 4 ("0,1" on 2), or two copies on
+// cuda:0 where there is one. Skips without a GPU. *devices gets each copy's device.
+static int copies_list(char *list, size_t cap, int *devices) {
+    int count = skip_without_gpu();
+    int k = count >= 2 ? (count < 4 ? count : 4) : 2;
+    size_t used = 0;
+    for (int c = 0; c < k; c++) {
+        devices[c] = count >= 2 ? c : 0;
+        used += (size_t)snprintf(list + used, cap - used, "%s%d", c ? "," : "", devices[c]);
+    }
+    return k;
+}
+
+// ---- the coupling's arithmetic ----
+
+// Copy c's change from w0: a different value per copy and weight, not a round number.
+static float change(int c, size_t i) { return 0.001f * (float)(c + 1) * (1.0f + (float)(i % 97) / 7.0f); }
+
+// Writes w0 + change(c) into every copy.
+static void move_copies(gpu_copies *g, const float *w0, float *scratch) {
+    for (int c = 0; c < g->copies; c++) {
+        for (size_t i = 0; i < g->n; i++) scratch[i] = w0[i] + change(c, i);
+        OK(hw_cuda_select((hw_device){HW_DEVICE_CUDA, g->devices[c]}));
+        OK(hw_cuda_memcpy_h2d(g->live[c], scratch, g->n * sizeof(float), NULL));
+        OK(hw_cuda_stream_sync(NULL));
+    }
+}
+
+// Every copy holds `want` within `tolerance` (relative to the change's size).
+static void expect_copies(gpu_copies *g, const float *want, double tolerance, const char *what) {
+    for (int c = 0; c < g->copies; c++) {
+        OK(gpu_copies_download(g, c));
+        for (size_t i = 0; i < g->n; i++) {
+            cr_assert_leq(fabs((double)g->host[c][i] - want[i]), tolerance, "%s: copy %d, weight %zu: %.9g, want %.9g",
+                          what, c, i, (double)g->host[c][i], (double)want[i]);
+        }
+    }
+}
+
+// A round's sum equals the devices' changes: with the rule `sum`, the agreed weights move by the
+// sum of every copy's change and every copy ends there; with block momentum (the default), the
+// first round's step is (1 + beta) times their mean, beta = 1 - 1/K (src/comm/couple_rule.c).
+Test(multigpu, a_round_sums_the_devices_changes) {
+    char list[64];
+    gpu_copies_plan plan = {.every_ms = 20};
+    plan.copies = copies_list(list, sizeof list, plan.devices);
+    enum { N = 4099 };
+    float *w0 = malloc(N * sizeof(float)), *want = malloc(N * sizeof(float)), *scratch = malloc(N * sizeof(float));
+    cr_assert(w0 && want && scratch);
+    for (size_t i = 0; i < N; i++) w0[i] = 0.5f - (float)(i % 13) / 11.0f;
+    const hw_couple_rule rules[2] = {HW_COUPLE_SUM, HW_COUPLE_MOMENTUM};
+    for (int r = 0; r < 2; r++) {
+        plan.rule = rules[r];
+        gpu_copies g;
+        OK(gpu_copies_open(&g, &plan, w0, N));
+        expect_copies(&g, w0, 0, "after open");
+        move_copies(&g, w0, scratch);
+        OK(gpu_copies_round(&g));
+        const double beta = 1.0 - 1.0 / plan.copies;
+        double worst = 0;
+        for (size_t i = 0; i < N; i++) {
+            double sum = 0;
+            for (int c = 0; c < plan.copies; c++) sum += change(c, i);
+            double step = rules[r] == HW_COUPLE_SUM ? sum : (1 + beta) * sum / plan.copies;
+            want[i] = (float)(w0[i] + step);
+            double off = fabs((double)g.agreed[i] - (w0[i] + step));
+            if (off > worst) worst = off;
+        }
+        // Float rounding: the changes are read back as differences of floats near 1.
+        cr_expect_lt(worst, 4e-7 * plan.copies, "rule %s: the agreed weights are off by %g",
+                     hw_couple_rule_name(rules[r]), worst);
+        // No worker wrote meanwhile: each copy got the step less its own change, so all are there.
+        expect_copies(&g, want, 1e-6, hw_couple_rule_name(rules[r]));
+        // An epoch end's settle leaves every copy bit for bit the agreed weights.
+        move_copies(&g, w0, scratch);
+        OK(gpu_copies_poll(&g, 1, 0));
+        expect_copies(&g, g.agreed, 0, "settled");
+        gpu_copies_close(&g);
+    }
+    free(w0);
+    free(want);
+    free(scratch);
+}
+
+// ---- training through ./hogwild ----
+
+// One run's accuracy. `sync_every`: the copies' rounds (NULL: the default, 20 ms).
+static double run_accuracy(const char *data, const char *model, const char *where, const char *value,
+                           const char *epochs, const char *lr, const char *sync_every) {
+    e2e_run_result r;
+    if (sync_every) {
+        e2e_run_within(&r, 500, NULL, "--data", data, "--model", model, "--workers", "4", where, value, "--epochs",
+                       epochs, "--lr", lr, "--sync-every", sync_every, "--quiet");
+    } else {
+        e2e_run_within(&r, 500, NULL, "--data", data, "--model", model, "--workers", "4", where, value, "--epochs",
+                       epochs, "--lr", lr, "--quiet");
+    }
+    e2e_assert_exit(&r, 0);
+    e2e_assert_left_nothing(&r);
+    if (strcmp(where, "--gpus") == 0) {
+        cr_expect(strstr(r.out, "coupling of ") && strstr(r.out, " copies of the weights"), "stdout: %s", r.out);
+    }
+    return e2e_parse_done(r.out).accuracy;
+}
+
+Test(multigpu, copies_train_as_one_gpu_does) {
+    char list[64];
+    int devices[HW_GPU_COPIES_MAX];
+    copies_list(list, sizeof list, devices);
+    char *data = e2e_synth_n("data", 1, 6000, 1000);
+    double one = run_accuracy(data, e2e.mlp, "--device", "cuda", "3", "0.05", NULL);
+    double copies = run_accuracy(data, e2e.mlp, "--gpus", list, "3", "0.05", "128");
+    cr_expect_gt(copies, 85.0, "--gpus %s: %.2f%%", list, copies);
+    // Both race. A round every 128 samples, not every 20 ms: this run lasts about a second, and on a
+    // loaded machine it would have a handful of rounds (MNIST's epoch at the default: the test below).
+    cr_expect_gt(copies, one - 4.0, "--gpus %s: %.2f%%, one GPU %.2f%%", list, copies, one);
+}
+
+// The measure: 1 epoch of the real MNIST, within 1 point of one GPU, at the default
+// settings (the MLP, lr 0.01). Each side is the mean of two runs: one run of either varies by
+// about 0.5 points from the next (racing workers), and at lr 0.05 by 1.3.
+Test(multigpu, mnist_one_epoch_within_a_point_of_one_gpu) {
+    char list[64];
+    int devices[HW_GPU_COPIES_MAX];
+    copies_list(list, sizeof list, devices);
+    char data[1100], probe[1200];
+    snprintf(data, sizeof data, "%s/data/mnist", e2e.root);
+    snprintf(probe, sizeof probe, "%s/train-images-idx3-ubyte.gz", data);
+    if (!e2e_file_exists(probe))
+        cr_skip_test("no real MNIST in %s (./run.sh gets it; CI has it): nothing checked", data);
+    double one = 0, copies = 0;
+    for (int run = 0; run < 2; run++) {
+        one += run_accuracy(data, e2e.mlp, "--device", "cuda", "1", "0.01", NULL) / 2;
+        copies += run_accuracy(data, e2e.mlp, "--gpus", list, "1", "0.01", NULL) / 2;
+    }
+    cr_log_info("1 epoch of MNIST: --gpus %s %.2f%%, one GPU %.2f%% (means of 2 runs)", list, copies, one);
+    cr_expect_gt(copies, one - 1.0, "--gpus %s: %.2f%%, one GPU %.2f%%", list, copies, one);
+}
+
+// ---- failures: the worker and its GPU named, nothing left behind ----
+
+Test(multigpu, a_failing_worker_is_named_with_its_gpu) {
+    char list[64];
+    int devices[HW_GPU_COPIES_MAX];
+    copies_list(list, sizeof list, devices);
+    char *data = e2e_synth_n("data", 1, 2000, 200);
+    char want[96];
+    // Worker 1 trains on copy 1: the second GPU of the list.
+    e2e_run_result r;
+    e2e_run_within(&r, 120, "HOGWILD_FAIL_WORKER=1:3", "--data", data, "--gpus", list, "--workers", "4", "--quiet",
+                   "--sharing-strategy", "file_system");
+    e2e_assert_exit(&r, 1);
+    snprintf(want, sizeof want, "worker 1 on cuda:%d failed", devices[1]);
+    cr_expect(strstr(r.err, want) && strstr(r.err, "injected failure after 3 batches"), "stderr: %s", r.err);
+    e2e_assert_left_nothing(&r);
+    // Killed by a signal (abort()): no message of its own, the GPU named all the same.
+    e2e_run_within(&r, 120, "HOGWILD_FAIL_WORKER=1:3:abort", "--data", data, "--gpus", list, "--workers", "4",
+                   "--quiet", "--sharing-strategy", "file_system");
+    e2e_assert_exit(&r, 1);
+    snprintf(want, sizeof want, "worker 1 on cuda:%d was killed by signal SIGABRT", devices[1]);
+    cr_expect(strstr(r.err, want) != NULL, "stderr: %s", r.err);
+    e2e_assert_left_nothing(&r);
+}
+
+Test(multigpu, divergence_stops_the_run_naming_the_worker_and_its_gpu) {
+    char list[64];
+    int devices[HW_GPU_COPIES_MAX];
+    copies_list(list, sizeof list, devices);
+    char *data = e2e_synth_n("data", 1, 1000, 200);
+    char *ckpt = e2e_path("diverged.safetensors"), *metrics = e2e_path("metrics.csv");
+    e2e_run_result r;
+    e2e_run_within(&r, 120, NULL, "--data", data, "--gpus", list, "--workers", "4", "--lr", "100", "--epochs", "2",
+                   "--save", ckpt, "--metrics", metrics, "--quiet");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_left_nothing(&r);
+    cr_expect(strstr(r.err, "hogwild: worker ") && strstr(r.err, " on cuda:"), "stderr: %s", r.err);
+    e2e_assert_contains(r.err, "training diverged in epoch 1/2 after ", "stderr");
+    e2e_assert_contains(r.err, "Try a lower --lr (this run's: 100)", "stderr");
+    cr_expect_null(strstr(r.out, "done:"), "stdout: %s", r.out);
+    cr_expect(!e2e_file_exists(ckpt), "diverged weights were saved to %s", ckpt);
+}
+
+Test(multigpu, sigint_saves_every_copys_changes_and_cleans_up) {
+    char list[64];
+    int devices[HW_GPU_COPIES_MAX];
+    copies_list(list, sizeof list, devices);
+    char *data = e2e_synth_n("data", 1, 1000, 100);
+    char *ckpt = e2e_path("interrupted.safetensors"), *metrics = e2e_path("metrics.csv");
+    e2e_run_result r;
+    e2e_interrupt_once_training(
+        &r, (const char *const[]){"--data",      data,    "--model",  e2e.mlp,  "--gpus",       list,
+                                  "--workers",   "4",     "--epochs", "100000", "--eval-every", "500",
+                                  "--metrics",   metrics, "--save",   ckpt,     "--quiet",      "--sharing-strategy",
+                                  "file_system", NULL},
+        metrics);
+    // The saved weights are the copies' agreed weights after a last round: finite, and trained.
+    hw_model model;
+    OK(hw_model_load(&model, e2e.mlp));
+    OK(hw_model_alloc_weights(&model));
+    hw_model_init_weights(&model, 1);
+    float *w0 = malloc(model.n_weights * sizeof(float));
+    cr_assert_not_null(w0);
+    memcpy(w0, model.weights, model.n_weights * sizeof(float));
+    OK(hw_ckpt_load(ckpt, &model, model.weights, NULL));
+    size_t moved = 0;
+    for (size_t i = 0; i < model.n_weights; i++) {
+        cr_assert(isfinite(model.weights[i]), "weight %zu is %g", i, (double)model.weights[i]);
+        moved += model.weights[i] != w0[i];
+    }
+    cr_expect_gt(moved, model.n_weights / 2, "only %zu of %zu weights moved", moved, model.n_weights);
+    free(w0);
+    hw_model_free(&model);
+}
+
+// The checkpoint is the agreed weights every copy holds at the epoch's end: the CPU evaluates it
+// to the accuracy the run reported, and a run resumed from it goes on from there.
+Test(multigpu, save_is_what_was_evaluated_and_resume_goes_on) {
+    char list[64];
+    int devices[HW_GPU_COPIES_MAX];
+    copies_list(list, sizeof list, devices);
+    char *data = e2e_synth_n("data", 1, 2000, 500);
+    char *ckpt = e2e_path("copies.safetensors");
+    e2e_run_result train, resumed;
+    e2e_run_within(&train, 120, NULL, "--data", data, "--model", e2e.mlp, "--gpus", list, "--workers", "4", "--lr",
+                   "0.05", "--save", ckpt, "--quiet");
+    e2e_assert_exit(&train, 0);
+    e2e_assert_left_nothing(&train);
+    double trained = e2e_parse_done(train.out).accuracy;
+    e2e_ckpt_info info = e2e_eval_checkpoint(data, e2e.mlp, ckpt);
+    cr_expect_eq(trained, info.accuracy, "the run reported %.2f%%, its checkpoint on the CPU %.2f%%", trained,
+                 info.accuracy);
+    cr_expect_eq(info.epoch, 1);
+    cr_expect_eq(info.samples, 2000);
+    e2e_run_within(&resumed, 120, NULL, "--data", data, "--model", e2e.mlp, "--gpus", list, "--workers", "4", "--lr",
+                   "0.05", "--resume", ckpt, "--epochs", "2", "--quiet");
+    e2e_assert_exit(&resumed, 0);
+    e2e_assert_left_nothing(&resumed);
+    cr_expect(strstr(resumed.out, "epoch 2/2") != NULL, "stdout: %s", resumed.out);
+    cr_expect_geq(e2e_parse_done(resumed.out).accuracy, trained - 3.0, "stdout: %s", resumed.out);
+}
+
+// ---- the command line: refused before any work ----
+
+Test(multigpu, bad_gpu_lists_are_refused_before_any_work) {
+    char *data = e2e_synth_n("data", 1, 500, 100);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--data", data, "--gpus", "0,1,2", "--workers", "2", "--quiet");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "--gpus lists 3 GPUs but --workers is 2", "stderr");
+    e2e_run(&r, NULL, "--data", data, "--gpus", "0,1", "--device", "cuda:0", "--workers", "2", "--quiet");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "give --device or --gpus, not both", "stderr");
+    e2e_run(&r, NULL, "--data", data, "--gpus", "0,1", "--workers", "2", "--measure", "--quiet");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "--measure is for Hogwild workers on the CPU", "stderr");
+    e2e_run(&r, NULL, "--data", data, "--workers", "2", "--sync-rule", "sum", "--quiet");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "--sync-every, --sync-rule and --sync-timeout couple", "stderr");
+    e2e_assert_left_nothing(&r);
+}
+
+// A GPU of the list that does not exist: named with its copy, before any worker trains.
+Test(multigpu, a_missing_gpu_is_named_with_its_copy) {
+    int count = 0;
+    char *data = e2e_synth_n("data", 1, 500, 100);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--data", data, "--gpus", "0,99", "--workers", "2", "--quiet", "--sharing-strategy",
+            "file_system");
+    e2e_assert_exit(&r, 1);
+    if (hw_cuda_device_count(&count) == HW_OK) {
+        e2e_assert_contains(r.err, "copy 1 of the weights (--gpus entry 2)", "stderr");
+        e2e_assert_contains(r.err, "cuda:99 does not exist", "stderr");
+    } else {
+        e2e_assert_contains(r.err, "no CUDA device", "stderr");
+    }
+    cr_expect(strstr(r.err, "worker") == NULL, "the parent's message, not a worker's: %s", r.err);
+    e2e_assert_left_nothing(&r);
+}
+
+// --sync-every and --sync-rule set the copies' rounds as they set the ranks'; the metrics name
+// every GPU, so that `hogwild compare` tells Hogwild on K GPUs from Hogwild on one.
+Test(multigpu, sync_flags_set_the_copies_rounds) {
+    char list[64];
+    int devices[HW_GPU_COPIES_MAX];
+    int k = copies_list(list, sizeof list, devices);
+    char *data = e2e_synth_n("data", 1, 2000, 200);
+    char *metrics = e2e_path("copies.csv");
+    e2e_run_result r;
+    e2e_run_within(&r, 120, NULL, "--data", data, "--gpus", list, "--workers", "4", "--sync-rule", "sum",
+                   "--sync-every", "256", "--metrics", metrics, "--quiet");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "rule sum, one every 256 samples", "stdout");
+    e2e_assert_left_nothing(&r);
+    e2e_metrics_row rows[4];
+    cr_assert_eq(e2e_read_metrics(metrics, rows, 4), 2);
+    char device[96] = "";
+    size_t used = 0;
+    for (int c = 0; c < k; c++)
+        used += (size_t)snprintf(device + used, sizeof device - used, "%scuda:%d", c ? "+" : "", devices[c]);
+    cr_expect_str_eq(rows[1].device, device);
+    cr_expect_str_eq(rows[1].mode, "hogwild");
+}
