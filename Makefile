@@ -222,10 +222,10 @@ $(BUILD)/bench_%: bench/%.c $(LIB) $(TEST_GPU) $(wildcard include/hw/*.h)
 	$(CC) $(CFLAGS) $< $(TEST_GPU) $(LIB) -o $@ $(LDLIBS) $(CUDA_LIBS)
 
 # The IDX reader fed a few thousand damaged files, built with ASan + UBSan (any report fails).
-# err, file, rng and the temporary-file table (proc/shm, with proc/signals and proc/procfs under
+# err, option, file, rng and the temporary-file table (proc/shm, with proc/signals and proc/procfs under
 # it) come uninstrumented from the normal build.
 FUZZ_SRC := tests/fuzz/fuzz_idx.c $(wildcard src/data/*.c)
-FUZZ_OBJ := $(BUILD)/err.o $(BUILD)/file.o $(BUILD)/rng.o $(BUILD)/proc/shm.o $(BUILD)/proc/signals.o $(BUILD)/proc/procfs.o
+FUZZ_OBJ := $(BUILD)/err.o $(BUILD)/option.o $(BUILD)/file.o $(BUILD)/rng.o $(BUILD)/proc/shm.o $(BUILD)/proc/signals.o $(BUILD)/proc/procfs.o
 $(BUILD)/fuzz_idx: $(FUZZ_SRC) $(FUZZ_OBJ) $(wildcard include/hw/*.h)
 	$(CC) $(CFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
 	      $(FUZZ_SRC) $(FUZZ_OBJ) -o $@ -lstb -lmd -lz -lm -pthread

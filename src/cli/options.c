@@ -219,6 +219,16 @@ void cli_parsed_free(cli_parsed *parsed) {
     parsed->operands = NULL;
 }
 
+void cli_name_options(const cli_command *command) {
+    for (int i = 0; i < command->n_options; i++) {
+        const cli_option *o = &command->options[i];
+        if (o->id == HW_OPTION_NONE) continue;
+        char hint[64];
+        snprintf(hint, sizeof hint, " (--%s)", o->name);
+        hw_option_hint_set(o->id, hint);
+    }
+}
+
 int cli_given(const cli_parsed *parsed, const char *name) {
     for (int i = 0; i < parsed->n_given; i++) {
         if (strcmp(parsed->given[i]->name, name) == 0) return 1;

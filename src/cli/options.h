@@ -6,6 +6,8 @@
 #ifndef HW_CLI_OPTIONS_H
 #define HW_CLI_OPTIONS_H
 
+#include "hw/option.h"
+
 #include <stddef.h>
 #include <stdio.h>
 
@@ -45,6 +47,7 @@ struct cli_option {
     cli_parse_fn parse;    // CLI_CUSTOM
     const char *missing;   // the message when the value is missing (a format of the flag), or NULL
     const char *help;      // the help text, a printf format of the default's text; NULL: not listed
+    hw_option id;          // what the rest of the code calls it in its messages (hw/option.h), or none
 };
 
 typedef struct {
@@ -77,6 +80,10 @@ void cli_defaults(const cli_command *command, void *target);
 int cli_parse(const cli_command *command, int argc, char **argv, void *target, const char *const *stop_at,
               cli_parsed *parsed);
 void cli_parsed_free(cli_parsed *parsed);
+
+// Names every option of the table that has an id by its flag (hw_option_hint_set), so that a module's
+// message about it ends with " (--flag)": the one mapping from the code's terms to the flags.
+void cli_name_options(const cli_command *command);
 
 // Whether the option `name` was given.
 int cli_given(const cli_parsed *parsed, const char *name);

@@ -6,6 +6,7 @@
 #include "hw/metrics.h"
 #include "hw/err.h"
 #include "hw/file.h"
+#include "hw/option.h"
 
 #include <errno.h>
 #include <math.h>
@@ -99,7 +100,8 @@ static int map_header(char **fields, int n_fields, const char *path, int *col, i
     *measured = found_measure > 0;
     for (int c = HW_METRICS_FIRST_MEASURE; c < HW_METRICS_N_COLUMNS && found_measure > 0; c++) {
         if (col[c] < 0) {
-            return hw_fail("%s:1: the header has some of the --measure columns but not '%s'", path, name_of(c));
+            return hw_fail("%s:1: the header has some of the measurement's columns%s but not '%s'", path,
+                           hw_option_hint(HW_OPTION_MEASURE), name_of(c));
         }
     }
     return HW_OK;

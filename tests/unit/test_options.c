@@ -96,3 +96,26 @@ Test(options, the_help_shows_each_default) {
     cr_expect(strstr(text, "--summary") == NULL, "--summary is in the usage lines, not among the options");
     free(text);
 }
+
+// The one mapping from the code's terms to the flags (include/hw/option.h): every option a module's
+// message can be about is named by exactly one row of the table, and its hint is that row's flag.
+Test(options, every_option_a_message_names_has_one_flag) {
+    for (int id = HW_OPTION_NONE + 1; id < HW_OPTION_COUNT; id++) {
+        cr_expect_str_empty(hw_option_hint((hw_option)id), "option %d has a hint before the table names it", id);
+    }
+    cli_name_options(&cli_train_command);
+    for (int id = HW_OPTION_NONE + 1; id < HW_OPTION_COUNT; id++) {
+        int rows = 0;
+        const cli_option *row = NULL;
+        for (int i = 0; i < cli_train_command.n_options; i++) {
+            if (cli_train_command.options[i].id == (hw_option)id) rows++, row = &cli_train_command.options[i];
+        }
+        cr_assert_eq(rows, 1, "option %d is named by %d rows of the table", id, rows);
+        char want[64];
+        snprintf(want, sizeof want, " (--%s)", row->name);
+        cr_expect_str_eq(hw_option_hint((hw_option)id), want);
+    }
+    cr_expect_str_eq(hw_option_hint(HW_OPTION_LR), " (--lr)");
+    cr_expect_str_empty(hw_option_hint(HW_OPTION_NONE));
+    cr_expect_str_empty(hw_option_hint(HW_OPTION_COUNT));
+}
