@@ -29,7 +29,7 @@ static const char *usage_text =
     "       hogwild download NAME [--dir DIR]      get mnist or fashion-mnist (md5-checked)\n"
     "       hogwild synth [--dir DIR] [--train N] [--test N] [--seed S] [--overwrite]\n"
     "                                              write the synthetic digits as IDX files\n"
-    "       hogwild compare RUN.csv... [--target PCT] [--plot FILE.svg]\n"
+    "       hogwild compare RUN.csv... [--target PCT] [--plot FILE.svg | --no-plot]\n"
     "                                              compare runs from --metrics files\n";
 
 static const char *exit_text =

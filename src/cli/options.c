@@ -37,9 +37,11 @@ static int read_number(const cli_option *o, const char *text, double *out, char 
     char *end = NULL;
     errno = 0;
     double value = strtod(text, &end);
-    if (errno || end == text || *end != '\0' || isspace((unsigned char)text[0]) || !(value >= o->least) ||
-        value > 1e9) {
-        return cli_refuse(error, cap, "--%s expects a number >= %g, got '%s'", o->name, o->least, text);
+    // strtod also reads hexadecimal ("0x10" is 16): a number here is decimal, as the integers are.
+    if (errno || end == text || *end != '\0' || isspace((unsigned char)text[0]) || strpbrk(text, "xX") ||
+        !(value >= o->least) || value > 1e9) {
+        return cli_refuse(error, cap, "--%s expects a decimal number from %g to 1e9, got '%s'", o->name, o->least,
+                          text);
     }
     *out = value;
     return HW_EXIT_OK;
@@ -108,6 +110,28 @@ static int unknown(const cli_command *command, const char *text, cli_parsed *par
     return cli_refuse(parsed->error, sizeof parsed->error, "unknown option '%s'", text);
 }
 
+// "--nesterov=1": the switch named before the '=', which takes no value; NULL when `text` is not that.
+static const cli_option *switch_given_a_value(const cli_command *command, const char *text) {
+    const char *equals = strchr(text, '=');
+    if (strncmp(text, "--", 2) != 0 || !equals) return NULL;
+    for (int i = 0; i < command->n_options; i++) {
+        const cli_option *o = &command->options[i];
+        if (o->kind == CLI_SWITCH && strlen(o->name) == (size_t)(equals - text - 2) &&
+            strncmp(text + 2, o->name, strlen(o->name)) == 0) {
+            return o;
+        }
+    }
+    return NULL;
+}
+
+// The value `o` was given earlier in this parse, or NULL.
+static const char *given_value(const cli_parsed *parsed, const cli_option *o) {
+    for (int i = 0; i < parsed->n_given; i++) {
+        if (parsed->given[i] == o) return parsed->values[i];
+    }
+    return NULL;
+}
+
 static int stops(const cli_option *o, const char *const *stop_at) {
     for (int i = 0; stop_at && stop_at[i]; i++) {
         if (strcmp(o->name, stop_at[i]) == 0) return 1;
@@ -154,11 +178,20 @@ int cli_parse(const cli_command *command, int argc, char **argv, void *target, c
             // it. An unknown short one: rebuilt, or its whole argument.
             char text[8];
             const char *given = argv[optind - 1];
+            const cli_option *valued = optopt == 0 || optopt >= 256 ? switch_given_a_value(command, given) : NULL;
+            if (valued) {
+                status = cli_refuse(parsed->error, sizeof parsed->error, "option '--%s' takes no value, got '%s'",
+                                    valued->name, given);
+                break;
+            }
             if (optopt > 0 && optopt < 256) {
                 snprintf(text, sizeof text, "-%c", optopt);
                 given = command->operands ? text : argv[before];
             }
-            status = unknown(command, given, parsed);
+            // A long option is named without its value ("--bogus=3": '--bogus'), as a prefix is below.
+            char name[256];
+            snprintf(name, sizeof name, "%.*s", strncmp(given, "--", 2) == 0 ? (int)strcspn(given, "=") : 255, given);
+            status = unknown(command, name, parsed);
             break;
         }
         const cli_option *o = NULL;
@@ -188,7 +221,19 @@ int cli_parse(const cli_command *command, int argc, char **argv, void *target, c
             status = unknown(command, given, parsed);
             break;
         }
-        if (parsed->n_given < CLI_MAX_GIVEN) parsed->given[parsed->n_given++] = o;
+        // An option with a value given twice: which one was meant? (`--epochs 5 ... --epochs 1` trained
+        // one epoch without a word.) A switch given twice means what it says once.
+        const char *earlier = o->kind == CLI_SWITCH ? NULL : given_value(parsed, o);
+        if (earlier) {
+            status =
+                cli_refuse(parsed->error, sizeof parsed->error,
+                           "option '--%s' is given twice ('%s', then '%s'): give it once", o->name, earlier, optarg);
+            break;
+        }
+        if (parsed->n_given < CLI_MAX_GIVEN) {
+            parsed->values[parsed->n_given] = optarg;
+            parsed->given[parsed->n_given++] = o;
+        }
         if (stops(o, stop_at)) {
             parsed->stop = o;
             break;

@@ -20,8 +20,8 @@ typedef enum {
     CLI_INT,     // an integer in [min, max], into an int
     CLI_INT64,   // an integer in [min, max], into an int64_t
     CLI_UINT64,  // an integer in [min, max], into a uint64_t
-    CLI_FLOAT,   // a number >= min (and <= 1e9), into a float
-    CLI_DOUBLE,  // a number >= min (and <= 1e9), into a double
+    CLI_FLOAT,   // a decimal number from least to 1e9, into a float
+    CLI_DOUBLE,  // a decimal number from least to 1e9, into a double
     CLI_TEXT,    // the text itself, into a const char *
     CLI_CUSTOM,  // the option's own parse function reads it into the target
 } cli_kind;
@@ -59,11 +59,13 @@ typedef struct {
     int help_column;      // where the help text of an option starts in cli_print_options
 } cli_command;
 
-// The options given, in order, an option given twice listed twice; `stop` is the option of
-// cli_parse's stop_at that ended the parse at once (--help, --version), else NULL.
+// The options given, in order, each with its value (NULL for a switch; an option with a value given
+// twice is refused, a switch given twice is listed twice); `stop` is the option of cli_parse's
+// stop_at that ended the parse at once (--help, --version), else NULL.
 enum { CLI_MAX_GIVEN = 128 };
 typedef struct {
     const cli_option *given[CLI_MAX_GIVEN];
+    const char *values[CLI_MAX_GIVEN];
     int n_given;
     const cli_option *stop;
     char **operands;  // the command's other arguments (operands = 1), in order

@@ -47,6 +47,11 @@ static int parse_gpus(const cli_option *o, const char *text, void *target, char 
         }
         config->gpus[config->n_gpus++] = (int)index;
         p = *end == ',' ? end + 1 : end;
+        // "0,": a comma promises another index.
+        if (*end == ',' && *p == '\0') {
+            return cli_refuse(error, cap, "--gpus expects a comma-separated list of GPU indices like 0,1, got '%s'",
+                              text);
+        }
     }
     if (config->n_gpus == 0) return cli_refuse(error, cap, "--gpus expects at least one GPU index, got '%s'", text);
     return HW_EXIT_OK;

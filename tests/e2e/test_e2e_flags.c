@@ -48,6 +48,10 @@ static const usage_case usage_cases[] = {
     {{"--mode", "dataparallel", "--gpus", "0", "--replicas", "2"}, {"--replicas", "--gpus"}},
     {{"--momentum", "0", "--nesterov"}, {"--nesterov", "--momentum"}},
     {{"--eval-every", "0"}, {"--eval-every", "'0'"}},
+    {{"--lr=0x10"}, {"--lr", "'0x10'"}},
+    {{"--momentum", "1e10"}, {"--momentum", "from 0 to 1e9"}},
+    {{"--nesterov=1"}, {"--nesterov", "takes no value"}},
+    {{"--epochs", "5", "--epochs=1"}, {"--epochs", "given twice ('5', then '1')"}},
 };
 
 // The data folder does not exist: a usage error must be found before anything is loaded (exit

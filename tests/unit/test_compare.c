@@ -407,6 +407,12 @@ Test(compare, cli_bad_usage) {
     expect_usage_error((const char *[]){csv, "--target", NULL}, "--target needs a value");
     expect_usage_error((const char *[]){csv, "--plot", NULL}, "--plot needs a file name");
     expect_usage_error((const char *[]){csv, "--fast", NULL}, "unknown option '--fast'");
+    // Found by the hostile pass of issue 27: hexadecimal and a leading blank were read as 90.
+    expect_usage_error((const char *[]){csv, "--target=0x5A", NULL}, "'0x5A'");
+    expect_usage_error((const char *[]){csv, "--target", " 90", NULL}, "' 90'");
+    expect_usage_error((const char *[]){csv, "--target", "90", "--target", "80", NULL},
+                       "given twice ('90', then '80')");
+    expect_usage_error((const char *[]){csv, "--no-plot=1", NULL}, "option '--no-plot' takes no value");
     cli_result r = run_cli((const char *[]){"--help", NULL});
     cr_expect_eq(r.status, 0);
     cr_expect(strstr(r.out, "usage: hogwild compare") != NULL);
