@@ -110,6 +110,11 @@ static int unknown(const cli_command *command, const char *text, cli_parsed *par
     return cli_refuse(parsed->error, sizeof parsed->error, "unknown option '%s'", text);
 }
 
+// Whether `arg` is a cluster of short options ("-hx") that holds `c`.
+static int in_cluster(const char *arg, char c) {
+    return arg[0] == '-' && arg[1] != '\0' && arg[1] != '-' && strchr(arg + 1, c) != NULL;
+}
+
 // "--nesterov=1": the switch named before the '=', which takes no value; NULL when `text` is not that.
 static const cli_option *switch_given_a_value(const cli_command *command, const char *text) {
     const char *equals = strchr(text, '=');
@@ -215,9 +220,12 @@ int cli_parse(const cli_command *command, int argc, char **argv, void *target, c
         }
         // The text given for it: the argument before the value when the value is an argument of its own.
         const char *text = optarg && optind >= 2 && optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1];
+        // A short option in a cluster ("-hx", "-h=1"): getopt is still inside that argument, at optind.
+        if (c < 256 && optind < argc && in_cluster(argv[optind], (char)c)) text = argv[optind];
         if (!o || !names_exactly(o, text)) {
             char given[256];
-            snprintf(given, sizeof given, "%.*s", (int)strcspn(text, "="), text);
+            int long_option = strncmp(text, "--", 2) == 0;
+            snprintf(given, sizeof given, "%.*s", long_option ? (int)strcspn(text, "=") : 255, text);
             status = unknown(command, given, parsed);
             break;
         }

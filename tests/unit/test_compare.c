@@ -430,6 +430,8 @@ Test(compare, cli_bad_usage) {
     expect_usage_error((const char *[]){csv, "--target", "90", "--target", "80", NULL},
                        "given twice ('90', then '80')");
     expect_usage_error((const char *[]){csv, "--no-plot=1", NULL}, "option '--no-plot' takes no value");
+    // It named the command's own word: "unknown option 'compare'".
+    expect_usage_error((const char *[]){csv, "-h=1", NULL}, "unknown option '-h=1'");
     cli_result r = run_cli((const char *[]){"--help", NULL});
     cr_expect_eq(r.status, 0);
     cr_expect(strstr(r.out, "usage: hogwild compare") != NULL);

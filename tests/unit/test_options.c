@@ -104,6 +104,13 @@ Test(options, values_are_decimal_in_range_and_given_once) {
     cr_expect_str_eq(p.error, "option '--nesterov' takes no value, got '--nesterov=1'");
     cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--nesterov-x=1", NULL}), HW_EXIT_USAGE);
     cr_expect_str_eq(p.error, "unknown option '--nesterov-x'");
+    // A cluster with -h in it named the program's own path ("unexpected argument '/.../hogwild'").
+    cr_expect_eq(parse(&c, &p, (const char *[]){"/usr/bin/hogwild", "-h=1", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "unexpected argument '-h=1'");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"/usr/bin/hogwild", "--quiet", "-hx", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "unexpected argument '-hx'");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"/usr/bin/hogwild", "--quiet", "-h", NULL}), HW_EXIT_OK, "%s", p.error);
+    cr_expect_str_eq(p.stop->name, "help");
     // "0," was the list "0".
     cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--gpus=0,", NULL}), HW_EXIT_USAGE);
     cr_expect_str_eq(p.error, "--gpus expects a comma-separated list of GPU indices like 0,1, got '0,'");
