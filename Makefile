@@ -249,6 +249,7 @@ exports-check: hogwild $(PLUGIN) $(MPI_PLUGIN)
 # and name the flag through hw_option_hint (include/hw/option.h). Comments are not messages; the
 # flags of other programs (curl, wget, docker) are allowed by name in the script.
 flag-check:
+	python3 tests/tools/flag_check.py --self-test
 	python3 tests/tools/flag_check.py
 
 # The style of the C and CUDA sources (.clang-format), with Debian's clang-format (14 in bookworm;

@@ -8,6 +8,7 @@ name a flag: it is no message), and looks for "--name" or "--%..." in the string
 flags of other programs that a module passes or suggests are allowed one by one, below.
 
     python3 tests/tools/flag_check.py [ROOT]     # make flag-check; exits 1 naming each hit
+    python3 tests/tools/flag_check.py --self-test  # the checker on sources whose answer is known
 """
 import os
 import re
@@ -58,7 +59,36 @@ def literals(text):
     return out
 
 
+def flags_in(literal):
+    """The flags a string literal names. An escape ("\\n--measure") is no part of a word."""
+    return FLAG.findall(re.sub(r"\\.", " ", literal))
+
+
+def self_test():
+    """The checker on sources whose answer is known: what it must find, and what it must not."""
+    source = r'''
+// --lr in a comment is no message
+/* nor "--lr" in this one */
+int f(void) { return hw_fail("Try a lower --lr"); }               /* found: --lr */
+int g(void) { return hw_fail("\n--measure: staleness"); }         /* found: --measure */
+int h(void) { return hw_fail("--%s needs a value", name); }       /* found: --% */
+int k(void) { char c = '"'; return hw_fail("p[--len] %c", c); }   /* found: --len, in a string */
+int m(int n) { return n-- > 0 && --n; }                           /* code, not a string */
+const char *ok = "a learning rate (--lr)" + 0;                    /* found: --lr */
+const char *dash = "x -- y, a-b, --";                             /* no flag */
+'''
+    found = [flag for _, literal in literals(source) for flag in flags_in(literal)]
+    want = ["--lr", "--measure", "--%", "--len", "--lr"]
+    if found != want:
+        print(f"flag-check --self-test: found {found}, expected {want}")
+        return 1
+    print("flag-check --self-test: passed")
+    return 0
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     root = sys.argv[1] if len(sys.argv) > 1 else "."
     hits, used = [], {path: set() for path in ALLOWED}
     for folder, dirs, files in os.walk(os.path.join(root, "src")):
@@ -73,7 +103,7 @@ def main():
             with open(os.path.join(root, path), encoding="utf-8") as f:
                 text = f.read()
             for line, literal in literals(text):
-                for flag in FLAG.findall(literal):
+                for flag in flags_in(literal):
                     if flag in ALLOWED.get(path, ()):
                         used[path].add(flag)
                     else:
