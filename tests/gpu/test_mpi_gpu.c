@@ -83,6 +83,9 @@ Test(mpi_gpu, dataparallel_two_gpu_ranks_on_one_gpu_are_refused) {
              gpus);
     e2e_assert_contains(r.err, expected, "stderr");
     e2e_assert_contains(r.err, "NCCL cannot put two ranks on one GPU", "stderr");
+    snprintf(expected, sizeof expected, "cuda:%d, the device cuda:%d (--device) plus its local rank", gpus, gpus - 1);
+    e2e_assert_contains(r.err, expected, "stderr");
+    e2e_assert_contains(r.err, "each rank's GPU taking several replicas (--replicas)", "stderr");
     assert_mpi_left_nothing();
 }
 
@@ -100,7 +103,7 @@ Test(mpi_gpu, dataparallel_a_gpu_rank_without_a_gpu_ends_the_job_naming_it) {
     char host[64] = "";
     gethostname(host, sizeof host - 1);
     char expected[160];
-    snprintf(expected, sizeof expected, "rank 1 of 2 on host %s has no GPU for --device cuda", host);
+    snprintf(expected, sizeof expected, "rank 1 of 2 on host %s has no GPU for the device cuda (--device)", host);
     e2e_assert_contains(r.err, expected, "stderr");
     assert_mpi_left_nothing();
 }

@@ -101,9 +101,9 @@ static int rank_gpu(const hw_train_config *config, int *device) {
     *device = config->device.index + w->local_rank;
     if (*device >= count) {
         int room = count - config->device.index;
-        return hw_fail("rank %d of %d on host %s is local rank %d there, so it would drive cuda:%d (the device "
-                       "cuda:%d%s + local rank), but the host has %d GPU(s): NCCL cannot put two ranks on one GPU; "
-                       "start at most %d rank(s) on this host (each rank's GPU takes several replicas%s)",
+        return hw_fail("rank %d of %d on host %s is local rank %d there, so it would drive cuda:%d, the device "
+                       "cuda:%d%s plus its local rank, but the host has %d GPU(s): NCCL cannot put two ranks on one "
+                       "GPU; start at most %d rank(s) on this host, each rank's GPU taking several replicas%s",
                        w->rank, w->size, host, w->local_rank, *device, config->device.index,
                        hw_option_hint(HW_OPTION_DEVICE), count, room > 0 ? room : 0,
                        hw_option_hint(HW_OPTION_REPLICAS));
