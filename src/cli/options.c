@@ -300,8 +300,9 @@ void cli_print_options(const cli_command *command, FILE *out) {
         int len = o->short_name ? snprintf(label, sizeof label, "  -%c, --%s", o->short_name, o->name)
                                 : snprintf(label, sizeof label, "  --%s", o->name);
         if (o->metavar) len += snprintf(label + len, sizeof label - (size_t)len, " %s", o->metavar);
-        // The help starts at its column, or two blanks after a label that reaches it.
-        fprintf(out, "%s%*s", label, len < command->help_column ? command->help_column - len : 2, "");
+        // The help starts at its column, or two blanks after a label that reaches it or comes within
+        // one of it ("--sync-rule momentum|sum Hogwild ..." read as one more word of the value).
+        fprintf(out, "%s%*s", label, len <= command->help_column - 2 ? command->help_column - len : 2, "");
         char help[1024];
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"

@@ -137,6 +137,9 @@ Test(options, the_help_shows_each_default) {
     fclose(out);
     cr_expect(strstr(text, "  --workers N              Hogwild worker processes (default 2)\n") != NULL, "%s", text);
     cr_expect(strstr(text, "  --lr X                   learning rate (default 0.01)\n") != NULL, "%s", text);
+    // A label one short of the help's column is followed by two blanks, as a longer one is.
+    cr_expect(strstr(text, "  --sync-rule momentum|sum  Hogwild across ranks") != NULL, "%s", text);
+    cr_expect(strstr(text, "  --list-sharing-strategies  list them") != NULL, "%s", text);
     cr_expect(strstr(text, "  --list-sharing-strategies  list them") != NULL, "%s", text);
     cr_expect(strstr(text, "--summary") == NULL, "--summary is in the usage lines, not among the options");
     free(text);
