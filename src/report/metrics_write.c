@@ -75,8 +75,9 @@ int hw_metrics_open(hw_metrics *m, const char *path, const hw_metrics_run *run) 
     m->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     m->created = m->fd >= 0;
     if (m->fd < 0 && errno == EEXIST) m->fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (m->fd < 0)
+    if (m->fd < 0) {
         return hw_fail_errno(errno, "cannot write the metrics file '%s'%s", path, hw_option_hint(HW_OPTION_METRICS));
+    }
     snprintf(m->mode, sizeof m->mode, "%s", run->mode);
     m->workers = run->workers;
     snprintf(m->device, sizeof m->device, "%s", run->device);

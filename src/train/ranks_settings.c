@@ -91,8 +91,8 @@ int hw_run_check_ranks(const hw_train_config *config, const hw_train_inputs *in,
     char key[HW_SETTING_KEY_CAP], suffix[64], shown[HW_SETTING_SHOWN_CAP];
     int hogwild = config->mode == HW_MODE_HOGWILD;
     snprintf(key, sizeof key, "protocol %d", HW_COMM_PROTOCOL);
-    add(list, &n, "the hogwild build", HW_OPTION_NONE, key,
-        NULL);  // first: with another build, nothing else is comparable
+    // First: with another build, nothing else is comparable.
+    add(list, &n, "the hogwild build", HW_OPTION_NONE, key, NULL);
     add(list, &n, "the mode", HW_OPTION_MODE, hogwild ? "hogwild" : "dataparallel", NULL);  // it names the others
     add_number(list, &n, hogwild ? "the number of workers" : "the number of replicas",
                hogwild ? HW_OPTION_WORKERS : HW_OPTION_REPLICAS, hogwild ? config->workers : config->replicas);
