@@ -106,6 +106,13 @@ Test(e2e_flags, a_missing_data_folder_is_named_with_what_to_do) {
     e2e_assert_contains(r.err, want, "stderr");
     snprintf(want, sizeof want, "`hogwild synth --dir %s`", empty);
     e2e_assert_contains(r.err, want, "stderr");
+    // Half a dataset is the loader's to name, in its terms, the flag added.
+    char *half = e2e_path("empty-data/train");
+    cr_assert_eq(mkdir(half, 0755), 0);
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", empty, "--quiet");
+    e2e_assert_exit(&r, 1);
+    snprintf(want, sizeof want, "data folder %s (--data) has train/ but no test/ image folder", empty);
+    e2e_assert_contains(r.err, want, "stderr");
 }
 
 Test(e2e_flags, a_model_whose_input_does_not_fit_the_data) {
