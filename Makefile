@@ -3,10 +3,11 @@
 #   make              build everything it can find the tools for (CUDA when nvcc is found)
 #   make CUDA=0       build without CUDA even where nvcc is installed
 #   make MPI=0        build without MPI even where Open MPI is installed
-#   make test         build and run the Criterion suite, the IDX fuzzer, make layout-check, make exports-check
-#                     and make sim
+#   make test         build and run the Criterion suite, the IDX fuzzer, make layout-check, make exports-check,
+#                     make flag-check and make sim
 #   make layout-check the file-level call graph of src/: no circle, every room calls only rooms before it
 #   make exports-check ./hogwild exports only the hw_ functions its plugins call
+#   make flag-check   no message outside src/cli/ names a command-line flag (only src/cli/ knows them)
 #   make format-check every C and CUDA file in clang-format's style (.clang-format); make format applies it
 #   make asan         the test suite and make sim under AddressSanitizer + UBSan (build-asan*/)
 #   make CC=clang     any C11 compiler; the build is -Wall -Wextra -Werror clean with gcc and clang
@@ -152,7 +153,7 @@ TEST_SRC := $(wildcard tests/unit/*.c tests/e2e/*.c) \
 TEST_OBJ := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRC))
 LIB      := $(BUILD)/libhogwild.a
 
-.PHONY: all test asan sim clean info layout-check exports-check format format-check
+.PHONY: all test asan sim clean info layout-check exports-check flag-check format format-check
 # ./hogwild is the default build's; another BUILD= (CUDA=0, clang, asan, sim) builds its own
 # $(BUILD)/hogwild, so that it cannot replace ./hogwild with a binary make test would then trust.
 BIN := $(if $(filter build,$(BUILD)),hogwild,$(BUILD)/hogwild)
@@ -228,10 +229,10 @@ $(BUILD)/bench_gpu_shapes: bench/gpu_shapes.cu
 	$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) $< -o $@ -lcublas
 
 # The IDX reader fed a few thousand damaged files, built with ASan + UBSan (any report fails).
-# err, file, rng and the temporary-file table (proc/shm, with proc/signals and proc/procfs under
+# err, option, file, rng and the temporary-file table (proc/shm, with proc/signals and proc/procfs under
 # it) come uninstrumented from the normal build.
 FUZZ_SRC := tests/fuzz/fuzz_idx.c $(wildcard src/data/*.c)
-FUZZ_OBJ := $(BUILD)/err.o $(BUILD)/file.o $(BUILD)/rng.o $(BUILD)/proc/shm.o $(BUILD)/proc/signals.o $(BUILD)/proc/procfs.o
+FUZZ_OBJ := $(BUILD)/err.o $(BUILD)/option.o $(BUILD)/file.o $(BUILD)/rng.o $(BUILD)/proc/shm.o $(BUILD)/proc/signals.o $(BUILD)/proc/procfs.o
 $(BUILD)/fuzz_idx: $(FUZZ_SRC) $(FUZZ_OBJ) $(wildcard include/hw/*.h)
 	$(CC) $(CFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
 	      $(FUZZ_SRC) $(FUZZ_OBJ) -o $@ -lstb -lmd -lz -lm -pthread
@@ -242,13 +243,21 @@ layout-check: $(OBJ) $(CLI_OBJ) $(GPU_OBJ) $(MPI_OBJ)
 	python3 tests/tools/callgraph.py $(BUILD) --check --summary
 
 # Only the public API is exported: the dynamic symbols of ./hogwild are the hw_ functions its plugins
-# call ($(BUILD)/exports.list), and each plugin's its entry table alone.
-exports-check: hogwild $(PLUGIN) $(MPI_PLUGIN)
-	@bad=$$(nm -D --defined-only hogwild | awk '$$3 !~ /^hw_/'); \
+# call ($(BUILD)/exports.list), and each plugin's its entry table alone. Another BUILD= checks its
+# own $(BUILD)/hogwild (it relinked ./hogwild from its objects and checked that).
+exports-check: $(BIN) $(PLUGIN) $(MPI_PLUGIN)
+	@bad=$$(nm -D --defined-only $(BIN) | awk '$$3 !~ /^hw_/'); \
 	    for so in $(PLUGIN) $(MPI_PLUGIN); do \
 	        bad="$$bad$$(nm -D --defined-only $$so | awk '$$3 !~ /^hw_(cuda|mpi)_plugin$$/')"; done; \
 	    if [ -n "$$bad" ]; then echo "$$bad"; echo "exports-check: symbols exported beyond the public API (above)"; exit 1; fi
-	@echo "exports-check: ./hogwild exports $$(nm -D --defined-only hogwild | wc -l) hw_ symbols; each plugin its entry table alone"
+	@echo "exports-check: ./$(BIN) exports $$(nm -D --defined-only $(BIN) | wc -l) hw_ symbols; each plugin its entry table alone"
+
+# Only src/cli/ knows flag names: the other modules' messages say what is wrong in their own terms
+# and name the flag through hw_option_hint (include/hw/option.h). Comments are not messages; the
+# flags of other programs (curl, wget, docker) are allowed by name in the script.
+flag-check:
+	python3 tests/tools/flag_check.py --self-test
+	python3 tests/tools/flag_check.py
 
 # The style of the C and CUDA sources (.clang-format), with Debian's clang-format (14 in bookworm;
 # ./run.sh installs it). tests/torch_reference.h, generated, is left as its script writes it.
@@ -259,9 +268,9 @@ format-check:
 format:
 	$(CLANG_FORMAT) -i $(FORMAT_SRC)
 
-# The end-to-end tests run ./hogwild, so it is built first.
-test: hogwild $(BUILD)/test_hogwild $(BUILD)/fuzz_idx $(BUILD)/bench_nn_step layout-check exports-check
-	HW_BIN=$(CURDIR)/hogwild $(BUILD)/test_hogwild $(TEST_ARGS)
+# The end-to-end tests run ./hogwild (another BUILD='s $(BUILD)/hogwild), so it is built first.
+test: $(BIN) $(BUILD)/test_hogwild $(BUILD)/fuzz_idx $(BUILD)/bench_nn_step layout-check exports-check flag-check
+	HW_BIN=$(CURDIR)/$(BIN) $(BUILD)/test_hogwild $(TEST_ARGS)
 	$(BUILD)/fuzz_idx
 	$(MAKE) --no-print-directory sim
 

@@ -60,17 +60,17 @@ void hw_comm_finalize(void);
 void hw_comm_abort(int code);
 
 // ---- what every rank must share (mpi/settings.c) ----
-// One setting that every rank of a job must have the same: the flag that sets it, the value
-// compared (byte for byte) and the value shown in a message (e.g. a dataset's path, for a key that
-// is a hash of its contents).
-enum { HW_SETTING_FLAG_CAP = 24, HW_SETTING_KEY_CAP = 48, HW_SETTING_SHOWN_CAP = 88 };
+// One setting that every rank of a job must have the same: what it is, as a message names it ("the
+// learning rate (--lr)", hw/option.h), the value compared (byte for byte) and the value shown in a
+// message (e.g. a dataset's path, for a key that is a hash of its contents).
+enum { HW_SETTING_NAME_CAP = 64, HW_SETTING_KEY_CAP = 48, HW_SETTING_SHOWN_CAP = 88 };
 typedef struct {
-    char flag[HW_SETTING_FLAG_CAP];
+    char name[HW_SETTING_NAME_CAP];
     char key[HW_SETTING_KEY_CAP];
     char shown[HW_SETTING_SHOWN_CAP];
 } hw_comm_setting;
 // Gathers every rank's `settings` (n of them, the same list on every rank) and fails, on every rank
-// alike, at the first one whose key differs between ranks, naming its flag and each rank's value.
+// alike, at the first one whose key differs between ranks, naming it and each rank's value.
 // A collective, bounded by the job's timeout (hw_comm_init).
 int hw_comm_settings_agree(const hw_comm_setting *settings, int n);
 
@@ -114,9 +114,9 @@ const char *hw_couple_rule_name(hw_couple_rule rule);
 int hw_couple_rule_parse(const char *name, hw_couple_rule *rule);
 
 // What the ranks exchange, as one number that changes whenever it does (1: float rounds; 2: the
-// rounds in bfloat16): the ranks of a job check they agree on it at start-up, so that hosts with
+// rounds in bfloat16; 3: the settings' names 64 bytes): the ranks of a job check they agree on it at start-up, so that hosts with
 // different builds of hogwild end with an error naming it instead of summing each other's bytes.
-enum { HW_COMM_PROTOCOL = 2 };
+enum { HW_COMM_PROTOCOL = 3 };
 
 // The wire (couple_rule.c): a round's changes travel as bfloat16, half the bytes of float, so that a
 // slow link carries twice the rounds. hw_couple_pack rounds this copy's change live - agreed to

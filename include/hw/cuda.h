@@ -23,13 +23,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-// nn.h and shape.h have no C++ guards of their own: the .cu files see them through this block.
+// nn.h, option.h and shape.h have no C++ guards of their own: the .cu files see them through this block.
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #include "hw/err.h"
 #include "hw/nn.h"
+#include "hw/option.h"
 #include "hw/shape.h"
 
 typedef struct CUstream_st *hw_cuda_stream;  // = cudaStream_t; NULL is the legacy default stream

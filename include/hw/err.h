@@ -1,7 +1,8 @@
 // err: how hogwild reports failure.
 //
 // A function that can fail on input returns HW_OK (0) or HW_ERR (-1) and leaves a message in a
-// per-thread buffer that names what is at fault (the file, the line, the flag, the worker).
+// per-thread buffer that names what is at fault (the file, the line, the setting, the worker; a
+// setting in the module's own terms, its flag added by hw_option_hint, include/hw/option.h).
 // The caller either adds context with hw_error_prefix() and passes the failure up, or prints
 // hw_error() and exits non-zero. No assert() on user input anywhere.
 #ifndef HW_ERR_H

@@ -7,6 +7,7 @@
 #include "hw/err.h"
 #include "hw/file.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -22,7 +23,9 @@ static int parse_target(const cli_option *o, const char *text, void *target, cha
     (void)o;
     char *end;
     double value = strtod(text, &end);
-    if (*text == '\0' || *end != '\0' || !(value > 0 && value <= 100)) {
+    // Decimal and whole, as every number of the command line (" 90" and "0x5A" were read as 90).
+    if (*text == '\0' || *end != '\0' || isspace((unsigned char)text[0]) || strpbrk(text, "xX") ||
+        !(value > 0 && value <= 100)) {
         return cli_refuse(error, cap, "--target must be a percentage in (0, 100], not '%s'", text);
     }
     ((compare_args *)target)->target = value;

@@ -29,7 +29,7 @@ static const char *usage_text =
     "       hogwild download NAME [--dir DIR]      get mnist or fashion-mnist (md5-checked)\n"
     "       hogwild synth [--dir DIR] [--train N] [--test N] [--seed S] [--overwrite]\n"
     "                                              write the synthetic digits as IDX files\n"
-    "       hogwild compare RUN.csv... [--target PCT] [--plot FILE.svg]\n"
+    "       hogwild compare RUN.csv... [--target PCT] [--plot FILE.svg | --no-plot]\n"
     "                                              compare runs from --metrics files\n";
 
 static const char *exit_text =
@@ -104,20 +104,6 @@ static int command_download(int argc, char **argv) {
     return HW_EXIT_OK;
 }
 
-// Whether `dir` holds one of the four IDX files (gzipped or not): a dataset that synth would replace.
-static const char *dataset_file_in(const char *dir) {
-    static const char *const names[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
-                                        "t10k-labels-idx1-ubyte"};
-    static char found[1100];
-    for (int i = 0; i < 4; i++) {
-        for (int gz = 0; gz < 2; gz++) {
-            snprintf(found, sizeof found, "%s/%s%s", dir, names[i], gz ? ".gz" : "");
-            if (access(found, F_OK) == 0) return found;
-        }
-    }
-    return NULL;
-}
-
 typedef struct {
     const char *dir;
     int64_t n_train, n_test;
@@ -178,7 +164,7 @@ static int command_synth(int argc, char **argv) {
     long n_train = (long)args.n_train, n_test = (long)args.n_test, seed = (long)args.seed;
     int overwrite = args.overwrite;
     // `synth --dir data/mnist` replaced the real MNIST without a word.
-    const char *existing = overwrite ? NULL : dataset_file_in(dir);
+    const char *existing = overwrite ? NULL : preflight_dataset_file_in(dir);
     if (existing) {
         fprintf(stderr,
                 "hogwild synth: %s already holds a dataset (%s): give --overwrite to replace it, or another "
@@ -268,6 +254,11 @@ static int command_eval_only(hw_train_config *config, int model_given) {
         config->model_text = model_text;
         config->model_path = config->resume_path;
     }
+    if (preflight_data(config) != HW_OK) {
+        fprintf(stderr, "hogwild: %s\n", hw_error());
+        free(model_text);
+        return HW_EXIT_FAILURE;
+    }
     hw_train_inputs in;
     char capped[512] = "";
     int loaded = hw_train_inputs_load(&in, config);
@@ -314,7 +305,7 @@ static int command_eval_only(hw_train_config *config, int model_given) {
 }
 
 static int command_train(hw_train_config *config) {
-    if (preflight_stack() != HW_OK) {
+    if (preflight_stack() != HW_OK || preflight_data(config) != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         return HW_EXIT_FAILURE;
     }
@@ -470,6 +461,8 @@ int main(int argc, char **argv) {
     // A write beyond the file size limit (ulimit -f) then fails with EFBIG, which the checkpoint and
     // metrics writers report, instead of killing the run.
     signal(SIGXFSZ, SIG_IGN);
+    // The flags of the options the other modules' messages are about (hw/option.h).
+    cli_name_options(&cli_train_command);
     const char *const subcommands[] = {"download", "synth", "compare"};
     for (int k = 0; argc > 1 && k < 3; k++) {
         if (strcmp(argv[1], subcommands[k]) != 0) continue;

@@ -37,9 +37,11 @@ static int read_number(const cli_option *o, const char *text, double *out, char 
     char *end = NULL;
     errno = 0;
     double value = strtod(text, &end);
-    if (errno || end == text || *end != '\0' || isspace((unsigned char)text[0]) || !(value >= o->least) ||
-        value > 1e9) {
-        return cli_refuse(error, cap, "--%s expects a number >= %g, got '%s'", o->name, o->least, text);
+    // strtod also reads hexadecimal ("0x10" is 16): a number here is decimal, as the integers are.
+    if (errno || end == text || *end != '\0' || isspace((unsigned char)text[0]) || strpbrk(text, "xX") ||
+        !(value >= o->least) || value > 1e9) {
+        return cli_refuse(error, cap, "--%s expects a decimal number from %g to 1e9, got '%s'", o->name, o->least,
+                          text);
     }
     *out = value;
     return HW_EXIT_OK;
@@ -108,6 +110,33 @@ static int unknown(const cli_command *command, const char *text, cli_parsed *par
     return cli_refuse(parsed->error, sizeof parsed->error, "unknown option '%s'", text);
 }
 
+// Whether `arg` is a cluster of short options ("-hx") that holds `c`.
+static int in_cluster(const char *arg, char c) {
+    return arg[0] == '-' && arg[1] != '\0' && arg[1] != '-' && strchr(arg + 1, c) != NULL;
+}
+
+// "--nesterov=1": the switch named before the '=', which takes no value; NULL when `text` is not that.
+static const cli_option *switch_given_a_value(const cli_command *command, const char *text) {
+    const char *equals = strchr(text, '=');
+    if (strncmp(text, "--", 2) != 0 || !equals) return NULL;
+    for (int i = 0; i < command->n_options; i++) {
+        const cli_option *o = &command->options[i];
+        if (o->kind == CLI_SWITCH && strlen(o->name) == (size_t)(equals - text - 2) &&
+            strncmp(text + 2, o->name, strlen(o->name)) == 0) {
+            return o;
+        }
+    }
+    return NULL;
+}
+
+// The value `o` was given earlier in this parse, or NULL.
+static const char *given_value(const cli_parsed *parsed, const cli_option *o) {
+    for (int i = 0; i < parsed->n_given; i++) {
+        if (parsed->given[i] == o) return parsed->values[i];
+    }
+    return NULL;
+}
+
 static int stops(const cli_option *o, const char *const *stop_at) {
     for (int i = 0; stop_at && stop_at[i]; i++) {
         if (strcmp(o->name, stop_at[i]) == 0) return 1;
@@ -154,11 +183,20 @@ int cli_parse(const cli_command *command, int argc, char **argv, void *target, c
             // it. An unknown short one: rebuilt, or its whole argument.
             char text[8];
             const char *given = argv[optind - 1];
+            const cli_option *valued = optopt == 0 || optopt >= 256 ? switch_given_a_value(command, given) : NULL;
+            if (valued) {
+                status = cli_refuse(parsed->error, sizeof parsed->error, "option '--%s' takes no value, got '%s'",
+                                    valued->name, given);
+                break;
+            }
             if (optopt > 0 && optopt < 256) {
                 snprintf(text, sizeof text, "-%c", optopt);
                 given = command->operands ? text : argv[before];
             }
-            status = unknown(command, given, parsed);
+            // A long option is named without its value ("--bogus=3": '--bogus'), as a prefix is below.
+            char name[256];
+            snprintf(name, sizeof name, "%.*s", strncmp(given, "--", 2) == 0 ? (int)strcspn(given, "=") : 255, given);
+            status = unknown(command, name, parsed);
             break;
         }
         const cli_option *o = NULL;
@@ -182,13 +220,28 @@ int cli_parse(const cli_command *command, int argc, char **argv, void *target, c
         }
         // The text given for it: the argument before the value when the value is an argument of its own.
         const char *text = optarg && optind >= 2 && optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1];
+        // A short option in a cluster ("-hx", "-h=1"): getopt is still inside that argument, at optind.
+        if (c < 256 && optind < argc && in_cluster(argv[optind], (char)c)) text = argv[optind];
         if (!o || !names_exactly(o, text)) {
             char given[256];
-            snprintf(given, sizeof given, "%.*s", (int)strcspn(text, "="), text);
+            int long_option = strncmp(text, "--", 2) == 0;
+            snprintf(given, sizeof given, "%.*s", long_option ? (int)strcspn(text, "=") : 255, text);
             status = unknown(command, given, parsed);
             break;
         }
-        if (parsed->n_given < CLI_MAX_GIVEN) parsed->given[parsed->n_given++] = o;
+        // An option with a value given twice: which one was meant? (`--epochs 5 ... --epochs 1` trained
+        // one epoch without a word.) A switch given twice means what it says once.
+        const char *earlier = o->kind == CLI_SWITCH ? NULL : given_value(parsed, o);
+        if (earlier) {
+            status =
+                cli_refuse(parsed->error, sizeof parsed->error,
+                           "option '--%s' is given twice ('%s', then '%s'): give it once", o->name, earlier, optarg);
+            break;
+        }
+        if (parsed->n_given < CLI_MAX_GIVEN) {
+            parsed->values[parsed->n_given] = optarg;
+            parsed->given[parsed->n_given++] = o;
+        }
         if (stops(o, stop_at)) {
             parsed->stop = o;
             break;
@@ -219,6 +272,16 @@ void cli_parsed_free(cli_parsed *parsed) {
     parsed->operands = NULL;
 }
 
+void cli_name_options(const cli_command *command) {
+    for (int i = 0; i < command->n_options; i++) {
+        const cli_option *o = &command->options[i];
+        if (o->id == HW_OPTION_NONE) continue;
+        char hint[64];
+        snprintf(hint, sizeof hint, " (--%s)", o->name);
+        hw_option_hint_set(o->id, hint);
+    }
+}
+
 int cli_given(const cli_parsed *parsed, const char *name) {
     for (int i = 0; i < parsed->n_given; i++) {
         if (strcmp(parsed->given[i]->name, name) == 0) return 1;
@@ -237,8 +300,9 @@ void cli_print_options(const cli_command *command, FILE *out) {
         int len = o->short_name ? snprintf(label, sizeof label, "  -%c, --%s", o->short_name, o->name)
                                 : snprintf(label, sizeof label, "  --%s", o->name);
         if (o->metavar) len += snprintf(label + len, sizeof label - (size_t)len, " %s", o->metavar);
-        // The help starts at its column, or two blanks after a label that reaches it.
-        fprintf(out, "%s%*s", label, len < command->help_column ? command->help_column - len : 2, "");
+        // The help starts at its column, or two blanks after a label that reaches it or comes within
+        // one of it ("--sync-rule momentum|sum Hogwild ..." read as one more word of the value).
+        fprintf(out, "%s%*s", label, len <= command->help_column - 2 ? command->help_column - len : 2, "");
         char help[1024];
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"

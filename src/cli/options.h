@@ -6,6 +6,8 @@
 #ifndef HW_CLI_OPTIONS_H
 #define HW_CLI_OPTIONS_H
 
+#include "hw/option.h"
+
 #include <stddef.h>
 #include <stdio.h>
 
@@ -18,8 +20,8 @@ typedef enum {
     CLI_INT,     // an integer in [min, max], into an int
     CLI_INT64,   // an integer in [min, max], into an int64_t
     CLI_UINT64,  // an integer in [min, max], into a uint64_t
-    CLI_FLOAT,   // a number >= min (and <= 1e9), into a float
-    CLI_DOUBLE,  // a number >= min (and <= 1e9), into a double
+    CLI_FLOAT,   // a decimal number from least to 1e9, into a float
+    CLI_DOUBLE,  // a decimal number from least to 1e9, into a double
     CLI_TEXT,    // the text itself, into a const char *
     CLI_CUSTOM,  // the option's own parse function reads it into the target
 } cli_kind;
@@ -45,6 +47,7 @@ struct cli_option {
     cli_parse_fn parse;    // CLI_CUSTOM
     const char *missing;   // the message when the value is missing (a format of the flag), or NULL
     const char *help;      // the help text, a printf format of the default's text; NULL: not listed
+    hw_option id;          // what the rest of the code calls it in its messages (hw/option.h), or none
 };
 
 typedef struct {
@@ -56,11 +59,13 @@ typedef struct {
     int help_column;      // where the help text of an option starts in cli_print_options
 } cli_command;
 
-// The options given, in order, an option given twice listed twice; `stop` is the option of
-// cli_parse's stop_at that ended the parse at once (--help, --version), else NULL.
+// The options given, in order, each with its value (NULL for a switch; an option with a value given
+// twice is refused, a switch given twice is listed twice); `stop` is the option of cli_parse's
+// stop_at that ended the parse at once (--help, --version), else NULL.
 enum { CLI_MAX_GIVEN = 128 };
 typedef struct {
     const cli_option *given[CLI_MAX_GIVEN];
+    const char *values[CLI_MAX_GIVEN];
     int n_given;
     const cli_option *stop;
     char **operands;  // the command's other arguments (operands = 1), in order
@@ -77,6 +82,10 @@ void cli_defaults(const cli_command *command, void *target);
 int cli_parse(const cli_command *command, int argc, char **argv, void *target, const char *const *stop_at,
               cli_parsed *parsed);
 void cli_parsed_free(cli_parsed *parsed);
+
+// Names every option of the table that has an id by its flag (hw_option_hint_set), so that a module's
+// message about it ends with " (--flag)": the one mapping from the code's terms to the flags.
+void cli_name_options(const cli_command *command);
 
 // Whether the option `name` was given.
 int cli_given(const cli_parsed *parsed, const char *name);

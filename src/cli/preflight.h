@@ -14,6 +14,12 @@
 // `note` says what was capped ("" when nothing was).
 void preflight_fit_batches(hw_train_config *config, const hw_train_inputs *in, char *note, size_t cap);
 
+// The dataset folder --data: refused, naming the commands that write a dataset, when it does not
+// exist or holds no dataset file at all (preflight_inputs.c); what it holds is the loader's to check.
+int preflight_data(const hw_train_config *config);
+// The path of one of the four IDX files (gzipped or not) in `dir`, or NULL: a dataset is there.
+const char *preflight_dataset_file_in(const char *dir);
+
 // Checks the files the run will write before it trains (preflight_outputs.c): --save is
 // writable, is not an input (model, dataset files, image folders) nor the --metrics file, and
 // replaces an existing file only when the run resumed from it or --overwrite was given; --metrics

@@ -47,6 +47,11 @@ static int parse_gpus(const cli_option *o, const char *text, void *target, char 
         }
         config->gpus[config->n_gpus++] = (int)index;
         p = *end == ',' ? end + 1 : end;
+        // "0,": a comma promises another index.
+        if (*end == ',' && *p == '\0') {
+            return cli_refuse(error, cap, "--gpus expects a comma-separated list of GPU indices like 0,1, got '%s'",
+                              text);
+        }
     }
     if (config->n_gpus == 0) return cli_refuse(error, cap, "--gpus expects at least one GPU index, got '%s'", text);
     return HW_EXIT_OK;
@@ -151,81 +156,81 @@ static int parse_sharing(const cli_option *o, const char *text, void *target, ch
 // (An option per entry: its value, default and help read together.)
 // clang-format off
 static const cli_option train_options[] = {
-    {.section = "Training", .name = "workers", .metavar = "N", .kind = CLI_INT, .field = FIELD(workers), .min = 1,
+    {.section = "Training", .name = "workers", .id = HW_OPTION_WORKERS, .metavar = "N", .kind = CLI_INT, .field = FIELD(workers), .min = 1,
      .max = 1024, .fallback = "2", .help = "Hogwild worker processes (default %s)"},
-    {.name = "mode", .metavar = "MODE", .kind = CLI_CUSTOM, .field = FIELD(mode), .parse = parse_mode,
+    {.name = "mode", .id = HW_OPTION_MODE, .metavar = "MODE", .kind = CLI_CUSTOM, .field = FIELD(mode), .parse = parse_mode,
      .fallback = "hogwild", .help = "%s (default) or dataparallel"},
-    {.name = "replicas", .metavar = "K", .kind = CLI_INT, .field = FIELD(replicas), .min = 1, .max = 1024,
+    {.name = "replicas", .id = HW_OPTION_REPLICAS, .metavar = "K", .kind = CLI_INT, .field = FIELD(replicas), .min = 1, .max = 1024,
      .fallback = "2", .help = "DataParallel replicas (default %s): CPU threads, or K on --device cuda:N"},
-    {.name = "gpus", .metavar = "LIST", .kind = CLI_CUSTOM, .field = FIELD(gpus), .parse = parse_gpus,
+    {.name = "gpus", .id = HW_OPTION_GPUS, .metavar = "LIST", .kind = CLI_CUSTOM, .field = FIELD(gpus), .parse = parse_gpus,
      .help = "GPUs, e.g. 0,1 (0,0: two on one GPU): DataParallel, a replica on each;\n"
              "Hogwild, a copy of the weights on each, the workers round-robin"},
-    {.name = "device", .metavar = "DEV", .kind = CLI_CUSTOM, .field = FIELD(device), .parse = parse_device,
+    {.name = "device", .id = HW_OPTION_DEVICE, .metavar = "DEV", .kind = CLI_CUSTOM, .field = FIELD(device), .parse = parse_device,
      .fallback = "cpu",
      .help = "%s (default), cuda or cuda:N (Hogwild: every worker on that GPU;\n"
              "under mpirun: local rank L of a host on GPU N+L)"},
-    {.name = "model", .metavar = "FILE", .kind = CLI_TEXT, .field = FIELD(model_path),
+    {.name = "model", .id = HW_OPTION_MODEL, .metavar = "FILE", .kind = CLI_TEXT, .field = FIELD(model_path),
      .fallback = "models/lenet.model", .help = "model file (default %s)"},
-    {.name = "data", .metavar = "DIR", .kind = CLI_TEXT, .field = FIELD(data_dir), .fallback = "data/mnist",
+    {.name = "data", .id = HW_OPTION_DATA, .metavar = "DIR", .kind = CLI_TEXT, .field = FIELD(data_dir), .fallback = "data/mnist",
      .help = "dataset folder (default %s): the four IDX files of\n"
              "MNIST/Fashion-MNIST/KMNIST, or train/ and test/ image folders"},
-    {.name = "resize", .metavar = "HxW", .kind = CLI_CUSTOM, .field = FIELD(resize_height), .parse = parse_resize,
+    {.name = "resize", .id = HW_OPTION_RESIZE, .metavar = "HxW", .kind = CLI_CUSTOM, .field = FIELD(resize_height), .parse = parse_resize,
      .help = "resize every image of the image folders to H x W pixels (default:\n"
              "the training images' own size, which must then be one)"},
-    {.name = "epochs", .metavar = "N", .kind = CLI_INT, .field = FIELD(epochs), .min = 1, .max = 100000,
+    {.name = "epochs", .id = HW_OPTION_EPOCHS, .metavar = "N", .kind = CLI_INT, .field = FIELD(epochs), .min = 1, .max = 100000,
      .fallback = "1", .help = "epochs (default %s)"},
-    {.name = "batch-size", .metavar = "N", .kind = CLI_INT, .field = FIELD(batch_size), .min = 1, .max = 1 << 20,
+    {.name = "batch-size", .id = HW_OPTION_BATCH_SIZE, .metavar = "N", .kind = CLI_INT, .field = FIELD(batch_size), .min = 1, .max = 1 << 20,
      .fallback = "64", .help = "training batch per worker; DataParallel: split over replicas (default %s)"},
     {.name = "test-batch-size", .metavar = "N", .kind = CLI_INT, .field = FIELD(test_batch_size), .min = 1,
      .max = 1 << 20, .fallback = "1000", .help = "evaluation batch (default %s)"},
-    {.name = "lr", .metavar = "X", .kind = CLI_FLOAT, .field = FIELD(lr), .least = 0, .fallback = "0.01",
+    {.name = "lr", .id = HW_OPTION_LR, .metavar = "X", .kind = CLI_FLOAT, .field = FIELD(lr), .least = 0, .fallback = "0.01",
      .help = "learning rate (default %s)"},
-    {.name = "momentum", .metavar = "X", .kind = CLI_FLOAT, .field = FIELD(momentum), .least = 0, .fallback = "0.5",
+    {.name = "momentum", .id = HW_OPTION_MOMENTUM, .metavar = "X", .kind = CLI_FLOAT, .field = FIELD(momentum), .least = 0, .fallback = "0.5",
      .help = "SGD momentum (default %s)"},
-    {.name = "weight-decay", .metavar = "X", .kind = CLI_FLOAT, .field = FIELD(weight_decay), .least = 0,
+    {.name = "weight-decay", .id = HW_OPTION_WEIGHT_DECAY, .metavar = "X", .kind = CLI_FLOAT, .field = FIELD(weight_decay), .least = 0,
      .fallback = "0", .help = "L2 weight decay (default %s)"},
-    {.name = "nesterov", .kind = CLI_SWITCH, .field = FIELD(nesterov), .help = "Nesterov momentum"},
-    {.name = "seed", .metavar = "N", .kind = CLI_UINT64, .field = FIELD(seed), .min = 0, .max = LLONG_MAX,
+    {.name = "nesterov", .id = HW_OPTION_NESTEROV, .kind = CLI_SWITCH, .field = FIELD(nesterov), .help = "Nesterov momentum"},
+    {.name = "seed", .id = HW_OPTION_SEED, .metavar = "N", .kind = CLI_UINT64, .field = FIELD(seed), .min = 0, .max = LLONG_MAX,
      .fallback = "1", .help = "seed of initialisation, shuffling and dropout (default %s)"},
-    {.name = "normalize", .metavar = "M,S|auto", .kind = CLI_CUSTOM, .field = FIELD(norm), .parse = parse_normalize,
+    {.name = "normalize", .id = HW_OPTION_NORMALIZE, .metavar = "M,S|auto", .kind = CLI_CUSTOM, .field = FIELD(norm), .parse = parse_normalize,
      .fallback = "0.1307,0.3081", .help = "input mean and std (default MNIST's %s; auto: from the data)"},
-    {.name = "freeze", .metavar = "NAMES", .kind = CLI_TEXT, .field = FIELD(freeze),
+    {.name = "freeze", .id = HW_OPTION_FREEZE, .metavar = "NAMES", .kind = CLI_TEXT, .field = FIELD(freeze),
      .help = "parameters not to train, e.g. conv1.weight,conv1.bias"},
     {.name = "prefetch", .kind = CLI_SWITCH, .field = FIELD(prefetch),
      .help = "assemble the next batch in a thread while the current one trains\n"
              "(off by default: on the CPU it measured no gain, see bench/RESULTS.md)"},
 
-    {.section = "Evaluation, checkpoints, output", .name = "eval-every", .metavar = "N", .kind = CLI_INT64,
+    {.section = "Evaluation, checkpoints, output", .name = "eval-every", .id = HW_OPTION_EVAL_EVERY, .metavar = "N", .kind = CLI_INT64,
      .field = FIELD(eval_every), .min = 1, .max = LLONG_MAX,
      .help = "also evaluate every N training samples (default: epoch ends only)"},
-    {.name = "metrics", .metavar = "FILE.csv", .kind = CLI_TEXT, .field = FIELD(metrics_path),
+    {.name = "metrics", .id = HW_OPTION_METRICS, .metavar = "FILE.csv", .kind = CLI_TEXT, .field = FIELD(metrics_path),
      .help = "write one CSV row per evaluation (for hogwild compare)"},
     {.name = "save", .metavar = "FILE", .kind = CLI_TEXT, .field = FIELD(save_path),
      .help = "checkpoint (safetensors) at every epoch end, at the end and on Ctrl-C\n"
              "(an existing FILE only if this run resumed from it, or with --overwrite)"},
     {.name = "overwrite", .kind = CLI_SWITCH, .field = FIELD(overwrite),
      .help = "let --save replace an existing checkpoint this run did not resume from"},
-    {.name = "resume", .metavar = "FILE", .kind = CLI_TEXT, .field = FIELD(resume_path),
+    {.name = "resume", .id = HW_OPTION_RESUME, .metavar = "FILE", .kind = CLI_TEXT, .field = FIELD(resume_path),
      .help = "continue from a checkpoint (weights, epoch, samples seen, seed)"},
     {.name = "eval-only", .kind = CLI_SWITCH, .field = FIELD(eval_only),
      .help = "with --resume: evaluate the checkpoint on the test set (its own model\n"
              "text unless --model is given)"},
     {.name = "quiet", .kind = CLI_SWITCH, .field = FIELD(quiet), .help = "no progress line (results are still printed)"},
-    {.name = "measure", .kind = CLI_SWITCH, .field = FIELD(measure),
+    {.name = "measure", .id = HW_OPTION_MEASURE, .kind = CLI_SWITCH, .field = FIELD(measure),
      .help = "measure what Hogwild does (CPU workers): staleness, lost updates,\n"
              "contention; printed after training and added to --metrics"},
 
-    {.section = "Several machines (under mpirun; README, \"Several machines\")", .name = "sync-every",
+    {.section = "Several machines (under mpirun; README, \"Several machines\")", .name = "sync-every", .id = HW_OPTION_SYNC_EVERY,
      .metavar = "N|Nms", .kind = CLI_CUSTOM, .field = FIELD(sync_every_ms), .parse = parse_sync_every,
      .fallback = "20ms",
      .help = "Hogwild across ranks: couple the nodes every N training samples of a\n"
              "node, or every N milliseconds, or as often as the link allows if less\n"
              "often (default %s); with --gpus, the copies on the GPUs likewise"},
-    {.name = "sync-rule", .metavar = "momentum|sum", .kind = CLI_CUSTOM, .field = FIELD(sync_rule),
+    {.name = "sync-rule", .id = HW_OPTION_SYNC_RULE, .metavar = "momentum|sum", .kind = CLI_CUSTOM, .field = FIELD(sync_rule),
      .parse = parse_sync_rule, .fallback = "momentum",
      .help = "Hogwild across ranks (and --gpus' copies): what a round does with the\n"
              "changes: block momentum (default) or their sum added at once (the old rule)"},
-    {.name = "sync-timeout", .metavar = "S", .kind = CLI_DOUBLE, .field = FIELD(sync_timeout), .least = 0.001,
+    {.name = "sync-timeout", .id = HW_OPTION_SYNC_TIMEOUT, .metavar = "S", .kind = CLI_DOUBLE, .field = FIELD(sync_timeout), .least = 0.001,
      .fallback = "60",
      .help = "a coupling round (Hogwild) or a step's gradient sum (DataParallel) not\n"
              "complete in S seconds ends the job: a rank stuck or gone (default %s)"},

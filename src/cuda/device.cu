@@ -83,9 +83,9 @@ extern "C" int hw_cuda_check_shared_use(hw_device device) {
                        : mode == cudaComputeModeProhibited     ? "PROHIBITED"
                                                                : "EXCLUSIVE_THREAD";
     return hw_fail("cuda:%d is in %s compute mode, which lets only one process (or none) use it, but GPU Hogwild "
-                   "runs the parent and every worker on it: use --mode dataparallel there, or set the default mode "
+                   "runs the parent and every worker on it: use DataParallel there%s, or set the default mode "
                    "(nvidia-smi -i %d -c DEFAULT)",
-                   device.index, name, device.index);
+                   device.index, name, hw_option_hint(HW_OPTION_MODE), device.index);
 }
 
 extern "C" int hw_cuda_describe(hw_device device, char *buf, size_t cap) {

@@ -169,9 +169,9 @@ static int wait_for_sum(hw_cuda_ranks *r, cudaStream_t stream, double timeout_s)
         double waited = now_seconds() - started;
         if (timeout_s > 0 && waited > timeout_s) {
             abort_comm(r);
-            return hw_fail("%s: a step's gradient sum (ncclAllReduce) has not completed in %g s (--sync-timeout): "
-                           "another rank is stuck or gone",
-                           name, timeout_s);
+            return hw_fail("%s: a step's gradient sum (ncclAllReduce) has not completed within the ranks' timeout "
+                           "of %g s%s: another rank is stuck or gone",
+                           name, timeout_s, hw_option_hint(HW_OPTION_SYNC_TIMEOUT));
         }
         // A sum takes from tens of microseconds to milliseconds: spin briefly, then sleep a little.
         if (polls > 100) {

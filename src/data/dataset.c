@@ -1,6 +1,7 @@
 // dataset: opening a dataset folder (IDX files or image folders), statistics, freeing.
 #include "hw/data.h"
 #include "hw/err.h"
+#include "hw/option.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -97,12 +98,11 @@ int hw_dataset_open_resized(const char *dir, int height, int width, hw_dataset *
     memset(test, 0, sizeof *test);
     struct stat st;
     if (stat(dir, &st) != 0) {
-        if (errno != ENOENT) return hw_fail_errno(errno, "cannot open data folder %s", dir);
-        return hw_fail("data folder %s does not exist: get MNIST with `hogwild download mnist --dir %s`, or write "
-                       "synthetic digits with `hogwild synth --dir %s`",
-                       dir, dir, dir);
+        if (errno != ENOENT)
+            return hw_fail_errno(errno, "cannot open data folder %s%s", dir, hw_option_hint(HW_OPTION_DATA));
+        return hw_fail("data folder %s%s does not exist", dir, hw_option_hint(HW_OPTION_DATA));
     }
-    if (!S_ISDIR(st.st_mode)) return hw_fail("data folder %s is not a folder", dir);
+    if (!S_ISDIR(st.st_mode)) return hw_fail("data folder %s%s is not a folder", dir, hw_option_hint(HW_OPTION_DATA));
 
     char path[1024];
     int found = 0;
@@ -116,25 +116,24 @@ int hw_dataset_open_resized(const char *dir, int height, int width, hw_dataset *
         }
     }
     if (found == 4 && height > 0) {
-        return hw_fail("data folder %s holds IDX files, whose images all have one size; --resize applies to "
+        return hw_fail("data folder %s holds IDX files, whose images all have one size; resizing%s applies to "
                        "train/ and test/ image folders",
-                       dir);
+                       dir, hw_option_hint(HW_OPTION_RESIZE));
     }
     if (found == 4) return open_idx_pair(dir, train, test);
-    if (found > 0) return hw_fail("data folder %s is missing %s", dir, missing);
+    if (found > 0) return hw_fail("data folder %s%s is missing %s", dir, hw_option_hint(HW_OPTION_DATA), missing);
 
     char train_dir[1024], test_dir[1024];
     snprintf(train_dir, sizeof train_dir, "%s/train", dir);
     snprintf(test_dir, sizeof test_dir, "%s/test", dir);
     if (is_dir(train_dir) && is_dir(test_dir)) return open_image_folders(dir, height, width, train, test);
     if (is_dir(train_dir) || is_dir(test_dir)) {
-        return hw_fail("data folder %s has %s but no %s image folder", dir, is_dir(train_dir) ? "train/" : "test/",
-                       is_dir(train_dir) ? "test/" : "train/");
+        return hw_fail("data folder %s%s has %s but no %s image folder", dir, hw_option_hint(HW_OPTION_DATA),
+                       is_dir(train_dir) ? "train/" : "test/", is_dir(train_dir) ? "test/" : "train/");
     }
-    return hw_fail("data folder %s holds neither the four MNIST files (train-images-idx3-ubyte.gz, ...) nor "
-                   "train/ and test/ image folders (get MNIST with `hogwild download mnist --dir %s`, or write "
-                   "synthetic digits with `hogwild synth --dir %s`)",
-                   dir, dir, dir);
+    return hw_fail("data folder %s%s holds neither the four MNIST files (train-images-idx3-ubyte.gz, ...) nor "
+                   "train/ and test/ image folders",
+                   dir, hw_option_hint(HW_OPTION_DATA));
 }
 
 void hw_dataset_free(hw_dataset *ds) {

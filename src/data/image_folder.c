@@ -9,6 +9,7 @@
 // skipped file is a silently wrong dataset.
 #include "hw/data.h"
 #include "hw/err.h"
+#include "hw/option.h"
 #include "hw/file.h"
 
 #include <dirent.h>
@@ -296,9 +297,9 @@ int hw_image_folder_load(hw_dataset *ds, const char *root, int height, int width
         if (h == height && w == width) {
             memcpy(dst, pixels, (size_t)height * (size_t)width);
         } else if (keep_size) {
-            ok = hw_fail("%s: image is %d x %d but the first image (%s) is %d x %d; give --resize HxW to resize "
-                         "every image to one size",
-                         paths.items[i], h, w, first_path, height, width);
+            ok = hw_fail("%s: image is %d x %d but the first image (%s) is %d x %d; resize every image to one "
+                         "size%s",
+                         paths.items[i], h, w, first_path, height, width, hw_option_hint(HW_OPTION_RESIZE));
         } else {
             ok = resize(pixels, h, w, dst, height, width);
         }

@@ -1,6 +1,7 @@
 // compare_measure: the --measure table of `hogwild compare`: each measured run's staleness,
 // contention and lost-update fraction (the columns that `--measure` adds to a metrics CSV).
 #include "hw/compare.h"
+#include "hw/option.h"
 
 #include <math.h>
 #include <string.h>
@@ -32,7 +33,8 @@ void hw_compare_print_measure_table(FILE *out, const hw_metrics_table *runs, int
         int w = (int)strlen(base_name(runs[r].path));
         if (runs[r].measure.present && w > width) width = w;
     }
-    fprintf(out, "\n--measure: staleness in other workers' updates between reading the weights and writing\n");
+    fprintf(out, "\nHogwild's races%s: staleness in other workers' updates between reading the weights and writing\n",
+            hw_option_hint(HW_OPTION_MEASURE));
     fprintf(out, "%-*s  %7s  %9s  %10s  %6s  %5s  %6s  %11s  %9s  %11s  %11s  %10s\n", width, "file", "workers",
             "updates", "stale mean", "median", "p99", "max", "stale us", "overlap %", "fwd+bwd us", "update us",
             "lost %");

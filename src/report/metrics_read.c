@@ -6,6 +6,7 @@
 #include "hw/metrics.h"
 #include "hw/err.h"
 #include "hw/file.h"
+#include "hw/option.h"
 
 #include <errno.h>
 #include <math.h>
@@ -44,9 +45,10 @@ static int is_blank(const char *line) {
     return 1;
 }
 
-// A double, the whole field. "nan", "inf" and "-inf" are accepted only where allow_nonfinite.
+// A decimal double, the whole field (strtod also reads "0x10" as 16: the writer never writes one).
+// "nan", "inf" and "-inf" are accepted only where allow_nonfinite.
 static int parse_double(const char *text, int allow_nonfinite, double *out) {
-    if (*text == '\0') return HW_ERR;
+    if (*text == '\0' || strpbrk(text, "xX")) return HW_ERR;
     char *end;
     errno = 0;
     double v = strtod(text, &end);
@@ -99,7 +101,8 @@ static int map_header(char **fields, int n_fields, const char *path, int *col, i
     *measured = found_measure > 0;
     for (int c = HW_METRICS_FIRST_MEASURE; c < HW_METRICS_N_COLUMNS && found_measure > 0; c++) {
         if (col[c] < 0) {
-            return hw_fail("%s:1: the header has some of the --measure columns but not '%s'", path, name_of(c));
+            return hw_fail("%s:1: the header has some of the measurement's columns%s but not '%s'", path,
+                           hw_option_hint(HW_OPTION_MEASURE), name_of(c));
         }
     }
     return HW_OK;
@@ -165,6 +168,10 @@ static int parse_row(hw_metrics_table *log, char **fields, const int *col, const
     if (pt->wall_seconds < prev->wall_seconds) {
         return hw_fail("%s:%ld: wall_seconds goes backwards (%g after %g); rows must be in time order", path, line_no,
                        pt->wall_seconds, prev->wall_seconds);
+    }
+    if (pt->epoch < prev->epoch) {
+        return hw_fail("%s:%ld: epoch goes backwards (%lld after %lld)", path, line_no, (long long)pt->epoch,
+                       (long long)prev->epoch);
     }
     if (pt->samples_seen < prev->samples_seen) {
         return hw_fail("%s:%ld: samples_seen goes backwards (%lld after %lld)", path, line_no,
@@ -264,6 +271,9 @@ static int read_lines(hw_metrics_table *log, FILE *f, const char *path) {
         // hogwild on a full disk): the rows before it are still a run. Skipped, with a warning.
         int cut_short = length > 0 && line[length - 1] != '\n' && line_no > 1;
         strip_newline(line);
+        // A spreadsheet that saves as "CSV UTF-8" starts the file with a byte order mark: the
+        // header's first column then read as "\xEF\xBB\xBFmode", "lacking" the column mode.
+        if (line_no == 1 && strncmp(line, "\xEF\xBB\xBF", 3) == 0) memmove(line, line + 3, strlen(line + 3) + 1);
         if (line_no == 1) {
             n_header = split_fields(line, fields);
             if (n_header > MAX_FIELDS) {

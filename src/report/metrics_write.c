@@ -14,6 +14,7 @@
 #include "hw/metrics.h"
 
 #include "hw/err.h"
+#include "hw/option.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -74,7 +75,9 @@ int hw_metrics_open(hw_metrics *m, const char *path, const hw_metrics_run *run) 
     m->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     m->created = m->fd >= 0;
     if (m->fd < 0 && errno == EEXIST) m->fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (m->fd < 0) return hw_fail_errno(errno, "--metrics: cannot write '%s'", path);
+    if (m->fd < 0) {
+        return hw_fail_errno(errno, "cannot write the metrics file '%s'%s", path, hw_option_hint(HW_OPTION_METRICS));
+    }
     snprintf(m->mode, sizeof m->mode, "%s", run->mode);
     m->workers = run->workers;
     snprintf(m->device, sizeof m->device, "%s", run->device);
@@ -87,7 +90,7 @@ int hw_metrics_open(hw_metrics *m, const char *path, const hw_metrics_run *run) 
         close(m->fd);
         if (m->created) unlink(path);
         m->fd = -1;
-        return hw_fail_errno(err, "--metrics: cannot write '%s'", path);
+        return hw_fail_errno(err, "cannot write the metrics file '%s'%s", path, hw_option_hint(HW_OPTION_METRICS));
     }
     m->open = 1;
     return HW_OK;
@@ -97,9 +100,9 @@ int hw_metrics_open(hw_metrics *m, const char *path, const hw_metrics_run *run) 
 static void stop_writing(hw_metrics *m, int err) {
     m->failed = 1;
     snprintf(m->failure, sizeof m->failure,
-             "--metrics %s: writing stopped after %d row(s): %s; the file holds "
+             "the metrics file %s%s: writing stopped after %d row(s): %s; the file holds "
              "those rows, whole; training goes on without metrics",
-             m->path, m->rows, strerror(err));
+             m->path, hw_option_hint(HW_OPTION_METRICS), m->rows, strerror(err));
     fprintf(stderr, "hogwild: warning: %s\n", m->failure);
 }
 
@@ -196,6 +199,8 @@ int hw_metrics_close(hw_metrics *m) {
     m->pending = NULL;
     int closed = close(m->fd);
     m->fd = -1;
-    if (closed != 0 && m->committed && !m->failed) return hw_fail_errno(errno, "--metrics: cannot write '%s'", m->path);
+    if (closed != 0 && m->committed && !m->failed) {
+        return hw_fail_errno(errno, "cannot write the metrics file '%s'%s", m->path, hw_option_hint(HW_OPTION_METRICS));
+    }
     return HW_OK;
 }

@@ -110,7 +110,7 @@ static int by_workers(const void *a, const void *b) {
 // Right: the lost-update fraction (%) of each run at its worker count, joined in worker order.
 static int put_lost(FILE *out, const hw_metrics_table *runs, int n_runs) {
     const hw_metrics_table **sorted = malloc(sizeof *sorted * (size_t)(n_runs > 0 ? n_runs : 1));
-    if (!sorted) return hw_fail("out of memory drawing the --measure plot");
+    if (!sorted) return hw_fail("out of memory drawing the plot of the lost updates");
     int n = 0, max_workers = 1;
     double max_lost = 0;
     for (int r = 0; r < n_runs; r++) {

@@ -11,6 +11,7 @@
 #include "hw/comm.h"
 #include "hw/err.h"
 #include "hw/optim.h"
+#include "hw/option.h"
 #include "hw/signals.h"
 
 #include <errno.h>
@@ -176,8 +177,8 @@ int hw_dp_team_open(hw_dp_team **out, const hw_model *model, int replicas, int b
             status = hw_workspace_alloc(&team->replica[k].ws, model, chunk, hw_worker_seed(seed, k));
         }
         if (status != HW_OK) {
-            hw_error_prefix("DataParallel replica %d, for its chunk of %d samples of a batch of %d (--batch-size)", k,
-                            chunk, batch_size);
+            hw_error_prefix("DataParallel replica %d, for its chunk of %d samples of a batch of %d%s", k, chunk,
+                            batch_size, hw_option_hint(HW_OPTION_BATCH_SIZE));
         }
     }
     pthread_barrier_t *barrier[2] = {&team->start, &team->finish};

@@ -14,6 +14,7 @@
 #include "hw/train.h"
 
 #include "hw/err.h"
+#include "hw/option.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -52,16 +53,16 @@ int hw_gpu_train_dataparallel(const hw_train_config *config, hw_train_inputs *in
 
 static int without_cuda(const char *what, hw_train_result *result) {
     memset(result, 0, sizeof *result);
-    return hw_fail("%s: hogwild was built without CUDA (make CUDA=0, or no nvcc was found); train with --device cpu, "
-                   "or rebuild where nvcc is installed",
-                   what);
+    return hw_fail("%s: hogwild was built without CUDA (make CUDA=0, or no nvcc was found); train on the CPU%s, or "
+                   "rebuild where nvcc is installed",
+                   what, hw_option_hint(HW_OPTION_DEVICE));
 }
 
 int hw_gpu_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
     (void)in;
     char name[32], what[64];
     hw_device_format(config->device, name, sizeof name);
-    snprintf(what, sizeof what, "--device %s", name);
+    snprintf(what, sizeof what, "the device %s", name);
     return without_cuda(what, result);
 }
 

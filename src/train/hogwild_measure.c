@@ -3,6 +3,7 @@
 #include "hogwild_measure.h"
 
 #include "hw/err.h"
+#include "hw/option.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -31,11 +32,16 @@ int measure_open(hw_measure *m, const hw_model *model, int workers) {
     m->model = model;
     m->lost_total = NAN;
     size_t bytes = buffers_offset(workers) + buffer_bytes(model->n_weights) * (size_t)workers;
-    if (hw_shm_open(&m->shm, bytes) != HW_OK) return hw_error_prefix("--measure");
+    if (hw_shm_open(&m->shm, bytes) != HW_OK) {
+        return hw_error_prefix("the measurement of Hogwild's races%s", hw_option_hint(HW_OPTION_MEASURE));
+    }
     m->shared = m->shm.data;  // zeroed: every counter and sum starts at 0
     m->initial = malloc(sizeof(float) * model->n_weights);
     m->lost_per_param = malloc(sizeof(double) * (size_t)(model->n_params > 0 ? model->n_params : 1));
-    if (!m->initial || !m->lost_per_param) return hw_fail("--measure: out of memory for a copy of the weights");
+    if (!m->initial || !m->lost_per_param) {
+        return hw_fail("the measurement of Hogwild's races%s: out of memory for a copy of the weights",
+                       hw_option_hint(HW_OPTION_MEASURE));
+    }
     memcpy(m->initial, model->weights, sizeof(float) * model->n_weights);
     measure_stats_of(slot_of(m->shared, 0), workers, &m->total);  // no steps yet: nan means
     for (int p = 0; p < model->n_params; p++) m->lost_per_param[p] = NAN;
@@ -55,7 +61,10 @@ void measure_close(hw_measure *m) {
 
 double *measure_coupled(hw_measure *m) {
     if (!m->coupled) m->coupled = calloc(m->model->n_weights ? m->model->n_weights : 1, sizeof(double));
-    if (!m->coupled) hw_fail("--measure: out of memory for the coupling's increments");
+    if (!m->coupled) {
+        hw_fail("the measurement of Hogwild's races%s: out of memory for the coupling's increments",
+                hw_option_hint(HW_OPTION_MEASURE));
+    }
     return m->coupled;
 }
 

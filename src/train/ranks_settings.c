@@ -10,6 +10,7 @@
 #include "hw/train.h"
 
 #include "hw/comm.h"
+#include "hw/option.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -49,20 +50,21 @@ static uint64_t hash_model(const hw_model *model) {
     return h;
 }
 
-static void add(hw_comm_setting *list, int *n, const char *flag, const char *key, const char *shown) {
+// `what` in the code's terms ("the learning rate"), followed by the flag of `option` (hw/option.h).
+static void add(hw_comm_setting *list, int *n, const char *what, hw_option option, const char *key, const char *shown) {
     hw_comm_setting *s = &list[(*n)++];
     memset(s, 0, sizeof *s);
-    snprintf(s->flag, sizeof s->flag, "%s", flag);
+    snprintf(s->name, sizeof s->name, "%s%s", what, hw_option_hint(option));
     snprintf(s->key, sizeof s->key, "%s", key);
     snprintf(s->shown, sizeof s->shown, "%s", shown ? shown : key);
 }
 
 // Compared to 9 digits (every float bit), shown as given (0.01, not 0.00999999978).
-static void add_number(hw_comm_setting *list, int *n, const char *flag, double value) {
+static void add_number(hw_comm_setting *list, int *n, const char *what, hw_option option, double value) {
     char key[HW_SETTING_KEY_CAP], shown[HW_SETTING_KEY_CAP];
     snprintf(key, sizeof key, "%.9g", value);
     snprintf(shown, sizeof shown, "%.7g", value);
-    add(list, n, flag, key, shown);
+    add(list, n, what, option, key, shown);
 }
 
 // A path in a message, cut from the left when long: its end says more.
@@ -89,46 +91,51 @@ int hw_run_check_ranks(const hw_train_config *config, const hw_train_inputs *in,
     char key[HW_SETTING_KEY_CAP], suffix[64], shown[HW_SETTING_SHOWN_CAP];
     int hogwild = config->mode == HW_MODE_HOGWILD;
     snprintf(key, sizeof key, "protocol %d", HW_COMM_PROTOCOL);
-    add(list, &n, "hogwild build", key, NULL);  // first: with another build, nothing else is comparable
-    add(list, &n, "--mode", hogwild ? "hogwild" : "dataparallel", NULL);  // it names the others
-    add_number(list, &n, hogwild ? "--workers" : "--replicas", hogwild ? config->workers : config->replicas);
-    add(list, &n, "--device", config->device.type == HW_DEVICE_CUDA ? "cuda" : "cpu", NULL);
+    // First: with another build, nothing else is comparable.
+    add(list, &n, "the hogwild build", HW_OPTION_NONE, key, NULL);
+    add(list, &n, "the mode", HW_OPTION_MODE, hogwild ? "hogwild" : "dataparallel", NULL);  // it names the others
+    add_number(list, &n, hogwild ? "the number of workers" : "the number of replicas",
+               hogwild ? HW_OPTION_WORKERS : HW_OPTION_REPLICAS, hogwild ? config->workers : config->replicas);
+    add(list, &n, "the device", HW_OPTION_DEVICE, config->device.type == HW_DEVICE_CUDA ? "cuda" : "cpu", NULL);
 
     uint64_t data = hash_dataset(hash_dataset(14695981039346656037ull, &in->train), &in->test);
     snprintf(key, sizeof key, "%016llx", (unsigned long long)data);
     snprintf(suffix, sizeof suffix, " (%lld train samples, content %08llx)", (long long)in->train.n,
              (unsigned long long)(data >> 32));
     shown_path(shown, sizeof shown, config->data_dir, suffix);
-    add(list, &n, "--data", key, shown);
+    add(list, &n, "the dataset", HW_OPTION_DATA, key, shown);
 
     uint64_t model = hash_model(&in->model);
     snprintf(key, sizeof key, "%016llx", (unsigned long long)model);
     snprintf(suffix, sizeof suffix, " (layers %08llx)", (unsigned long long)(model >> 32));
     shown_path(shown, sizeof shown, config->model_path, suffix);
-    add(list, &n, "--model or --freeze", key, shown);
+    char network[HW_SETTING_NAME_CAP];
+    snprintf(network, sizeof network, "the model%s or its frozen parameters%s", hw_option_hint(HW_OPTION_MODEL),
+             hw_option_hint(HW_OPTION_FREEZE));
+    add(list, &n, network, HW_OPTION_NONE, key, shown);
 
-    add_number(list, &n, "--epochs", config->epochs);
-    add_number(list, &n, "--batch-size", config->batch_size);
-    add_number(list, &n, "--lr", config->lr);
-    add_number(list, &n, "--momentum", config->momentum);
-    add_number(list, &n, "--weight-decay", config->weight_decay);
-    add_number(list, &n, "--nesterov", config->nesterov);
-    add_number(list, &n, "--seed", (double)config->seed);
+    add_number(list, &n, "the number of epochs", HW_OPTION_EPOCHS, config->epochs);
+    add_number(list, &n, "the batch size", HW_OPTION_BATCH_SIZE, config->batch_size);
+    add_number(list, &n, "the learning rate", HW_OPTION_LR, config->lr);
+    add_number(list, &n, "the momentum", HW_OPTION_MOMENTUM, config->momentum);
+    add_number(list, &n, "the weight decay", HW_OPTION_WEIGHT_DECAY, config->weight_decay);
+    add_number(list, &n, "Nesterov momentum", HW_OPTION_NESTEROV, config->nesterov);
+    add_number(list, &n, "the seed", HW_OPTION_SEED, (double)config->seed);
     snprintf(key, sizeof key, "%.9g,%.9g", (double)in->norm.mean, (double)in->norm.std);
-    add(list, &n, "--normalize", key, NULL);
-    add_number(list, &n, "--eval-every", (double)config->eval_every);
+    add(list, &n, "the input normalisation", HW_OPTION_NORMALIZE, key, NULL);
+    add_number(list, &n, "the evaluation interval", HW_OPTION_EVAL_EVERY, (double)config->eval_every);
     if (config->sync_every_samples > 0) snprintf(key, sizeof key, "%lld", (long long)config->sync_every_samples);
     else snprintf(key, sizeof key, "%gms", config->sync_every_ms);
-    add(list, &n, "--sync-every", key, NULL);
-    add(list, &n, "--sync-rule", hw_couple_rule_name(config->sync_rule), NULL);
-    add_number(list, &n, "--sync-timeout", config->sync_timeout);
+    add(list, &n, "the coupling interval", HW_OPTION_SYNC_EVERY, key, NULL);
+    add(list, &n, "the coupling rule", HW_OPTION_SYNC_RULE, hw_couple_rule_name(config->sync_rule), NULL);
+    add_number(list, &n, "the ranks' timeout", HW_OPTION_SYNC_TIMEOUT, config->sync_timeout);
     if (config->resume_path) {
         snprintf(key, sizeof key, "epoch %d, %lld samples", first_epoch, (long long)samples_before);
     } else {
         snprintf(key, sizeof key, "none");
     }
-    add(list, &n, "--resume", key, NULL);
+    add(list, &n, "the checkpoint resumed from", HW_OPTION_RESUME, key, NULL);
     // DataParallel's ranks evaluate together, also the first point that only --metrics asks for.
-    add(list, &n, "--metrics", config->job_metrics ? "given" : "not given", NULL);
+    add(list, &n, "whether metrics are written", HW_OPTION_METRICS, config->job_metrics ? "given" : "not given", NULL);
     return hw_comm_settings_agree(list, n);
 }

@@ -4,6 +4,7 @@
 
 #include "hw/ckpt.h"
 #include "hw/err.h"
+#include "hw/option.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -27,15 +28,15 @@ int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config) {
                                     : hw_model_load(&in->model, config->model_path);
     if (loaded != HW_OK) return HW_ERR;
     if (config->freeze && hw_model_freeze(&in->model, config->freeze) != HW_OK) {
-        return hw_error_prefix("--freeze");
+        return hw_error_prefix("the parameters to freeze%s", hw_option_hint(HW_OPTION_FREEZE));
     }
     int trainable = 0;
     for (int p = 0; p < in->model.n_params; p++) trainable += !in->model.params[p].frozen;
     if (!config->eval_only && in->model.n_params > 0 && trainable == 0) {
         // It would "train" an epoch, change nothing and print a result as if it had.
-        return hw_fail("every parameter of %s is frozen (--freeze, or 'frozen' in the model file): nothing would "
-                       "train",
-                       model);
+        return hw_fail("every parameter of %s is frozen, by the parameters to freeze%s or by 'frozen' in the model "
+                       "file: nothing would train",
+                       model, hw_option_hint(HW_OPTION_FREEZE));
     }
     if (hw_dataset_open_resized(config->data_dir, config->resize_height, config->resize_width, &in->train, &in->test) !=
         HW_OK) {
@@ -90,8 +91,8 @@ int hw_train_start_weights(const hw_train_config *config, hw_model *model, int *
     hw_ckpt_meta meta;
     if (hw_train_load_checkpoint(config->resume_path, model, &meta) != HW_OK) return HW_ERR;
     if (meta.epoch >= config->epochs) {
-        return hw_fail("the checkpoint %s has already trained %d epoch(s); ask for more with --epochs",
-                       config->resume_path, meta.epoch);
+        return hw_fail("the checkpoint %s has already trained %d epoch(s); ask for more epochs%s", config->resume_path,
+                       meta.epoch, hw_option_hint(HW_OPTION_EPOCHS));
     }
     *first_epoch = meta.epoch;
     *samples_before = meta.samples_seen;

@@ -5,6 +5,7 @@
 #include "hw/ckpt.h"
 #include "hw/comm.h"
 #include "hw/err.h"
+#include "hw/option.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -81,17 +82,18 @@ int hw_weights_finite(const float *weights, size_t n) {
     return 1;
 }
 
-// What to try after a divergence. A momentum of 1 or more diverges at any --lr: the momentum
-// buffer sums every gradient with a weight that never decays (buf = momentum * buf + g), and past 1
-// it grows geometrically; "a lower --lr" alone only delays it.
+// What to try after a divergence. A momentum of 1 or more diverges at any learning rate: the
+// momentum buffer sums every gradient with a weight that never decays (buf = momentum * buf + g),
+// and past 1 it grows geometrically; a lower learning rate alone only delays it.
 static void divergence_hint(const hw_train_config *config, char *text, size_t cap) {
     if (config->momentum >= 1) {
         snprintf(text, cap,
-                 "Use a --momentum below 1 (this run's: %g; at 1 or more SGD's momentum grows without "
-                 "bound at any --lr), e.g. 0.9",
-                 (double)config->momentum);
+                 "Use a momentum below 1%s, e.g. 0.9: this run's is %g, and at 1 or more SGD's momentum grows "
+                 "without bound at any learning rate",
+                 hw_option_hint(HW_OPTION_MOMENTUM), (double)config->momentum);
     } else {
-        snprintf(text, cap, "Try a lower --lr (this run's: %g)", (double)config->lr);
+        snprintf(text, cap, "Try a lower learning rate than this run's %g%s", (double)config->lr,
+                 hw_option_hint(HW_OPTION_LR));
     }
 }
 
@@ -99,7 +101,7 @@ int hw_train_outputs_save(hw_train_outputs *log, const float *weights, int epoch
     if (!log->config->save_path) return HW_OK;
     // Never a checkpoint of diverged weights: the file keeps the last good one.
     if (!hw_weights_finite(weights, log->in->model.n_weights)) {
-        char hint[160];
+        char hint[224];
         divergence_hint(log->config, hint, sizeof hint);
         return hw_fail("training diverged: the weights after %lld samples seen are not finite (NaN or inf); not "
                        "saved, %s is left as it was. %s",
@@ -137,7 +139,7 @@ int hw_train_outputs_diverged(hw_train_outputs *log, const char *who, const char
     if (isfinite(log->last_finite_loss)) {
         snprintf(last, sizeof last, "the last training loss before it was %.6g", log->last_finite_loss);
     }
-    char kept[1100] = "", hint[160];
+    char kept[1100] = "", hint[224];
     if (config->save_path) snprintf(kept, sizeof kept, "; nothing was saved to %s", config->save_path);
     divergence_hint(config, hint, sizeof hint);
     return hw_fail("%s: training diverged in epoch %d/%d after %lld samples seen: %s; %s. %s%s%s", who, epoch,
@@ -205,8 +207,9 @@ int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t sa
     if (!hw_weights_finite(log->snapshot, log->in->model.n_weights)) {
         if (config->world.rank != 0) return HW_OK;  // the same weights on every rank: rank 0 ends the job
         if (samples == 0) {
-            return hw_fail("the weights this run starts from are not finite (NaN or inf)%s%s",
-                           config->resume_path ? ": --resume " : "", config->resume_path ? config->resume_path : "");
+            if (!config->resume_path) return hw_fail("the weights this run starts from are not finite (NaN or inf)");
+            return hw_fail("the weights this run starts from, the checkpoint %s%s, are not finite (NaN or inf)",
+                           config->resume_path, hw_option_hint(HW_OPTION_RESUME));
         }
         return hw_train_outputs_diverged(log, "the weights", "they are no longer finite numbers (NaN or inf)", epoch,
                                          epochs_done, samples, NAN);
@@ -269,10 +272,10 @@ void hw_train_outputs_finish(hw_train_outputs *log, int64_t samples, hw_train_re
                         result->test_loss, result->test_accuracy);
     if (log->skipped_points > 0) {
         hw_progress_message(&log->progress,
-                            "note: %lld point(s) asked for by --eval-every were not evaluated: training passed them "
+                            "note: %lld evaluation point(s)%s were not evaluated: training passed them "
                             "while an evaluation was under way (each metrics row records the samples it was "
                             "taken at)\n",
-                            (long long)log->skipped_points);
+                            (long long)log->skipped_points, hw_option_hint(HW_OPTION_EVAL_EVERY));
     }
     if (log->metrics.failed) hw_progress_message(&log->progress, "warning: %s\n", log->metrics.failure);
 }

@@ -50,6 +50,10 @@ static const usage_case usage_cases[] = {
     {{"--mode", "dataparallel", "--gpus", "0", "--replicas", "2"}, {"--replicas", "--gpus"}},
     {{"--momentum", "0", "--nesterov"}, {"--nesterov", "--momentum"}},
     {{"--eval-every", "0"}, {"--eval-every", "'0'"}},
+    {{"--lr=0x10"}, {"--lr", "'0x10'"}},
+    {{"--momentum", "1e10"}, {"--momentum", "from 0 to 1e9"}},
+    {{"--nesterov=1"}, {"--nesterov", "takes no value"}},
+    {{"--epochs", "5", "--epochs=1"}, {"--epochs", "given twice ('5', then '1')"}},
 };
 
 // The data folder does not exist: a usage error must be found before anything is loaded (exit
@@ -85,8 +89,32 @@ Test(e2e_flags, a_missing_data_folder_is_named_with_what_to_do) {
     e2e_run_result r;
     e2e_run(&r, NULL, "--model", e2e.mlp, "--data", missing, "--quiet");
     e2e_assert_exit(&r, 1);
-    e2e_assert_contains(r.err, missing, "stderr");
-    e2e_assert_contains(r.err, "hogwild synth", "stderr");
+    // The flag to change and the commands that write a dataset there (src/cli/preflight_inputs.c).
+    char want[1200];
+    snprintf(want, sizeof want,
+             "the data folder %s (--data) does not exist: get MNIST with `hogwild download mnist "
+             "--dir %s`, or write synthetic digits with `hogwild synth --dir %s`",
+             missing, missing, missing);
+    e2e_assert_contains(r.err, want, "stderr");
+    // The same for --eval-only, and for a folder that is there but holds no dataset.
+    e2e_run(&r, NULL, "--data", missing, "--eval-only", "--resume", e2e_path("none.safetensors"), "--model", e2e.mlp);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, want, "stderr");
+    char *empty = e2e_path("empty-data");
+    cr_assert_eq(mkdir(empty, 0755), 0);
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", empty, "--quiet");
+    e2e_assert_exit(&r, 1);
+    snprintf(want, sizeof want, "the data folder %s (--data) holds no dataset", empty);
+    e2e_assert_contains(r.err, want, "stderr");
+    snprintf(want, sizeof want, "`hogwild synth --dir %s`", empty);
+    e2e_assert_contains(r.err, want, "stderr");
+    // Half a dataset is the loader's to name, in its terms, the flag added.
+    char *half = e2e_path("empty-data/train");
+    cr_assert_eq(mkdir(half, 0755), 0);
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", empty, "--quiet");
+    e2e_assert_exit(&r, 1);
+    snprintf(want, sizeof want, "data folder %s (--data) has train/ but no test/ image folder", empty);
+    e2e_assert_contains(r.err, want, "stderr");
 }
 
 Test(e2e_flags, a_model_whose_input_does_not_fit_the_data) {
@@ -324,7 +352,7 @@ Test(e2e_flags, resize_trains_on_image_folders_of_mixed_sizes) {
     e2e_run_result r;
     e2e_run(&r, NULL, "--data", data, "--model", model, "--quiet");
     e2e_assert_exit(&r, 1);
-    e2e_assert_contains(r.err, "give --resize HxW", "stderr");
+    e2e_assert_contains(r.err, "resize every image to one size (--resize)", "stderr");
     e2e_run(&r, NULL, "--data", data, "--model", model, "--quiet", "--resize", "8x8", "--save", ckpt);
     e2e_assert_exit(&r, 0);
     e2e_assert_contains(r.out, "done: 12 samples", "stdout");
@@ -359,7 +387,7 @@ Test(e2e_flags, a_run_with_every_parameter_frozen_is_refused) {
     e2e_run_result r;
     e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--freeze", "fc1,fc2", "--quiet");
     e2e_assert_exit(&r, 1);
-    e2e_assert_contains(r.err, "is frozen", "stderr");
+    e2e_assert_contains(r.err, "is frozen, by the parameters to freeze (--freeze) or by 'frozen'", "stderr");
     e2e_assert_contains(r.err, "nothing would train", "stderr");
     cr_expect_null(strstr(r.out, "done:"), "%s", r.out);
     e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--freeze", "fc1", "--quiet");

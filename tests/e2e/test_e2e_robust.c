@@ -179,7 +179,8 @@ Test(e2e_robust, a_write_failure_leaves_only_whole_metrics_rows) {
     e2e_assert_contains(r.err, "training goes on without metrics", "stderr");
     e2e_done_line done = e2e_parse_done(r.out);
     cr_expect_eq(done.samples, 2 * E2E_TRAIN, "training went on to its end");
-    e2e_assert_contains(r.out, "warning: --metrics", "the summary");
+    e2e_assert_contains(r.out, "warning: the metrics file ", "the summary");
+    e2e_assert_contains(r.out, " (--metrics): writing stopped after", "the summary");
     char *text = e2e_read_text(csv);
     size_t len = strlen(text);
     cr_assert_gt(len, 0);

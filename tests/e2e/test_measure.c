@@ -358,7 +358,7 @@ Test(e2e_measure, two_workers_see_stale_weights_and_lose_a_fraction) {
     char *plot = e2e_path("cmp.svg");
     e2e_run(&r, NULL, "compare", csv, csv, "--plot", plot);
     e2e_assert_exit(&r, 0);
-    e2e_assert_contains(r.out, "--measure: staleness", "the measure table");
+    e2e_assert_contains(r.out, "Hogwild's races (--measure): staleness", "the measure table");
     char *measure_plot = e2e_path("cmp-measure.svg");
     e2e_assert_contains(r.out, measure_plot, "the measure plot's path");
     char *svg = e2e_read_text(measure_plot);
@@ -375,7 +375,7 @@ Test(e2e_measure, compare_of_unmeasured_runs_draws_no_measure_plot) {
     e2e_assert_exit(&r, 0);
     e2e_run(&r, NULL, "compare", csv, "--plot", e2e_path("cmp.svg"));
     e2e_assert_exit(&r, 0);
-    cr_expect_null(strstr(r.out, "--measure"), "%s", r.out);
+    cr_expect_null(strstr(r.out, "Hogwild's races"), "%s", r.out);
     cr_expect(!e2e_file_exists(e2e_path("cmp-measure.svg")));
 }
 

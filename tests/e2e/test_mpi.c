@@ -196,32 +196,37 @@ Test(mpi, hogwild_a_failing_worker_ends_the_job_naming_its_rank) {
 // Issue 21, case 6: ranks started with different settings (an MPMD command line gives rank 1 its
 // own) trained and printed results under a header that described rank 0, or, with another
 // --epochs or --mode, waited 60 s for a round that never came. Every rank now checks every setting
-// that must match at start-up, and the job ends at once naming the flag and each rank's value.
+// that must match at start-up, and the job ends at once naming the setting, its flag and each
+// rank's value.
 Test(mpi, ranks_started_with_different_settings_end_the_job_naming_the_flag) {
     need_mpirun();
     char *data = e2e_synth(60);
     char *other_data = e2e_synth_n("other", 59, E2E_TRAIN, E2E_TEST);
     const char *const differ[][5] = {
-        {"--workers", "3", "--workers"},
-        {"--data", other_data, "--data"},
-        {"--lr", "0.02", "--lr"},
-        {"--batch-size", "32", "--batch-size"},
-        {"--sync-every", "7", "--sync-every"},
-        {"--epochs", "2", "--epochs"},
-        {"--mode", "dataparallel", "--mode"},
-        {"--seed", "2", "--seed"},
-        {"--freeze", "fc1", "--model or --freeze"},
-        {"--sync-rule", "sum", "--sync-rule"},
+        {"--workers", "3", "the number of workers (--workers)"},
+        {"--data", other_data, "the dataset (--data)"},
+        {"--lr", "0.02", "the learning rate (--lr)"},
+        {"--batch-size", "32", "the batch size (--batch-size)"},
+        {"--sync-every", "7", "the coupling interval (--sync-every)"},
+        {"--epochs", "2", "the number of epochs (--epochs)"},
+        {"--mode", "dataparallel", "the mode (--mode)"},
+        {"--seed", "2", "the seed (--seed)"},
+        {"--freeze", "fc1", "the model (--model) or its frozen parameters (--freeze)"},
+        {"--sync-rule", "sum", "the coupling rule (--sync-rule)"},
     };
     for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
         e2e_run_result r;
         double started = hw_now();
+        // Rank 1's --data is its own one in place of rank 0's (a flag with a value is given once): the
+        // NULL then ends its arguments there.
+        int own_data = strcmp(differ[i][0], "--data") == 0;
         mpi_run(&r, "-np", "1", "HW", "--model", e2e.mlp, "--data", data, "--quiet", ":", "-np", "1", "HW", "--model",
-                e2e.mlp, "--data", data, "--quiet", differ[i][0], differ[i][1]);
+                e2e.mlp, "--data", own_data ? other_data : data, "--quiet", own_data ? NULL : differ[i][0],
+                differ[i][1]);
         double took = hw_now() - started;
         e2e_assert_exit(&r, 1);
-        char expected[128];
-        snprintf(expected, sizeof expected, "the ranks were started with different %s: rank 0 has ", differ[i][2]);
+        char expected[160];
+        snprintf(expected, sizeof expected, "the ranks disagree on %s: rank 0 has ", differ[i][2]);
         e2e_assert_contains(r.err, expected, "stderr");
         cr_expect_null(strstr(r.out, "done:"), "%s %s: results were printed: %s", differ[i][0], differ[i][1], r.out);
         cr_expect_lt(took, 30, "%s: the job took %.1f s to end", differ[i][0], took);
@@ -433,7 +438,8 @@ Test(mpi, dataparallel_a_sum_past_sync_timeout_ends_the_job) {
     pid_t ranks[2];
     wait_for_two_training_ranks(&r, ranks);
     mpi_stop_rank_expecting_the_end(&r, ranks[1], 20);
-    e2e_assert_contains(r.err, "a step's gradient sum has not completed in 2 s (--sync-timeout)", "stderr");
+    e2e_assert_contains(
+        r.err, "a step's gradient sum has not completed within the ranks' timeout of 2 s (--sync-timeout)", "stderr");
 }
 
 // Starts a long job of 2 ranks (Hogwild, or DataParallel when `dp`) and returns once both are

@@ -96,7 +96,7 @@ Test(gpu_train, hogwild_cuda_refuses_an_exclusive_process_gpu, .init = e2e_setup
     e2e_run(&r, "HW_SIM_COMPUTE_MODE=3", "--data", data, "--device", "cuda", "--workers", "2", "--quiet");
     e2e_assert_exit(&r, 1);
     cr_expect(strstr(r.err, "cuda:0 is in EXCLUSIVE_PROCESS compute mode") != NULL, "stderr: %s", r.err);
-    cr_expect(strstr(r.err, "--mode dataparallel") != NULL, "stderr: %s", r.err);
+    cr_expect(strstr(r.err, "use DataParallel there (--mode)") != NULL, "stderr: %s", r.err);
     e2e_assert_left_nothing(&r);
 }
 
@@ -399,7 +399,7 @@ static void check_gpu_divergence(const char *const *mode_args, const char *who) 
     e2e_assert_contains(r.err, who, "stderr");
     e2e_assert_contains(r.err, "training diverged in epoch 1/2 after ", "stderr");
     e2e_assert_diverged_loss(r.err, "its training loss");
-    e2e_assert_contains(r.err, "Try a lower --lr (this run's: 100)", "stderr");
+    e2e_assert_contains(r.err, "Try a lower learning rate than this run's 100 (--lr)", "stderr");
     cr_expect_null(strstr(r.out, "done:"), "stdout: %s", r.out);
     cr_expect_null(strstr(r.out, "epoch 1/2"), "stdout: %s", r.out);
     long long said = -1;

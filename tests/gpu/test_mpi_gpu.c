@@ -83,6 +83,9 @@ Test(mpi_gpu, dataparallel_two_gpu_ranks_on_one_gpu_are_refused) {
              gpus);
     e2e_assert_contains(r.err, expected, "stderr");
     e2e_assert_contains(r.err, "NCCL cannot put two ranks on one GPU", "stderr");
+    snprintf(expected, sizeof expected, "cuda:%d, the device cuda:%d (--device) plus its local rank", gpus, gpus - 1);
+    e2e_assert_contains(r.err, expected, "stderr");
+    e2e_assert_contains(r.err, "each rank's GPU taking several replicas (--replicas)", "stderr");
     assert_mpi_left_nothing();
 }
 
@@ -100,7 +103,7 @@ Test(mpi_gpu, dataparallel_a_gpu_rank_without_a_gpu_ends_the_job_naming_it) {
     char host[64] = "";
     gethostname(host, sizeof host - 1);
     char expected[160];
-    snprintf(expected, sizeof expected, "rank 1 of 2 on host %s has no GPU for --device cuda", host);
+    snprintf(expected, sizeof expected, "rank 1 of 2 on host %s has no GPU for the device cuda (--device)", host);
     e2e_assert_contains(r.err, expected, "stderr");
     assert_mpi_left_nothing();
 }
@@ -147,7 +150,7 @@ Test(mpi_gpu, dataparallel_a_gpu_sum_past_sync_timeout_ends_the_job) {
     wait_for_two_training_gpu_ranks(&r, kids, "across ranks ncclAllReduce");
     mpi_stop_rank_expecting_the_end(&r, kids[1], 30);
     e2e_assert_contains(r.err, "a step's gradient sum", "stderr");
-    e2e_assert_contains(r.err, "has not completed in 2 s (--sync-timeout)", "stderr");
+    e2e_assert_contains(r.err, "has not completed within the ranks' timeout of 2 s (--sync-timeout)", "stderr");
     // Which wait noticed it: NCCL's (the stopped rank had not posted its gradient) or the MPI
     // sum of the step's counters (it had).
     const char *line = strstr(r.err, "has not completed in 2 s");
@@ -361,8 +364,9 @@ Test(mpi_gpu, ranks_sum_ends_at_the_timeout_when_a_rank_never_sums) {
     waitpid(child, NULL, 0);
     cr_assert_eq(summed, HW_ERR, "a sum with a rank that never sums completed");
     cr_expect_not_null(strstr(hw_error(), "rank 0 of 2 (host "), "%s", hw_error());
-    cr_expect_not_null(strstr(hw_error(), "cuda:0): a step's gradient sum (ncclAllReduce) has not completed in 1 s "
-                                          "(--sync-timeout)"),
+    // In the module's terms: this test process has no command line to name the flag.
+    cr_expect_not_null(strstr(hw_error(), "cuda:0): a step's gradient sum (ncclAllReduce) has not completed within the "
+                                          "ranks' timeout of 1 s: "),
                        "%s", hw_error());
     cr_expect(took >= 1.0 && took < 10, "the sum gave up after %.2f s, for a timeout of 1 s", took);
     // The communicator was aborted: a later sum says so at once.
@@ -386,7 +390,7 @@ Test(mpi_gpu, dataparallel_gpu_ranks_whose_weights_differ_end_the_job) {
             "--data", data, "--epochs", "2", ":", "-np", "1", "HW", "--mode", "dataparallel", "--device", "cuda",
             "--replicas", "1", "--model", e2e.mlp, "--data", data, "--epochs", "2", "--lr", "0.02");
     e2e_assert_exit(&r, 1);
-    e2e_assert_contains(r.err, "the ranks were started with different --lr: rank 0 has 0.01, rank 1 has 0.02",
+    e2e_assert_contains(r.err, "the ranks disagree on the learning rate (--lr): rank 0 has 0.01, rank 1 has 0.02",
                         "stderr");
     cr_expect_eq(strstr(r.out, "epoch 1/2"), NULL, "the job trained:\n%s", r.out);
     assert_mpi_left_nothing();

@@ -286,7 +286,7 @@ Test(multigpu, a_missing_gpu_is_named_with_its_copy) {
             "file_system");
     e2e_assert_exit(&r, 1);
     if (hw_cuda_device_count(&count) == HW_OK) {
-        e2e_assert_contains(r.err, "copy 1 of the weights (--gpus entry 2)", "stderr");
+        e2e_assert_contains(r.err, "copy 1 of the weights, entry 2 of the GPU list (--gpus)", "stderr");
         e2e_assert_contains(r.err, "cuda:99 does not exist", "stderr");
     } else {
         e2e_assert_contains(r.err, "no CUDA device", "stderr");

@@ -21,7 +21,8 @@ Test(without_cuda, hogwild_on_a_gpu_is_refused_by_the_build, .init = e2e_setup, 
             "file_system");
     e2e_assert_exit(&r, 1);
     expect_without_cuda_message(r.err);
-    cr_expect(strstr(r.err, "--device cuda:0") != NULL, "stderr: %s", r.err);
+    cr_expect(strstr(r.err, "the device cuda:0: ") != NULL, "stderr: %s", r.err);
+    cr_expect(strstr(r.err, "train on the CPU (--device)") != NULL, "stderr: %s", r.err);
     e2e_assert_left_nothing(&r);
     e2e_run(&r, NULL, "--data", data, "--device", "cuda:99", "--workers", "2", "--quiet");
     e2e_assert_exit(&r, 1);

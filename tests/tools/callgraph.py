@@ -38,8 +38,8 @@ def source_name(build, obj):
     return rel[:-5] + ".cu" if rel.endswith(".cu.o") else rel[:-2] + ".c"
 
 
-# err.c and clock.c, which every room uses and which use nothing, come first, before proc.
-BASE = ("err.c", "clock.c")
+# err.c, clock.c and option.c, which every room uses and which use nothing, come first, before proc.
+BASE = ("err.c", "clock.c", "option.c")
 ROOMS = ["base", "proc", "core", "nn", "data", "report", "cuda", "comm", "comm/mpi", "train", "cuda/train", "cli"]
 
 

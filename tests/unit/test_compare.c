@@ -271,6 +271,23 @@ Test(compare, bad_files) {
                       ":3:", "wall_seconds is not a number from 0 to 1e+09");
     expect_read_error("norows.csv", HEADER, ":", "no data rows");
     expect_read_error("blankrows.csv", HEADER "\n  \n", ":", "no data rows");
+    // Found by the hostile pass of issue 27: a hexadecimal number read as 16 s, and an epoch that
+    // went backwards, were taken as a run.
+    expect_read_error("hex.csv", HEADER "hogwild,4,cpu,0x10,0,0,nan,2.3,9.8\n", ":2:", "wall_seconds is not");
+    expect_read_error("epochs.csv", HEADER "hogwild,4,cpu,1.0,2,100,0.5,0.4,50\nhogwild,4,cpu,2.0,1,200,0.5,0.4,60\n",
+                      ":3:", "epoch goes backwards (1 after 2)");
+}
+
+// A file saved by a spreadsheet as "CSV UTF-8" starts with a byte order mark: it was "lacking" the
+// column mode, which it has.
+Test(compare, a_byte_order_mark_before_the_header_is_skipped) {
+    char text[1024];
+    snprintf(text, sizeof text, "\xEF\xBB\xBF%s", good_hogwild);
+    hw_metrics_table log;
+    cr_assert_eq(hw_metrics_table_read(&log, write_file("bom.csv", text)), HW_OK, "%s", hw_error());
+    cr_expect_eq(log.n_points, 4);
+    cr_expect_str_eq(log.mode, "hogwild");
+    hw_metrics_table_free(&log);
 }
 
 // ---- nice axes ----
@@ -407,6 +424,14 @@ Test(compare, cli_bad_usage) {
     expect_usage_error((const char *[]){csv, "--target", NULL}, "--target needs a value");
     expect_usage_error((const char *[]){csv, "--plot", NULL}, "--plot needs a file name");
     expect_usage_error((const char *[]){csv, "--fast", NULL}, "unknown option '--fast'");
+    // Found by the hostile pass of issue 27: hexadecimal and a leading blank were read as 90.
+    expect_usage_error((const char *[]){csv, "--target=0x5A", NULL}, "'0x5A'");
+    expect_usage_error((const char *[]){csv, "--target", " 90", NULL}, "' 90'");
+    expect_usage_error((const char *[]){csv, "--target", "90", "--target", "80", NULL},
+                       "given twice ('90', then '80')");
+    expect_usage_error((const char *[]){csv, "--no-plot=1", NULL}, "option '--no-plot' takes no value");
+    // It named the command's own word: "unknown option 'compare'".
+    expect_usage_error((const char *[]){csv, "-h=1", NULL}, "unknown option '-h=1'");
     cli_result r = run_cli((const char *[]){"--help", NULL});
     cr_expect_eq(r.status, 0);
     cr_expect(strstr(r.out, "usage: hogwild compare") != NULL);

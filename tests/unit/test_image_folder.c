@@ -2,6 +2,7 @@
 #include "data_util.h"
 #include "hw/data.h"
 #include "hw/err.h"
+#include "hw/option.h"
 
 #include <criterion/criterion.h>
 #include <stb_image_write.h>
@@ -123,7 +124,11 @@ Test(image_folder, different_sizes_without_a_target_size) {
     hw_dataset ds;
     cr_assert_eq(hw_image_folder_load(&ds, dir, 0, 0), HW_ERR);
     expect_error("a/2.png", "5 x 6");
-    expect_error("--resize HxW", NULL);  // the way out it names exists (issue 21)
+    // The way out it names exists (issue 21), with its flag once the command line names it.
+    expect_error("resize every image to one size", NULL);
+    hw_option_hint_set(HW_OPTION_RESIZE, " (--resize)");
+    cr_assert_eq(hw_image_folder_load(&ds, dir, 0, 0), HW_ERR);
+    expect_error("resize every image to one size (--resize)", NULL);
 }
 
 // --resize HxW: image folders of mixed sizes load, every image (train and test) at that size; IDX
@@ -139,7 +144,7 @@ Test(image_folder, dataset_open_resized_takes_mixed_sizes) {
     write_image("test/one/a.png", 4, 4, 50);
     hw_dataset train, test;
     cr_assert_eq(hw_dataset_open(dir, &train, &test), HW_ERR);
-    expect_error("--resize", NULL);
+    expect_error("resize every image to one size", NULL);
     cr_assert_eq(hw_dataset_open_resized(dir, 5, 7, &train, &test), HW_OK, "%s", hw_error());
     cr_expect(train.height == 5 && train.width == 7 && test.height == 5 && test.width == 7);
     cr_expect_eq(train.images[0], 20, "a uniform image stays uniform");
@@ -150,7 +155,7 @@ Test(image_folder, dataset_open_resized_takes_mixed_sizes) {
     snprintf(idx_dir, sizeof idx_dir, "%s/idx", dir);
     cr_assert_eq(hw_synth_write(idx_dir, 20, 10, 1), HW_OK, "%s", hw_error());
     cr_assert_eq(hw_dataset_open_resized(idx_dir, 14, 14, &train, &test), HW_ERR);
-    expect_error("--resize applies to train/ and test/ image folders", NULL);
+    expect_error("resizing applies to train/ and test/ image folders", NULL);
 }
 
 Test(image_folder, missing_folder) {

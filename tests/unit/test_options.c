@@ -73,6 +73,51 @@ Test(options, a_prefix_is_an_unknown_option) {
     cr_expect_str_eq(p.error, "--workers expects an integer from 1 to 1024, got '0'");
 }
 
+// Found by the hostile pass of issue 27: each of these was taken without a word, or refused in
+// words that did not say what was wrong.
+Test(options, values_are_decimal_in_range_and_given_once) {
+    hw_train_config c;
+    cli_parsed p;
+    // strtod read "0x10" as 16: a learning rate of 16 from what looks like a typo.
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--lr=0x10", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "--lr expects a decimal number from 0 to 1e9, got '0x10'");
+    // 1e10 is >= 0: the refusal said "expects a number >= 0" and left out the upper bound.
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--momentum", "1e10", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "--momentum expects a decimal number from 0 to 1e9, got '1e10'");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--sync-timeout=0", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "--sync-timeout expects a decimal number from 0.001 to 1e9, got '0'");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--lr", "1e9", "--sync-timeout=2.5", NULL}), HW_EXIT_OK,
+                 "%s", p.error);
+    cr_expect_eq(c.lr, 1e9f);
+    cr_expect_eq(c.sync_timeout, 2.5);
+    // The last value won: `--epochs 5 ... --epochs 1` trained one epoch.
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--epochs", "5", "--lr=0.1", "--epochs=1", NULL}),
+                 HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "option '--epochs' is given twice ('5', then '1'): give it once");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--device", "cpu", "--device", "cpu", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "option '--device' is given twice ('cpu', then 'cpu'): give it once");
+    // A switch twice says what it says once.
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--quiet", "--quiet", NULL}), HW_EXIT_OK, "%s", p.error);
+    cr_expect_eq(c.quiet, 1);
+    // A switch given a value was an "unknown option", though it is one.
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--nesterov=1", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "option '--nesterov' takes no value, got '--nesterov=1'");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--nesterov-x=1", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "unknown option '--nesterov-x'");
+    // A cluster with -h in it named the program's own path ("unexpected argument '/.../hogwild'").
+    cr_expect_eq(parse(&c, &p, (const char *[]){"/usr/bin/hogwild", "-h=1", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "unexpected argument '-h=1'");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"/usr/bin/hogwild", "--quiet", "-hx", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "unexpected argument '-hx'");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"/usr/bin/hogwild", "--quiet", "-h", NULL}), HW_EXIT_OK, "%s", p.error);
+    cr_expect_str_eq(p.stop->name, "help");
+    // "0," was the list "0".
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--gpus=0,", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "--gpus expects a comma-separated list of GPU indices like 0,1, got '0,'");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--gpus=0,1", NULL}), HW_EXIT_OK, "%s", p.error);
+    cr_expect_eq(c.n_gpus, 2);
+}
+
 Test(options, help_stops_the_parse) {
     hw_train_config c;
     cli_parsed p;
@@ -92,7 +137,33 @@ Test(options, the_help_shows_each_default) {
     fclose(out);
     cr_expect(strstr(text, "  --workers N              Hogwild worker processes (default 2)\n") != NULL, "%s", text);
     cr_expect(strstr(text, "  --lr X                   learning rate (default 0.01)\n") != NULL, "%s", text);
+    // A label one short of the help's column is followed by two blanks, as a longer one is.
+    cr_expect(strstr(text, "  --sync-rule momentum|sum  Hogwild across ranks") != NULL, "%s", text);
+    cr_expect(strstr(text, "  --list-sharing-strategies  list them") != NULL, "%s", text);
     cr_expect(strstr(text, "  --list-sharing-strategies  list them") != NULL, "%s", text);
     cr_expect(strstr(text, "--summary") == NULL, "--summary is in the usage lines, not among the options");
     free(text);
+}
+
+// The one mapping from the code's terms to the flags (include/hw/option.h): every option a module's
+// message can be about is named by exactly one row of the table, and its hint is that row's flag.
+Test(options, every_option_a_message_names_has_one_flag) {
+    for (int id = HW_OPTION_NONE + 1; id < HW_OPTION_COUNT; id++) {
+        cr_expect_str_empty(hw_option_hint((hw_option)id), "option %d has a hint before the table names it", id);
+    }
+    cli_name_options(&cli_train_command);
+    for (int id = HW_OPTION_NONE + 1; id < HW_OPTION_COUNT; id++) {
+        int rows = 0;
+        const cli_option *row = NULL;
+        for (int i = 0; i < cli_train_command.n_options; i++) {
+            if (cli_train_command.options[i].id == (hw_option)id) rows++, row = &cli_train_command.options[i];
+        }
+        cr_assert_eq(rows, 1, "option %d is named by %d rows of the table", id, rows);
+        char want[64];
+        snprintf(want, sizeof want, " (--%s)", row->name);
+        cr_expect_str_eq(hw_option_hint((hw_option)id), want);
+    }
+    cr_expect_str_eq(hw_option_hint(HW_OPTION_LR), " (--lr)");
+    cr_expect_str_empty(hw_option_hint(HW_OPTION_NONE));
+    cr_expect_str_empty(hw_option_hint(HW_OPTION_COUNT));
 }

@@ -6,6 +6,7 @@
 
 #include "mpi_side.h"
 #include "hw/err.h"
+#include "hw/option.h"
 #include "hw/signals.h"
 
 #include <errno.h>
@@ -29,9 +30,9 @@ static void sum_message_make(double timeout_s) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     snprintf(sum_timeout_message, sizeof sum_timeout_message,
-             "hogwild (rank %d of %d): a step's gradient sum has not completed in %g s (--sync-timeout): another rank "
-             "is stuck or gone\n",
-             rank, size, timeout_s);
+             "hogwild (rank %d of %d): a step's gradient sum has not completed within the ranks' timeout of %g s%s: "
+             "another rank is stuck or gone\n",
+             rank, size, timeout_s, hw_option_hint(HW_OPTION_SYNC_TIMEOUT));
 }
 
 int comm_mpi_sum(float *buf, size_t n, double timeout_s) {
@@ -101,8 +102,9 @@ int comm_mpi_wait(MPI_Request *requests, int n, double timeout_s, int leave_on_s
         if (timeout_s > 0 && waited > timeout_s) {
             int rank = -1;
             MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-            return hw_fail("rank %d: %s has not completed in %g s (--sync-timeout): another rank is stuck or gone",
-                           rank, what, timeout_s);
+            return hw_fail("rank %d: %s has not completed within the ranks' timeout of %g s%s: another rank is stuck "
+                           "or gone",
+                           rank, what, timeout_s, hw_option_hint(HW_OPTION_SYNC_TIMEOUT));
         }
         struct timespec pause = {0, 200 * 1000L};
         nanosleep(&pause, NULL);

@@ -25,6 +25,7 @@
 
 #include "mpi_side.h"
 #include "hw/err.h"
+#include "hw/option.h"
 
 #include <limits.h>
 #include <math.h>
@@ -182,10 +183,11 @@ static int check_others_progress(const hw_couple *c) {
         if (r == c->world.rank || c->plan.timeout_s <= 0 || c->last_landed - c->rank_progress[r] <= c->plan.timeout_s) {
             continue;
         }
-        return hw_fail("rank %d: waited %g s (--sync-timeout) at an epoch end for rank %d, which is not at the end of "
-                       "its epoch and has made no progress since (its samples stay at %lld): a worker of rank %d is "
-                       "stuck or gone",
-                       c->world.rank, c->plan.timeout_s, r, (long long)c->rank_samples[r], r);
+        return hw_fail("rank %d: waited the ranks' timeout of %g s%s at an epoch end for rank %d, which is not at the "
+                       "end of its epoch and has made no progress since (its samples stay at %lld): a worker of rank "
+                       "%d is stuck or gone",
+                       c->world.rank, c->plan.timeout_s, hw_option_hint(HW_OPTION_SYNC_TIMEOUT), r,
+                       (long long)c->rank_samples[r], r);
     }
     return HW_OK;
 }
@@ -202,9 +204,10 @@ int comm_mpi_couple_poll(hw_couple *c, int state, int64_t samples, double loss_s
         } else if (done) {
             round_apply(c, now_seconds());
         } else if (c->plan.timeout_s > 0 && entered - c->round_started > c->plan.timeout_s) {
-            status = hw_fail("rank %d: coupling round %lld has not completed in %g s (--sync-timeout): another "
-                             "rank is stuck or gone",
-                             c->world.rank, (long long)c->rounds + 1, c->plan.timeout_s);
+            status = hw_fail("rank %d: coupling round %lld has not completed within the ranks' timeout of %g s%s: "
+                             "another rank is stuck or gone",
+                             c->world.rank, (long long)c->rounds + 1, c->plan.timeout_s,
+                             hw_option_hint(HW_OPTION_SYNC_TIMEOUT));
         }
     }
     if (status == HW_OK && !c->in_flight) {

@@ -3,6 +3,7 @@
 
 #include "mpi_side.h"
 #include "hw/err.h"
+#include "hw/option.h"
 #include "hw/shm.h"
 
 #include <errno.h>
@@ -48,7 +49,7 @@ int comm_mpi_watchdog(double seconds, const char *message) {
         event.sigev_signo = SIGRTMIN + 1;
         if (sigaction(SIGRTMIN + 1, &action, NULL) != 0 ||
             timer_create(CLOCK_MONOTONIC, &event, &watchdog_timer) != 0) {
-            return hw_fail("the --sync-timeout timer: %s", strerror(errno));
+            return hw_fail("the timer of the ranks' timeout: %s", strerror(errno));
         }
         watchdog_made = 1;
     }
@@ -58,7 +59,7 @@ int comm_mpi_watchdog(double seconds, const char *message) {
     when.it_value.tv_sec = (time_t)seconds;
     when.it_value.tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9);
     if (timer_settime(watchdog_timer, 0, &when, NULL) != 0) {
-        return hw_fail("the --sync-timeout timer: %s", strerror(errno));
+        return hw_fail("the timer of the ranks' timeout: %s", strerror(errno));
     }
     return HW_OK;
 }
@@ -86,9 +87,9 @@ int comm_mpi_init(const hw_world *world, double timeout_s) {
     static char init_message[256];
     double bound = timeout_s > HW_MPI_INIT_MIN_SECONDS ? timeout_s : HW_MPI_INIT_MIN_SECONDS;
     snprintf(init_message, sizeof init_message,
-             "hogwild (rank %d of %d): MPI_Init has not completed in %g s (--sync-timeout): another rank is stuck or "
-             "gone before it (MPI_Init is given at least %d s)\n",
-             world->rank, world->size, bound, HW_MPI_INIT_MIN_SECONDS);
+             "hogwild (rank %d of %d): MPI_Init has not completed within the ranks' timeout of %g s%s: another rank "
+             "is stuck or gone before it (MPI_Init is given at least %d s)\n",
+             world->rank, world->size, bound, hw_option_hint(HW_OPTION_SYNC_TIMEOUT), HW_MPI_INIT_MIN_SECONDS);
     if (timeout_s > 0 && comm_mpi_watchdog(bound, init_message) != HW_OK) return HW_ERR;
     int provided = 0;
     // FUNNELED: DataParallel's replica threads and the Hogwild workers never call MPI; only the

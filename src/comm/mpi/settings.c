@@ -63,12 +63,11 @@ int comm_mpi_settings_agree(const hw_comm_setting *settings, int n) {
     for (int k = 0; k < n && status == HW_OK; k++) {
         for (int r = 1; r < size; r++) {
             const hw_comm_setting *first = setting_of(all, n, 0, k), *other = setting_of(all, n, r, k);
-            if (strcmp(first->flag, other->flag) == 0 && strcmp(first->key, other->key) == 0) continue;
+            if (strcmp(first->name, other->name) == 0 && strcmp(first->key, other->key) == 0) continue;
             char values[1024];
             list_values(all, n, size, k, values, sizeof values);
-            status = hw_fail("the ranks were started with different %s: %s; every rank of the job must be given the "
-                             "same %s",
-                             first->flag, values, first->flag);
+            status = hw_fail("the ranks disagree on %s: %s; every rank of the job must be given the same", first->name,
+                             values);
             break;
         }
     }

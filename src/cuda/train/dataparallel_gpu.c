@@ -95,16 +95,18 @@ static int rank_gpu(const hw_train_config *config, int *device) {
     gethostname(host, sizeof host - 1);
     int count = 0;
     if (hw_cuda_device_count(&count) != HW_OK) {
-        return hw_error_prefix("rank %d of %d on host %s has no GPU for --device cuda", w->rank, w->size, host);
+        return hw_error_prefix("rank %d of %d on host %s has no GPU for the device cuda%s", w->rank, w->size, host,
+                               hw_option_hint(HW_OPTION_DEVICE));
     }
     *device = config->device.index + w->local_rank;
     if (*device >= count) {
         int room = count - config->device.index;
-        return hw_fail("rank %d of %d on host %s is local rank %d there, so it would drive cuda:%d (--device cuda:%d + "
-                       "local rank), but the host has %d GPU(s): NCCL cannot put two ranks on one GPU; start at most "
-                       "%d rank(s) on this host (--replicas K puts K replicas on each rank's GPU)",
-                       w->rank, w->size, host, w->local_rank, *device, config->device.index, count,
-                       room > 0 ? room : 0);
+        return hw_fail("rank %d of %d on host %s is local rank %d there, so it would drive cuda:%d, the device "
+                       "cuda:%d%s plus its local rank, but the host has %d GPU(s): NCCL cannot put two ranks on one "
+                       "GPU; start at most %d rank(s) on this host, each rank's GPU taking several replicas%s",
+                       w->rank, w->size, host, w->local_rank, *device, config->device.index,
+                       hw_option_hint(HW_OPTION_DEVICE), count, room > 0 ? room : 0,
+                       hw_option_hint(HW_OPTION_REPLICAS));
     }
     return HW_OK;
 }

@@ -16,6 +16,7 @@
 
 #include "hw/clock.h"
 #include "hw/err.h"
+#include "hw/option.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +58,9 @@ int gpu_copies_open(gpu_copies *g, const gpu_copies_plan *plan, const float *wei
     // Every device exists before anything is allocated on any of them.
     for (int c = 0; c < g->copies; c++) {
         if (hw_cuda_select(device_of(g, c)) != HW_OK) {
-            if (g->copies > 1) hw_error_prefix("copy %d of the weights (--gpus entry %d)", c, c + 1);
+            if (g->copies > 1)
+                hw_error_prefix("copy %d of the weights, entry %d of the GPU list%s", c, c + 1,
+                                hw_option_hint(HW_OPTION_GPUS));
             return HW_ERR;
         }
     }
