@@ -193,7 +193,7 @@ Test(multigpu, divergence_stops_the_run_naming_the_worker_and_its_gpu) {
     e2e_assert_left_nothing(&r);
     cr_expect(strstr(r.err, "hogwild: worker ") && strstr(r.err, " on cuda:"), "stderr: %s", r.err);
     e2e_assert_contains(r.err, "training diverged in epoch 1/2 after ", "stderr");
-    e2e_assert_contains(r.err, "Try a lower --lr (this run's: 100)", "stderr");
+    e2e_assert_contains(r.err, "Try a lower learning rate than this run's 100 (--lr)", "stderr");
     cr_expect_null(strstr(r.out, "done:"), "stdout: %s", r.out);
     cr_expect(!e2e_file_exists(ckpt), "diverged weights were saved to %s", ckpt);
 }
