@@ -126,9 +126,44 @@ __global__ static void im2col(float *col, const float *x, hw_conv_dims d, int oh
     }
 }
 
+// conv2d_direct_column's sums, fast: the weights in shared memory, each tap's (c, ky, kx) worked
+// out once per block, a position's taps in registers (loops over the constant CONV_DIRECT_TAPS,
+// unrolled, so that patch[] is never indexed at run time), then for each oc the sum over the taps
+// in order. (The first version, conv2d_direct_column itself per thread, was instruction-bound:
+// 68 us for LeNet's conv1 at batch 512 on an H100.)
 __global__ static void conv2d_direct(float *y, const float *x, const float *w, const float *bias, hw_conv_dims d,
                                      int oh, int ow, int64_t columns) {
-    GRID_STRIDE(j, columns) conv2d_direct_column(y, x, w, bias, d, oh, ow, (int)j);
+    __shared__ float weights[CONV_DIRECT_WEIGHTS];
+    __shared__ int tap_c[CONV_DIRECT_TAPS], tap_y[CONV_DIRECT_TAPS], tap_x[CONV_DIRECT_TAPS];
+    int taps = d.in_channels * d.kernel * d.kernel;
+    for (int i = threadIdx.x; i < taps * d.out_channels; i += blockDim.x) weights[i] = w[i];
+    for (int t = threadIdx.x; t < taps; t += blockDim.x) {
+        tap_c[t] = t / (d.kernel * d.kernel);
+        tap_y[t] = t / d.kernel % d.kernel;
+        tap_x[t] = t % d.kernel;
+    }
+    __syncthreads();
+    int plane = oh * ow;
+    GRID_STRIDE(j, columns) {
+        int b = (int)j / plane, p = (int)j - b * plane;
+        int oy = p / ow, ox = p - oy * ow;
+        const float *xb = x + (int64_t)b * d.in_channels * d.height * d.width;
+        int iy0 = oy * d.stride - d.padding, ix0 = ox * d.stride - d.padding;
+        float patch[CONV_DIRECT_TAPS];
+#pragma unroll
+        for (int t = 0; t < CONV_DIRECT_TAPS; t++) {
+            patch[t] = t < taps ? conv2d_direct_tap(xb, d, iy0, ix0, tap_c[t], tap_y[t], tap_x[t]) : 0.0f;
+        }
+        for (int oc = 0; oc < d.out_channels; oc++) {
+            const float *wo = weights + oc * taps;
+            float sum = 0.0f;
+#pragma unroll
+            for (int t = 0; t < CONV_DIRECT_TAPS; t++) {
+                if (t < taps) sum += wo[t] * patch[t];
+            }
+            y[((int64_t)b * d.out_channels + oc) * plane + p] = sum + (bias ? bias[oc] : 0.0f);
+        }
+    }
 }
 
 __global__ static void col2im(float *dx, const float *dcol, hw_conv_dims d, int oh, int ow, int64_t planes) {

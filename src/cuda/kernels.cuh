@@ -111,17 +111,32 @@ static inline int conv_dw_splits(int64_t rows, int64_t columns) {
     return splits >= CONV_DW_SPLIT_MIN ? splits : 1;
 }
 
-// A convolution with at most CONV_DIRECT_TAPS taps per output (C*K*K: LeNet's conv1 has 25) runs
-// its forward directly, one thread per output position, instead of im2col, a GEMM with K = C*K*K
-// and a permute: on an H100 at batch 512 (issue 25) those three took 67 us for conv1, all of it
-// moving the 25x larger column matrix. Wider convolutions keep the GEMM, whose K is long enough.
-enum { CONV_DIRECT_TAPS = 32 };
+// A convolution with at most CONV_DIRECT_TAPS taps per output (C*K*K: LeNet's conv1 has 25) and
+// at most CONV_DIRECT_WEIGHTS weights runs its forward directly, one thread per output position,
+// instead of im2col, a GEMM with K = C*K*K and a permute: on an H100 at batch 512 (issue 25)
+// those three took 67 us for conv1, all of it moving the 25x larger column matrix. The GPU
+// kernel keeps the weights in shared memory and a position's taps in registers (kernels.cu).
+// Wider convolutions keep the GEMM, whose K is long enough.
+enum { CONV_DIRECT_TAPS = 32, CONV_DIRECT_WEIGHTS = 4096 };
 static inline int conv_forward_is_direct(hw_conv_dims d) {
-    return (int64_t)d.in_channels * d.kernel * d.kernel <= CONV_DIRECT_TAPS;
+    int64_t taps = (int64_t)d.in_channels * d.kernel * d.kernel;
+    return taps <= CONV_DIRECT_TAPS && taps * d.out_channels <= CONV_DIRECT_WEIGHTS;
 }
 
-// y[b, oc, oy, ox] for every oc, at column j = (b, oy, ox): bias[oc] (0 when NULL) plus the sum
-// over the taps (c, ky, kx) in that order of w[oc, c, ky, kx] * x[b, c, iy, ix], padding skipped.
+// Tap t = (c, ky, kx) of a direct convolution's position (iy0, ix0) = (oy, ox) * stride - padding
+// in sample b: the input pixel it reads, 0 in the padding.
+static inline HW_HOST_DEVICE float conv2d_direct_tap(const float *xb, hw_conv_dims d, int iy0, int ix0, int c, int ky,
+                                                     int kx) {
+    int iy = iy0 + ky, ix = ix0 + kx;
+    if (iy < 0 || iy >= d.height || ix < 0 || ix >= d.width) return 0.0f;
+    return xb[((int64_t)c * d.height + iy) * d.width + ix];
+}
+
+// The reference of the direct forward (the simulated device runs it; kernels.cu's conv2d_direct
+// computes the same sums in the same order): y[b, oc, oy, ox] for every oc, at column
+// j = (b, oy, ox), is the sum over the taps t = (c, ky, kx) in that order of w[oc, t] * tap t,
+// padding taps counted as 0 (as the GEMM over im2col's zeros counts them), plus bias[oc] (0 when
+// NULL).
 static inline HW_HOST_DEVICE void conv2d_direct_column(float *y, const float *x, const float *w, const float *bias,
                                                        hw_conv_dims d, int oh, int ow, int j) {
     int plane = oh * ow;
@@ -130,18 +145,11 @@ static inline HW_HOST_DEVICE void conv2d_direct_column(float *y, const float *x,
     const float *xb = x + (int64_t)b * d.in_channels * d.height * d.width;
     int taps = d.in_channels * d.kernel * d.kernel;
     for (int oc = 0; oc < d.out_channels; oc++) {
-        const float *wo = w + (int64_t)oc * taps;
         float sum = 0.0f;
-        for (int c = 0; c < d.in_channels; c++) {
-            for (int ky = 0; ky < d.kernel; ky++) {
-                int iy = oy * d.stride - d.padding + ky;
-                if (iy < 0 || iy >= d.height) continue;
-                for (int kx = 0; kx < d.kernel; kx++) {
-                    int ix = ox * d.stride - d.padding + kx;
-                    if (ix < 0 || ix >= d.width) continue;
-                    sum += wo[(c * d.kernel + ky) * d.kernel + kx] * xb[(c * d.height + iy) * d.width + ix];
-                }
-            }
+        for (int t = 0; t < taps; t++) {
+            int c = t / (d.kernel * d.kernel), ky = t / d.kernel % d.kernel, kx = t % d.kernel;
+            sum += w[(int64_t)oc * taps + t] *
+                   conv2d_direct_tap(xb, d, oy * d.stride - d.padding, ox * d.stride - d.padding, c, ky, kx);
         }
         y[((int64_t)b * d.out_channels + oc) * plane + p] = sum + (bias ? bias[oc] : 0.0f);
     }
