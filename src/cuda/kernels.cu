@@ -254,9 +254,28 @@ extern "C" int maxpool_forward_launch(hw_cuda_stream stream, float *y, int32_t *
     return launched("maxpool_forward");
 }
 
+__global__ static void maxpool_backward_windows(float *dx, const float *dy, const int32_t *argmax, int64_t planes,
+                                                int height, int width, int kernel, int oh, int ow) {
+    for (int64_t q = blockIdx.y; q < planes; q += gridDim.y) {
+        GRID_STRIDE(window, (int64_t)oh * ow) {
+            if (kernel == 2) {  // a literal size: the loops unrolled, the products shifts
+                maxpool_backward_window(dx, dy, argmax, height, width, 2, oh, ow, q, (int)window);
+            } else {
+                maxpool_backward_window(dx, dy, argmax, height, width, kernel, oh, ow, q, (int)window);
+            }
+        }
+    }
+}
+
 extern "C" int maxpool_backward_launch(hw_cuda_stream stream, float *dx, const float *dy, const int32_t *argmax,
                                        int64_t planes, int height, int width, int kernel, int stride) {
     int oh = (height - kernel) / stride + 1, ow = (width - kernel) / stride + 1;
+    if (maxpool_windows_tile(height, width, kernel, stride)) {
+        int64_t windows = (int64_t)oh * ow;
+        maxpool_backward_windows<<<plane_grid(windows, planes), plane_threads(windows), 0, stream>>>(
+            dx, dy, argmax, planes, height, width, kernel, oh, ow);
+        return launched("maxpool_backward_windows");
+    }
     int64_t pixels = (int64_t)height * width;
     maxpool_backward<<<plane_grid(pixels, planes), plane_threads(pixels), 0, stream>>>(dx, dy, argmax, planes, height,
                                                                                        width, kernel, stride, oh, ow);

@@ -347,7 +347,13 @@ Test(cuda_layers, maxpool2d_matches_the_cpu_layer) {
         {2, 2, 7, 8, 2, 3},  // gaps between windows
         {1, 2, 5, 5, 5, 1},  // one window over the whole plane
         {3, 1, 4, 6, 1, 1},  // the identity
+        // Windows that tile the plane take the gradient window by window, the others pixel by pixel.
+        {2, 2, 9, 6, 3, 3},     // 3x3 windows tiling the plane
+        {4, 10, 24, 24, 2, 2},  // LeNet's first pool
     };
+    cr_assert(maxpool_windows_tile(8, 8, 2, 2) && maxpool_windows_tile(9, 6, 3, 3) &&
+                  !maxpool_windows_tile(6, 7, 2, 2) && !maxpool_windows_tile(9, 7, 3, 2),
+              "the cases take both ways of writing the gradient");
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         for (int values = 0; values < 3; values++) {
             const int *s = cases[k];

@@ -161,6 +161,12 @@ int maxpool_backward_launch(hw_cuda_stream stream, float *dx, const float *dy, c
     int64_t n = planes * height * width, outputs = planes * oh * ow;
     CHECK_LAUNCH("maxpool_backward", stream, writes(dx, n), reads(dy, outputs), reads_bytes(argmax, outputs * 4));
     for (int64_t q = 0; q < planes; q++) {
+        if (maxpool_windows_tile(height, width, kernel, stride)) {
+            for (int window = 0; window < oh * ow; window++) {
+                maxpool_backward_window(dx, dy, argmax, height, width, kernel, oh, ow, q, window);
+            }
+            continue;
+        }
         for (int index = 0; index < height * width; index++) {
             maxpool_backward_element(dx, dy, argmax, height, width, kernel, stride, oh, ow, q, index);
         }
