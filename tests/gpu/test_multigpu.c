@@ -318,3 +318,31 @@ Test(multigpu, sync_flags_set_the_copies_rounds) {
     cr_expect_str_eq(rows[1].device, device);
     cr_expect_str_eq(rows[1].mode, "hogwild");
 }
+
+// The metrics name every GPU of a long list, not the first 63 characters of it: 12 copies (on
+// cuda:0, or spread over the GPUs there are), whose names take 83 characters.
+Test(multigpu, the_metrics_name_every_gpu_of_a_long_list) {
+    int count = skip_without_gpu();
+    char list[64] = "", device[192] = "";
+    size_t used = 0, named = 0;
+    for (int c = 0; c < 12; c++) {
+        int gpu = count >= 2 ? c % count : 0;
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", c ? "," : "", gpu);
+        named += (size_t)snprintf(device + named, sizeof device - named, "%scuda:%d", c ? "+" : "", gpu);
+    }
+    char *data = e2e_synth_n("data", 1, 1200, 100);
+    char *metrics = e2e_path("twelve.csv");
+    e2e_run_result r;
+    e2e_run_within(&r, 120, NULL, "--data", data, "--model", e2e.mlp, "--gpus", list, "--workers", "12", "--metrics",
+                   metrics, "--quiet");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_left_nothing(&r);
+    e2e_metrics_row rows[4];
+    cr_assert_eq(e2e_read_metrics(metrics, rows, 4), 2);
+    cr_expect_str_eq(rows[1].device, device);
+    // `compare` reads it back whole.
+    e2e_run_result compared;
+    e2e_run(&compared, NULL, "compare", metrics, "--no-plot");
+    e2e_assert_exit(&compared, 0);
+    e2e_assert_contains(compared.out, device, "compare's table");
+}
