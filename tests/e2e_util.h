@@ -423,7 +423,7 @@ static inline void e2e_skip_under_asan(void) {
 typedef struct {
     char mode[32];
     int workers;
-    char device[64];
+    char device[192];
     double wall_seconds;
     int epoch;
     long long samples;

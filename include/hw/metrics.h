@@ -95,6 +95,10 @@ typedef struct {
 
 // ---- writing (src/report/metrics_write.c) ----
 
+// The device column's longest name and its NUL: every GPU of the longest GPU list, 16 entries of
+// "cuda:1023" joined by '+' (159 characters), is written and read back whole.
+enum { HW_METRICS_DEVICE_CAP = 192 };
+
 // What the first three columns say of the run, and whether it has the --measure columns.
 typedef struct {
     const char *mode;
@@ -123,7 +127,7 @@ typedef struct {
     const char *path;
     char mode[16];
     int workers;
-    char device[64];
+    char device[HW_METRICS_DEVICE_CAP];
     int with_measure;             // the header has --measure's columns
     hw_metrics_measure measure;   // their values at the next row (set by the trainer)
     int64_t skipped_eval_points;  // --eval-every points not evaluated so far (set by the trainer)
@@ -141,13 +145,13 @@ void hw_metrics_measure_none(hw_metrics_measure *measure);
 
 // One metrics CSV file, read whole.
 typedef struct {
-    char path[512];            // as given, for messages
-    char mode[32];             // "hogwild", "dataparallel"
-    int workers;               // workers (hogwild) or replicas (dataparallel)
-    char device[128];          // "cpu", "cuda:0", "cuda:0+cuda:1"
-    hw_metrics_point *points;  // the rows before any divergence
-    int n_points;              // >= 1 after a successful read
-    int diverged;              // the run diverged (see above), at the row diverged_at
+    char path[512];                      // as given, for messages
+    char mode[32];                       // "hogwild", "dataparallel"
+    int workers;                         // workers (hogwild) or replicas (dataparallel)
+    char device[HW_METRICS_DEVICE_CAP];  // "cpu", "cuda:0", "cuda:0+cuda:1"
+    hw_metrics_point *points;            // the rows before any divergence
+    int n_points;                        // >= 1 after a successful read
+    int diverged;                        // the run diverged (see above), at the row diverged_at
     hw_metrics_point diverged_at;
     hw_metrics_measure measure;
 } hw_metrics_table;

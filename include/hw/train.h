@@ -15,6 +15,9 @@
 
 typedef enum { HW_MODE_HOGWILD = 0, HW_MODE_DATAPARALLEL = 1 } hw_mode;
 
+// The most GPUs one process drives: the entries of its GPU list (an entry may repeat a GPU).
+enum { HW_MAX_GPUS = 16 };
+
 // What a run is asked to do. The command line fills it (src/cli/train_options.c, whose table
 // names the option that sets each field and its default); a library caller sets the fields itself.
 typedef struct {
@@ -44,7 +47,7 @@ typedef struct {
     int prefetch;              // a loader thread per worker
     int measure;               // measure staleness, lost updates, contention (CPU Hogwild)
     hw_device device;          // where the workers or replicas compute
-    int gpus[16];              // these GPUs (n_gpus of them): DataParallel, a replica each; Hogwild, a
+    int gpus[HW_MAX_GPUS];     // these GPUs (n_gpus of them): DataParallel, a replica each; Hogwild, a
                                // copy of the weights each (src/cuda/train/gpu_copies.c)
     int n_gpus;
     hw_normalize norm;                // input mean and std; {0, 0}: from the data

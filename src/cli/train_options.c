@@ -41,9 +41,15 @@ static int parse_gpus(const cli_option *o, const char *text, void *target, char 
     while (*p) {
         char *end = NULL;
         long index = strtol(p, &end, 10);
-        if (end == p || index < 0 || index > 1023 || (*end != ',' && *end != '\0') || config->n_gpus >= 16) {
+        if (end == p || index < 0 || (*end != ',' && *end != '\0')) {
             return cli_refuse(error, cap, "--gpus expects a comma-separated list of GPU indices like 0,1, got '%s'",
                               text);
+        }
+        // A well-formed list past the limits is told so, not called malformed.
+        if (index > 1023) return cli_refuse(error, cap, "--gpus: GPU indices go from 0 to 1023, got %ld", index);
+        if (config->n_gpus >= HW_MAX_GPUS) {
+            return cli_refuse(error, cap, "--gpus lists at most %d GPUs (an entry may repeat one), got '%s'",
+                              HW_MAX_GPUS, text);
         }
         config->gpus[config->n_gpus++] = (int)index;
         p = *end == ',' ? end + 1 : end;

@@ -216,10 +216,14 @@ static void *evaluation_thread(void *arg) {
 
 // hw_train_outputs_evaluate. Across ranks rank 0 evaluates in a thread while this thread keeps
 // polling the coupling (MPI progresses only inside MPI calls, and only this thread makes them):
-// a test-set evaluation takes seconds, and every rank's round in flight would wait that long.
+// a test-set evaluation takes seconds, and every rank's round in flight would wait that long. The
+// copies on several GPUs likewise: their workers train on meanwhile, and without rounds the copies
+// would drift apart for the whole evaluation. The evaluation reads the snapshot only, which no
+// round touches.
 static int evaluate(const hogwild_watch *watch, hw_train_outputs *log, int epochs_done, int64_t samples,
                     double loss_sum, int epoch_end, int coupling) {
-    if (!watch->couple || !coupling || watch->config->world.rank != 0) {
+    int ranks = watch->couple && watch->config->world.rank == 0, copies = !watch->couple && watch->copies_poll;
+    if (!coupling || !(ranks || copies)) {
         return hw_train_outputs_evaluate(log, epochs_done, samples, loss_sum, epoch_end);
     }
     evaluation e = {
@@ -235,8 +239,14 @@ static int evaluate(const hogwild_watch *watch, hw_train_outputs *log, int epoch
         double node_loss;
         int min_done;
         sum_slots(watch->control, watch->config->workers, &node_samples, &node_loss, &min_done);
-        if (status == HW_OK) status = couple_poll(watch, HW_COUPLE_EVALUATING, node_samples, node_loss);
-        double wait = hw_couple_wait(watch->couple);
+        double wait;
+        if (copies) {
+            if (status == HW_OK) status = watch->copies_poll(watch->copies_ctx, 0, node_samples);
+            wait = watch->copies_wait(watch->copies_ctx);
+        } else {
+            if (status == HW_OK) status = couple_poll(watch, HW_COUPLE_EVALUATING, node_samples, node_loss);
+            wait = hw_couple_wait(watch->couple);
+        }
         struct timespec pause = {0, (long)(wait * 1e9)};
         nanosleep(&pause, NULL);
     }

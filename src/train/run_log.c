@@ -30,7 +30,7 @@ void hw_train_metrics_run(const hw_train_config *config, char *device, size_t ca
 }
 
 static int open_metrics(hw_metrics *metrics, const hw_train_config *config) {
-    char device[64];
+    char device[HW_METRICS_DEVICE_CAP];
     hw_metrics_run run;
     hw_train_metrics_run(config, device, sizeof device, &run);
     return hw_metrics_open(metrics, config->metrics_path, &run);

@@ -318,3 +318,55 @@ Test(multigpu, sync_flags_set_the_copies_rounds) {
     cr_expect_str_eq(rows[1].device, device);
     cr_expect_str_eq(rows[1].mode, "hogwild");
 }
+
+// The metrics name every GPU of a long list, not the first 63 characters of it: 12 copies (on
+// cuda:0, or spread over the GPUs there are), whose names take 83 characters.
+Test(multigpu, the_metrics_name_every_gpu_of_a_long_list) {
+    int count = skip_without_gpu();
+    char list[64] = "", device[192] = "";
+    size_t used = 0, named = 0;
+    for (int c = 0; c < 12; c++) {
+        int gpu = count >= 2 ? c % count : 0;
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", c ? "," : "", gpu);
+        named += (size_t)snprintf(device + named, sizeof device - named, "%scuda:%d", c ? "+" : "", gpu);
+    }
+    char *data = e2e_synth_n("data", 1, 1200, 100);
+    char *metrics = e2e_path("twelve.csv");
+    e2e_run_result r;
+    e2e_run_within(&r, 120, NULL, "--data", data, "--model", e2e.mlp, "--gpus", list, "--workers", "12", "--metrics",
+                   metrics, "--quiet");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_left_nothing(&r);
+    e2e_metrics_row rows[4];
+    cr_assert_eq(e2e_read_metrics(metrics, rows, 4), 2);
+    cr_expect_str_eq(rows[1].device, device);
+    // `compare` reads it back whole.
+    e2e_run_result compared;
+    e2e_run(&compared, NULL, "compare", metrics, "--no-plot");
+    e2e_assert_exit(&compared, 0);
+    e2e_assert_contains(compared.out, device, "compare's table");
+}
+
+// The rounds go on while the parent evaluates: the workers train meanwhile (the next epoch, or on
+// from a mid-epoch point), and an evaluation of a large test set lasts many rounds' intervals. The
+// same run with a test set 150 times larger makes many more rounds; before, the parent made none
+// while it evaluated, and both runs made about as many.
+static long long rounds_of(const char *data, const char *every) {
+    e2e_run_result r;
+    e2e_run_within(&r, 300, NULL, "--data", data, "--model", e2e.mlp, "--gpus", "0,0", "--workers", "2", "--epochs",
+                   "3", "--sync-every", every, "--quiet");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_left_nothing(&r);
+    const char *at = strstr(r.out, "copies of the weights (");
+    long long rounds = -1;
+    cr_assert(at && (at = strstr(at, "): ")) && sscanf(at, "): %lld rounds", &rounds) == 1, "stdout: %s", r.out);
+    return rounds;
+}
+
+Test(multigpu, rounds_go_on_while_the_parent_evaluates) {
+    skip_without_gpu();
+    char *small = e2e_synth_n("small", 3, 2000, 200), *large = e2e_synth_n("large", 3, 2000, 30000);
+    long long few = rounds_of(small, "1ms"), many = rounds_of(large, "1ms");
+    cr_log_info("rounds every 1 ms: %lld with 200 test samples, %lld with 30000", few, many);
+    cr_expect_geq(many, few + 20, "%lld rounds with 30000 test samples, %lld with 200", many, few);
+}

@@ -127,6 +127,16 @@ Test(simcuda, pinned_memory_waits_for_its_copies) {
     waitpid(pid, &status, 0);
     cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV, "the early read did not crash (status %d)", status);
     cr_expect(strstr(refused(), "refused a host access") != NULL, "refusals: %s", refused());
+    // A SIGSEGV sent by another process (kill -SEGV on a worker) is no fault of a held copy: it
+    // ends the process at once, as without the simulator, instead of being swallowed once.
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        kill(getpid(), SIGSEGV);
+        _exit(0);
+    }
+    waitpid(pid, &status, 0);
+    cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV, "a sent SIGSEGV was survived (status %d)", status);
     OK(hw_cuda_stream_sync(stream));
     cr_expect_eq(pinned[5], 5.0f, "after the wait the copy has landed: %g", (double)pinned[5]);
     hw_cuda_stream_destroy(stream);

@@ -101,6 +101,13 @@ static void say(int fd, const char *text) {
 // A fault on a held destination: say why (async-signal-safe calls only), then crash as it would.
 static void on_fault(int sig, siginfo_t *info, void *context) {
     (void)context;
+    if (info->si_code <= 0) {
+        // Sent by a process (kill -SEGV), not a fault: no access to run again, so the default
+        // action now: swallowed, it would leave a worker running that a real GPU's run would lose.
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
     uintptr_t at = (uintptr_t)info->si_addr;
     int ours = 0;
     for (int i = 0; i < n_held && !ours; i++) {

@@ -116,6 +116,16 @@ Test(options, values_are_decimal_in_range_and_given_once) {
     cr_expect_str_eq(p.error, "--gpus expects a comma-separated list of GPU indices like 0,1, got '0,'");
     cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--gpus=0,1", NULL}), HW_EXIT_OK, "%s", p.error);
     cr_expect_eq(c.n_gpus, 2);
+    // A well-formed list past the limits says which limit, not that the list is malformed.
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--gpus=0,1024", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "--gpus: GPU indices go from 0 to 1023, got 1024");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--gpus=0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0", NULL}),
+                 HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "--gpus lists at most 16 GPUs (an entry may repeat one), got "
+                              "'0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0'");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--gpus=0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0", NULL}), HW_EXIT_OK,
+                 "%s", p.error);
+    cr_expect_eq(c.n_gpus, 16);
 }
 
 Test(options, help_stops_the_parse) {

@@ -200,7 +200,7 @@ double gpu_copies_wait(const gpu_copies *g) {
 }
 
 void gpu_copies_report(const gpu_copies *g, char *text, size_t cap) {
-    char devices[128] = "";
+    char devices[256] = "";  // 16 entries of "cuda:1023, "
     size_t used = 0;
     for (int c = 0; c < g->copies && used < sizeof devices; c++) {
         used += (size_t)snprintf(devices + used, sizeof devices - used, "%scuda:%d", c ? ", " : "", g->devices[c]);

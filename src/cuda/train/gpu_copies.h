@@ -8,11 +8,12 @@
 
 #include "hw/comm.h"
 #include "hw/cuda.h"
+#include "hw/train.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-enum { HW_GPU_COPIES_MAX = 16 };  // as many as --gpus lists
+enum { HW_GPU_COPIES_MAX = HW_MAX_GPUS };  // as many as the GPU list holds
 
 typedef struct {
     int copies;                      // K
