@@ -242,7 +242,9 @@ Test(cuda_layers, linear_matches_the_cpu_layer) {
     free_ctx(ctx);
 }
 
-static void check_conv2d(hw_cuda_ctx ctx, hw_conv_dims d, hw_rng *rng) {
+// The layer on d, its scratch sized for a batch of scratch_batch >= d.batch samples, as the GPU
+// runner sizes it for its max_batch and then runs smaller batches (an epoch's last).
+static void check_conv2d_in_scratch(hw_cuda_ctx ctx, hw_conv_dims d, int scratch_batch, hw_rng *rng) {
     char line[96], what[128];
     snprintf(line, sizeof line, "conv2d %d %d stride=%d padding=%d", d.out_channels, d.kernel, d.stride, d.padding);
     snprintf(what, sizeof what, "%s on B=%d C=%d %dx%d", line, d.batch, d.in_channels, d.height, d.width);
@@ -251,7 +253,9 @@ static void check_conv2d(hw_cuda_ctx ctx, hw_conv_dims d, hw_rng *rng) {
     cpu_layer_forward(&c);
     cpu_layer_backward(&c);
     gpu_layer g = gpu_layer_open(&c);
-    float *scratch = nan_on_device(hw_cuda_conv2d_scratch_floats(d));  // the kernels must write before they read
+    hw_conv_dims sized = d;
+    sized.batch = scratch_batch;
+    float *scratch = nan_on_device(hw_cuda_conv2d_scratch_floats(sized));  // the kernels must write before they read
     OK(hw_cuda_conv2d_forward(ctx, g.y, g.x, g.w, g.bias, d, scratch));
     OK(hw_cuda_conv2d_backward(ctx, g.dx, g.dw, g.db, g.dy, g.x, g.w, d, scratch));
     OK(hw_cuda_stream_sync(ctx.stream));
@@ -265,6 +269,10 @@ static void check_conv2d(hw_cuda_ctx ctx, hw_conv_dims d, hw_rng *rng) {
     hw_cuda_free(scratch);
     gpu_layer_close(&g);
     cpu_layer_close(&c);
+}
+
+static void check_conv2d(hw_cuda_ctx ctx, hw_conv_dims d, hw_rng *rng) {
+    check_conv2d_in_scratch(ctx, d, d.batch, rng);
 }
 
 Test(cuda_layers, conv2d_matches_the_cpu_layer) {
@@ -294,6 +302,41 @@ Test(cuda_layers, conv2d_matches_the_cpu_layer) {
               "conv1 runs its forward directly, conv2 through im2col and the GEMM");
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) check_conv2d(ctx, cases[k], &rng);
     for (int round = 0; round < 8; round++) check_conv2d(ctx, random_conv_dims(&rng, 5), &rng);
+    free_ctx(ctx);
+}
+
+// The runner sizes one scratch for its max_batch and runs every batch up to it in that scratch.
+// A smaller batch may split the weight gradient's GEMM where the larger one does not (the split
+// needs a power of two dividing B*OH*OW): a 5x5 output plane at batch 672 splits in 32, at 673
+// not at all.
+Test(cuda_layers, conv2d_scratch_of_a_batch_serves_every_smaller_batch) {
+    need_gpu();
+    // {batch, in_channels, height, width, out_channels, kernel, stride, padding}
+    const hw_conv_dims shapes[] = {
+        {673, 1, 7, 7, 4, 3, 1, 0},     // 5x5 outputs
+        {2049, 3, 9, 9, 8, 3, 2, 1},    // 5x5 outputs, stride 2
+        {1025, 2, 7, 7, 16, 1, 1, 0},   // 7x7 outputs, 1x1 kernel
+        {33, 10, 12, 12, 20, 5, 1, 0},  // LeNet's conv2
+        {513, 1, 28, 28, 10, 5, 1, 0},  // LeNet's conv1
+    };
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        hw_conv_dims d = shapes[k];
+        size_t at_max = hw_cuda_conv2d_scratch_floats(d);
+        for (int batch = 1; batch < shapes[k].batch; batch++) {
+            d.batch = batch;
+            size_t need = hw_cuda_conv2d_scratch_floats(d);
+            cr_expect_leq(need, at_max, "conv2d shape %zu: batch %d needs %zu floats of scratch, batch %d has %zu", k,
+                          batch, need, shapes[k].batch, at_max);
+            if (need > at_max) break;
+        }
+    }
+    hw_cuda_ctx ctx = make_ctx();
+    hw_rng rng;
+    hw_rng_seed(&rng, 50, 0);
+    hw_conv_dims d = shapes[0];
+    d.batch = 672;
+    cr_assert(conv_dw_splits(9, 672 * 25) > 1 && conv_dw_splits(9, 673 * 25) == 1, "batch 672 splits, 673 does not");
+    check_conv2d_in_scratch(ctx, d, 673, &rng);
     free_ctx(ctx);
 }
 
