@@ -413,13 +413,19 @@ Test(cuda_layers, maxpool2d_matches_the_cpu_layer) {
     hw_rng_seed(&rng, 34, 0);
     // {batch, channels, height, width, kernel, stride}
     const int cases[][6] = {
-        {2, 3, 8, 8, 2, 2},  // LeNet's: non-overlapping 2x2
-        {2, 2, 6, 7, 2, 2},  // an odd width leaves a column out
-        {2, 2, 9, 7, 3, 2},  // overlapping windows
-        {1, 3, 7, 9, 3, 1},  // overlapping, stride 1
-        {2, 2, 7, 8, 2, 3},  // gaps between windows
-        {1, 2, 5, 5, 5, 1},  // one window over the whole plane
-        {3, 1, 4, 6, 1, 1},  // the identity
+        {2, 3, 8, 8, 2, 2},   // LeNet's: non-overlapping 2x2
+        {2, 2, 6, 7, 2, 2},   // an odd width leaves a column out
+        {2, 2, 9, 7, 3, 2},   // overlapping windows
+        {1, 3, 7, 9, 3, 1},   // overlapping, stride 1
+        {2, 2, 7, 8, 2, 3},   // gaps between windows
+        {1, 2, 5, 5, 5, 1},   // one window over the whole plane
+        {3, 1, 4, 6, 1, 1},   // the identity
+        {2, 2, 5, 7, 2, 1},   // 2x2, stride 1: each inner pixel in 4 windows
+        {1, 3, 7, 5, 2, 2},   // odd height and width: a row and a column left out
+        {2, 2, 9, 11, 3, 3},  // 3x3, stride 3: the last columns left out
+        {1, 2, 8, 10, 3, 2},  // 3x3, stride 2, even sizes: the last row in no window
+        {2, 1, 3, 3, 3, 3},   // one window, stride past the plane
+        {1, 1, 1, 9, 1, 2},   // one row, every other pixel
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         for (int values = 0; values < 3; values++) {
