@@ -111,15 +111,17 @@ static inline int conv_dw_splits(int64_t rows, int64_t columns) {
     return splits >= CONV_DW_SPLIT_MIN ? splits : 1;
 }
 
-// The most floats per output channel the split's partial sums (splits * rows each) take for any
+// The most floats per output channel the split's partial sums (splits * rows) take for any
 // number of columns up to `columns`: a runner sizes its scratch once, for its largest batch, and a
 // smaller batch may split where the largest does not (672 samples of 5x5 outputs split in 32, 673
-// not at all). A split needs columns >= CONV_DW_SPLIT_MIN * CONV_DW_CHUNK_MIN, at most
-// CONV_DW_SPLIT_MAX splits, and splits * rows <= columns / 2 (conv_dw_splits's last doubling).
+// not at all). conv_dw_splits's last doubling, to s, needs s * CONV_DW_CHUNK_MIN <= columns and
+// s * rows <= columns / 2; the largest such s of CONV_DW_SPLIT_MIN .. MAX bounds every smaller split.
 static inline int64_t conv_dw_partials_bound(int64_t rows, int64_t columns) {
-    if (columns < (int64_t)CONV_DW_SPLIT_MIN * CONV_DW_CHUNK_MIN) return 0;
-    int64_t most = CONV_DW_SPLIT_MAX * rows;
-    return most < columns / 2 ? most : columns / 2;
+    int64_t most = 0;
+    for (int64_t s = CONV_DW_SPLIT_MIN; s <= CONV_DW_SPLIT_MAX; s *= 2) {
+        if (s * CONV_DW_CHUNK_MIN <= columns && s * rows <= columns / 2) most = s * rows;
+    }
+    return most;
 }
 
 // A convolution with at most CONV_DIRECT_TAPS taps per output (C*K*K: LeNet's conv1 has 25) and

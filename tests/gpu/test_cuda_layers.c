@@ -360,6 +360,11 @@ Test(cuda_layers, conv2d_scratch_of_a_batch_serves_every_smaller_batch) {
             if (need > at_max) break;
         }
     }
+    // A convolution too wide to split at any batch up to its own (32 splits of its 2000 rows would
+    // outgrow half of its 19200 columns) gets no room for partial sums.
+    hw_conv_dims wide = {300, 80, 12, 12, 32, 5, 1, 0};
+    cr_expect_eq(hw_cuda_conv2d_scratch_floats(wide), (size_t)(2000 + 32) * 300 * 64, "no partial sums for %s",
+                 "80 channels of 5x5 taps at batch 300");
     hw_cuda_ctx ctx = make_ctx();
     hw_rng rng;
     hw_rng_seed(&rng, 50, 0);
