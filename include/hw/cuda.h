@@ -136,8 +136,9 @@ typedef struct {
 // Output height and width for the dims.
 static inline int hw_conv_out_h(hw_conv_dims d) { return (d.height + 2 * d.padding - d.kernel) / d.stride + 1; }
 static inline int hw_conv_out_w(hw_conv_dims d) { return (d.width + 2 * d.padding - d.kernel) / d.stride + 1; }
-// Floats of scratch space conv2d needs: the im2col matrix [C*K*K, B*OH*OW], the GEMM output
-// [OC, B*OH*OW] and, where the weight gradient's GEMM is split over the batch, its partial sums.
+// Floats of scratch space conv2d needs at any batch up to d.batch: the im2col matrix
+// [C*K*K, B*OH*OW], the GEMM output [OC, B*OH*OW] and, where the weight gradient's GEMM is split
+// over the batch, its partial sums (which a smaller batch may need where d.batch does not).
 size_t hw_cuda_conv2d_scratch_floats(hw_conv_dims d);
 // im2col over the whole batch, one GEMM, a permute to NCHW with the bias.
 int hw_cuda_conv2d_forward(hw_cuda_ctx ctx, float *y, const float *x, const float *w, const float *bias, hw_conv_dims d,

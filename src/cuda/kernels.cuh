@@ -111,6 +111,19 @@ static inline int conv_dw_splits(int64_t rows, int64_t columns) {
     return splits >= CONV_DW_SPLIT_MIN ? splits : 1;
 }
 
+// The most floats per output channel the split's partial sums (splits * rows) take for any
+// number of columns up to `columns`: a runner sizes its scratch once, for its largest batch, and a
+// smaller batch may split where the largest does not (672 samples of 5x5 outputs split in 32, 673
+// not at all). conv_dw_splits's last doubling, to s, needs s * CONV_DW_CHUNK_MIN <= columns and
+// s * rows <= columns / 2; the largest such s of CONV_DW_SPLIT_MIN .. MAX bounds every smaller split.
+static inline int64_t conv_dw_partials_bound(int64_t rows, int64_t columns) {
+    int64_t most = 0;
+    for (int64_t s = CONV_DW_SPLIT_MIN; s <= CONV_DW_SPLIT_MAX; s *= 2) {
+        if (s * CONV_DW_CHUNK_MIN <= columns && s * rows <= columns / 2) most = s * rows;
+    }
+    return most;
+}
+
 // A convolution with at most CONV_DIRECT_TAPS taps per output (C*K*K: LeNet's conv1 has 25) and
 // at most CONV_DIRECT_WEIGHTS weights runs its forward directly, one thread per output position,
 // instead of im2col, a GEMM with K = C*K*K and a permute: on an H100 at batch 512 (issue 25)

@@ -46,13 +46,15 @@ int hw_cuda_linear_backward(hw_cuda_ctx ctx, float *dx, float *dw, float *dbias,
 // (conv_forward_is_direct) runs its forward directly instead. Backward permutes dy back into
 // t, then dw = t * col^T and dbias = row sums of t; dcol = w^T * t and col2im gathers it into dx.
 // The scratch holds col, then t, then the weight gradient's partial sums where its GEMM is split
-// over the batch (conv_dw_splits); dbias's partial sums go into col before im2col refills it.
+// over the batch (conv_dw_splits); dbias's partial sums go into col before im2col refills it. Its
+// size serves every batch up to d.batch: the partial sums are counted at their bound, not at the
+// split of d.batch itself.
 
 size_t hw_cuda_conv2d_scratch_floats(hw_conv_dims d) {
     size_t columns = (size_t)d.batch * (size_t)hw_conv_out_h(d) * (size_t)hw_conv_out_w(d);
     size_t rows = (size_t)d.in_channels * (size_t)(d.kernel * d.kernel);
-    int splits = conv_dw_splits((int64_t)rows, (int64_t)columns);
-    return (rows + (size_t)d.out_channels) * columns + (splits > 1 ? (size_t)splits * d.out_channels * rows : 0);
+    size_t partials = (size_t)conv_dw_partials_bound((int64_t)rows, (int64_t)columns);
+    return (rows + (size_t)d.out_channels) * columns + (size_t)d.out_channels * partials;
 }
 
 static int conv_size(hw_conv_dims d, int64_t *rows, int64_t *columns) {

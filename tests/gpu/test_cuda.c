@@ -283,7 +283,8 @@ static void check_training_step(hw_model *m, hw_cuda_runner *r, float *weights, 
                                 hw_rng *rng, hw_sgd *opt) {
     size_t in_n = (size_t)B * hw_shape_numel(m->input);
     float *x = random_floats(rng, in_n, 1.5f);
-    uint8_t labels[64];
+    uint8_t *labels = malloc((size_t)B);
+    cr_assert(labels);
     for (int b = 0; b < B; b++) labels[b] = (uint8_t)hw_rng_below(rng, (uint32_t)m->n_classes);
     float *logp = malloc((size_t)B * m->n_classes * 4), *grads = malloc(m->n_weights * 4);
     double loss = cpu_model(m, weights, x, labels, B, 1, seed, step, logp, grads);
@@ -327,7 +328,7 @@ static void check_training_step(hw_model *m, hw_cuda_runner *r, float *weights, 
     OK(hw_cuda_runner_weights_download(r, got_w));
     EXPECT_CLOSE(got_w, weights, m->n_weights, "weights after the SGD step");
     memcpy(weights, got_w, m->n_weights * 4);  // continue from the device's rounding
-    free(x), free(logp), free(grads), free(got_logp), free(got_grads), free(got_w);
+    free(x), free(labels), free(logp), free(grads), free(got_logp), free(got_grads), free(got_w);
 }
 
 Test(cuda, runner_conv_net_matches_reference) {
@@ -361,6 +362,26 @@ Test(cuda, runner_conv_net_matches_reference) {
     runner_output(r, got, &batch);
     EXPECT_CLOSE(got, logp, 4 * 7, "evaluation forward");
     cr_expect_eq(hw_cuda_runner_backward(r), HW_ERR, "backward after an evaluation forward");
+    hw_cuda_runner_free(r);
+    free(weights), free_model(m);
+}
+
+// The runner's one conv scratch, sized for max_batch 673, serves a training step on 672 samples,
+// whose 5x5 output planes split the weight gradient's GEMM where 673 do not.
+Test(cuda, runner_conv_scratch_serves_a_smaller_batch) {
+    need_gpu();
+    hw_model *m = parsed_model("input 1 7 7\nconv2d 4 3\nflatten\nlinear 3\nlog_softmax\n", "test-conv-5x5");
+    float *weights = random_weights(m, 15);
+    m->weights = weights;
+    hw_cuda_runner *r = NULL;
+    hw_cuda_runner_config c = runner_config(673, 5);
+    OK(hw_cuda_runner_create(&r, m, &c));
+    hw_rng rng;
+    hw_rng_seed(&rng, 16, 0);
+    hw_sgd opt;
+    OK(hw_sgd_init(&opt, m->n_weights, 0.05f, 0.0f, 0.0f, 0));
+    check_training_step(m, r, weights, 672, 5, 1, &rng, &opt);
+    hw_sgd_free(&opt);
     hw_cuda_runner_free(r);
     free(weights), free_model(m);
 }

@@ -242,7 +242,9 @@ Test(cuda_layers, linear_matches_the_cpu_layer) {
     free_ctx(ctx);
 }
 
-static void check_conv2d(hw_cuda_ctx ctx, hw_conv_dims d, hw_rng *rng) {
+// The layer on d, its scratch sized for a batch of scratch_batch >= d.batch samples, as the GPU
+// runner sizes it for its max_batch and then runs smaller batches (an epoch's last).
+static void check_conv2d_in_scratch(hw_cuda_ctx ctx, hw_conv_dims d, int scratch_batch, hw_rng *rng) {
     char line[96], what[128];
     snprintf(line, sizeof line, "conv2d %d %d stride=%d padding=%d", d.out_channels, d.kernel, d.stride, d.padding);
     snprintf(what, sizeof what, "%s on B=%d C=%d %dx%d", line, d.batch, d.in_channels, d.height, d.width);
@@ -251,7 +253,9 @@ static void check_conv2d(hw_cuda_ctx ctx, hw_conv_dims d, hw_rng *rng) {
     cpu_layer_forward(&c);
     cpu_layer_backward(&c);
     gpu_layer g = gpu_layer_open(&c);
-    float *scratch = nan_on_device(hw_cuda_conv2d_scratch_floats(d));  // the kernels must write before they read
+    hw_conv_dims sized = d;
+    sized.batch = scratch_batch;
+    float *scratch = nan_on_device(hw_cuda_conv2d_scratch_floats(sized));  // the kernels must write before they read
     OK(hw_cuda_conv2d_forward(ctx, g.y, g.x, g.w, g.bias, d, scratch));
     OK(hw_cuda_conv2d_backward(ctx, g.dx, g.dw, g.db, g.dy, g.x, g.w, d, scratch));
     OK(hw_cuda_stream_sync(ctx.stream));
@@ -265,6 +269,10 @@ static void check_conv2d(hw_cuda_ctx ctx, hw_conv_dims d, hw_rng *rng) {
     hw_cuda_free(scratch);
     gpu_layer_close(&g);
     cpu_layer_close(&c);
+}
+
+static void check_conv2d(hw_cuda_ctx ctx, hw_conv_dims d, hw_rng *rng) {
+    check_conv2d_in_scratch(ctx, d, d.batch, rng);
 }
 
 Test(cuda_layers, conv2d_matches_the_cpu_layer) {
@@ -286,14 +294,84 @@ Test(cuda_layers, conv2d_matches_the_cpu_layer) {
         // gradient's rows summed in chunks (asserted below): LeNet's conv1 at 64, conv2 at 512.
         {64, 1, 28, 28, 10, 5, 1, 0},
         {512, 10, 12, 12, 20, 5, 1, 0},
+        // The edges of the rules (asserted below): the direct forward at 32 taps and at 4096
+        // weights, the GEMM one past each; B*OH*OW of exactly 16384 and 32768 (the smallest split
+        // in 32, the split in 64); columns with too few twos to split; padding past half the
+        // kernel (windows of padding only); stride past the kernel (inputs no window reads);
+        // outputs of one row, one column, one pixel; more output channels than rows * columns.
+        {2, 2, 6, 5, 3, 4, 1, 1},       // 32 taps: direct
+        {1, 33, 4, 3, 2, 1, 1, 0},      // 33 taps: GEMM
+        {1, 2, 6, 6, 128, 4, 2, 1},     // 32 taps x 128 = 4096 weights: direct
+        {1, 17, 3, 4, 241, 1, 1, 0},    // 17 taps x 241 = 4097 weights: GEMM
+        {2, 1, 3, 3, 4096, 1, 1, 0},    // 1 tap x 4096: direct
+        {64, 3, 16, 16, 8, 3, 1, 1},    // 16384 columns
+        {128, 3, 16, 16, 8, 3, 1, 1},   // 32768 columns
+        {65, 3, 16, 16, 8, 3, 1, 1},    // 16640 columns: no power of two 32 or more divides them
+        {2, 2, 5, 6, 3, 3, 1, 2},       // padding 2 on a 3x3 kernel
+        {2, 1, 4, 4, 2, 2, 1, 3},       // padding 3 on a 2x2 kernel: outputs of padding only
+        {2, 2, 11, 10, 3, 2, 4, 0},     // stride 4 on a 2x2 kernel
+        {1, 3, 9, 7, 2, 1, 3, 1},       // 1x1 kernel, stride 3, padding 1
+        {3, 2, 5, 9, 4, 5, 1, 0},       // OH = 1
+        {3, 2, 9, 5, 4, 5, 2, 0},       // OW = 1
+        {1, 3, 4, 4, 5, 4, 1, 0},       // OH = OW = 1, batch 1
+        {2, 1, 1, 1, 7, 1, 1, 0},       // 1x1 input: 7 output channels over 2 columns
+        {1, 34, 3, 3, 3, 3, 1, 1},      // 306 rows, 9 columns, GEMM forward
+        {1, 1, 91, 91, 3000, 1, 1, 0},  // dbias in 2 chunks, not 3: col holds 8281 partial sums
     };
     cr_assert(conv_dw_splits(25, 64 * 24 * 24) > 1 && conv_dw_splits(250, 512 * 8 * 8) > 1,
               "the large cases must take the split weight-gradient GEMM");
     cr_assert(sum_rows_chunks(10, 64 * 24 * 24, 25 * 64 * 24 * 24) > 1, "and the chunked bias-gradient sum");
     cr_assert(conv_forward_is_direct(cases[0]) && !conv_forward_is_direct(cases[1]),
               "conv1 runs its forward directly, conv2 through im2col and the GEMM");
+    cr_assert(conv_forward_is_direct(cases[10]) && !conv_forward_is_direct(cases[11]) &&
+                  conv_forward_is_direct(cases[12]) && !conv_forward_is_direct(cases[13]) &&
+                  conv_forward_is_direct(cases[14]),
+              "the direct forward's edges: 32 taps, 4096 weights");
+    cr_assert(conv_dw_splits(27, 16384) == 32 && conv_dw_splits(27, 32768) == 64 && conv_dw_splits(27, 16425) == 1,
+              "the split's edges: 16384 and 32768 columns split, 16425 does not");
+    cr_assert(sum_rows_chunks(3000, 8281, 8281) == 2, "dbias's chunks limited by the scratch");
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) check_conv2d(ctx, cases[k], &rng);
     for (int round = 0; round < 8; round++) check_conv2d(ctx, random_conv_dims(&rng, 5), &rng);
+    free_ctx(ctx);
+}
+
+// The runner sizes one scratch for its max_batch and runs every batch up to it in that scratch.
+// A smaller batch may split the weight gradient's GEMM where the larger one does not (the split
+// needs a power of two dividing B*OH*OW): a 5x5 output plane at batch 672 splits in 32, at 673
+// not at all.
+Test(cuda_layers, conv2d_scratch_of_a_batch_serves_every_smaller_batch) {
+    need_gpu();
+    // {batch, in_channels, height, width, out_channels, kernel, stride, padding}
+    const hw_conv_dims shapes[] = {
+        {673, 1, 7, 7, 4, 3, 1, 0},     // 5x5 outputs
+        {2049, 3, 9, 9, 8, 3, 2, 1},    // 5x5 outputs, stride 2
+        {1025, 2, 7, 7, 16, 1, 1, 0},   // 7x7 outputs, 1x1 kernel
+        {33, 10, 12, 12, 20, 5, 1, 0},  // LeNet's conv2
+        {513, 1, 28, 28, 10, 5, 1, 0},  // LeNet's conv1
+    };
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        hw_conv_dims d = shapes[k];
+        size_t at_max = hw_cuda_conv2d_scratch_floats(d);
+        for (int batch = 1; batch < shapes[k].batch; batch++) {
+            d.batch = batch;
+            size_t need = hw_cuda_conv2d_scratch_floats(d);
+            cr_expect_leq(need, at_max, "conv2d shape %zu: batch %d needs %zu floats of scratch, batch %d has %zu", k,
+                          batch, need, shapes[k].batch, at_max);
+            if (need > at_max) break;
+        }
+    }
+    // A convolution too wide to split at any batch up to its own (32 splits of its 2000 rows would
+    // outgrow half of its 19200 columns) gets no room for partial sums.
+    hw_conv_dims wide = {300, 80, 12, 12, 32, 5, 1, 0};
+    cr_expect_eq(hw_cuda_conv2d_scratch_floats(wide), (size_t)(2000 + 32) * 300 * 64, "no partial sums for %s",
+                 "80 channels of 5x5 taps at batch 300");
+    hw_cuda_ctx ctx = make_ctx();
+    hw_rng rng;
+    hw_rng_seed(&rng, 50, 0);
+    hw_conv_dims d = shapes[0];
+    d.batch = 672;
+    cr_assert(conv_dw_splits(9, 672 * 25) > 1 && conv_dw_splits(9, 673 * 25) == 1, "batch 672 splits, 673 does not");
+    check_conv2d_in_scratch(ctx, d, 673, &rng);
     free_ctx(ctx);
 }
 
@@ -340,13 +418,19 @@ Test(cuda_layers, maxpool2d_matches_the_cpu_layer) {
     hw_rng_seed(&rng, 34, 0);
     // {batch, channels, height, width, kernel, stride}
     const int cases[][6] = {
-        {2, 3, 8, 8, 2, 2},  // LeNet's: non-overlapping 2x2
-        {2, 2, 6, 7, 2, 2},  // an odd width leaves a column out
-        {2, 2, 9, 7, 3, 2},  // overlapping windows
-        {1, 3, 7, 9, 3, 1},  // overlapping, stride 1
-        {2, 2, 7, 8, 2, 3},  // gaps between windows
-        {1, 2, 5, 5, 5, 1},  // one window over the whole plane
-        {3, 1, 4, 6, 1, 1},  // the identity
+        {2, 3, 8, 8, 2, 2},   // LeNet's: non-overlapping 2x2
+        {2, 2, 6, 7, 2, 2},   // an odd width leaves a column out
+        {2, 2, 9, 7, 3, 2},   // overlapping windows
+        {1, 3, 7, 9, 3, 1},   // overlapping, stride 1
+        {2, 2, 7, 8, 2, 3},   // gaps between windows
+        {1, 2, 5, 5, 5, 1},   // one window over the whole plane
+        {3, 1, 4, 6, 1, 1},   // the identity
+        {2, 2, 5, 7, 2, 1},   // 2x2, stride 1: each inner pixel in 4 windows
+        {1, 3, 7, 5, 2, 2},   // odd height and width: a row and a column left out
+        {2, 2, 9, 11, 3, 3},  // 3x3, stride 3: the last columns left out
+        {1, 2, 8, 10, 3, 2},  // 3x3, stride 2, even sizes: the last row in no window
+        {2, 1, 3, 3, 3, 3},   // one window, stride past the plane
+        {1, 1, 1, 9, 1, 2},   // one row, every other pixel
         // Windows that tile the plane take the gradient window by window, the others pixel by pixel.
         {2, 2, 9, 6, 3, 3},     // 3x3 windows tiling the plane
         {4, 10, 24, 24, 2, 2},  // LeNet's first pool
