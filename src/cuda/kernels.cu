@@ -56,6 +56,10 @@ __device__ static float block_sum(const float *v, int64_t count) {
     return partial[0];
 }
 
+// A grid's y dimension for n rows (channels, planes): at most 65535, the rest looped over by the
+// kernels' `for (... = blockIdx.y; ...; ... += gridDim.y)`.
+static unsigned grid_y(int64_t n) { return (unsigned)(n < 65535 ? n : 65535); }
+
 // partial[r * chunks + k] = the sum of chunk k of row r (chunk columns each, the last one
 // shorter), one block per chunk; rows beyond the grid's 65535 loop.
 __global__ static void sum_rows(float *partial, const float *m, int64_t rows, int64_t cols, int64_t chunk,
@@ -86,9 +90,8 @@ extern "C" int sum_cols_launch(hw_cuda_stream stream, float *out, const float *m
 extern "C" int sum_rows_launch(hw_cuda_stream stream, float *out, const float *m, int64_t rows, int64_t cols,
                                float *scratch, int64_t scratch_floats) {
     int64_t chunks = sum_rows_chunks(rows, cols, scratch_floats), chunk = (cols + chunks - 1) / chunks;
-    unsigned grid_rows = (unsigned)(rows < 65535 ? rows : 65535);
-    sum_rows<<<dim3((unsigned)chunks, grid_rows), HW_THREADS, 0, stream>>>(chunks > 1 ? scratch : out, m, rows, cols,
-                                                                           chunk, chunks);
+    sum_rows<<<dim3((unsigned)chunks, grid_y(rows)), HW_THREADS, 0, stream>>>(chunks > 1 ? scratch : out, m, rows, cols,
+                                                                              chunk, chunks);
     if (launched("sum_rows") != HW_OK) return HW_ERR;
     if (chunks == 1) return HW_OK;
     sum_row_chunks<<<hw_blocks(rows), HW_THREADS, 0, stream>>>(out, scratch, rows, chunks);
@@ -102,9 +105,7 @@ extern "C" int sum_rows_launch(hw_cuda_stream stream, float *out, const float *m
 // element (ncu on an H100, issue 25: the flat versions ran at 75% of the SMs' issue rate and 5% of
 // the memory bandwidth).
 
-static dim3 channel_grid(int64_t columns, int64_t channels) {
-    return dim3(hw_blocks(columns), (unsigned)(channels < 65535 ? channels : 65535));
-}
+static dim3 channel_grid(int64_t columns, int64_t channels) { return dim3(hw_blocks(columns), grid_y(channels)); }
 
 // Where x runs over the pixels of one plane (col2im, the pooling gradient), blocks of HW_THREADS
 // would leave threads idle (LeNet's 144-pixel planes: 44%): the fewest blocks of at most
@@ -117,7 +118,7 @@ static unsigned plane_threads(int64_t pixels) {
 
 static dim3 plane_grid(int64_t pixels, int64_t planes) {
     int64_t blocks = (pixels + plane_threads(pixels) - 1) / plane_threads(pixels);
-    return dim3((unsigned)(blocks < 65536 ? blocks : 65536), (unsigned)(planes < 65535 ? planes : 65535));
+    return dim3((unsigned)(blocks < 65536 ? blocks : 65536), grid_y(planes));
 }
 
 __global__ static void im2col(float *col, const float *x, hw_conv_dims d, int oh, int ow, int64_t columns) {

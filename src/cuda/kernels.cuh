@@ -102,10 +102,15 @@ static inline int conv_gemm_size(hw_conv_dims d, int64_t *rows, int64_t *columns
 // batch 512: 45 us against cuBLAS's 119); fewer than 32 lost to cuBLAS's own choice. A power of two
 // that divides K; 1 (no split) otherwise, or when the partials would outgrow half of t.
 enum { CONV_DW_SPLIT_MIN = 32, CONV_DW_SPLIT_MAX = 128, CONV_DW_CHUNK_MIN = 512 };
+// Whether `columns` leave room for `splits` chunks: each of at least CONV_DW_CHUNK_MIN columns,
+// the partials (splits * rows per output channel) at most half of t. Divisibility aside, the one
+// condition of both conv_dw_splits and the scratch's bound below.
+static inline int conv_dw_split_fits(int64_t splits, int64_t rows, int64_t columns) {
+    return splits * CONV_DW_CHUNK_MIN <= columns && splits * rows <= columns / 2;
+}
 static inline int conv_dw_splits(int64_t rows, int64_t columns) {
     int splits = 1;
-    while (splits < CONV_DW_SPLIT_MAX && columns % (2 * splits) == 0 && columns / (2 * splits) >= CONV_DW_CHUNK_MIN &&
-           2 * splits * rows <= columns / 2) {
+    while (splits < CONV_DW_SPLIT_MAX && columns % (2 * splits) == 0 && conv_dw_split_fits(2 * splits, rows, columns)) {
         splits *= 2;
     }
     return splits >= CONV_DW_SPLIT_MIN ? splits : 1;
@@ -114,12 +119,12 @@ static inline int conv_dw_splits(int64_t rows, int64_t columns) {
 // The most floats per output channel the split's partial sums (splits * rows) take for any
 // number of columns up to `columns`: a runner sizes its scratch once, for its largest batch, and a
 // smaller batch may split where the largest does not (672 samples of 5x5 outputs split in 32, 673
-// not at all). conv_dw_splits's last doubling, to s, needs s * CONV_DW_CHUNK_MIN <= columns and
-// s * rows <= columns / 2; the largest such s of CONV_DW_SPLIT_MIN .. MAX bounds every smaller split.
+// not at all). conv_dw_splits's last doubling, to s, needs conv_dw_split_fits(s); the largest such
+// s of CONV_DW_SPLIT_MIN .. MAX bounds every smaller split.
 static inline int64_t conv_dw_partials_bound(int64_t rows, int64_t columns) {
     int64_t most = 0;
     for (int64_t s = CONV_DW_SPLIT_MIN; s <= CONV_DW_SPLIT_MAX; s *= 2) {
-        if (s * CONV_DW_CHUNK_MIN <= columns && s * rows <= columns / 2) most = s * rows;
+        if (conv_dw_split_fits(s, rows, columns)) most = s * rows;
     }
     return most;
 }
