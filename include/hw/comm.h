@@ -96,19 +96,24 @@ int hw_comm_bcast(void *buf, size_t bytes, int root);
 // agreed weights summed over the `copies`, `sent` this copy's own part of it. The agreed weights
 // take one step, the same on every copy; the live weights take it too, less `sent`, which they
 // already hold. `velocity`, n floats, is the rule's state (zeros at the start, the same on every
-// copy). `applied` (NULL: not measured) adds each change made to `live` as --measure counts it
+// copy); `ahead` its flag (0 at the start), kept by the rule (hw_couple_rule_settle). `applied` (NULL: not measured) adds each change made to `live` as --measure counts it
 // (hw_couple_plan.applied). Why the default is block momentum and not the sum: couple_rule.c.
 typedef enum {
     HW_COUPLE_MOMENTUM,  // --sync-rule momentum (the default): block momentum, Nesterov's look-ahead
     HW_COUPLE_SUM,       // --sync-rule sum: the summed changes added at once (the rule until issue 22)
 } hw_couple_rule;
-void hw_couple_rule_apply(hw_couple_rule rule, int copies, float *velocity, const float *sum, const float *sent,
-                          float *agreed, float *live, double *applied, size_t n);
+void hw_couple_rule_apply(hw_couple_rule rule, int copies, float *velocity, int *ahead, const float *sum,
+                          const float *sent, float *agreed, float *live, double *applied, size_t n);
 // The same round where the copies' live weights are not in this process's memory (Hogwild on
 // several GPUs, src/cuda/train/gpu_copies.c): the agreed weights take the step, which is written
 // into `step` (n floats) for the caller to add to each copy, less that copy's own `sent`.
-void hw_couple_rule_step(hw_couple_rule rule, int copies, float *velocity, const float *sum, float *agreed, float *step,
-                         size_t n);
+void hw_couple_rule_step(hw_couple_rule rule, int copies, float *velocity, int *ahead, const float *sum, float *agreed,
+                         float *step, size_t n);
+// Where the copies stop and become one: the agreed weights become the rounds' weights W, without
+// the look-ahead beta v that block momentum keeps in them (the copies train on from there), so
+// that what is evaluated and saved is where the rounds led. `ahead` (the caller's, 0 at the start)
+// records it for the next round's step, which keeps the momentum; the sum has no look-ahead.
+void hw_couple_rule_settle(hw_couple_rule rule, int copies, const float *velocity, int *ahead, float *agreed, size_t n);
 const char *hw_couple_rule_name(hw_couple_rule rule);
 // "momentum" or "sum"; anything else is an error naming it.
 int hw_couple_rule_parse(const char *name, hw_couple_rule *rule);

@@ -15,6 +15,7 @@ typedef struct {
     hw_couple_rule rule;
     int copies;
     float live[MAX_COPIES][N], agreed[MAX_COPIES][N], velocity[MAX_COPIES][N], sent[MAX_COPIES][N];
+    int ahead[MAX_COPIES];
 } world;
 
 static void world_start(world *w, hw_couple_rule rule, int copies, float start) {
@@ -36,7 +37,8 @@ static void world_round(world *w) {
         }
     }
     for (int c = 0; c < w->copies; c++) {
-        hw_couple_rule_apply(w->rule, w->copies, w->velocity[c], sum, w->sent[c], w->agreed[c], w->live[c], NULL, N);
+        hw_couple_rule_apply(w->rule, w->copies, w->velocity[c], &w->ahead[c], sum, w->sent[c], w->agreed[c],
+                             w->live[c], NULL, N);
     }
 }
 
@@ -114,6 +116,68 @@ Test(couple_rule, a_copy_keeps_its_unsent_change_under_either_rule) {
     }
 }
 
+// Every copy of the world (start 1, minimum 0) ends a round at the minimum. The round's look-ahead
+// goes past it by beta (1 - 1/R): a settle gives the point every copy reached, and the rounds'
+// weights go on from it as if no settle had happened.
+static void settle_world(world *w) {
+    for (int c = 0; c < w->copies; c++)
+        hw_couple_rule_settle(w->rule, w->copies, w->velocity[c], &w->ahead[c], w->agreed[c], N);
+}
+
+Test(couple_rule, a_settle_gives_the_rounds_weights_not_the_look_ahead) {
+    for (int copies = 2; copies <= 8; copies *= 2) {
+        world w;
+        world_start(&w, HW_COUPLE_MOMENTUM, copies, 1.0f);
+        for (int c = 0; c < copies; c++) {
+            for (int i = 0; i < N; i++) w.live[c][i] = 0;
+        }
+        world_round(&w);
+        double beta = 1.0 - 1.0 / copies;
+        cr_expect_float_eq(w.agreed[0][0], -beta, 1e-6, "%d copies: the look-ahead after the round", copies);
+        settle_world(&w);
+        cr_expect_float_eq(w.agreed[0][0], 0.0, 1e-6, "%d copies: settled at %g, not at the minimum every copy reached",
+                           copies, (double)w.agreed[0][0]);
+        settle_world(&w);
+        cr_expect_float_eq(w.agreed[0][0], 0.0, 1e-6, "%d copies: a second settle moved it to %g", copies,
+                           (double)w.agreed[0][0]);
+    }
+    world sum_world;
+    world_start(&sum_world, HW_COUPLE_SUM, 2, 1.0f);
+    for (int c = 0; c < 2; c++) sum_world.live[c][0] = 0.25f;
+    world_round(&sum_world);
+    float before = sum_world.agreed[0][0];
+    settle_world(&sum_world);
+    cr_expect_eq(sum_world.agreed[0][0], before, "the sum has no look-ahead: a settle leaves it");
+}
+
+// The same sums land on two worlds, one settled after round 3: from the next round on, its agreed
+// weights are the other's (the momentum is kept), and right after the settle they trail by the
+// look-ahead beta v alone.
+Test(couple_rule, a_settle_keeps_the_momentum_of_the_rounds) {
+    float v_plain[N] = {0}, v_settled[N] = {0}, plain[N] = {0}, settled[N] = {0}, step[N];
+    int ahead_plain = 0, ahead_settled = 0;
+    const int copies = 4;
+    const double beta = 1.0 - 1.0 / copies;
+    for (int round = 0; round < 8; round++) {
+        float sum[N];
+        for (int i = 0; i < N; i++) sum[i] = 0.02f * (float)(i + 1) * (round % 3 ? 1.0f : -0.4f);
+        hw_couple_rule_step(HW_COUPLE_MOMENTUM, copies, v_plain, &ahead_plain, sum, plain, step, N);
+        hw_couple_rule_step(HW_COUPLE_MOMENTUM, copies, v_settled, &ahead_settled, sum, settled, step, N);
+        if (round == 3) {
+            hw_couple_rule_settle(HW_COUPLE_MOMENTUM, copies, v_settled, &ahead_settled, settled, N);
+            for (int i = 0; i < N; i++) {
+                cr_expect_float_eq(plain[i] - settled[i], beta * v_plain[i], 1e-6, "weight %d: trails by %g", i,
+                                   (double)(plain[i] - settled[i]));
+            }
+        } else {
+            for (int i = 0; i < N; i++) {
+                cr_expect_float_eq(settled[i], plain[i], 1e-6, "round %d, weight %d: %.7g settled, %.7g not", round, i,
+                                   (double)settled[i], (double)plain[i]);
+            }
+        }
+    }
+}
+
 Test(couple_rule, names_parse_and_an_unknown_one_is_named) {
     hw_couple_rule rule = HW_COUPLE_SUM;
     cr_assert_eq(hw_couple_rule_parse("momentum", &rule), HW_OK);
@@ -156,7 +220,8 @@ static void world_round_wire(world *w) {
     float sum[N];
     hw_couple_unpack(sum, sum_wire, N);
     for (int c = 0; c < w->copies; c++) {
-        hw_couple_rule_apply(w->rule, w->copies, w->velocity[c], sum, w->sent[c], w->agreed[c], w->live[c], NULL, N);
+        hw_couple_rule_apply(w->rule, w->copies, w->velocity[c], &w->ahead[c], sum, w->sent[c], w->agreed[c],
+                             w->live[c], NULL, N);
     }
 }
 
@@ -212,6 +277,7 @@ Test(couple_rule, step_and_apply_are_one_rule) {
     const hw_couple_rule rules[2] = {HW_COUPLE_MOMENTUM, HW_COUPLE_SUM};
     for (int r = 0; r < 2; r++) {
         float v_apply[N] = {0}, v_step[N] = {0}, agreed_apply[N], agreed_step[N], live[N], step[N];
+        int ahead_apply = 0, ahead_step = 0;
         for (int i = 0; i < N; i++) agreed_apply[i] = agreed_step[i] = live[i] = 0.25f * (float)i - 0.3f;
         for (int round = 0; round < 5; round++) {
             float sum[N], sent[N];
@@ -221,8 +287,8 @@ Test(couple_rule, step_and_apply_are_one_rule) {
             }
             float before[N];
             memcpy(before, live, sizeof live);
-            hw_couple_rule_apply(rules[r], 3, v_apply, sum, sent, agreed_apply, live, NULL, N);
-            hw_couple_rule_step(rules[r], 3, v_step, sum, agreed_step, step, N);
+            hw_couple_rule_apply(rules[r], 3, v_apply, &ahead_apply, sum, sent, agreed_apply, live, NULL, N);
+            hw_couple_rule_step(rules[r], 3, v_step, &ahead_step, sum, agreed_step, step, N);
             cr_assert_eq(memcmp(agreed_apply, agreed_step, sizeof agreed_step), 0, "rule %s, round %d",
                          hw_couple_rule_name(rules[r]), round);
             cr_assert_eq(memcmp(v_apply, v_step, sizeof v_step), 0, "rule %s, round %d", hw_couple_rule_name(rules[r]),

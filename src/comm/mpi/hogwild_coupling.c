@@ -49,6 +49,7 @@ struct hw_couple {
     uint16_t *send_wire, *sum_wire;  // the same two in bfloat16, as MPI carries them
     MPI_Op wire_sum;                 // hw_couple_wire_add as an MPI reduction
     float *velocity;                 // the rule's state (hw_couple_rule_apply), the same on every rank
+    int ahead;                       // the rule's too: agreed holds its look-ahead (hw_couple_rule_settle)
     size_t n;
     hw_couple_plan plan;
     hw_world world;
@@ -151,8 +152,8 @@ static int round_start(hw_couple *c, int state, int64_t samples, double loss_sum
 // The round's sum has landed: the rule moves the agreed weights, and the live ones without a lock.
 static void round_apply(hw_couple *c, double now) {
     hw_couple_unpack(c->sum, c->sum_wire, c->n);
-    hw_couple_rule_apply(c->plan.rule, c->world.size, c->velocity, c->sum, c->send, c->agreed, c->live, c->plan.applied,
-                         c->n);
+    hw_couple_rule_apply(c->plan.rule, c->world.size, c->velocity, &c->ahead, c->sum, c->send, c->agreed, c->live,
+                         c->plan.applied, c->n);
     c->view.others_samples = (int64_t)c->count_sum[COUNT_SAMPLES] - c->round_samples;
     c->view.others_loss_sum = c->count_sum[COUNT_LOSS_SUM] - c->count_send[COUNT_LOSS_SUM];
     c->all_at_barrier = (int)c->count_sum[COUNT_AT_BARRIER] == c->world.size;
@@ -235,7 +236,9 @@ int comm_mpi_couple_epoch_agreed(hw_couple *c, const char *when, int *agreed) {
     if (c->in_flight || !c->all_at_barrier) return HW_OK;
     // Every rank's workers wait at the barrier and every change is in `agreed` (but for what the
     // last round's bfloat16 kept back, at most 2^-8 of its change, dropped here): the live weights
-    // become exactly the agreed ones, the same on every rank, which is checked.
+    // become exactly the agreed ones, the same on every rank, which is checked: the rounds' weights,
+    // without the rule's look-ahead (hw_couple_rule_settle; the velocity is the same on every rank).
+    hw_couple_rule_settle(c->plan.rule, c->world.size, c->velocity, &c->ahead, c->agreed, c->n);
     if (c->plan.applied) {
         for (size_t i = 0; i < c->n; i++) c->plan.applied[i] += (double)c->agreed[i] - (double)c->live[i];
     }

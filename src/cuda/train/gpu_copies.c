@@ -144,7 +144,7 @@ int gpu_copies_round(gpu_copies *g) {
             g->sum[i] += sent[i];
         }
     }
-    hw_couple_rule_step(g->plan.rule, g->copies, g->velocity, g->sum, g->agreed, g->step, n);
+    hw_couple_rule_step(g->plan.rule, g->copies, g->velocity, &g->ahead, g->sum, g->agreed, g->step, n);
     for (int c = 0; c < g->copies; c++) {
         float *add = g->host[c];  // in place: the step less what the copy already holds
         for (size_t i = 0; i < n; i++) add[i] = g->step[i] - add[i];
@@ -170,6 +170,7 @@ int gpu_copies_round(gpu_copies *g) {
 // Every copy set to the agreed weights (the workers wait, or are gone).
 static int copies_settle(gpu_copies *g) {
     const size_t bytes = sizeof(float) * g->n;
+    hw_couple_rule_settle(g->plan.rule, g->copies, g->velocity, &g->ahead, g->agreed, g->n);
     for (int c = 0; c < g->copies; c++) {
         memcpy(g->host[c], g->agreed, bytes);
         if (hw_cuda_select(device_of(g, c)) != HW_OK ||

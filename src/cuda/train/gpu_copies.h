@@ -33,6 +33,7 @@ typedef struct {
     hw_cuda_stream stream[HW_GPU_COPIES_MAX];
     float *host[HW_GPU_COPIES_MAX];         // pinned: copy c read back (a snapshot, a round's change, its add)
     float *agreed, *velocity, *sum, *step;  // the rule's host side (K > 1)
+    int ahead;                              // the rule's: agreed holds its look-ahead (hw_couple_rule_settle)
     float *mirror, *pulled;  // plan.mirror: copy 0 as the ranks' coupling sees and changes it, and as last read
     gpu_copies_plan plan;
     double last_round;      // when the last round started (seconds, hw_now)
