@@ -226,6 +226,30 @@ Test(mpi_gpu, hogwild_a_gpu_rank_past_the_last_gpu_ends_the_job) {
     assert_mpi_left_nothing();
 }
 
+// B of --device cuda:B is each rank's own (README, "DataParallel on GPU ranks"): ranks given
+// different ones train, where a rank with another setting ends the job as disagreeing. Here rank
+// 0 (local rank 0) on cuda:1 + 0 and rank 1 (local rank 1) on cuda:0 + 1: both on GPU 1.
+Test(mpi_gpu, hogwild_ranks_may_name_different_first_gpus) {
+    need_mpirun_and_gpus(2, "ranks on GPUs 0 + 1 and 1 + 0");
+    char *data = e2e_synth_n("data", 78, 2000, 200);
+    e2e_run_result r;
+    mpi_run(&r, "-np", "1", "HW", "--device", "cuda:1", "--workers", "1", "--model", e2e.mlp, "--data", data,
+            "--epochs", "1", ":", "-np", "1", "HW", "--device", "cuda:0", "--workers", "1", "--model", e2e.mlp,
+            "--data", data, "--epochs", "1");
+    e2e_assert_exit(&r, 0);
+    cr_expect_null(strstr(r.err, "disagree"), "stderr: %s", r.err);
+    e2e_assert_contains(r.out, "Hogwild, 2 ranks x workers 1", "stdout");
+    cr_expect_eq(e2e_parse_done(r.out).samples, 2000);
+    assert_mpi_left_nothing();
+    // Another kind of device still disagrees.
+    mpi_run(&r, "-np", "1", "HW", "--device", "cuda:0", "--workers", "1", "--model", e2e.mlp, "--data", data,
+            "--epochs", "1", ":", "-np", "1", "HW", "--device", "cpu", "--workers", "1", "--model", e2e.mlp, "--data",
+            data, "--epochs", "1");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "the ranks disagree on the device", "stderr");
+    assert_mpi_left_nothing();
+}
+
 // Ctrl-C on mpirun reaches the GPU ranks as SIGTERM: rank 0 saves the weights of its GPU.
 Test(mpi_gpu, hogwild_ctrl_c_on_mpirun_saves_rank_0s_gpu_checkpoint) {
     need_mpirun_and_gpus(2, "2 GPU ranks on one host");
