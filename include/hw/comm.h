@@ -181,8 +181,8 @@ int hw_couple_poll(hw_couple *couple, int state, int64_t samples, double loss_su
 int hw_couple_epoch_agreed(hw_couple *couple, const char *when, int *agreed);
 void hw_couple_view_read(const hw_couple *couple, hw_couple_view *view);
 // How long the watch loop may wait before its next hw_couple_poll, in seconds: 1 ms while a round
-// is in flight (MPI moves it only inside an MPI call), else until the next round is due, 10 ms at
-// most.
+// is in flight (MPI moves it only inside an MPI call) or with an interval in samples (seen only
+// when the loop looks), else until the next round is due, 10 ms at most.
 double hw_couple_wait(const hw_couple *couple);
 // The coupling's numbers, printed by rank 0 at the end: rounds, their time in flight (how stale
 // the others' changes are when they land), and the watch loop's time spent coupling.

@@ -91,7 +91,7 @@ int gpu_copies_open(gpu_copies *g, const gpu_copies_plan *plan, const float *wei
         }
         memcpy(g->mirror, weights, sizeof(float) * n);
     }
-    g->last_round = hw_now();
+    g->last_round = g->opened = hw_now();
     return HW_OK;
 }
 
@@ -195,7 +195,10 @@ int gpu_copies_poll(gpu_copies *g, int settle, int64_t samples) {
 }
 
 double gpu_copies_wait(const gpu_copies *g) {
-    if (g->copies < 2 || g->plan.every_samples > 0) return 0.01;
+    if (g->copies < 2) return 0.01;
+    // An interval in samples is seen only when the parent looks: every millisecond, so that a
+    // round starts within a millisecond's samples of it (at 10 ms, --sync-every 256 gave 1429).
+    if (g->plan.every_samples > 0) return 0.001;
     double left = g->last_round + g->plan.every_ms / 1000 - hw_now();
     return left < 0.001 ? 0.001 : left > 0.01 ? 0.01 : left;
 }
@@ -206,12 +209,19 @@ void gpu_copies_report(const gpu_copies *g, char *text, size_t cap) {
     for (int c = 0; c < g->copies && used < sizeof devices; c++) {
         used += (size_t)snprintf(devices + used, sizeof devices - used, "%scuda:%d", c ? ", " : "", g->devices[c]);
     }
-    char every[64];
-    if (g->plan.every_samples > 0) snprintf(every, sizeof every, "%lld samples", (long long)g->plan.every_samples);
-    else snprintf(every, sizeof every, "%g ms", g->plan.every_ms);
+    // The rounds' real interval beside the one asked for: a round starts at the parent's first
+    // look past it (gpu_copies_wait), and takes its time in the parent.
+    char every[128];
+    if (g->plan.every_samples > 0) {
+        snprintf(every, sizeof every, "%lld samples (%.0f on average)", (long long)g->plan.every_samples,
+                 g->rounds ? (double)g->last_samples / (double)g->rounds : 0.0);
+    } else {
+        snprintf(every, sizeof every, "%g ms (%.1f on average)", g->plan.every_ms,
+                 g->rounds ? 1000 * (g->last_round - g->opened) / (double)g->rounds : 0.0);
+    }
     snprintf(text, cap,
-             "coupling of %d copies of the weights (%s): %lld rounds, rule %s, one every %s; a round took %.2f ms on "
-             "average, %.2f ms at most, in the parent (the workers do not wait for it)\n",
+             "coupling of %d copies of the weights (%s): %lld rounds, rule %s, at most one every %s; a round took "
+             "%.2f ms on average, %.2f ms at most, in the parent (the workers do not wait for it)\n",
              g->copies, devices, (long long)g->rounds, hw_couple_rule_name(g->plan.rule), every,
              g->rounds ? 1000 * g->busy / (double)g->rounds : 0.0, 1000 * g->busy_max);
 }

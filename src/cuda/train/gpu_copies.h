@@ -39,6 +39,7 @@ typedef struct {
     double last_round;      // when the last round started (seconds, hw_now)
     int64_t last_samples;   // the workers' samples then
     int64_t rounds;         // the report
+    double opened;          // when the copies were made (the report's mean interval)
     double busy, busy_max;  // seconds the parent spent in rounds, and the longest
 } gpu_copies;
 
@@ -57,7 +58,8 @@ int gpu_copies_round(gpu_copies *g);
 // epoch barrier, or is stopped): a round, then every copy set to the agreed weights, so that
 // every copy holds every change of the epoch and they are equal.
 int gpu_copies_poll(gpu_copies *g, int settle, int64_t samples);
-// How long the watch loop may wait before its next pass, in seconds (10 ms at most).
+// How long the watch loop may wait before its next pass, in seconds: until the next round is
+// due, 10 ms at most; 1 ms with an interval in samples.
 double gpu_copies_wait(const gpu_copies *g);
 // GPU ranks (plan.mirror): the ranks' coupling (src/comm/mpi/hogwild_coupling.c) reads and writes
 // host memory, g->mirror. Pull reads copy 0 into it before the coupling's poll; push adds to copy 0
