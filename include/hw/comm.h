@@ -114,6 +114,11 @@ void hw_couple_rule_step(hw_couple_rule rule, int copies, float *velocity, int *
 // that what is evaluated and saved is where the rounds led. `ahead` (the caller's, 0 at the start)
 // records it for the next round's step, which keeps the momentum; the sum has no look-ahead.
 void hw_couple_rule_settle(hw_couple_rule rule, int copies, const float *velocity, int *ahead, float *agreed, size_t n);
+// The rounds' weights W that a settle would give, written into `weights` (n floats; may be
+// `agreed`), with the rule's state and the agreed weights left as they are: what the copies agree
+// on while they train on (a mid-epoch evaluation of the copies on several GPUs, gpu_copies.c).
+void hw_couple_rule_weights(hw_couple_rule rule, int copies, const float *velocity, int ahead, const float *agreed,
+                            float *weights, size_t n);
 const char *hw_couple_rule_name(hw_couple_rule rule);
 // "momentum" or "sum"; anything else is an error naming it.
 int hw_couple_rule_parse(const char *name, hw_couple_rule *rule);

@@ -123,11 +123,21 @@ void hw_couple_rule_step(hw_couple_rule rule, int copies, float *velocity, int *
     }
 }
 
+// The one place the look-ahead is taken out: W = agreed - beta v where the agreed weights hold it
+// (`ahead`), the agreed weights themselves where they do not (bit for bit: a settled copy is them).
+void hw_couple_rule_weights(hw_couple_rule rule, int copies, const float *velocity, int ahead, const float *agreed,
+                            float *weights, size_t n) {
+    if (rule == HW_COUPLE_SUM || !ahead) {
+        if (weights != agreed) memcpy(weights, agreed, sizeof(float) * n);
+        return;
+    }
+    const float beta = 1.0f - 1.0f / (float)copies;
+    for (size_t i = 0; i < n; i++) weights[i] = agreed[i] - beta * velocity[i];
+}
+
 void hw_couple_rule_settle(hw_couple_rule rule, int copies, const float *velocity, int *ahead, float *agreed,
                            size_t n) {
-    if (rule == HW_COUPLE_SUM || !*ahead) return;
-    const float beta = 1.0f - 1.0f / (float)copies;
-    for (size_t i = 0; i < n; i++) agreed[i] -= beta * velocity[i];
+    hw_couple_rule_weights(rule, copies, velocity, *ahead, agreed, agreed, n);
     *ahead = 0;
 }
 

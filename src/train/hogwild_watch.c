@@ -282,8 +282,8 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
         int epoch_end = min_done > epochs_handled;
         if (watch->copies_poll && epochs_handled < epochs_to_run &&
             (joined == HW_JOIN_RUNNING || joined == HW_JOIN_DONE)) {
-            // Several copies on this node: a round when due; at an epoch end, every copy made the
-            // agreed weights before the snapshot below copies one of them.
+            // Several copies on this node: a round when due, so that a snapshot below has it; at an
+            // epoch end, every copy made the agreed weights before the snapshot below reads them.
             if ((status = watch->copies_poll(watch->copies_ctx, epoch_end, samples)) != HW_OK) break;
         }
         if (watch->couple) {
@@ -354,7 +354,8 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
             }
             if (stopped_in_evaluation(log, result)) break;
         } else if (hw_run_loop_point_due(&run, samples, (int64_t)(epochs_handled + 1) * watch->n_train)) {
-            // A mid-epoch point of the curve: a snapshot taken while the workers write (Hogwild).
+            // A mid-epoch point of the curve: a snapshot taken while the workers write (Hogwild);
+            // with several copies, the rounds' weights they agree on (the trainer's snapshot).
             // Not once the epoch's last samples are in: the epoch-end row comes next.
             if (watch->measure) {
                 measure_capture(watch->measure, NULL);  // lost updates: epoch ends only

@@ -100,6 +100,103 @@ Test(multigpu, a_round_sums_the_devices_changes) {
     free(scratch);
 }
 
+// What an evaluation reads (gpu_copies_snapshot, into host[0]), kept in `out`.
+static void snapshot_into(gpu_copies *g, float *out) {
+    OK(gpu_copies_snapshot(g));
+    memcpy(out, g->host[0], g->n * sizeof(float));
+}
+
+// The largest |a - b| over n weights.
+static double largest_gap(const float *a, const float *b, size_t n) {
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)a[i] - b[i]));
+    return worst;
+}
+
+// Every copy c still holds w0 + change(c), as move_copies left it.
+static void expect_moved(gpu_copies *g, const float *w0, const char *what) {
+    for (int c = 0; c < g->copies; c++) {
+        OK(gpu_copies_download(g, c));
+        for (size_t i = 0; i < g->n; i++)
+            cr_assert_eq(g->host[c][i], w0[i] + change(c, i), "%s: copy %d, weight %zu", what, c, i);
+    }
+}
+
+enum { SNAP_N = 4099 };
+
+static void snapshot_start(float *w0) {
+    for (size_t i = 0; i < SNAP_N; i++) w0[i] = 0.5f - (float)(i % 13) / 11.0f;
+}
+
+// A mid-epoch evaluation with several copies reads what they agree on, the rounds' weights W.
+// After one round from w0 under block momentum, W is w0 plus the copies' mean change, where copy 0
+// and the agreed weights hold the look-ahead beyond it. Taking it changes neither the rule's state
+// nor any copy, and what the copies do after the round is not in it until the next round (the
+// coupling's staleness). Settled at an epoch end, it is copy 0 bit for bit.
+Test(multigpu, a_snapshot_of_several_copies_is_the_rounds_weights) {
+    char list[64];
+    gpu_copies_plan plan = {.every_ms = 20, .rule = HW_COUPLE_MOMENTUM};
+    plan.copies = copies_list(list, sizeof list, plan.devices);
+    const size_t bytes = SNAP_N * sizeof(float);
+    static float w0[SNAP_N], mean[SNAP_N], scratch[SNAP_N], seen[SNAP_N], again[SNAP_N], agreed[SNAP_N],
+        velocity[SNAP_N];
+    snapshot_start(w0);
+    for (size_t i = 0; i < SNAP_N; i++) {
+        double sum = 0;
+        for (int c = 0; c < plan.copies; c++) sum += change(c, i);
+        mean[i] = (float)(w0[i] + sum / plan.copies);
+    }
+    gpu_copies g;
+    OK(gpu_copies_open(&g, &plan, w0, SNAP_N));
+    move_copies(&g, w0, scratch);
+    OK(gpu_copies_round(&g));
+    memcpy(agreed, g.agreed, bytes);
+    memcpy(velocity, g.velocity, bytes);
+    int ahead = g.ahead;
+    snapshot_into(&g, seen);
+    double off = largest_gap(seen, mean, SNAP_N);
+    cr_expect_lt(off, 4e-7 * plan.copies, "not the copies' mean: off by %g", off);
+    OK(gpu_copies_download(&g, 0));
+    cr_expect_gt(largest_gap(seen, g.host[0], SNAP_N), 1e-4, "copy 0 as it stands, with the look-ahead");
+    cr_expect(memcmp(g.agreed, agreed, bytes) == 0 && memcmp(g.velocity, velocity, bytes) == 0 && g.ahead == ahead,
+              "the snapshot changed the rule's state");
+    // The copies train on: not in it before the next round, and the snapshot writes no copy.
+    move_copies(&g, w0, scratch);
+    snapshot_into(&g, again);
+    cr_expect(memcmp(again, seen, bytes) == 0, "changes since the last round are in it");
+    expect_moved(&g, w0, "after a snapshot");
+    // An epoch end: every copy is the rounds' weights, and so is the snapshot.
+    OK(gpu_copies_poll(&g, 1, 0));
+    snapshot_into(&g, seen);
+    OK(gpu_copies_download(&g, 0));
+    cr_expect(memcmp(seen, g.host[0], bytes) == 0, "settled: the snapshot is not copy 0");
+    gpu_copies_close(&g);
+}
+
+// Under the sum (no look-ahead) the snapshot is the agreed weights, which every copy holds after a
+// round; with one copy, that copy as its workers left it.
+Test(multigpu, a_snapshot_is_the_agreed_weights_under_the_sum_and_one_copy_itself) {
+    char list[64];
+    gpu_copies_plan plan = {.every_ms = 20, .rule = HW_COUPLE_SUM};
+    plan.copies = copies_list(list, sizeof list, plan.devices);
+    const size_t bytes = SNAP_N * sizeof(float);
+    static float w0[SNAP_N], scratch[SNAP_N], seen[SNAP_N];
+    snapshot_start(w0);
+    gpu_copies g;
+    OK(gpu_copies_open(&g, &plan, w0, SNAP_N));
+    move_copies(&g, w0, scratch);
+    OK(gpu_copies_round(&g));
+    snapshot_into(&g, seen);
+    cr_expect(memcmp(seen, g.agreed, bytes) == 0, "rule sum: not the agreed weights");
+    gpu_copies_close(&g);
+    plan.copies = 1;
+    OK(gpu_copies_open(&g, &plan, w0, SNAP_N));
+    move_copies(&g, w0, scratch);
+    snapshot_into(&g, seen);
+    cr_expect(memcmp(seen, scratch, bytes) == 0, "one copy: not that copy");
+    gpu_copies_close(&g);
+}
+
 // ---- training through ./hogwild ----
 
 // One run's accuracy. `sync_every`: the copies' rounds (NULL: the default, 20 ms).
@@ -153,6 +250,35 @@ Test(multigpu, mnist_one_epoch_within_a_point_of_one_gpu) {
     }
     cr_log_info("1 epoch of MNIST: --gpus %s %.2f%%, one GPU %.2f%% (means of 2 runs)", list, copies, one);
     cr_expect_gt(copies, one - 1.0, "--gpus %s: %.2f%%, one GPU %.2f%%", list, copies, one);
+}
+
+// Before their first round the copies agree on the starting weights alone: with no round within
+// the epoch (one every 10^9 samples; its end makes one), every mid-epoch evaluation is of the
+// starting weights, to the metrics' last digit, however far each copy has trained meanwhile; the
+// epoch's end is of the trained weights. Batches of 1, so that even a fast GPU leaves the parent's
+// watch loop time to take mid-epoch points (about 0.3 s on the simulated device).
+Test(multigpu, mid_epoch_evaluations_read_what_the_copies_agree_on) {
+    char list[64];
+    int devices[HW_GPU_COPIES_MAX];
+    copies_list(list, sizeof list, devices);
+    char *data = e2e_synth_n("data", 1, 4000, 200), *metrics = e2e_path("mid.csv");
+    e2e_run_result r;
+    e2e_run_within(&r, 300, NULL, "--data", data, "--model", e2e.mlp, "--gpus", list, "--workers", "4", "--lr", "0.01",
+                   "--batch-size", "1", "--eval-every", "400", "--sync-every", "1000000000", "--metrics", metrics,
+                   "--quiet");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_left_nothing(&r);
+    e2e_metrics_row rows[16];
+    int n = e2e_read_metrics(metrics, rows, 16);
+    cr_assert_geq(n, 3, "no mid-epoch row in %d rows", n);
+    for (int i = 1; i < n - 1; i++) {
+        cr_expect_lt(rows[i].samples, 4000);
+        cr_expect(rows[i].test_loss == rows[0].test_loss && rows[i].accuracy == rows[0].accuracy,
+                  "row %d at %lld samples: test loss %.6f, accuracy %.2f%%; the starting weights %.6f, %.2f%%", i,
+                  rows[i].samples, rows[i].test_loss, rows[i].accuracy, rows[0].test_loss, rows[0].accuracy);
+    }
+    cr_expect_eq(rows[n - 1].samples, 4000);
+    cr_expect_lt(rows[n - 1].test_loss, rows[0].test_loss, "the epoch's end did not train");
 }
 
 // ---- failures: the worker and its GPU named, nothing left behind ----

@@ -150,6 +150,40 @@ Test(couple_rule, a_settle_gives_the_rounds_weights_not_the_look_ahead) {
     cr_expect_eq(sum_world.agreed[0][0], before, "the sum has no look-ahead: a settle leaves it");
 }
 
+// The rounds' weights between epoch ends (a mid-epoch evaluation of the copies on several GPUs):
+// what a settle would give, on every copy alike, while the world trains on as if none had been
+// taken: its agreed weights, momentum and look-ahead flag are left as they were. Once settled,
+// they are the agreed weights themselves. Under the sum, the agreed weights at every point.
+Test(couple_rule, the_rounds_weights_are_a_settle_that_changes_nothing) {
+    const hw_couple_rule rules[2] = {HW_COUPLE_MOMENTUM, HW_COUPLE_SUM};
+    for (int r = 0; r < 2; r++) {
+        world w;
+        world_start(&w, rules[r], 4, 1.0f);
+        for (int round = 0; round < 3; round++) {
+            for (int c = 0; c < w.copies; c++) {
+                for (int i = 0; i < N; i++) w.live[c][i] -= 0.1f * (float)(c + 1) * (float)(i + 1) / (float)(round + 1);
+            }
+            world_round(&w);
+        }
+        world before = w;
+        float weights[MAX_COPIES][N];
+        for (int c = 0; c < w.copies; c++)
+            hw_couple_rule_weights(w.rule, w.copies, w.velocity[c], w.ahead[c], w.agreed[c], weights[c], N);
+        cr_assert_eq(memcmp(&w, &before, sizeof w), 0, "rule %s: the world changed", hw_couple_rule_name(w.rule));
+        for (int c = 1; c < w.copies; c++) cr_expect_eq(memcmp(weights[c], weights[0], sizeof weights[0]), 0);
+        settle_world(&w);
+        cr_expect_eq(memcmp(weights[0], w.agreed[0], sizeof weights[0]), 0, "rule %s: not what a settle gives",
+                     hw_couple_rule_name(w.rule));
+        if (w.rule == HW_COUPLE_MOMENTUM) {
+            cr_expect_neq(memcmp(weights[0], before.agreed[0], sizeof weights[0]), 0, "the look-ahead is in them");
+        }
+        float settled[N];
+        hw_couple_rule_weights(w.rule, w.copies, w.velocity[0], w.ahead[0], w.agreed[0], settled, N);
+        cr_expect_eq(memcmp(settled, w.agreed[0], sizeof settled), 0, "rule %s: settled, not the agreed weights",
+                     hw_couple_rule_name(w.rule));
+    }
+}
+
 // The same sums land on two worlds, one settled after round 3: from the next round on, its agreed
 // weights are the other's (the momentum is kept), and right after the settle they trail by the
 // look-ahead beta v alone.

@@ -123,6 +123,19 @@ int gpu_copies_download(gpu_copies *g, int c) {
     return hw_cuda_stream_sync(g->stream[c]);
 }
 
+// Several copies: neither copy 0, which holds its own workers' changes since the last round and
+// none of the others', nor the agreed weights as they stand, which hold block momentum's
+// look-ahead beta v, where the next round is expected to lead (couple_rule.c), but the rounds'
+// weights W. W has every round up to the last one, and none of what the copies did since: their
+// unsent changes, the coupling's staleness, which frequent rounds (--sync-every) keep short.
+// host[0] is the rounds' scratch, free between them: rounds and snapshots run in the watch loop's
+// thread alone (an evaluation's thread reads the snapshot it was given, never host[0]).
+int gpu_copies_snapshot(gpu_copies *g) {
+    if (g->copies < 2) return gpu_copies_download(g, 0);
+    hw_couple_rule_weights(g->plan.rule, g->copies, g->velocity, g->ahead, g->agreed, g->host[0], g->n);
+    return HW_OK;
+}
+
 int gpu_copies_round(gpu_copies *g) {
     const size_t n = g->n, bytes = sizeof(float) * n;
     double started = hw_now();

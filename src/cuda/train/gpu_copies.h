@@ -50,6 +50,11 @@ int gpu_copies_open(gpu_copies *g, const gpu_copies_plan *plan, const float *wei
 void gpu_copies_close(gpu_copies *g);
 // Copy c's weights into g->host[c] (waits): while workers write them, a Hogwild read.
 int gpu_copies_download(gpu_copies *g, int c);
+// The weights an evaluation or a save reads, into g->host[0] (host). One copy: that copy, read
+// while its workers write it. Several: the rounds' weights W, what the copies agree on
+// (hw_couple_rule_weights on the agreed weights, neither they nor any copy changed); at an epoch
+// end, settled, every copy is them bit for bit. Runs in the thread that makes the rounds.
+int gpu_copies_snapshot(gpu_copies *g);
 // One round: reads every copy, sums their changes since the agreed weights, lets the rule take
 // one step of the agreed weights and adds to each copy the step less its own change (a plain
 // read-modify-write on the device, racing the workers' steps as they race each other).

@@ -256,11 +256,11 @@ static int parent_device_open(gpu_copies *copies, const gpu_job *job, const hw_m
     return HW_OK;
 }
 
-// hogwild_watch's snapshot: copy 0 of the device weights (at an epoch end every copy is the
-// agreed weights), through its pinned buffer.
+// hogwild_watch's snapshot: the device weights on one GPU; on several, the rounds' weights that the
+// copies agree on (gpu_copies_snapshot), which every copy is at an epoch end.
 static int snapshot_device_weights(void *ctx, hw_train_outputs *log) {
     gpu_copies *copies = ctx;
-    if (gpu_copies_download(copies, 0) != HW_OK) return hw_error_prefix("copying the device weights for an evaluation");
+    if (gpu_copies_snapshot(copies) != HW_OK) return hw_error_prefix("copying the device weights for an evaluation");
     hw_train_outputs_snapshot(log, copies->host[0]);
     return HW_OK;
 }
