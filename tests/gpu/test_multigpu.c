@@ -170,6 +170,18 @@ Test(multigpu, a_snapshot_of_several_copies_is_the_rounds_weights) {
     snapshot_into(&g, seen);
     OK(gpu_copies_download(&g, 0));
     cr_expect(memcmp(seen, g.host[0], bytes) == 0, "settled: the snapshot is not copy 0");
+    // Settled again with no step since (Ctrl-C while the epoch end is evaluated): no round, whose
+    // momentum would move the weights away from what was evaluated.
+    const int64_t rounds = g.rounds;
+    OK(gpu_copies_poll(&g, 1, 0));
+    OK(gpu_copies_download(&g, 0));
+    cr_expect(memcmp(seen, g.host[0], bytes) == 0, "a second settle moved the weights by %g",
+              largest_gap(seen, g.host[0], SNAP_N));
+    cr_expect_eq(g.rounds, rounds, "a round of no change");
+    // Once the workers went on, a settle brings their changes in.
+    move_copies(&g, w0, scratch);
+    OK(gpu_copies_poll(&g, 1, 64));
+    cr_expect_eq(g.rounds, rounds + 1);
     gpu_copies_close(&g);
 }
 

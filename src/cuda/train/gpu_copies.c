@@ -201,10 +201,18 @@ int gpu_copies_poll(gpu_copies *g, int settle, int64_t samples) {
     int due = settle || (g->plan.every_samples > 0 ? samples - g->last_samples >= g->plan.every_samples
                                                    : (now - g->last_round) * 1000 >= g->plan.every_ms);
     if (!due) return HW_OK;
+    // Settled already, and no worker has taken a step since (Ctrl-C while the last epoch's end is
+    // evaluated): the copies hold what was evaluated. A round of no change would still move the
+    // rounds' weights by their momentum, and the save would not be what was evaluated.
+    if (settle && g->settled && samples == g->last_samples) return HW_OK;
     g->last_round = now;
     g->last_samples = samples;
+    g->settled = 0;
     if (gpu_copies_round(g) != HW_OK) return HW_ERR;
-    return settle ? copies_settle(g) : HW_OK;
+    if (!settle) return HW_OK;
+    if (copies_settle(g) != HW_OK) return HW_ERR;
+    g->settled = 1;
+    return HW_OK;
 }
 
 double gpu_copies_wait(const gpu_copies *g) {

@@ -40,6 +40,7 @@ typedef struct {
     int64_t last_samples;   // the workers' samples then
     int64_t rounds;         // the report
     double opened;          // when the copies were made (the report's mean interval)
+    int settled;            // every copy is the agreed weights, since no round (gpu_copies_poll)
     double busy, busy_max;  // seconds the parent spent in rounds, and the longest
 } gpu_copies;
 
