@@ -378,7 +378,7 @@ Test(multigpu, save_is_what_was_evaluated_and_resume_goes_on) {
     char *ckpt = e2e_path("copies.safetensors");
     e2e_run_result train, resumed;
     e2e_run_within(&train, 120, NULL, "--data", data, "--model", e2e.mlp, "--gpus", list, "--workers", "4", "--lr",
-                   "0.05", "--save", ckpt, "--quiet");
+                   "0.02", "--save", ckpt, "--quiet");
     e2e_assert_exit(&train, 0);
     e2e_assert_left_nothing(&train);
     double trained = e2e_parse_done(train.out).accuracy;
@@ -389,7 +389,7 @@ Test(multigpu, save_is_what_was_evaluated_and_resume_goes_on) {
     cr_expect_eq(info.samples, 2000);
     char *metrics = e2e_path("resumed.csv");
     e2e_run_within(&resumed, 120, NULL, "--data", data, "--model", e2e.mlp, "--gpus", list, "--workers", "4", "--lr",
-                   "0.05", "--resume", ckpt, "--epochs", "2", "--metrics", metrics, "--quiet");
+                   "0.02", "--resume", ckpt, "--epochs", "2", "--metrics", metrics, "--quiet");
     e2e_assert_exit(&resumed, 0);
     e2e_assert_left_nothing(&resumed);
     cr_expect(strstr(resumed.out, "epoch 2/2") != NULL, "stdout: %s", resumed.out);
@@ -400,10 +400,12 @@ Test(multigpu, save_is_what_was_evaluated_and_resume_goes_on) {
     cr_expect_eq(rows[0].accuracy, info.accuracy, "resumed from %.2f%%, the checkpoint is %.2f%%", rows[0].accuracy,
                  info.accuracy);
     cr_expect_eq(rows[1].samples, 4000);
-    // One more epoch of 2000 samples in 4 rounds or so (fewer, longer ones under ASan): 30 runs
-    // here ended 4.2 points below the epoch before at worst, where evaluating the rounds'
-    // look-ahead instead of their weights lost up to 31 (hw_couple_rule_settle).
-    cr_expect_geq(e2e_parse_done(resumed.out).accuracy, trained - 8.0, "stdout: %s", resumed.out);
+    // One more epoch of 2000 samples in 3 to 5 rounds under ASan, on a loaded machine. At lr 0.05
+    // a round's change is large and block momentum's noise with it: resumed runs ended 4.2 points
+    // below the epoch before in 30 runs on the VM, 11 once in CI (and 31 before the settle,
+    // hw_couple_rule_settle). At 0.02 the second epoch gains: 8.4 to 14 points in 6 runs at
+    // the load of CI.
+    cr_expect_geq(e2e_parse_done(resumed.out).accuracy, trained - 3.0, "stdout: %s", resumed.out);
 }
 
 // ---- the command line: refused before any work ----
@@ -503,8 +505,9 @@ Test(multigpu, the_metrics_name_every_gpu_of_a_long_list) {
 
 // The rounds go on while the parent evaluates: the workers train meanwhile (the next epoch, or on
 // from a mid-epoch point), and an evaluation of a large test set lasts many rounds' intervals. The
-// same run with a test set 150 times larger makes many more rounds; before, the parent made none
-// while it evaluated, and both runs made about as many.
+// same run with a test set 300 times larger makes many more rounds; before, the parent made none
+// while it evaluated, and both runs made about as many. (With 150 times, CI under ASan, its
+// tests running side by side, once made 73 rounds against 58.)
 static long long rounds_of(const char *data, const char *every) {
     e2e_run_result r;
     e2e_run_within(&r, 300, NULL, "--data", data, "--model", e2e.mlp, "--gpus", "0,0", "--workers", "2", "--epochs",
@@ -519,8 +522,8 @@ static long long rounds_of(const char *data, const char *every) {
 
 Test(multigpu, rounds_go_on_while_the_parent_evaluates) {
     skip_without_gpu();
-    char *small = e2e_synth_n("small", 3, 2000, 200), *large = e2e_synth_n("large", 3, 2000, 30000);
+    char *small = e2e_synth_n("small", 3, 2000, 200), *large = e2e_synth_n("large", 3, 2000, 60000);
     long long few = rounds_of(small, "1ms"), many = rounds_of(large, "1ms");
-    cr_log_info("rounds every 1 ms: %lld with 200 test samples, %lld with 30000", few, many);
-    cr_expect_geq(many, few + 20, "%lld rounds with 30000 test samples, %lld with 200", many, few);
+    cr_log_info("rounds every 1 ms: %lld with 200 test samples, %lld with 60000", few, many);
+    cr_expect_geq(many, few + 20, "%lld rounds with 60000 test samples, %lld with 200", many, few);
 }
