@@ -49,7 +49,7 @@
 // evaluated it adds beta v more than the rounds made. Where rounds are few and long, v is a large
 // part of an epoch's change: the MLP on 2 simulated GPUs under ASan (2000 samples, 4 rounds an
 // epoch, a run resumed for one epoch) ended 52.8 to 89.4% with the look-ahead, a drop of up to 31
-// points from the epoch before, and 78.4 to 89.4% without (bench/RESULTS.md, issue 23). The
+// points from the epoch before, and 78.4 to 89.6% without (bench/RESULTS.md, issue 23). The
 // momentum is kept: the next round's step omits the - beta v that withdraws the look-ahead it
 // would have held (`ahead`), so the rounds' weights go on as if no settle had happened.
 //
