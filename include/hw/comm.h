@@ -185,6 +185,10 @@ int hw_couple_poll(hw_couple *couple, int state, int64_t samples, double loss_su
 // for the next epoch. A collective: every rank gets here after the same round.
 int hw_couple_epoch_agreed(hw_couple *couple, const char *when, int *agreed);
 void hw_couple_view_read(const hw_couple *couple, hw_couple_view *view);
+// The rounds' weights W (hw_couple_rule_weights) into `weights`, n floats: what every rank agreed
+// on at the last completed round, without block momentum's look-ahead and without this node's
+// changes since. What a mid-epoch evaluation reads, as the GPU copies' does.
+void hw_couple_weights(const hw_couple *couple, float *weights);
 // How long the watch loop may wait before its next hw_couple_poll, in seconds: 1 ms while a round
 // is in flight (MPI moves it only inside an MPI call) or with an interval in samples (seen only
 // when the loop looks), else until the next round is due, 10 ms at most.

@@ -103,6 +103,10 @@ void hw_couple_view_read(const hw_couple *couple, hw_couple_view *view) {
     else *view = (hw_couple_view){0, 0, 0};
 }
 
+void hw_couple_weights(const hw_couple *couple, float *weights) {
+    if (ops) ops->couple_weights(couple, weights);
+}
+
 double hw_couple_wait(const hw_couple *couple) { return ops ? ops->couple_wait(couple) : 0.01; }
 
 void hw_couple_report(const hw_couple *couple, char *text, size_t cap) {

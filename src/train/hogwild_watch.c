@@ -355,14 +355,17 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
             if (stopped_in_evaluation(log, result)) break;
         } else if (hw_run_loop_point_due(&run, samples, (int64_t)(epochs_handled + 1) * watch->n_train)) {
             // A mid-epoch point of the curve: a snapshot taken while the workers write (Hogwild);
-            // with several copies, the rounds' weights they agree on (the trainer's snapshot).
+            // with several copies or across ranks, the rounds' weights they agree on (the GPU
+            // trainer's snapshot; the ranks' coupling, here).
             // Not once the epoch's last samples are in: the epoch-end row comes next.
             if (watch->measure) {
                 measure_capture(watch->measure, NULL);  // lost updates: epoch ends only
                 measure_metrics_values(watch->measure, &log->metrics.measure);
             }
             // One evaluation for every point passed since the last: the others are skipped.
-            if (hw_run_loop_point(&run, samples, 0) != HW_OK ||
+            int point = hw_run_loop_point(&run, samples, 0);
+            if (point == HW_OK && watch->couple) hw_couple_weights(watch->couple, log->snapshot);
+            if (point != HW_OK ||
                 evaluate(watch, log, watch->first_epoch + epochs_handled, samples, loss_sum, 0, 1) != HW_OK) {
                 status = HW_ERR;
                 break;

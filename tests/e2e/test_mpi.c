@@ -149,6 +149,31 @@ Test(mpi, hogwild_evaluations_at_epoch_ends_keep_the_ranks_in_step) {
     assert_mpi_left_nothing();
 }
 
+// Before their first round the ranks agree on the starting weights alone: with no round within
+// the epoch (one every 10^9 samples; its end makes them), every mid-epoch evaluation is of the
+// starting weights, to the metrics' last digit, however far rank 0's workers have trained
+// meanwhile (hw_couple_weights); the epoch's end is of the trained weights. Batches of 1, so that
+// rank 0's loop takes mid-epoch points.
+Test(mpi, hogwild_mid_epoch_evaluations_read_what_the_ranks_agree_on) {
+    need_mpirun();
+    char *data = e2e_synth_n("data", 74, 4000, 200), *metrics = e2e_path("mid.csv");
+    e2e_run_result r;
+    mpi_run(&r, "-np", "2", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data, "--lr", "0.01", "--batch-size",
+            "1", "--eval-every", "400", "--sync-every", "1000000000", "--metrics", metrics, "--quiet");
+    e2e_assert_exit(&r, 0);
+    assert_mpi_left_nothing();
+    e2e_metrics_row rows[16];
+    int n = e2e_read_metrics(metrics, rows, 16);
+    cr_assert_geq(n, 3, "no mid-epoch row in %d rows", n);
+    for (int i = 1; i < n - 1; i++) {
+        cr_expect_lt(rows[i].samples, 4000);
+        cr_expect(rows[i].test_loss == rows[0].test_loss && rows[i].accuracy == rows[0].accuracy,
+                  "row %d at %lld samples: test loss %.6f, accuracy %.2f%%; the starting weights %.6f, %.2f%%", i,
+                  rows[i].samples, rows[i].test_loss, rows[i].accuracy, rows[0].test_loss, rows[0].accuracy);
+    }
+    cr_expect_lt(rows[n - 1].test_loss, rows[0].test_loss, "the epoch's end is of the trained weights");
+}
+
 // Hogwild across 2 ranks trains as well as one node with the same workers, at the same samples,
 // every run: the MLP, 3 epochs of the real MNIST, 2 ranks x 2 workers with the default coupling
 // against one node of 4 workers. The rule before issue 22 (the nodes' summed changes added at

@@ -16,6 +16,7 @@ const comm_ops hw_mpi_plugin = {
     .couple_poll = comm_mpi_couple_poll,
     .couple_epoch_agreed = comm_mpi_couple_epoch_agreed,
     .couple_view_read = comm_mpi_couple_view_read,
+    .couple_weights = comm_mpi_couple_weights,
     .couple_wait = comm_mpi_couple_wait,
     .couple_report = comm_mpi_couple_report,
     .couple_close = comm_mpi_couple_close,

@@ -251,6 +251,10 @@ int comm_mpi_couple_epoch_agreed(hw_couple *c, const char *when, int *agreed) {
 
 void comm_mpi_couple_view_read(const hw_couple *c, hw_couple_view *view) { *view = c->view; }
 
+void comm_mpi_couple_weights(const hw_couple *c, float *weights) {
+    hw_couple_rule_weights(c->plan.rule, c->world.size, c->velocity, c->ahead, c->agreed, weights, c->n);
+}
+
 double comm_mpi_couple_wait(const hw_couple *c) {
     if (c->in_flight) return 0.001;
     if (c->all_at_barrier) return 0.01;

@@ -24,6 +24,7 @@ typedef struct {
     int (*couple_poll)(hw_couple *couple, int state, int64_t samples, double loss_sum);
     int (*couple_epoch_agreed)(hw_couple *couple, const char *when, int *agreed);
     void (*couple_view_read)(const hw_couple *couple, hw_couple_view *view);
+    void (*couple_weights)(const hw_couple *couple, float *weights);
     double (*couple_wait)(const hw_couple *couple);
     void (*couple_report)(const hw_couple *couple, char *text, size_t cap);
     void (*couple_close)(hw_couple *couple);
@@ -66,6 +67,7 @@ int comm_mpi_couple_open(hw_couple **couple, float *live, size_t n, const hw_cou
 int comm_mpi_couple_poll(hw_couple *couple, int state, int64_t samples, double loss_sum);
 int comm_mpi_couple_epoch_agreed(hw_couple *couple, const char *when, int *agreed);
 void comm_mpi_couple_view_read(const hw_couple *couple, hw_couple_view *view);
+void comm_mpi_couple_weights(const hw_couple *couple, float *weights);
 double comm_mpi_couple_wait(const hw_couple *couple);
 void comm_mpi_couple_report(const hw_couple *couple, char *text, size_t cap);
 void comm_mpi_couple_close(hw_couple *couple);
