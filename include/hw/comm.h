@@ -96,7 +96,8 @@ int hw_comm_bcast(void *buf, size_t bytes, int root);
 // agreed weights summed over the `copies`, `sent` this copy's own part of it. The agreed weights
 // take one step, the same on every copy; the live weights take it too, less `sent`, which they
 // already hold. `velocity`, n floats, is the rule's state (zeros at the start, the same on every
-// copy); `ahead` its flag (0 at the start), kept by the rule (hw_couple_rule_settle). `applied` (NULL: not measured) adds each change made to `live` as --measure counts it
+// copy); `ahead` its flag (0 at the start), kept by the rule (hw_couple_rule_settle). `applied`
+// (NULL: not measured) adds each change made to `live` as --measure counts it
 // (hw_couple_plan.applied). Why the default is block momentum and not the sum: couple_rule.c.
 typedef enum {
     HW_COUPLE_MOMENTUM,  // --sync-rule momentum (the default): block momentum, Nesterov's look-ahead

@@ -43,14 +43,14 @@
 //   not kept) keeps the sum's overshoot: the 3-epoch MLP on 2 ranks ended 0.1 to 1.2 points below
 //   one node, with the same drops at epoch ends, smaller.
 //
-// Where the copies stop and become one (an epoch end, the end of a run, an interrupt), what is
-// evaluated and saved is the rounds' weights W, not the look-ahead W + beta v the copies train on
-// from (hw_couple_rule_settle): the look-ahead is where the next round is expected to lead, and
-// evaluated it adds beta v more than the rounds made. Where rounds are few and long, v is a large
-// part of an epoch's change: the MLP on 2 simulated GPUs under ASan (2000 samples, 4 rounds an
-// epoch, a run resumed for one epoch) ended 52.8 to 89.4% with the look-ahead, a drop of up to 31
-// points from the epoch before, and 78.4 to 89.6% without (bench/RESULTS.md, issue 23). The
-// momentum is kept: the next round's step omits the - beta v that withdraws the look-ahead it
+// Where the copies stop and become one (an epoch end, the end of a run; an interrupt of GPU
+// copies), what is evaluated and saved is the rounds' weights W, not the look-ahead W + beta v the
+// copies train on from (hw_couple_rule_settle): the look-ahead is where the next round is expected
+// to lead, and evaluated it adds beta v more than the rounds made. Where rounds are few and long, v
+// is a large part of an epoch's change: the MLP on 2 simulated GPUs under ASan (2000 samples, 4
+// rounds an epoch, a run resumed for one epoch) ended 52.8 to 89.4% with the look-ahead, a drop of
+// up to 31 points from the epoch before, and 78.4 to 89.6% without (bench/RESULTS.md, issue 23).
+// The momentum is kept: the next round's step omits the - beta v that withdraws the look-ahead it
 // would have held (`ahead`), so the rounds' weights go on as if no settle had happened.
 //
 // Its cost: a copy gets the others' progress over a few rounds instead of at once; against the

@@ -33,6 +33,18 @@ static size_t dropout_saved_bytes(const hw_layer *layer, int batch) {
 // p = 1 drops everything; the kept values' scale is then irrelevant.
 static float keep_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
 
+// in * scale where keep is 1, +0.0 where it is 0, without a branch: the value's bits anded with
+// all ones or all zeros. A dropped value is 0 whatever it was (NaN, infinity), as the CUDA
+// kernel writes it.
+static inline float kept(float value, float scale, uint8_t keep) {
+    float scaled = value * scale;
+    uint32_t bits;
+    memcpy(&bits, &scaled, sizeof bits);
+    bits &= 0u - (uint32_t)keep;
+    memcpy(&scaled, &bits, sizeof bits);
+    return scaled;
+}
+
 // mask: one byte per value, written in training and read by backward.
 void dropout_forward(float *out, uint8_t *mask, hw_rng *rng, const float *in, const hw_dropout_dims *d, int batch,
                      int training) {
@@ -47,7 +59,7 @@ void dropout_forward(float *out, uint8_t *mask, hw_rng *rng, const float *in, co
     for (size_t i = 0; i < n; i++) {
         uint8_t keep = hw_rng_uniform(rng) >= p;
         mask[i] = keep;
-        out[i] = in[i] * (scale * (float)keep);
+        out[i] = kept(in[i], scale, keep);
     }
 }
 
@@ -60,7 +72,7 @@ void dropout_backward(float *din, const float *dout, const uint8_t *mask, const 
         return;
     }
     float scale = keep_scale(d->p);
-    for (size_t i = 0; i < n; i++) din[i] = dout[i] * (scale * (float)mask[i]);  // no branch: forward's
+    for (size_t i = 0; i < n; i++) din[i] = kept(dout[i], scale, mask[i]);
 }
 
 static void dropout_example(hw_rng *rng, hw_shape *in_shape, char *line, size_t cap) {

@@ -381,6 +381,10 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
     }
     if (status == HW_OK && result->interrupted_by && watch->copies_poll) {
         // The workers are stopped: one last round brings every copy's changes into the one saved.
+        // Their counts read again: steps taken since the loop's last pass must not look like none
+        // (a settle with no step since is skipped, gpu_copies_poll).
+        int min_done;
+        sum_slots(control, workers, &samples, &loss_sum, &min_done);
         status = watch->copies_poll(watch->copies_ctx, 1, samples);
     }
     if (status == HW_OK && result->interrupted_by) {

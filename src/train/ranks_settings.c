@@ -98,7 +98,7 @@ int hw_run_check_ranks(const hw_train_config *config, const hw_train_inputs *in,
                hogwild ? HW_OPTION_WORKERS : HW_OPTION_REPLICAS, hogwild ? config->workers : config->replicas);
     // The kind of device only, not its number B of --device cuda:B: a rank's GPU is B plus its
     // local rank on its own host, and hosts may differ in which of their GPUs are free (mpirun's
-    // `-np 4 ./hogwild --device cuda:0 : -np 4 ./hogwild --device cuda:4`); each rank names its GPU.
+    // `-np 4 --host a:4 ./hogwild --device cuda:0 : -np 4 --host b:4 ./hogwild --device cuda:4`).
     add(list, &n, "the device", HW_OPTION_DEVICE, config->device.type == HW_DEVICE_CUDA ? "cuda" : "cpu", NULL);
 
     uint64_t data = hash_dataset(hash_dataset(14695981039346656037ull, &in->train), &in->test);

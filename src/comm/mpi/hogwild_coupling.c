@@ -258,7 +258,7 @@ void comm_mpi_couple_weights(const hw_couple *c, float *weights) {
 double comm_mpi_couple_wait(const hw_couple *c) {
     if (c->in_flight) return 0.001;
     if (c->all_at_barrier) return 0.01;
-    if (c->plan.every_samples > 0) return 0.001;  // seen only when the loop looks (gpu_copies_wait)
+    if (c->plan.every_samples > 0) return 0.001;  // an interval in samples is seen only when the loop looks
     double left = c->last_start + c->plan.every_ms / 1000 - now_seconds();
     return left < 0.001 ? 0.001 : left > 0.01 ? 0.01 : left;
 }

@@ -209,7 +209,12 @@ int gpu_copies_poll(gpu_copies *g, int settle, int64_t samples) {
     g->last_samples = samples;
     g->settled = 0;
     if (gpu_copies_round(g) != HW_OK) return HW_ERR;
-    if (!settle) return HW_OK;
+    if (!settle) {  // a round of the interval, which the report averages (not the settles')
+        g->interval_rounds++;
+        g->interval_samples = samples;
+        g->interval_time = now;
+        return HW_OK;
+    }
     if (copies_settle(g) != HW_OK) return HW_ERR;
     g->settled = 1;
     return HW_OK;
@@ -231,14 +236,16 @@ void gpu_copies_report(const gpu_copies *g, char *text, size_t cap) {
         used += (size_t)snprintf(devices + used, sizeof devices - used, "%scuda:%d", c ? ", " : "", g->devices[c]);
     }
     // The rounds' real interval beside the one asked for: a round starts at the parent's first
-    // look past it (gpu_copies_wait), and takes its time in the parent.
+    // look past it (gpu_copies_wait), and takes its time in the parent. Over the interval's rounds
+    // only: an epoch end's settle makes one more, whenever the epoch ends.
     char every[128];
+    const double rounds = g->interval_rounds ? (double)g->interval_rounds : 1.0;
     if (g->plan.every_samples > 0) {
         snprintf(every, sizeof every, "%lld samples (%.0f on average)", (long long)g->plan.every_samples,
-                 g->rounds ? (double)g->last_samples / (double)g->rounds : 0.0);
+                 (double)g->interval_samples / rounds);
     } else {
         snprintf(every, sizeof every, "%g ms (%.1f on average)", g->plan.every_ms,
-                 g->rounds ? 1000 * (g->last_round - g->opened) / (double)g->rounds : 0.0);
+                 g->interval_rounds ? 1000 * (g->interval_time - g->opened) / rounds : 0.0);
     }
     snprintf(text, cap,
              "coupling of %d copies of the weights (%s): %lld rounds, rule %s, at most one every %s; a round took "

@@ -36,12 +36,14 @@ typedef struct {
     int ahead;                              // the rule's: agreed holds its look-ahead (hw_couple_rule_settle)
     float *mirror, *pulled;  // plan.mirror: copy 0 as the ranks' coupling sees and changes it, and as last read
     gpu_copies_plan plan;
-    double last_round;      // when the last round started (seconds, hw_now)
-    int64_t last_samples;   // the workers' samples then
-    int64_t rounds;         // the report
-    double opened;          // when the copies were made (the report's mean interval)
-    int settled;            // every copy is the agreed weights, since no round (gpu_copies_poll)
-    double busy, busy_max;  // seconds the parent spent in rounds, and the longest
+    double last_round;                          // when the last round started (seconds, hw_now)
+    int64_t last_samples;                       // the workers' samples then
+    int64_t rounds;                             // the report
+    double opened;                              // when the copies were made (the report's mean interval)
+    int64_t interval_rounds, interval_samples;  // the rounds of the interval (not settles), the last one's samples
+    double interval_time;                       // and its time
+    int settled;                                // every copy is the agreed weights, since no round (gpu_copies_poll)
+    double busy, busy_max;                      // seconds the parent spent in rounds, and the longest
 } gpu_copies;
 
 // Allocates the K copies, each on its device, with `weights` (n floats, host) uploaded into every
@@ -61,8 +63,10 @@ int gpu_copies_snapshot(gpu_copies *g);
 // read-modify-write on the device, racing the workers' steps as they race each other).
 int gpu_copies_round(gpu_copies *g);
 // The watch loop's pass (K > 1): a round when one is due. `settle` (every worker waits at the
-// epoch barrier, or is stopped): a round, then every copy set to the agreed weights, so that
-// every copy holds every change of the epoch and they are equal.
+// epoch barrier, or is stopped): a round, then every copy set to the rounds' weights W
+// (hw_couple_rule_settle), so that every copy holds every change of the epoch and they are
+// equal; nothing when they are settled already and no worker has stepped since. `samples`: the
+// workers' count, read after they stopped.
 int gpu_copies_poll(gpu_copies *g, int settle, int64_t samples);
 // How long the watch loop may wait before its next pass, in seconds: until the next round is
 // due, 10 ms at most; 1 ms with an interval in samples.
