@@ -204,10 +204,11 @@ int gpu_copies_poll(gpu_copies *g, int settle, int64_t samples) {
     // Settled already, and no worker has taken a step since (Ctrl-C while the last epoch's end is
     // evaluated): the copies hold what was evaluated. A round of no change would still move the
     // rounds' weights by their momentum, and the save would not be what was evaluated.
-    if (settle && g->settled && samples == g->last_samples) return HW_OK;
+    // (The copies are settled while the agreed weights hold no look-ahead: a round puts one in, of
+    // either rule, a settle takes it out, and they start as the agreed weights.)
+    if (settle && !g->ahead && samples == g->last_samples) return HW_OK;
     g->last_round = now;
     g->last_samples = samples;
-    g->settled = 0;
     if (gpu_copies_round(g) != HW_OK) return HW_ERR;
     if (!settle) {  // a round of the interval, which the report averages (not the settles')
         g->interval_rounds++;
@@ -215,9 +216,7 @@ int gpu_copies_poll(gpu_copies *g, int settle, int64_t samples) {
         g->interval_time = now;
         return HW_OK;
     }
-    if (copies_settle(g) != HW_OK) return HW_ERR;
-    g->settled = 1;
-    return HW_OK;
+    return copies_settle(g);
 }
 
 double gpu_copies_wait(const gpu_copies *g) {

@@ -33,7 +33,7 @@ typedef struct {
     hw_cuda_stream stream[HW_GPU_COPIES_MAX];
     float *host[HW_GPU_COPIES_MAX];         // pinned: copy c read back (a snapshot, a round's change, its add)
     float *agreed, *velocity, *sum, *step;  // the rule's host side (K > 1)
-    int ahead;                              // the rule's: agreed holds its look-ahead (hw_couple_rule_settle)
+    int ahead;               // the rule's: agreed holds its look-ahead (hw_couple_rule_settle); 0: every copy is agreed
     float *mirror, *pulled;  // plan.mirror: copy 0 as the ranks' coupling sees and changes it, and as last read
     gpu_copies_plan plan;
     double last_round;                          // when the last round started (seconds, hw_now)
@@ -42,7 +42,6 @@ typedef struct {
     double opened;                              // when the copies were made (the report's mean interval)
     int64_t interval_rounds, interval_samples;  // the rounds of the interval (not settles), the last one's samples
     double interval_time;                       // and its time
-    int settled;                                // every copy is the agreed weights, since no round (gpu_copies_poll)
     double busy, busy_max;                      // seconds the parent spent in rounds, and the longest
 } gpu_copies;
 
