@@ -509,6 +509,23 @@ static inline int e2e_read_metrics(const char *path, e2e_metrics_row *rows, int 
     return e2e_read_metrics_of(path, rows, cap, 0);
 }
 
+// A one-epoch run of `epoch_samples` whose copies or ranks made no round within the epoch: every
+// mid-epoch row (at least one) evaluated the starting weights, to the metrics' last digit, and the
+// epoch's end row the trained ones.
+static inline void e2e_expect_mid_epoch_rows_are_the_start(const char *metrics, long long epoch_samples) {
+    e2e_metrics_row rows[16];
+    int n = e2e_read_metrics(metrics, rows, 16);
+    cr_assert_geq(n, 3, "no mid-epoch row in %d rows", n);
+    for (int i = 1; i < n - 1; i++) {
+        cr_expect_lt(rows[i].samples, epoch_samples);
+        cr_expect(rows[i].test_loss == rows[0].test_loss && rows[i].accuracy == rows[0].accuracy,
+                  "row %d at %lld samples: test loss %.6f, accuracy %.2f%%; the starting weights %.6f, %.2f%%", i,
+                  rows[i].samples, rows[i].test_loss, rows[i].accuracy, rows[0].test_loss, rows[0].accuracy);
+    }
+    cr_expect_eq(rows[n - 1].samples, epoch_samples);
+    cr_expect_lt(rows[n - 1].test_loss, rows[0].test_loss, "the epoch's end did not train");
+}
+
 // ---- files ----
 
 static inline int e2e_file_exists(const char *path) { return access(path, F_OK) == 0; }

@@ -162,16 +162,7 @@ Test(mpi, hogwild_mid_epoch_evaluations_read_what_the_ranks_agree_on) {
             "1", "--eval-every", "400", "--sync-every", "1000000000", "--metrics", metrics, "--quiet");
     e2e_assert_exit(&r, 0);
     assert_mpi_left_nothing();
-    e2e_metrics_row rows[16];
-    int n = e2e_read_metrics(metrics, rows, 16);
-    cr_assert_geq(n, 3, "no mid-epoch row in %d rows", n);
-    for (int i = 1; i < n - 1; i++) {
-        cr_expect_lt(rows[i].samples, 4000);
-        cr_expect(rows[i].test_loss == rows[0].test_loss && rows[i].accuracy == rows[0].accuracy,
-                  "row %d at %lld samples: test loss %.6f, accuracy %.2f%%; the starting weights %.6f, %.2f%%", i,
-                  rows[i].samples, rows[i].test_loss, rows[i].accuracy, rows[0].test_loss, rows[0].accuracy);
-    }
-    cr_expect_lt(rows[n - 1].test_loss, rows[0].test_loss, "the epoch's end is of the trained weights");
+    e2e_expect_mid_epoch_rows_are_the_start(metrics, 4000);
 }
 
 // Hogwild across 2 ranks trains as well as one node with the same workers, at the same samples,
