@@ -127,22 +127,33 @@ __global__ static void im2col(float *col, const float *x, hw_conv_dims d, int oh
     }
 }
 
-// conv2d_direct_column's sums, fast: the weights in shared memory, each tap's (c, ky, kx) worked
-// out once per block, a position's taps in registers (loops over the constant CONV_DIRECT_TAPS,
-// unrolled, so that patch[] is never indexed at run time), then for each oc the sum over the taps
+// A position's taps t = (c, ky, kx) in order, 0 past the last: patch is indexed by the unrolled
+// t only, so it stays in registers, and (c, ky, kx) are counted along, not divided out per tap
+// nor kept in tables (whose loads the compiler hoists into 96 more registers).
+__device__ static inline void conv2d_direct_patch(float *patch, const float *xb, hw_conv_dims d, int iy0, int ix0) {
+    int taps = d.in_channels * d.kernel * d.kernel, c = 0, ky = 0, kx = 0;
+#pragma unroll
+    for (int t = 0; t < CONV_DIRECT_TAPS; t++) {
+        patch[t] = t < taps ? conv2d_direct_tap(xb, d, iy0, ix0, c, ky, kx) : 0.0f;
+        if (++kx == d.kernel) {
+            kx = 0;
+            if (++ky == d.kernel) {
+                ky = 0;
+                c++;
+            }
+        }
+    }
+}
+
+// conv2d_direct_column's sums, fast: the weights in shared memory, a position's taps in
+// registers (conv2d_direct_patch), then for each oc the sum over the taps
 // in order. (The first version, conv2d_direct_column itself per thread, was instruction-bound:
 // 68 us for LeNet's conv1 at batch 512 on an H100.)
 __global__ static void conv2d_direct(float *y, const float *x, const float *w, const float *bias, hw_conv_dims d,
                                      int oh, int ow, int64_t columns) {
     __shared__ float weights[CONV_DIRECT_WEIGHTS];
-    __shared__ int tap_c[CONV_DIRECT_TAPS], tap_y[CONV_DIRECT_TAPS], tap_x[CONV_DIRECT_TAPS];
     int taps = d.in_channels * d.kernel * d.kernel;
     for (int i = threadIdx.x; i < taps * d.out_channels; i += blockDim.x) weights[i] = w[i];
-    for (int t = threadIdx.x; t < taps; t += blockDim.x) {
-        tap_c[t] = t / (d.kernel * d.kernel);
-        tap_y[t] = t / d.kernel % d.kernel;
-        tap_x[t] = t % d.kernel;
-    }
     __syncthreads();
     int plane = oh * ow;
     GRID_STRIDE(j, columns) {
@@ -151,10 +162,7 @@ __global__ static void conv2d_direct(float *y, const float *x, const float *w, c
         const float *xb = x + (int64_t)b * d.in_channels * d.height * d.width;
         int iy0 = oy * d.stride - d.padding, ix0 = ox * d.stride - d.padding;
         float patch[CONV_DIRECT_TAPS];
-#pragma unroll
-        for (int t = 0; t < CONV_DIRECT_TAPS; t++) {
-            patch[t] = t < taps ? conv2d_direct_tap(xb, d, iy0, ix0, tap_c[t], tap_y[t], tap_x[t]) : 0.0f;
-        }
+        conv2d_direct_patch(patch, xb, d, iy0, ix0);
         for (int oc = 0; oc < d.out_channels; oc++) {
             const float *wo = weights + oc * taps;
             float sum = 0.0f;
@@ -164,6 +172,133 @@ __global__ static void conv2d_direct(float *y, const float *x, const float *w, c
             }
             y[((int64_t)b * d.out_channels + oc) * plane + p] = sum + (bias ? bias[oc] : 0.0f);
         }
+    }
+}
+
+// conv_dw_direct_column's sums, fast (kernels.cuh says which block adds which sums, in what order).
+// Per tile of CONV_DW_DIRECT_TILE columns the block's two halves of HW_THREADS / 2 threads each
+// take a column and stage half of its taps and half of the block's channels' dy, each thread its
+// loads first and then its stores (a loop of load-store pairs waits out every load in turn); then
+// each thread adds the tile into the outputs it owns (o = thread, thread + HW_THREADS, ...),
+// float4 reads along a tile's rows, which are padded by 4 floats so that the 8 rows a quarter-warp
+// reads start on distinct banks.
+enum {
+    CONV_DW_OUTPUTS_PER_THREAD = (CONV_DW_DIRECT_OCS * (CONV_DIRECT_TAPS + 1) + HW_THREADS - 1) / HW_THREADS,
+    CONV_DW_HALF_TAPS = CONV_DIRECT_TAPS / 2,
+    CONV_DW_HALF_OCS = CONV_DW_DIRECT_OCS / 2
+};
+static_assert(HW_THREADS == 2 * CONV_DW_DIRECT_TILE, "a tile's column per thread of each half of the block");
+__global__ static void conv_dw_direct(float *partial, const float *x, const float *dy, hw_conv_dims d, int oh, int ow,
+                                      int64_t columns, int chunk) {
+    enum { TILE = CONV_DW_DIRECT_TILE, ROW = CONV_DW_DIRECT_TILE + 4, OCS = CONV_DW_DIRECT_OCS };
+    __shared__ __align__(16) float tap_tile[CONV_DIRECT_TAPS][ROW];
+    __shared__ __align__(16) float grad_tile[OCS][ROW];
+    int taps = d.in_channels * d.kernel * d.kernel, plane = oh * ow;
+    int oc0 = blockIdx.y * OCS, ocs = d.out_channels - oc0 < OCS ? d.out_channels - oc0 : OCS;
+    int outputs = ocs * (taps + 1);
+    // 64-bit: the last tile's columns may pass INT32_MAX, where columns (conv_gemm_size) reach it.
+    int64_t begin = (int64_t)blockIdx.x * chunk, end = columns - begin < chunk ? columns : begin + chunk;
+    int k = threadIdx.x % TILE, half = threadIdx.x / TILE;
+    // This half's taps t0 .. t0 + CONV_DW_HALF_TAPS - 1, as (c, ky, kx) at t0.
+    int t0 = half * CONV_DW_HALF_TAPS;
+    int c0 = t0 / (d.kernel * d.kernel), ky0 = t0 / d.kernel % d.kernel, kx0 = t0 % d.kernel;
+    float4 acc[CONV_DW_OUTPUTS_PER_THREAD];
+#pragma unroll
+    for (int i = 0; i < CONV_DW_OUTPUTS_PER_THREAD; i++) acc[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int64_t tile = begin; tile < end; tile += TILE) {
+        int64_t j = tile + k;
+        float tap[CONV_DW_HALF_TAPS], grad[CONV_DW_HALF_OCS];
+        if (j < end) {
+            int b = (int)j / plane, p = (int)j - b * plane;
+            int oy = p / ow, ox = p - oy * ow;
+            const float *xb = x + (int64_t)b * d.in_channels * d.height * d.width;
+            int iy0 = oy * d.stride - d.padding, ix0 = ox * d.stride - d.padding;
+            int c = c0, ky = ky0, kx = kx0;
+#pragma unroll
+            for (int u = 0; u < CONV_DW_HALF_TAPS; u++) {
+                tap[u] = t0 + u < taps ? conv2d_direct_tap(xb, d, iy0, ix0, c, ky, kx) : 0.0f;
+                if (++kx == d.kernel) {
+                    kx = 0;
+                    if (++ky == d.kernel) {
+                        ky = 0;
+                        c++;
+                    }
+                }
+            }
+            const float *dyb = dy + ((int64_t)b * d.out_channels + oc0) * plane + p;
+#pragma unroll
+            for (int u = 0; u < CONV_DW_HALF_OCS; u++) {
+                int r = 2 * u + half;
+                grad[u] = r < ocs ? dyb[(int64_t)r * plane] : 0.0f;
+            }
+        } else {  // past the chunk's end: adds 0
+#pragma unroll
+            for (int u = 0; u < CONV_DW_HALF_TAPS; u++) tap[u] = 0.0f;
+#pragma unroll
+            for (int u = 0; u < CONV_DW_HALF_OCS; u++) grad[u] = 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < CONV_DW_HALF_TAPS; u++) {
+            if (t0 + u < taps) tap_tile[t0 + u][k] = tap[u];
+        }
+#pragma unroll
+        for (int u = 0; u < CONV_DW_HALF_OCS; u++) grad_tile[2 * u + half][k] = grad[u];
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < CONV_DW_OUTPUTS_PER_THREAD; i++) {
+            int o = threadIdx.x + i * HW_THREADS;
+            if (o < outputs) {
+                int oc = o / (taps + 1), t = o - oc * (taps + 1);
+                const float4 *g4 = (const float4 *)grad_tile[oc];
+                float4 sum = acc[i];
+                if (t < taps) {
+                    const float4 *v4 = (const float4 *)tap_tile[t];
+#pragma unroll 8
+                    for (int q = 0; q < TILE / 4; q++) {
+                        float4 g = g4[q], v = v4[q];
+                        sum.x += g.x * v.x;
+                        sum.y += g.y * v.y;
+                        sum.z += g.z * v.z;
+                        sum.w += g.w * v.w;
+                    }
+                } else {
+#pragma unroll 8
+                    for (int q = 0; q < TILE / 4; q++) {
+                        float4 g = g4[q];
+                        sum.x += g.x;
+                        sum.y += g.y;
+                        sum.z += g.z;
+                        sum.w += g.w;
+                    }
+                }
+                acc[i] = sum;
+            }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < CONV_DW_OUTPUTS_PER_THREAD; i++) {
+        int o = threadIdx.x + i * HW_THREADS;
+        if (o < outputs) {
+            int oc = o / (taps + 1), t = o - oc * (taps + 1);
+            partial[((int64_t)blockIdx.x * d.out_channels + oc0 + oc) * (taps + 1) + t] =
+                ((acc[i].x + acc[i].y) + acc[i].z) + acc[i].w;
+        }
+    }
+}
+
+// The chunks' partial sums of each gradient: CONV_DW_FINISH_LANES strided sums, then in lane order.
+__global__ static void conv_dw_direct_finish(float *dw, float *dbias, const float *partial, int64_t chunks,
+                                             int out_channels, int taps) {
+    __shared__ float lanes[CONV_DW_FINISH_LANES][33];
+    int64_t n = (int64_t)out_channels * (taps + 1), i = blockIdx.x * 32 + threadIdx.x;
+    lanes[threadIdx.y][threadIdx.x] =
+        i < n ? strided_sum(partial + i, chunks, n, threadIdx.y, CONV_DW_FINISH_LANES) : 0.0f;
+    __syncthreads();
+    if (threadIdx.y == 0 && i < n) {
+        float total = 0.0f;
+        for (int l = 0; l < CONV_DW_FINISH_LANES; l++) total += lanes[l][threadIdx.x];
+        conv_dw_direct_store(dw, dbias, taps, i, total);
     }
 }
 
@@ -199,6 +334,21 @@ extern "C" int conv2d_direct_launch(hw_cuda_stream stream, float *y, const float
     int64_t columns = (int64_t)d.batch * oh * ow;
     conv2d_direct<<<hw_blocks(columns), HW_THREADS, 0, stream>>>(y, x, w, bias, d, oh, ow, columns);
     return launched("conv2d_direct");
+}
+
+extern "C" int conv_dw_direct_launch(hw_cuda_stream stream, float *dw, float *dbias, float *partial, const float *x,
+                                     const float *dy, hw_conv_dims d) {
+    int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
+    int64_t columns = (int64_t)d.batch * oh * ow, chunks = conv_dw_direct_chunks(columns);
+    int taps = d.in_channels * d.kernel * d.kernel;
+    dim3 grid((unsigned)chunks, (unsigned)((d.out_channels + CONV_DW_DIRECT_OCS - 1) / CONV_DW_DIRECT_OCS));
+    conv_dw_direct<<<grid, HW_THREADS, 0, stream>>>(partial, x, dy, d, oh, ow, columns,
+                                                    (int)conv_dw_direct_chunk(columns));
+    if (launched("conv_dw_direct") != HW_OK) return HW_ERR;
+    int64_t outputs = (int64_t)d.out_channels * (taps + 1);
+    conv_dw_direct_finish<<<(unsigned)((outputs + 31) / 32), dim3(32, CONV_DW_FINISH_LANES), 0, stream>>>(
+        dw, dbias, partial, chunks, d.out_channels, taps);
+    return launched("conv_dw_direct_finish");
 }
 
 extern "C" int col2im_launch(hw_cuda_stream stream, float *dx, const float *dcol, hw_conv_dims d) {

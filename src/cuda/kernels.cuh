@@ -134,9 +134,10 @@ static inline int64_t conv_dw_partials_bound(int64_t rows, int64_t columns) {
 // instead of im2col, a GEMM with K = C*K*K and a permute: on an H100 at batch 512 (issue 25)
 // those three took 67 us for conv1, all of it moving the 25x larger column matrix. The GPU
 // kernel keeps the weights in shared memory and a position's taps in registers (kernels.cu).
-// Wider convolutions keep the GEMM, whose K is long enough.
+// Its weight and bias gradients are direct too (conv_dw_direct below). Wider convolutions keep
+// the GEMMs, whose K is long enough.
 enum { CONV_DIRECT_TAPS = 32, CONV_DIRECT_WEIGHTS = 4096 };
-static inline int conv_forward_is_direct(hw_conv_dims d) {
+static inline int conv_is_direct(hw_conv_dims d) {
     int64_t taps = (int64_t)d.in_channels * d.kernel * d.kernel;
     return taps <= CONV_DIRECT_TAPS && taps * d.out_channels <= CONV_DIRECT_WEIGHTS;
 }
@@ -170,6 +171,71 @@ static inline HW_HOST_DEVICE void conv2d_direct_column(float *y, const float *x,
                    conv2d_direct_tap(xb, d, oy * d.stride - d.padding, ox * d.stride - d.padding, c, ky, kx);
         }
         y[((int64_t)b * d.out_channels + oc) * plane + p] = sum + (bias ? bias[oc] : 0.0f);
+    }
+}
+
+// ---- conv2d's weight and bias gradients, direct (conv_is_direct) ----
+//
+// dw[oc, t] = the sum over the columns j = (b, oy, ox) of dy[b, oc, oy, ox] * tap t of column j,
+// and dbias[oc] = the sum of dy[b, oc, oy, ox], read from x and dy as they are (NCHW): no im2col
+// matrix in device memory, no permute of dy, no GEMM. Through im2col on an H100 at batch 512
+// (issue 25), LeNet's conv1 spent 88 us there (the permute, the bias's row sums, im2col, the split
+// GEMM and its sum). Block (s, g) of the kernel takes chunk s of the columns (conv_dw_direct_chunk:
+// whole tiles of CONV_DW_DIRECT_TILE, so many that the grid has about CONV_DW_DIRECT_BLOCKS blocks,
+// which the GPU needs: LeNet's step at batch 512 on an H100 took 0.337, 0.341 and 0.332 ms with
+// about 256, 512 and 1024 blocks, and with fixed chunks of 4096 and 2048 columns, 72 and 144
+// blocks and the first version of this kernel, 0.431 and 0.379 ms) and up to CONV_DW_DIRECT_OCS output channels from
+// g * CONV_DW_DIRECT_OCS on. It stages the taps and dy of a tile at a time in shared memory, and
+// each output (oc, t) of the block is one thread's four sums, column i of the chunk into sum i % 4
+// (in order; conv_dw_direct_column's products), added as ((s0 + s1) + s2) + s3 into
+// partial[s, oc, 0 .. taps] (the bias's sum last): four chains of additions instead of one, which
+// the GPU overlaps. A second kernel adds the chunks: CONV_DW_FINISH_LANES strided sums, then those
+// in lane order (conv_dw_direct_store). A fixed order, as every reduction here.
+enum { CONV_DW_DIRECT_TILE = 128, CONV_DW_DIRECT_BLOCKS = 1024, CONV_DW_DIRECT_OCS = 16, CONV_DW_FINISH_LANES = 32 };
+static inline int64_t conv_dw_direct_chunk(int64_t columns) {
+    int64_t tiles = (columns + (int64_t)CONV_DW_DIRECT_TILE * CONV_DW_DIRECT_BLOCKS - 1) /
+                    ((int64_t)CONV_DW_DIRECT_TILE * CONV_DW_DIRECT_BLOCKS);
+    return (tiles > 1 ? tiles : 1) * CONV_DW_DIRECT_TILE;
+}
+static inline int64_t conv_dw_direct_chunks(int64_t columns) {
+    return (columns + conv_dw_direct_chunk(columns) - 1) / conv_dw_direct_chunk(columns);
+}
+// The floats of partial sums for any batch up to d's: OC x (taps + 1) per chunk, and there are at
+// most CONV_DW_DIRECT_BLOCKS chunks (each chunk holds at least columns / BLOCKS) and at most one per
+// tile, a bound that grows with the batch (the chunks themselves do not: 131072 columns make 1024
+// chunks of one tile, 131073 make 513 of two).
+static inline int64_t conv_dw_direct_partials(hw_conv_dims d) {
+    int64_t columns = (int64_t)d.batch * hw_conv_out_h(d) * hw_conv_out_w(d);
+    int64_t tiles = (columns + CONV_DW_DIRECT_TILE - 1) / CONV_DW_DIRECT_TILE;
+    int64_t chunks = tiles < CONV_DW_DIRECT_BLOCKS ? tiles : (int64_t)CONV_DW_DIRECT_BLOCKS;
+    return chunks * d.out_channels * ((int64_t)d.in_channels * d.kernel * d.kernel + 1);
+}
+
+// Column j's share of output channel oc's gradients: acc[t] += dy * tap t for t < taps, and
+// acc[taps] += dy.
+static inline HW_HOST_DEVICE void conv_dw_direct_column(float *acc, const float *x, const float *dy, hw_conv_dims d,
+                                                        int oh, int ow, int oc, int j) {
+    int plane = oh * ow;
+    int b = j / plane, p = j - b * plane;
+    int oy = p / ow, ox = p - oy * ow;
+    const float *xb = x + (int64_t)b * d.in_channels * d.height * d.width;
+    float g = dy[((int64_t)b * d.out_channels + oc) * plane + p];
+    int taps = d.in_channels * d.kernel * d.kernel;
+    for (int t = 0; t < taps; t++) {
+        int c = t / (d.kernel * d.kernel), ky = t / d.kernel % d.kernel, kx = t % d.kernel;
+        acc[t] += g * conv2d_direct_tap(xb, d, oy * d.stride - d.padding, ox * d.stride - d.padding, c, ky, kx);
+    }
+    acc[taps] += g;
+}
+
+// Element i = oc * (taps + 1) + t of the gradients, whose chunks add up to sum: dw[oc, t] for
+// t < taps (dw may be NULL), dbias[oc] for t = taps (dbias may be NULL).
+static inline HW_HOST_DEVICE void conv_dw_direct_store(float *dw, float *dbias, int taps, int64_t i, float sum) {
+    int64_t oc = i / (taps + 1), t = i - oc * (taps + 1);
+    if (t < taps) {
+        if (dw) dw[oc * taps + t] = sum;
+    } else if (dbias) {
+        dbias[oc] = sum;
     }
 }
 

@@ -32,9 +32,14 @@ int sum_cols_launch(hw_cuda_stream stream, float *out, const float *m, int64_t r
 int sum_rows_launch(hw_cuda_stream stream, float *out, const float *m, int64_t rows, int64_t cols, float *scratch,
                     int64_t scratch_floats);
 // y (NCHW) = the convolution of x by w plus bias (may be NULL), one thread per output position
-// (conv_forward_is_direct).
+// (conv_is_direct).
 int conv2d_direct_launch(hw_cuda_stream stream, float *y, const float *x, const float *w, const float *bias,
                          hw_conv_dims d);
+// dw and dbias (either may be NULL) of a direct convolution (conv_is_direct) from its input x
+// and output gradient dy, both NCHW: two kernels, the chunks' sums into partial
+// (conv_dw_direct_partials(d) floats), then those added in order.
+int conv_dw_direct_launch(hw_cuda_stream stream, float *dw, float *dbias, float *partial, const float *x,
+                          const float *dy, hw_conv_dims d);
 // col[C*K*K, B*OH*OW] from the NCHW input x of d.
 int im2col_launch(hw_cuda_stream stream, float *col, const float *x, hw_conv_dims d);
 // dx (NCHW, d's input) gathered from dcol[C*K*K, B*OH*OW].

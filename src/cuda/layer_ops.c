@@ -42,19 +42,22 @@ int hw_cuda_linear_backward(hw_cuda_ctx ctx, float *dx, float *dw, float *dbias,
 // ---- conv2d ----
 //
 // One GEMM w[OC, C*K*K] * col gives t[OC, B*OH*OW] (im2col over the whole batch), which a permute
-// turns into NCHW y[B, OC, OH, OW] (adding the bias on the way); a convolution of few taps
-// (conv_forward_is_direct) runs its forward directly instead. Backward permutes dy back into
+// turns into NCHW y[B, OC, OH, OW] (adding the bias on the way). Backward permutes dy back into
 // t, then dw = t * col^T and dbias = row sums of t; dcol = w^T * t and col2im gathers it into dx.
+// A convolution of few taps (conv_is_direct) runs its forward, dw and dbias directly from the
+// NCHW tensors instead; only its dx, where asked for, takes the permute, the GEMM and col2im.
 // The scratch holds col, then t, then the weight gradient's partial sums where its GEMM is split
-// over the batch (conv_dw_splits); dbias's partial sums go into col before im2col refills it. Its
-// size serves every batch up to d.batch: the partial sums are counted at their bound, not at the
-// split of d.batch itself.
+// over the batch (conv_dw_splits); dbias's partial sums go into col before im2col refills it, and
+// so do the direct gradients' partial sums. Its size serves every batch up to d.batch: the
+// partial sums are counted at their bound, not at the split of d.batch itself.
 
 size_t hw_cuda_conv2d_scratch_floats(hw_conv_dims d) {
     size_t columns = (size_t)d.batch * (size_t)hw_conv_out_h(d) * (size_t)hw_conv_out_w(d);
     size_t rows = (size_t)d.in_channels * (size_t)(d.kernel * d.kernel);
     size_t partials = (size_t)conv_dw_partials_bound((int64_t)rows, (int64_t)columns);
-    return (rows + (size_t)d.out_channels) * columns + (size_t)d.out_channels * partials;
+    size_t floats = (rows + (size_t)d.out_channels) * columns + (size_t)d.out_channels * partials;
+    size_t direct = conv_is_direct(d) ? (size_t)conv_dw_direct_partials(d) : 0;  // grows with the batch
+    return direct > floats ? direct : floats;
 }
 
 static int conv_size(hw_conv_dims d, int64_t *rows, int64_t *columns) {
@@ -67,7 +70,7 @@ int hw_cuda_conv2d_forward(hw_cuda_ctx ctx, float *y, const float *x, const floa
     if (d.batch <= 0) return HW_OK;
     int64_t rows, columns;
     if (conv_size(d, &rows, &columns) != HW_OK) return HW_ERR;
-    if (conv_forward_is_direct(d)) return conv2d_direct_launch(ctx.stream, y, x, w, bias, d);
+    if (conv_is_direct(d)) return conv2d_direct_launch(ctx.stream, y, x, w, bias, d);
     float *col = scratch, *t = scratch + rows * columns;
     if (im2col_launch(ctx.stream, col, x, d) != HW_OK) return HW_ERR;
     if (hw_cuda_sgemm(ctx.blas, 0, 0, d.out_channels, (int)columns, (int)rows, 1.0f, w, col, 0.0f, t) != HW_OK) {
@@ -77,32 +80,40 @@ int hw_cuda_conv2d_forward(hw_cuda_ctx ctx, float *y, const float *x, const floa
     return cnhw_to_nchw_launch(ctx.stream, y, t, bias, d.batch, d.out_channels, plane);
 }
 
+// dw = t * col^T, split over the batch where that is faster (conv_dw_splits).
+static int conv_dw_gemm(hw_cuda_ctx ctx, float *dw, const float *t, const float *col, hw_conv_dims d, int64_t rows,
+                        int64_t columns) {
+    int splits = conv_dw_splits(rows, columns);
+    if (splits == 1)
+        return hw_cuda_sgemm(ctx.blas, 0, 1, d.out_channels, (int)rows, (int)columns, 1.0f, t, col, 0.0f, dw);
+    float *partial = (float *)t + d.out_channels * columns;  // the scratch after t
+    if (hw_cuda_sgemm_nt_split_k(ctx.blas, d.out_channels, (int)rows, (int)columns, splits, t, col, partial) != HW_OK) {
+        return HW_ERR;
+    }
+    return sum_cols_launch(ctx.stream, dw, partial, splits, d.out_channels * rows);
+}
+
 int hw_cuda_conv2d_backward(hw_cuda_ctx ctx, float *dx, float *dw, float *dbias, const float *dy, const float *x,
                             const float *w, hw_conv_dims d, float *scratch) {
     if (d.batch <= 0) return HW_OK;
     int64_t rows, columns;
     if (conv_size(d, &rows, &columns) != HW_OK) return HW_ERR;
+    int direct = conv_is_direct(d);
+    if (direct && (dw || dbias) && conv_dw_direct_launch(ctx.stream, dw, dbias, scratch, x, dy, d) != HW_OK) {
+        return HW_ERR;
+    }
+    if (direct && !dx) return HW_OK;
     float *col = scratch, *t = scratch + rows * columns;
     int64_t plane = (int64_t)hw_conv_out_h(d) * hw_conv_out_w(d);
     if (nchw_to_cnhw_launch(ctx.stream, t, dy, d.batch, d.out_channels, plane) != HW_OK) return HW_ERR;
-    if (dbias && sum_rows_launch(ctx.stream, dbias, t, d.out_channels, columns, col, rows * columns) != HW_OK) {
+    if (!direct && dbias &&
+        sum_rows_launch(ctx.stream, dbias, t, d.out_channels, columns, col, rows * columns) != HW_OK) {
         return HW_ERR;
     }
-    if (dw) {
-        // The forward's columns are not kept: rebuilding them costs less than B*OH*OW*C*K*K floats per layer.
-        if (im2col_launch(ctx.stream, col, x, d) != HW_OK) return HW_ERR;
-        int splits = conv_dw_splits(rows, columns);
-        if (splits > 1) {
-            float *partial = t + d.out_channels * columns;
-            if (hw_cuda_sgemm_nt_split_k(ctx.blas, d.out_channels, (int)rows, (int)columns, splits, t, col, partial) !=
-                    HW_OK ||
-                sum_cols_launch(ctx.stream, dw, partial, splits, d.out_channels * rows) != HW_OK) {
-                return HW_ERR;
-            }
-        } else if (hw_cuda_sgemm(ctx.blas, 0, 1, d.out_channels, (int)rows, (int)columns, 1.0f, t, col, 0.0f, dw) !=
-                   HW_OK) {
-            return HW_ERR;
-        }
+    // The forward's columns are not kept: rebuilding them costs less than B*OH*OW*C*K*K floats per layer.
+    if (!direct && dw &&
+        (im2col_launch(ctx.stream, col, x, d) != HW_OK || conv_dw_gemm(ctx, dw, t, col, d, rows, columns) != HW_OK)) {
+        return HW_ERR;
     }
     if (dx) {  // dcol overwrites col, which dw is done with
         if (hw_cuda_sgemm(ctx.blas, 1, 0, (int)rows, (int)columns, d.out_channels, 1.0f, w, t, 0.0f, col) != HW_OK) {

@@ -291,9 +291,12 @@ Test(cuda_layers, conv2d_matches_the_cpu_layer) {
         {1, 2, 3, 3, 2, 5, 1, 1},      // a kernel as large as the padded input
         {2, 2, 6, 9, 3, 2, 2, 1},      // even kernel, stride and padding
         // Batches large enough for the weight gradient's GEMM split over the batch and the bias
-        // gradient's rows summed in chunks (asserted below): LeNet's conv1 at 64, conv2 at 512.
+        // gradient's rows summed in chunks (asserted below): conv2 at 512. The direct weight
+        // gradient in chunks of one tile (conv1 at 64) and of two, the last one short (at 301).
         {64, 1, 28, 28, 10, 5, 1, 0},
         {512, 10, 12, 12, 20, 5, 1, 0},
+        {301, 1, 28, 28, 10, 5, 1, 0},
+        {3, 2, 7, 7, 17, 3, 1, 1},  // direct, 17 output channels: a second group of one
         // The edges of the rules (asserted below): the direct forward at 32 taps and at 4096
         // weights, the GEMM one past each; B*OH*OW of exactly 16384 and 32768 (the smallest split
         // in 32, the split in 64); columns with too few twos to split; padding past half the
@@ -304,9 +307,9 @@ Test(cuda_layers, conv2d_matches_the_cpu_layer) {
         {1, 2, 6, 6, 128, 4, 2, 1},     // 32 taps x 128 = 4096 weights: direct
         {1, 17, 3, 4, 241, 1, 1, 0},    // 17 taps x 241 = 4097 weights: GEMM
         {2, 1, 3, 3, 4096, 1, 1, 0},    // 1 tap x 4096: direct
-        {64, 3, 16, 16, 8, 3, 1, 1},    // 16384 columns
-        {128, 3, 16, 16, 8, 3, 1, 1},   // 32768 columns
-        {65, 3, 16, 16, 8, 3, 1, 1},    // 16640 columns: no power of two 32 or more divides them
+        {64, 4, 16, 16, 8, 3, 1, 1},    // 16384 columns (36 taps: the GEMMs)
+        {128, 4, 16, 16, 8, 3, 1, 1},   // 32768 columns
+        {65, 4, 16, 16, 8, 3, 1, 1},    // 16640 columns: no power of two 32 or more divides them
         {2, 2, 5, 6, 3, 3, 1, 2},       // padding 2 on a 3x3 kernel
         {2, 1, 4, 4, 2, 2, 1, 3},       // padding 3 on a 2x2 kernel: outputs of padding only
         {2, 2, 11, 10, 3, 2, 4, 0},     // stride 4 on a 2x2 kernel
@@ -316,20 +319,24 @@ Test(cuda_layers, conv2d_matches_the_cpu_layer) {
         {1, 3, 4, 4, 5, 4, 1, 0},       // OH = OW = 1, batch 1
         {2, 1, 1, 1, 7, 1, 1, 0},       // 1x1 input: 7 output channels over 2 columns
         {1, 34, 3, 3, 3, 3, 1, 1},      // 306 rows, 9 columns, GEMM forward
-        {1, 1, 91, 91, 3000, 1, 1, 0},  // dbias in 2 chunks, not 3: col holds 8281 partial sums
+        {1, 1, 91, 91, 4097, 1, 1, 0},  // dbias in 2 chunks, not 3: col holds 8281 partial sums
     };
-    cr_assert(conv_dw_splits(25, 64 * 24 * 24) > 1 && conv_dw_splits(250, 512 * 8 * 8) > 1,
-              "the large cases must take the split weight-gradient GEMM");
-    cr_assert(sum_rows_chunks(10, 64 * 24 * 24, 25 * 64 * 24 * 24) > 1, "and the chunked bias-gradient sum");
-    cr_assert(conv_forward_is_direct(cases[0]) && !conv_forward_is_direct(cases[1]),
+    cr_assert(conv_dw_splits(250, 512 * 8 * 8) > 1, "conv2 at 512 must take the split weight-gradient GEMM");
+    cr_assert(sum_rows_chunks(20, 512 * 8 * 8, 250 * 512 * 8 * 8) > 1, "and the chunked bias-gradient sum");
+    cr_assert(conv_dw_direct_chunk(64 * 24 * 24) == CONV_DW_DIRECT_TILE &&
+                  conv_dw_direct_chunk(301 * 24 * 24) == 2 * CONV_DW_DIRECT_TILE &&
+                  301 * 24 * 24 % (2 * CONV_DW_DIRECT_TILE) != 0,
+              "conv1's direct weight gradient in chunks of one tile at 64, of two at 301, the last one short");
+    cr_assert(conv_is_direct(cases[0]) && !conv_is_direct(cases[1]),
               "conv1 runs its forward directly, conv2 through im2col and the GEMM");
-    cr_assert(conv_forward_is_direct(cases[10]) && !conv_forward_is_direct(cases[11]) &&
-                  conv_forward_is_direct(cases[12]) && !conv_forward_is_direct(cases[13]) &&
-                  conv_forward_is_direct(cases[14]),
+    cr_assert(conv_is_direct(cases[12]) && !conv_is_direct(cases[13]) && conv_is_direct(cases[14]) &&
+                  !conv_is_direct(cases[15]) && conv_is_direct(cases[16]),
               "the direct forward's edges: 32 taps, 4096 weights");
-    cr_assert(conv_dw_splits(27, 16384) == 32 && conv_dw_splits(27, 32768) == 64 && conv_dw_splits(27, 16425) == 1,
+    cr_assert(!conv_is_direct(cases[17]) && conv_dw_splits(36, 16384) == 32 && conv_dw_splits(36, 32768) == 64 &&
+                  conv_dw_splits(36, 16425) == 1,
               "the split's edges: 16384 and 32768 columns split, 16425 does not");
-    cr_assert(sum_rows_chunks(3000, 8281, 8281) == 2, "dbias's chunks limited by the scratch");
+    cr_assert(!conv_is_direct(cases[29]) && sum_rows_chunks(4097, 8281, 8281) == 2,
+              "dbias's chunks limited by the scratch");
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) check_conv2d(ctx, cases[k], &rng);
     for (int round = 0; round < 8; round++) check_conv2d(ctx, random_conv_dims(&rng, 5), &rng);
     free_ctx(ctx);

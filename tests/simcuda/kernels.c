@@ -14,6 +14,8 @@
 #include "cuda_runtime.h"
 #include "hw/err.h"
 
+#include <stdlib.h>
+
 // n floats (or bytes) a launch reads or writes at p.
 static hw_sim_span reads(const void *p, int64_t n) { return (hw_sim_span){p, p ? (size_t)n * sizeof(float) : 0, 0}; }
 static hw_sim_span writes(const void *p, int64_t n) { return (hw_sim_span){p, p ? (size_t)n * sizeof(float) : 0, 1}; }
@@ -109,6 +111,47 @@ int conv2d_direct_launch(hw_cuda_stream stream, float *y, const float *x, const 
                  reads(x, (int64_t)d.batch * d.in_channels * d.height * d.width),
                  reads(w, (int64_t)d.out_channels * d.in_channels * d.kernel * d.kernel), reads(bias, d.out_channels));
     for (int64_t j = 0; j < columns; j++) conv2d_direct_column(y, x, w, bias, d, oh, ow, (int)j);
+    return HW_OK;
+}
+
+// The GPU's sums replayed (kernels.cuh, conv_dw_direct): each output's four sums over a chunk's
+// columns (column i of the chunk into sum i % 4), added as ((s0 + s1) + s2) + s3, then the chunks in
+// CONV_DW_FINISH_LANES strided sums added in lane order.
+int conv_dw_direct_launch(hw_cuda_stream stream, float *dw, float *dbias, float *partial, const float *x,
+                          const float *dy, hw_conv_dims d) {
+    int oh = hw_conv_out_h(d), ow = hw_conv_out_w(d);
+    int64_t columns = (int64_t)d.batch * oh * ow, chunk = conv_dw_direct_chunk(columns);
+    int64_t chunks = conv_dw_direct_chunks(columns);
+    int taps = d.in_channels * d.kernel * d.kernel;
+    int64_t per_chunk = (int64_t)d.out_channels * (taps + 1);
+    CHECK_LAUNCH("conv_dw_direct", stream, writes(partial, chunks * per_chunk),
+                 reads(x, (int64_t)d.batch * d.in_channels * d.height * d.width), reads(dy, columns * d.out_channels));
+    float *sums = calloc((size_t)(4 * per_chunk), sizeof(float));
+    if (!sums) return hw_fail("conv_dw_direct (simulated CUDA device): out of host memory");
+    for (int64_t s = 0; s < chunks; s++) {
+        int64_t begin = s * chunk, end = columns - begin < chunk ? columns : begin + chunk;
+        for (int64_t i = 0; i < 4 * per_chunk; i++) sums[i] = 0.0f;
+        for (int oc = 0; oc < d.out_channels; oc++) {
+            for (int64_t j = begin; j < end; j++) {
+                float *lane = sums + ((j - begin) % 4) * per_chunk + (int64_t)oc * (taps + 1);
+                conv_dw_direct_column(lane, x, dy, d, oh, ow, oc, (int)j);
+            }
+        }
+        for (int64_t i = 0; i < per_chunk; i++) {
+            partial[s * per_chunk + i] =
+                ((sums[i] + sums[per_chunk + i]) + sums[2 * per_chunk + i]) + sums[3 * per_chunk + i];
+        }
+    }
+    free(sums);
+    CHECK_LAUNCH("conv_dw_direct_finish", stream, writes(dw, (int64_t)d.out_channels * taps),
+                 writes(dbias, d.out_channels), reads(partial, chunks * per_chunk));
+    for (int64_t i = 0; i < per_chunk; i++) {
+        float total = 0.0f;
+        for (int l = 0; l < CONV_DW_FINISH_LANES; l++) {
+            total += strided_sum(partial + i, chunks, per_chunk, l, CONV_DW_FINISH_LANES);
+        }
+        conv_dw_direct_store(dw, dbias, taps, i, total);
+    }
     return HW_OK;
 }
 
