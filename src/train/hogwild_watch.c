@@ -255,6 +255,20 @@ static int evaluate(const hogwild_watch *watch, hw_train_outputs *log, int epoch
     return status;
 }
 
+// The run loop's snapshot. Across ranks: the rounds' weights W that the ranks agree on, the
+// rule's look-ahead taken out (hw_couple_weights), at every point alike: mid-epoch, at an epoch end
+// (where the settle has made every rank's live weights W) and on a stop, whose checkpoint is then
+// what the ranks agree on, not rank 0's live weights with the look-ahead and its own steps since
+// the last round (nor, on GPU ranks, a copy of the device's weights only to be overwritten).
+// Otherwise the trainer's copy of its workers' weights.
+static int watch_snapshot(void *ctx, hw_train_outputs *log) {
+    const hogwild_watch *watch = ctx;
+    if (!watch->couple) return watch->snapshot(watch->snapshot_ctx, log);
+    hw_couple_weights(watch->couple, log->snapshot);
+    log->snapshot_time = hw_now();
+    return HW_OK;
+}
+
 int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_train_outputs *log,
                          hw_train_result *result) {
     const hw_train_config *config = watch->config;
@@ -268,7 +282,7 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
     double loss_window_sum = 0;
     int status = HW_OK;
     hw_run_loop run;
-    hw_run_loop_start(&run, log, watch->snapshot, watch->snapshot_ctx);  // the workers (GPU, ranks) are set up
+    hw_run_loop_start(&run, log, watch_snapshot, (void *)watch);  // the workers (GPU, ranks) are set up
 
     for (;;) {
         // Across ranks the coupling says when it next needs a pass: every 1 ms while a round is
@@ -356,7 +370,7 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
         } else if (hw_run_loop_point_due(&run, samples, (int64_t)(epochs_handled + 1) * watch->n_train)) {
             // A mid-epoch point of the curve: a snapshot taken while the workers write (Hogwild);
             // with several copies or across ranks, the rounds' weights they agree on (the GPU
-            // trainer's snapshot; the ranks' coupling, here).
+            // trainer's snapshot; watch_snapshot).
             // Not once the epoch's last samples are in: the epoch-end row comes next.
             if (watch->measure) {
                 measure_capture(watch->measure, NULL);  // lost updates: epoch ends only
@@ -364,7 +378,6 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
             }
             // One evaluation for every point passed since the last: the others are skipped.
             int point = hw_run_loop_point(&run, samples, 0);
-            if (point == HW_OK && watch->couple) hw_couple_weights(watch->couple, log->snapshot);
             if (point != HW_OK ||
                 evaluate(watch, log, watch->first_epoch + epochs_handled, samples, loss_sum, 0, 1) != HW_OK) {
                 status = HW_ERR;

@@ -511,6 +511,45 @@ static void check_ctrl_c(int dp) {
 Test(mpi, hogwild_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) { check_ctrl_c(0); }
 Test(mpi, dataparallel_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) { check_ctrl_c(1); }
 
+// What Ctrl-C saves across ranks is what they agree on, the rounds' weights (watch_snapshot), not
+// rank 0's live weights, which hold its own steps since the last round. With no round before the
+// epoch's end (one every 10^9 samples), that is the starting weights: the checkpoint evaluates as
+// the metrics' first row, however far rank 0's workers have trained. A mid-epoch row (--eval-every)
+// says they have; LeNet in batches of 1, so that the epoch lasts long past it.
+Test(mpi, hogwild_ctrl_c_saves_the_weights_the_ranks_agree_on) {
+    need_mpirun();
+    char *data = e2e_synth_n("data", 76, 20000, 200), *metrics = e2e_path("stopped.csv");
+    char *ckpt = e2e_path("agreed.safetensors");
+    e2e_run_result r;
+    mpi_start(&r, (const char *const[]){"-np",        "2",
+                                        "HW",         "--workers",
+                                        "1",          "--model",
+                                        e2e.lenet,    "--data",
+                                        data,         "--batch-size",
+                                        "1",          "--eval-every",
+                                        "500",        "--sync-every",
+                                        "1000000000", "--metrics",
+                                        metrics,      "--save",
+                                        ckpt,         "--quiet",
+                                        NULL});
+    double deadline = hw_now() + 120;
+    while (e2e_count_lines(metrics) < 3 && hw_now() < deadline) e2e_sleep_ms(20);  // header, start, a point
+    cr_assert_geq(e2e_count_lines(metrics), 3, "no mid-epoch row within 120 s");
+    kill(r.pid, SIGINT);
+    e2e_wait_within(&r, 60);
+    e2e_assert_contains(r.out, "saved the current weights to", "stdout");
+    assert_mpi_left_nothing();
+    e2e_metrics_row rows[64];
+    int n = e2e_read_metrics(metrics, rows, 64);
+    cr_assert_geq(n, 2);
+    e2e_ckpt_info saved = e2e_eval_checkpoint(data, e2e.lenet, ckpt);
+    cr_expect_geq(saved.samples, 500, "the checkpoint's samples: %lld", saved.samples);
+    cr_assert_lt(saved.samples, 20000, "the epoch ended before the stop: no test of a stop between rounds");
+    cr_expect_eq(saved.accuracy, rows[0].accuracy, "the checkpoint evaluates at %.2f%%, the starting weights at %.2f%%",
+                 saved.accuracy, rows[0].accuracy);
+    cr_expect_eq(rows[n - 1].accuracy, rows[0].accuracy, "the last mid-epoch row is the start too");
+}
+
 // mpirun itself killed with SIGKILL: nothing removes what it owns (its session folder, the ranks'
 // shared-memory segments registered with it) and the ranks _exit() on the lost connection. The
 // janitor of each host (src/comm/mpirun_cleanup.c) removes them once the ranks are gone.
