@@ -138,12 +138,15 @@ static inline int hw_conv_out_h(hw_conv_dims d) { return (d.height + 2 * d.paddi
 static inline int hw_conv_out_w(hw_conv_dims d) { return (d.width + 2 * d.padding - d.kernel) / d.stride + 1; }
 // Floats of scratch space conv2d needs at any batch up to d.batch: the im2col matrix
 // [C*K*K, B*OH*OW], the GEMM output [OC, B*OH*OW] and, where the weight gradient's GEMM is split
-// over the batch, its partial sums (which a smaller batch may need where d.batch does not).
+// over the batch, its partial sums (which a smaller batch may need where d.batch does not); for
+// a direct convolution (conv_is_direct) at least the partial sums of its direct weight gradient.
 size_t hw_cuda_conv2d_scratch_floats(hw_conv_dims d);
-// im2col over the whole batch, one GEMM, a permute to NCHW with the bias.
+// im2col over the whole batch, one GEMM, a permute to NCHW with the bias; for few taps
+// (conv_is_direct) one direct kernel.
 int hw_cuda_conv2d_forward(hw_cuda_ctx ctx, float *y, const float *x, const float *w, const float *bias, hw_conv_dims d,
                            float *scratch);
-// dw, dbias by GEMM and reduction over the batch; dx by GEMM and col2im.
+// dw, dbias by GEMM and reduction over the batch, or, for few taps (conv_is_direct), straight from
+// x and dy; dx by GEMM and col2im. dx, dw and dbias may each be NULL: not computed, not written.
 int hw_cuda_conv2d_backward(hw_cuda_ctx ctx, float *dx, float *dw, float *dbias, const float *dy, const float *x,
                             const float *w, hw_conv_dims d, float *scratch);
 

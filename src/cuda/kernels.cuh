@@ -197,8 +197,10 @@ static inline int64_t conv_dw_direct_chunk(int64_t columns) {
                     ((int64_t)CONV_DW_DIRECT_TILE * CONV_DW_DIRECT_BLOCKS);
     return (tiles > 1 ? tiles : 1) * CONV_DW_DIRECT_TILE;
 }
+// At least one: with no columns, one block writes the zero sums (a grid of 0 blocks is no launch).
 static inline int64_t conv_dw_direct_chunks(int64_t columns) {
-    return (columns + conv_dw_direct_chunk(columns) - 1) / conv_dw_direct_chunk(columns);
+    int64_t chunks = (columns + conv_dw_direct_chunk(columns) - 1) / conv_dw_direct_chunk(columns);
+    return chunks > 1 ? chunks : 1;
 }
 // The floats of partial sums for any batch up to d's: OC x (taps + 1) per chunk, and there are at
 // most CONV_DW_DIRECT_BLOCKS chunks (each chunk holds at least columns / BLOCKS) and at most one per
@@ -207,7 +209,7 @@ static inline int64_t conv_dw_direct_chunks(int64_t columns) {
 static inline int64_t conv_dw_direct_partials(hw_conv_dims d) {
     int64_t columns = (int64_t)d.batch * hw_conv_out_h(d) * hw_conv_out_w(d);
     int64_t tiles = (columns + CONV_DW_DIRECT_TILE - 1) / CONV_DW_DIRECT_TILE;
-    int64_t chunks = tiles < CONV_DW_DIRECT_BLOCKS ? tiles : (int64_t)CONV_DW_DIRECT_BLOCKS;
+    int64_t chunks = tiles < 1 ? 1 : tiles < CONV_DW_DIRECT_BLOCKS ? tiles : (int64_t)CONV_DW_DIRECT_BLOCKS;
     return chunks * d.out_channels * ((int64_t)d.in_channels * d.kernel * d.kernel + 1);
 }
 

@@ -695,3 +695,102 @@ Test(cuda_layers, normalize_u8_matches_the_cpu_batches) {
     free(x);
     hw_cuda_free(d_images), hw_cuda_free(d_x);
 }
+
+// ---- the direct weight and bias gradients (conv_is_direct) at their edges ----
+
+// d with dx, dw or dbias dropped (mask bit 0, 1, 2 = skip dx, dw, dbias), its scratch sized for
+// scratch_batch: what is asked for matches the CPU layer, what is not stays NaN (untouched).
+static void check_conv2d_dropping(hw_cuda_ctx ctx, hw_conv_dims d, int scratch_batch, int mask, hw_rng *rng) {
+    char line[96], what[192];
+    snprintf(line, sizeof line, "conv2d %d %d stride=%d padding=%d", d.out_channels, d.kernel, d.stride, d.padding);
+    snprintf(what, sizeof what, "%s on B=%d C=%d %dx%d (scratch for %d, mask %d, direct %d)", line, d.batch,
+             d.in_channels, d.height, d.width, scratch_batch, mask, conv_is_direct(d));
+    cpu_layer c;
+    cpu_layer_open(&c, line, hw_shape_make(3, (int64_t[]){d.in_channels, d.height, d.width}), d.batch, rng);
+    cpu_layer_forward(&c);
+    cpu_layer_backward(&c);
+    gpu_layer g = gpu_layer_open(&c);
+    hw_conv_dims sized = d;
+    sized.batch = scratch_batch;
+    size_t sf = hw_cuda_conv2d_scratch_floats(sized);
+    cr_assert_geq(sf, hw_cuda_conv2d_scratch_floats(d), "%s: scratch shrinks with the batch", what);
+    float *scratch = nan_on_device(sf);
+    OK(hw_cuda_conv2d_forward(ctx, g.y, g.x, g.w, g.bias, d, scratch));
+    OK(hw_cuda_conv2d_backward(ctx, mask & 1 ? NULL : g.dx, mask & 2 ? NULL : g.dw, mask & 4 ? NULL : g.db, g.dy, g.x,
+                               g.w, d, scratch));
+    OK(hw_cuda_stream_sync(ctx.stream));
+    float *y = from_device(g.y, c.n_out), *dx = from_device(g.dx, c.n_in);
+    float *dw = from_device(g.dw, c.n_w), *db = from_device(g.db, c.n_b);
+    EXPECT_CLOSE(y, c.y, c.n_out, "forward of %s", what);
+    if (mask & 1) {
+        for (size_t i = 0; i < c.n_in; i++) cr_expect(isnan(dx[i]), "%s: dx[%zu] written", what, i);
+    } else {
+        EXPECT_CLOSE(dx, c.dx, c.n_in, "dx of %s", what);
+    }
+    if (mask & 2) {
+        for (size_t i = 0; i < c.n_w; i++) cr_expect(isnan(dw[i]), "%s: dw[%zu] written", what, i);
+    } else {
+        EXPECT_CLOSE(dw, c.dw, c.n_w, "dw of %s", what);
+    }
+    if (mask & 4) {
+        for (size_t i = 0; i < c.n_b; i++) cr_expect(isnan(db[i]), "%s: db[%zu] written", what, i);
+    } else {
+        EXPECT_CLOSE(db, c.db, c.n_b, "dbias of %s", what);
+    }
+    free(y), free(dx), free(dw), free(db);
+    hw_cuda_free(scratch);
+    gpu_layer_close(&g);
+    cpu_layer_close(&c);
+}
+
+// Every output the backward may be asked for or not (NULL), at the direct path's edges: 31, 32 and
+// 33 taps, 4096 and 4097 weights, 15 to 33 output channels (groups of 16), strides and paddings
+// past the kernel, columns around a tile (128) and around 1024 chunks of one tile (131072), the
+// scratch sized for a larger batch; then 200 random shapes near those edges.
+Test(cuda_layers, conv2d_direct_gradients_at_their_edges, .timeout = 300) {
+    need_gpu();
+    hw_cuda_ctx ctx = make_ctx();
+    hw_rng rng;
+    hw_rng_seed(&rng, 77, 0);
+    // {batch, in_channels, height, width, out_channels, kernel, stride, padding}
+    const hw_conv_dims fixed[] = {
+        {2, 2, 6, 6, 128, 4, 2, 1},     // 32 taps x 128
+        {2, 31, 3, 3, 17, 1, 1, 0},     // 31 taps, 17 channels
+        {2, 32, 3, 3, 33, 1, 1, 0},     // 32 taps, 33 channels
+        {2, 33, 3, 3, 16, 1, 1, 0},     // 33 taps: GEMM
+        {2, 1, 3, 3, 4096, 1, 1, 0},    // 1 tap x 4096
+        {2, 1, 3, 3, 4097, 1, 1, 0},    // 1 tap x 4097: GEMM
+        {3, 1, 9, 9, 1, 1, 3, 2},       // stride and padding larger than the kernel
+        {2, 2, 4, 4, 15, 2, 5, 4},      // stride 5, padding 4 on a 2x2 kernel
+        {1, 1, 1, 127, 16, 1, 1, 0},    // 127 columns
+        {1, 1, 1, 129, 31, 1, 1, 0},    // 129 columns
+        {1, 1, 2, 128, 1, 1, 1, 0},     // 256 columns
+        {1, 1, 1, 131071, 2, 1, 1, 0},  // 1024 chunks of one tile, the last short
+        {1, 1, 1, 131072, 1, 1, 1, 0},  // 1024 full chunks of one tile
+        {1, 1, 1, 131073, 3, 1, 1, 0},  // 513 chunks of two tiles, the last of 1 column
+        {228, 1, 24, 24, 10, 1, 1, 0},  // 131328 columns
+        {460, 1, 28, 28, 10, 5, 1, 0},  // conv1, 264960 columns: three tiles a chunk
+    };
+    int n = 0;
+    for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) {
+        for (int mask = 0; mask < 8; mask++, n++) {
+            if (fixed[k].batch * fixed[k].width > 100000 && mask != 0 && mask != 1 && mask != 6) continue;
+            check_conv2d_dropping(ctx, fixed[k], fixed[k].batch + (mask & 1), mask, &rng);
+        }
+    }
+    const int taps[][2] = {{1, 1}, {2, 4}, {1, 5}, {32, 1}, {8, 2}, {31, 1}, {3, 3}, {2, 3}, {1, 3}, {16, 1}, {17, 1}};
+    const int ocs[] = {1, 15, 16, 17, 31, 32, 33, 128};
+    for (int round = 0; round < 200; round++, n++) {
+        hw_conv_dims d;
+        const int *t = taps[rand_in(&rng, 0, 10)];
+        d.in_channels = t[0], d.kernel = t[1], d.out_channels = ocs[rand_in(&rng, 0, 7)];
+        d.stride = rand_in(&rng, 1, 6), d.padding = rand_in(&rng, 0, 6);
+        d.height = rand_in(&rng, 1, 14), d.width = rand_in(&rng, 1, 14);
+        if (d.height + 2 * d.padding < d.kernel || d.width + 2 * d.padding < d.kernel) d.padding = d.kernel;
+        d.batch = rand_in(&rng, 1, 40);
+        int scratch_batch = d.batch + (round % 3 == 0 ? rand_in(&rng, 1, 3000) : 0);
+        check_conv2d_dropping(ctx, d, scratch_batch, rand_in(&rng, 0, 7), &rng);
+    }
+    cr_log_info("%d conv2d cases at the direct path's edges", n);
+    free_ctx(ctx);
+}
