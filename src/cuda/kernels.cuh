@@ -178,19 +178,20 @@ static inline HW_HOST_DEVICE void conv2d_direct_column(float *y, const float *x,
 //
 // dw[oc, t] = the sum over the columns j = (b, oy, ox) of dy[b, oc, oy, ox] * tap t of column j,
 // and dbias[oc] = the sum of dy[b, oc, oy, ox], read from x and dy as they are (NCHW): no im2col
-// matrix in device memory, no permute of dy, no GEMM. Through im2col on an H100 at batch 512
-// (issue 25), LeNet's conv1 spent 88 us there (the permute, the bias's row sums, im2col, the split
-// GEMM and its sum). Block (s, g) of the kernel takes chunk s of the columns (conv_dw_direct_chunk:
-// whole tiles of CONV_DW_DIRECT_TILE, so many that the grid has about CONV_DW_DIRECT_BLOCKS blocks,
-// which the GPU needs: LeNet's step at batch 512 on an H100 took 0.337, 0.341 and 0.332 ms with
-// about 256, 512 and 1024 blocks, and with fixed chunks of 4096 and 2048 columns, 72 and 144
-// blocks and the first version of this kernel, 0.431 and 0.379 ms) and up to CONV_DW_DIRECT_OCS output channels from
-// g * CONV_DW_DIRECT_OCS on. It stages the taps and dy of a tile at a time in shared memory, and
-// each output (oc, t) of the block is one thread's four sums, column i of the chunk into sum i % 4
-// (in order; conv_dw_direct_column's products), added as ((s0 + s1) + s2) + s3 into
-// partial[s, oc, 0 .. taps] (the bias's sum last): four chains of additions instead of one, which
-// the GPU overlaps. A second kernel adds the chunks: CONV_DW_FINISH_LANES strided sums, then those
-// in lane order (conv_dw_direct_store). A fixed order, as every reduction here.
+// matrix in device memory, no permute of dy, no GEMM. (Through im2col on an H100 at batch 512,
+// issue 25, LeNet's conv1 spent 88 us there: the permute, the bias's row sums, im2col, the split
+// GEMM and its sum.) The sums and their order:
+// - Block (s, g) takes chunk s of the columns and up to CONV_DW_DIRECT_OCS output channels from
+//   g * CONV_DW_DIRECT_OCS on. A chunk is whole tiles of CONV_DW_DIRECT_TILE columns, as many as
+//   make about CONV_DW_DIRECT_BLOCKS blocks (conv_dw_direct_chunk), which the GPU needs: LeNet's
+//   step at batch 512 on an H100 took 0.337, 0.341 and 0.332 ms with about 256, 512 and 1024
+//   blocks (with 72 and 144 blocks of an earlier version of the kernel, 0.431 and 0.379 ms).
+// - Each output (oc, t) of the block is one thread's four sums over the chunk, column i of the
+//   chunk into sum i % 4, in order (conv_dw_direct_column's products), then ((s0 + s1) + s2) + s3
+//   into partial[s, oc, 0 .. taps] (the bias's sum last): four chains of additions, which the GPU
+//   overlaps, where one would wait on each addition.
+// - A second kernel adds the chunks: CONV_DW_FINISH_LANES strided sums, then those in lane order
+//   (conv_dw_direct_store). A fixed order, as every reduction here.
 enum { CONV_DW_DIRECT_TILE = 128, CONV_DW_DIRECT_BLOCKS = 1024, CONV_DW_DIRECT_OCS = 16, CONV_DW_FINISH_LANES = 32 };
 static inline int64_t conv_dw_direct_chunk(int64_t columns) {
     int64_t tiles = (columns + (int64_t)CONV_DW_DIRECT_TILE * CONV_DW_DIRECT_BLOCKS - 1) /
