@@ -105,7 +105,17 @@ static int save_interrupted(const hogwild_watch *watch, hw_run_loop *run, int si
     double loss_sum;
     int min_done;
     sum_slots(watch->control, watch->config->workers, &samples, &loss_sum, &min_done);
+    // On one node, an epoch that every worker has finished is in the weights saved. Across ranks
+    // the weights saved are what the ranks agree on (watch_snapshot), which hold only the epochs
+    // they agreed on, not one that this rank's workers finished while another rank is behind; and
+    // the samples are the world's, as the other ranks last reported theirs.
     int epochs_done = min_done > epochs_handled ? min_done : epochs_handled;
+    if (watch->couple) {
+        hw_couple_view others;
+        hw_couple_view_read(watch->couple, &others);
+        samples += others.others_samples;
+        epochs_done = epochs_handled;
+    }
     return hw_run_loop_save_stopped(run, signal_number, watch->first_epoch + epochs_done, samples);
 }
 

@@ -511,20 +511,22 @@ static void check_ctrl_c(int dp) {
 Test(mpi, hogwild_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) { check_ctrl_c(0); }
 Test(mpi, dataparallel_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) { check_ctrl_c(1); }
 
-// What Ctrl-C saves across ranks is what they agree on, the rounds' weights (watch_snapshot), not
-// rank 0's live weights, which hold its own steps since the last round. With no round before the
-// epoch's end (one every 10^9 samples), that is the starting weights: the checkpoint evaluates as
-// the metrics' first row, however far rank 0's workers have trained. A mid-epoch row (--eval-every)
-// says they have; LeNet in batches of 1, so that the epoch lasts long past it.
-Test(mpi, hogwild_ctrl_c_saves_the_weights_the_ranks_agree_on) {
+// What Ctrl-C saves across ranks is what they agree on: the rounds' weights (watch_snapshot), not
+// rank 0's live weights, which hold its own steps since the last round, and the epochs the ranks
+// agreed on, not one that rank 0's workers finished while another rank is behind. Rank 1's worker
+// is stopped, so the epoch cannot end; with no round before its end (one every 10^9 samples), what
+// the ranks agree on is the starting weights, however far rank 0 has trained (here: its whole
+// shard, then the wait at the barrier). Before, the checkpoint was rank 0's trained weights, then
+// the starting weights labelled "epoch 1", which --resume would have gone on past.
+Test(mpi, hogwild_ctrl_c_saves_the_weights_and_epochs_the_ranks_agree_on) {
     need_mpirun();
-    char *data = e2e_synth_n("data", 76, 20000, 200), *metrics = e2e_path("stopped.csv");
+    char *data = e2e_synth_n("data", 77, 40000, 200), *metrics = e2e_path("m.csv");
     char *ckpt = e2e_path("agreed.safetensors");
     e2e_run_result r;
     mpi_start(&r, (const char *const[]){"-np",        "2",
                                         "HW",         "--workers",
                                         "1",          "--model",
-                                        e2e.lenet,    "--data",
+                                        e2e.mlp,      "--data",
                                         data,         "--batch-size",
                                         "1",          "--eval-every",
                                         "500",        "--sync-every",
@@ -533,21 +535,32 @@ Test(mpi, hogwild_ctrl_c_saves_the_weights_the_ranks_agree_on) {
                                         ckpt,         "--quiet",
                                         NULL});
     double deadline = hw_now() + 120;
+    pid_t ranks[2];
+    mpi_find_two_ranks(&r, ranks, deadline);
     while (e2e_count_lines(metrics) < 3 && hw_now() < deadline) e2e_sleep_ms(20);  // header, start, a point
     cr_assert_geq(e2e_count_lines(metrics), 3, "no mid-epoch row within 120 s");
+    pid_t rank1 = rank_of(ranks[0]) == 1 ? ranks[0] : ranks[1];
+    cr_assert_eq(rank_of(rank1), 1, "cannot tell rank 1 from rank 0");
+    pid_t workers[2];
+    cr_assert_eq(e2e_children_of(rank1, workers, 2), 1, "rank 1 should have its 1 worker");
+    kill(workers[0], SIGSTOP);
+    e2e_sleep_ms(8000);  // rank 0's 20000 samples, then its wait at the barrier (--sync-timeout: 60 s)
     kill(r.pid, SIGINT);
+    e2e_sleep_ms(500);
+    kill(workers[0], SIGCONT);
     e2e_wait_within(&r, 60);
     e2e_assert_contains(r.out, "saved the current weights to", "stdout");
     assert_mpi_left_nothing();
     e2e_metrics_row rows[64];
     int n = e2e_read_metrics(metrics, rows, 64);
     cr_assert_geq(n, 2);
-    e2e_ckpt_info saved = e2e_eval_checkpoint(data, e2e.lenet, ckpt);
-    cr_expect_geq(saved.samples, 500, "the checkpoint's samples: %lld", saved.samples);
-    cr_assert_lt(saved.samples, 20000, "the epoch ended before the stop: no test of a stop between rounds");
+    cr_assert_eq(rows[n - 1].epoch, 0, "the epoch ended (was agreed) before the stop: no test of a stop within it");
+    e2e_ckpt_info saved = e2e_eval_checkpoint(data, e2e.mlp, ckpt);
+    cr_expect_eq(saved.epoch, 0, "the checkpoint says epoch %d done, which the ranks never agreed on", saved.epoch);
     cr_expect_eq(saved.accuracy, rows[0].accuracy, "the checkpoint evaluates at %.2f%%, the starting weights at %.2f%%",
                  saved.accuracy, rows[0].accuracy);
-    cr_expect_eq(rows[n - 1].accuracy, rows[0].accuracy, "the last mid-epoch row is the start too");
+    cr_expect_geq(saved.samples, rows[n - 1].samples, "the checkpoint's samples, %lld, are fewer than the last row's",
+                  saved.samples);
 }
 
 // mpirun itself killed with SIGKILL: nothing removes what it owns (its session folder, the ranks'
