@@ -273,8 +273,9 @@ void hw_train_outputs_finish(hw_train_outputs *log, int64_t samples, hw_train_re
     if (log->skipped_points > 0) {
         hw_progress_message(&log->progress,
                             "note: %lld evaluation point(s)%s were not evaluated: training passed them "
-                            "while an evaluation was under way (each metrics row records the samples it was "
-                            "taken at)\n",
+                            "before they could be (an evaluation under way, or, across ranks, the other ranks' "
+                            "samples counted only when a round brings them; each metrics row records the "
+                            "samples it was taken at)\n",
                             (long long)log->skipped_points, hw_option_hint(HW_OPTION_EVAL_EVERY));
     }
     if (log->metrics.failed) hw_progress_message(&log->progress, "warning: %s\n", log->metrics.failure);
