@@ -243,11 +243,14 @@ Test(cuda_layers, linear_matches_the_cpu_layer) {
 }
 
 // The layer on d, its scratch sized for a batch of scratch_batch >= d.batch samples, as the GPU
-// runner sizes it for its max_batch and then runs smaller batches (an epoch's last).
-static void check_conv2d_in_scratch(hw_cuda_ctx ctx, hw_conv_dims d, int scratch_batch, hw_rng *rng) {
-    char line[96], what[128];
+// runner sizes it for its max_batch and then runs smaller batches (an epoch's last); dx, dw or
+// dbias not asked for where `mask` says so (bit 0, 1, 2: NULL for dx, dw, dbias). What is asked for
+// matches the CPU layer, what is not stays NaN (untouched).
+static void check_conv2d_in_scratch(hw_cuda_ctx ctx, hw_conv_dims d, int scratch_batch, int mask, hw_rng *rng) {
+    char line[96], what[192];
     snprintf(line, sizeof line, "conv2d %d %d stride=%d padding=%d", d.out_channels, d.kernel, d.stride, d.padding);
-    snprintf(what, sizeof what, "%s on B=%d C=%d %dx%d", line, d.batch, d.in_channels, d.height, d.width);
+    snprintf(what, sizeof what, "%s on B=%d C=%d %dx%d (scratch for %d, mask %d, direct %d)", line, d.batch,
+             d.in_channels, d.height, d.width, scratch_batch, mask, conv_is_direct(d));
     cpu_layer c;
     cpu_layer_open(&c, line, hw_shape_make(3, (int64_t[]){d.in_channels, d.height, d.width}), d.batch, rng);
     cpu_layer_forward(&c);
@@ -255,16 +258,31 @@ static void check_conv2d_in_scratch(hw_cuda_ctx ctx, hw_conv_dims d, int scratch
     gpu_layer g = gpu_layer_open(&c);
     hw_conv_dims sized = d;
     sized.batch = scratch_batch;
-    float *scratch = nan_on_device(hw_cuda_conv2d_scratch_floats(sized));  // the kernels must write before they read
+    size_t sf = hw_cuda_conv2d_scratch_floats(sized);
+    cr_assert_geq(sf, hw_cuda_conv2d_scratch_floats(d), "%s: scratch shrinks with the batch", what);
+    float *scratch = nan_on_device(sf);
     OK(hw_cuda_conv2d_forward(ctx, g.y, g.x, g.w, g.bias, d, scratch));
-    OK(hw_cuda_conv2d_backward(ctx, g.dx, g.dw, g.db, g.dy, g.x, g.w, d, scratch));
+    OK(hw_cuda_conv2d_backward(ctx, mask & 1 ? NULL : g.dx, mask & 2 ? NULL : g.dw, mask & 4 ? NULL : g.db, g.dy, g.x,
+                               g.w, d, scratch));
     OK(hw_cuda_stream_sync(ctx.stream));
     float *y = from_device(g.y, c.n_out), *dx = from_device(g.dx, c.n_in);
     float *dw = from_device(g.dw, c.n_w), *db = from_device(g.db, c.n_b);
     EXPECT_CLOSE(y, c.y, c.n_out, "forward of %s", what);
-    EXPECT_CLOSE(dx, c.dx, c.n_in, "dx of %s", what);
-    EXPECT_CLOSE(dw, c.dw, c.n_w, "dw of %s", what);
-    EXPECT_CLOSE(db, c.db, c.n_b, "dbias of %s", what);
+    if (mask & 1) {
+        for (size_t i = 0; i < c.n_in; i++) cr_expect(isnan(dx[i]), "%s: dx[%zu] written", what, i);
+    } else {
+        EXPECT_CLOSE(dx, c.dx, c.n_in, "dx of %s", what);
+    }
+    if (mask & 2) {
+        for (size_t i = 0; i < c.n_w; i++) cr_expect(isnan(dw[i]), "%s: dw[%zu] written", what, i);
+    } else {
+        EXPECT_CLOSE(dw, c.dw, c.n_w, "dw of %s", what);
+    }
+    if (mask & 4) {
+        for (size_t i = 0; i < c.n_b; i++) cr_expect(isnan(db[i]), "%s: db[%zu] written", what, i);
+    } else {
+        EXPECT_CLOSE(db, c.db, c.n_b, "dbias of %s", what);
+    }
     free(y), free(dx), free(dw), free(db);
     hw_cuda_free(scratch);
     gpu_layer_close(&g);
@@ -272,7 +290,7 @@ static void check_conv2d_in_scratch(hw_cuda_ctx ctx, hw_conv_dims d, int scratch
 }
 
 static void check_conv2d(hw_cuda_ctx ctx, hw_conv_dims d, hw_rng *rng) {
-    check_conv2d_in_scratch(ctx, d, d.batch, rng);
+    check_conv2d_in_scratch(ctx, d, d.batch, 0, rng);
 }
 
 Test(cuda_layers, conv2d_matches_the_cpu_layer) {
@@ -378,7 +396,7 @@ Test(cuda_layers, conv2d_scratch_of_a_batch_serves_every_smaller_batch) {
     hw_conv_dims d = shapes[0];
     d.batch = 672;
     cr_assert(conv_dw_splits(9, 672 * 25) > 1 && conv_dw_splits(9, 673 * 25) == 1, "batch 672 splits, 673 does not");
-    check_conv2d_in_scratch(ctx, d, 673, &rng);
+    check_conv2d_in_scratch(ctx, d, 673, 0, &rng);
     free_ctx(ctx);
 }
 
@@ -698,51 +716,6 @@ Test(cuda_layers, normalize_u8_matches_the_cpu_batches) {
 
 // ---- the direct weight and bias gradients (conv_is_direct) at their edges ----
 
-// d with dx, dw or dbias dropped (mask bit 0, 1, 2 = skip dx, dw, dbias), its scratch sized for
-// scratch_batch: what is asked for matches the CPU layer, what is not stays NaN (untouched).
-static void check_conv2d_dropping(hw_cuda_ctx ctx, hw_conv_dims d, int scratch_batch, int mask, hw_rng *rng) {
-    char line[96], what[192];
-    snprintf(line, sizeof line, "conv2d %d %d stride=%d padding=%d", d.out_channels, d.kernel, d.stride, d.padding);
-    snprintf(what, sizeof what, "%s on B=%d C=%d %dx%d (scratch for %d, mask %d, direct %d)", line, d.batch,
-             d.in_channels, d.height, d.width, scratch_batch, mask, conv_is_direct(d));
-    cpu_layer c;
-    cpu_layer_open(&c, line, hw_shape_make(3, (int64_t[]){d.in_channels, d.height, d.width}), d.batch, rng);
-    cpu_layer_forward(&c);
-    cpu_layer_backward(&c);
-    gpu_layer g = gpu_layer_open(&c);
-    hw_conv_dims sized = d;
-    sized.batch = scratch_batch;
-    size_t sf = hw_cuda_conv2d_scratch_floats(sized);
-    cr_assert_geq(sf, hw_cuda_conv2d_scratch_floats(d), "%s: scratch shrinks with the batch", what);
-    float *scratch = nan_on_device(sf);
-    OK(hw_cuda_conv2d_forward(ctx, g.y, g.x, g.w, g.bias, d, scratch));
-    OK(hw_cuda_conv2d_backward(ctx, mask & 1 ? NULL : g.dx, mask & 2 ? NULL : g.dw, mask & 4 ? NULL : g.db, g.dy, g.x,
-                               g.w, d, scratch));
-    OK(hw_cuda_stream_sync(ctx.stream));
-    float *y = from_device(g.y, c.n_out), *dx = from_device(g.dx, c.n_in);
-    float *dw = from_device(g.dw, c.n_w), *db = from_device(g.db, c.n_b);
-    EXPECT_CLOSE(y, c.y, c.n_out, "forward of %s", what);
-    if (mask & 1) {
-        for (size_t i = 0; i < c.n_in; i++) cr_expect(isnan(dx[i]), "%s: dx[%zu] written", what, i);
-    } else {
-        EXPECT_CLOSE(dx, c.dx, c.n_in, "dx of %s", what);
-    }
-    if (mask & 2) {
-        for (size_t i = 0; i < c.n_w; i++) cr_expect(isnan(dw[i]), "%s: dw[%zu] written", what, i);
-    } else {
-        EXPECT_CLOSE(dw, c.dw, c.n_w, "dw of %s", what);
-    }
-    if (mask & 4) {
-        for (size_t i = 0; i < c.n_b; i++) cr_expect(isnan(db[i]), "%s: db[%zu] written", what, i);
-    } else {
-        EXPECT_CLOSE(db, c.db, c.n_b, "dbias of %s", what);
-    }
-    free(y), free(dx), free(dw), free(db);
-    hw_cuda_free(scratch);
-    gpu_layer_close(&g);
-    cpu_layer_close(&c);
-}
-
 // Every output the backward may be asked for or not (NULL), at the direct path's edges: 31, 32 and
 // 33 taps, 4096 and 4097 weights, 15 to 33 output channels (groups of 16), strides and paddings
 // past the kernel, columns around a tile (128) and around 1024 chunks of one tile (131072), the
@@ -775,7 +748,7 @@ Test(cuda_layers, conv2d_direct_gradients_at_their_edges, .timeout = 300) {
     for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) {
         for (int mask = 0; mask < 8; mask++, n++) {
             if (fixed[k].batch * fixed[k].width > 100000 && mask != 0 && mask != 1 && mask != 6) continue;
-            check_conv2d_dropping(ctx, fixed[k], fixed[k].batch + (mask & 1), mask, &rng);
+            check_conv2d_in_scratch(ctx, fixed[k], fixed[k].batch + (mask & 1), mask, &rng);
         }
     }
     const int taps[][2] = {{1, 1}, {2, 4}, {1, 5}, {32, 1}, {8, 2}, {31, 1}, {3, 3}, {2, 3}, {1, 3}, {16, 1}, {17, 1}};
@@ -789,7 +762,7 @@ Test(cuda_layers, conv2d_direct_gradients_at_their_edges, .timeout = 300) {
         if (d.height + 2 * d.padding < d.kernel || d.width + 2 * d.padding < d.kernel) d.padding = d.kernel;
         d.batch = rand_in(&rng, 1, 40);
         int scratch_batch = d.batch + (round % 3 == 0 ? rand_in(&rng, 1, 3000) : 0);
-        check_conv2d_dropping(ctx, d, scratch_batch, rand_in(&rng, 0, 7), &rng);
+        check_conv2d_in_scratch(ctx, d, scratch_batch, rand_in(&rng, 0, 7), &rng);
     }
     cr_log_info("%d conv2d cases at the direct path's edges", n);
     free_ctx(ctx);
