@@ -81,12 +81,12 @@ int hw_cuda_conv2d_forward(hw_cuda_ctx ctx, float *y, const float *x, const floa
 }
 
 // dw = t * col^T, split over the batch where that is faster (conv_dw_splits).
-static int conv_dw_gemm(hw_cuda_ctx ctx, float *dw, const float *t, const float *col, hw_conv_dims d, int64_t rows,
+static int conv_dw_gemm(hw_cuda_ctx ctx, float *dw, float *t, const float *col, hw_conv_dims d, int64_t rows,
                         int64_t columns) {
     int splits = conv_dw_splits(rows, columns);
     if (splits == 1)
         return hw_cuda_sgemm(ctx.blas, 0, 1, d.out_channels, (int)rows, (int)columns, 1.0f, t, col, 0.0f, dw);
-    float *partial = (float *)t + d.out_channels * columns;  // the scratch after t
+    float *partial = t + d.out_channels * columns;  // the scratch after t
     if (hw_cuda_sgemm_nt_split_k(ctx.blas, d.out_channels, (int)rows, (int)columns, splits, t, col, partial) != HW_OK) {
         return HW_ERR;
     }

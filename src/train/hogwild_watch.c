@@ -100,6 +100,15 @@ static void report_memory(hw_train_outputs *log, const hogwild_control *control,
 // Ctrl-C: every worker is stopped and reaped, so the weights are still; keep them. Workers that
 // had all finished an epoch were waiting at the barrier with its end weights before the loop
 // handled it: that epoch is done, and the checkpoint says so.
+// This node's counts made the world's, across ranks: the other ranks' samples and loss as they
+// last reported them (with their rounds).
+static void add_other_ranks(const hogwild_watch *watch, int64_t *samples, double *loss_sum) {
+    hw_couple_view others;
+    hw_couple_view_read(watch->couple, &others);
+    *samples += others.others_samples;
+    *loss_sum += others.others_loss_sum;
+}
+
 static int save_interrupted(const hogwild_watch *watch, hw_run_loop *run, int signal_number, int epochs_handled) {
     int64_t samples;
     double loss_sum;
@@ -111,9 +120,7 @@ static int save_interrupted(const hogwild_watch *watch, hw_run_loop *run, int si
     // the samples are the world's, as the other ranks last reported theirs.
     int epochs_done = min_done > epochs_handled ? min_done : epochs_handled;
     if (watch->couple) {
-        hw_couple_view others;
-        hw_couple_view_read(watch->couple, &others);
-        samples += others.others_samples;
+        add_other_ranks(watch, &samples, &loss_sum);
         epochs_done = epochs_handled;
     }
     return hw_run_loop_save_stopped(run, signal_number, watch->first_epoch + epochs_done, samples);
@@ -333,10 +340,7 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_tra
             } else if (hw_stop_signal()) {
                 epoch_end = 0;
             }
-            hw_couple_view others;
-            hw_couple_view_read(watch->couple, &others);
-            samples += others.others_samples;
-            loss_sum += others.others_loss_sum;
+            add_other_ranks(watch, &samples, &loss_sum);
         }
         if (samples - loss_window_samples >= 2000) {
             running_loss = (loss_sum - loss_window_sum) / (double)(samples - loss_window_samples);
