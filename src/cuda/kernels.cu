@@ -127,14 +127,17 @@ __global__ static void im2col(float *col, const float *x, hw_conv_dims d, int oh
     }
 }
 
-// A position's taps t = (c, ky, kx) in order, 0 past the last: patch is indexed by the unrolled
-// t only, so it stays in registers, and (c, ky, kx) are counted along, not divided out per tap
-// nor kept in tables (whose loads the compiler hoists into 96 more registers).
-__device__ static inline void conv2d_direct_patch(float *patch, const float *xb, hw_conv_dims d, int iy0, int ix0) {
-    int taps = d.in_channels * d.kernel * d.kernel, c = 0, ky = 0, kx = 0;
+// A position's taps t0 .. t0 + COUNT - 1, t = (c, ky, kx) in order, 0 past the last tap: patch is
+// indexed by the unrolled u only, so it stays in registers, and (c, ky, kx) are counted along, not
+// divided out per tap nor kept in tables (whose loads the compiler hoists into 96 more registers).
+template <int COUNT>
+__device__ static inline void conv2d_direct_taps(float *patch, const float *xb, hw_conv_dims d, int iy0, int ix0,
+                                                 int t0) {
+    int taps = d.in_channels * d.kernel * d.kernel;
+    int c = t0 / (d.kernel * d.kernel), ky = t0 / d.kernel % d.kernel, kx = t0 % d.kernel;
 #pragma unroll
-    for (int t = 0; t < CONV_DIRECT_TAPS; t++) {
-        patch[t] = t < taps ? conv2d_direct_tap(xb, d, iy0, ix0, c, ky, kx) : 0.0f;
+    for (int u = 0; u < COUNT; u++) {
+        patch[u] = t0 + u < taps ? conv2d_direct_tap(xb, d, iy0, ix0, c, ky, kx) : 0.0f;
         if (++kx == d.kernel) {
             kx = 0;
             if (++ky == d.kernel) {
@@ -146,7 +149,7 @@ __device__ static inline void conv2d_direct_patch(float *patch, const float *xb,
 }
 
 // conv2d_direct_column's sums, fast: the weights in shared memory, a position's taps in
-// registers (conv2d_direct_patch), then for each oc the sum over the taps
+// registers (conv2d_direct_taps), then for each oc the sum over the taps
 // in order. (The first version, conv2d_direct_column itself per thread, was instruction-bound:
 // 68 us for LeNet's conv1 at batch 512 on an H100.)
 __global__ static void conv2d_direct(float *y, const float *x, const float *w, const float *bias, hw_conv_dims d,
@@ -162,7 +165,7 @@ __global__ static void conv2d_direct(float *y, const float *x, const float *w, c
         const float *xb = x + (int64_t)b * d.in_channels * d.height * d.width;
         int iy0 = oy * d.stride - d.padding, ix0 = ox * d.stride - d.padding;
         float patch[CONV_DIRECT_TAPS];
-        conv2d_direct_patch(patch, xb, d, iy0, ix0);
+        conv2d_direct_taps<CONV_DIRECT_TAPS>(patch, xb, d, iy0, ix0, 0);
         for (int oc = 0; oc < d.out_channels; oc++) {
             const float *wo = weights + oc * taps;
             float sum = 0.0f;
@@ -199,9 +202,7 @@ __global__ static void conv_dw_direct(float *partial, const float *x, const floa
     // 64-bit: the last tile's columns may pass INT32_MAX, where columns (conv_gemm_size) reach it.
     int64_t begin = (int64_t)blockIdx.x * chunk, end = columns - begin < chunk ? columns : begin + chunk;
     int k = threadIdx.x % TILE, half = threadIdx.x / TILE;
-    // This half's taps t0 .. t0 + CONV_DW_HALF_TAPS - 1, as (c, ky, kx) at t0.
-    int t0 = half * CONV_DW_HALF_TAPS;
-    int c0 = t0 / (d.kernel * d.kernel), ky0 = t0 / d.kernel % d.kernel, kx0 = t0 % d.kernel;
+    int t0 = half * CONV_DW_HALF_TAPS;  // this half's taps: t0 .. t0 + CONV_DW_HALF_TAPS - 1
     float4 acc[CONV_DW_OUTPUTS_PER_THREAD];
 #pragma unroll
     for (int i = 0; i < CONV_DW_OUTPUTS_PER_THREAD; i++) acc[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -213,18 +214,7 @@ __global__ static void conv_dw_direct(float *partial, const float *x, const floa
             int oy = p / ow, ox = p - oy * ow;
             const float *xb = x + (int64_t)b * d.in_channels * d.height * d.width;
             int iy0 = oy * d.stride - d.padding, ix0 = ox * d.stride - d.padding;
-            int c = c0, ky = ky0, kx = kx0;
-#pragma unroll
-            for (int u = 0; u < CONV_DW_HALF_TAPS; u++) {
-                tap[u] = t0 + u < taps ? conv2d_direct_tap(xb, d, iy0, ix0, c, ky, kx) : 0.0f;
-                if (++kx == d.kernel) {
-                    kx = 0;
-                    if (++ky == d.kernel) {
-                        ky = 0;
-                        c++;
-                    }
-                }
-            }
+            conv2d_direct_taps<CONV_DW_HALF_TAPS>(tap, xb, d, iy0, ix0, t0);
             const float *dyb = dy + ((int64_t)b * d.out_channels + oc0) * plane + p;
 #pragma unroll
             for (int u = 0; u < CONV_DW_HALF_OCS; u++) {
