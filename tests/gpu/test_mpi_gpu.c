@@ -138,14 +138,34 @@ static void expect_ctrl_c_saves_rank_0(e2e_run_result *r, const char *ready, con
 
 // A rank stopped (SIGSTOP) leaves the other waiting for the step's sum: NCCL's on the GPU, polled
 // within --sync-timeout (then ncclCommAbort), or the MPI sum of the step's counters after it,
-// bounded the same; either way a clear error naming --sync-timeout, exit 1, not a hang.
+// bounded the same; either way a clear error naming --sync-timeout, exit 1, not a hang. Batches of
+// 4, so that the stop lands within an epoch's 5000 steps: with batches of 64 an epoch took less
+// than the second the test waits, and make test once stopped the rank at an epoch end's weights
+// check instead.
 Test(mpi_gpu, dataparallel_a_gpu_sum_past_sync_timeout_ends_the_job) {
     need_mpirun_and_gpus(2, "2 GPU ranks on one host");
     char *data = e2e_synth_n("data", 74, 20000, 200);
     e2e_run_result r;
-    mpi_start(
-        &r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas", "1",
-                                  "--model", e2e.mlp, "--data", data, "--epochs", "1000", "--sync-timeout", "2", NULL});
+    mpi_start(&r, (const char *const[]){"-np",
+                                        "2",
+                                        "HW",
+                                        "--mode",
+                                        "dataparallel",
+                                        "--device",
+                                        "cuda",
+                                        "--replicas",
+                                        "1",
+                                        "--model",
+                                        e2e.mlp,
+                                        "--data",
+                                        data,
+                                        "--epochs",
+                                        "1000",
+                                        "--batch-size",
+                                        "4",
+                                        "--sync-timeout",
+                                        "2",
+                                        NULL});
     pid_t kids[2];
     wait_for_two_training_gpu_ranks(&r, kids, "across ranks ncclAllReduce");
     mpi_stop_rank_expecting_the_end(&r, kids[1], 30);
