@@ -25,6 +25,8 @@
 #ifndef HW_COMM_H
 #define HW_COMM_H
 
+#include "hw/couple_step.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -99,17 +101,9 @@ int hw_comm_bcast(void *buf, size_t bytes, int root);
 // copy); `ahead` its flag (0 at the start), kept by the rule (hw_couple_rule_settle). `applied`
 // (NULL: not measured) adds each change made to `live` as --measure counts it
 // (hw_couple_plan.applied). Why the default is block momentum and not the sum: couple_rule.c.
-typedef enum {
-    HW_COUPLE_MOMENTUM,  // --sync-rule momentum (the default): block momentum, Nesterov's look-ahead
-    HW_COUPLE_SUM,       // --sync-rule sum: the summed changes added at once (the rule until issue 22)
-} hw_couple_rule;
+// hw_couple_rule and the arithmetic of one weight: hw/couple_step.h.
 void hw_couple_rule_apply(hw_couple_rule rule, int copies, float *velocity, int *ahead, const float *sum,
                           const float *sent, float *agreed, float *live, double *applied, size_t n);
-// The same round where the copies' live weights are not in this process's memory (Hogwild on
-// several GPUs, src/cuda/train/gpu_copies.c): the agreed weights take the step, which is written
-// into `step` (n floats) for the caller to add to each copy, less that copy's own `sent`.
-void hw_couple_rule_step(hw_couple_rule rule, int copies, float *velocity, int *ahead, const float *sum, float *agreed,
-                         float *step, size_t n);
 // Where the copies stop and become one: the agreed weights become the rounds' weights W, without
 // the look-ahead beta v that block momentum keeps in them (the copies train on from there), so
 // that what is evaluated and saved is where the rounds led. `ahead` (the caller's, 0 at the start)

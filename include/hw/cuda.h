@@ -28,7 +28,9 @@
 extern "C" {
 #endif
 
+#include "hw/couple_step.h"
 #include "hw/err.h"
+#include "hw/host_device.h"
 #include "hw/nn.h"
 #include "hw/option.h"
 #include "hw/shape.h"
@@ -198,12 +200,6 @@ int hw_cuda_sgd_step(hw_cuda_stream stream, float *w, const float *g, float *vel
 int hw_cuda_normalize_u8(hw_cuda_stream stream, float *x, const uint8_t *bytes, int64_t n, float mean, float std);
 
 // ---- dropout masks: a counter-based hash, the same on host and device ----
-#if defined(__CUDACC__)
-#define HW_HOST_DEVICE __host__ __device__
-#else
-#define HW_HOST_DEVICE
-#endif
-
 // splitmix64's finaliser: a bijective 64-bit mix.
 static inline HW_HOST_DEVICE uint64_t hw_mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -323,6 +319,17 @@ void hw_cuda_allreduce_free(hw_cuda_allreduce *ar);
 int hw_cuda_allreduce_sum(hw_cuda_allreduce *ar, float *const *buffers, const hw_cuda_stream *streams);
 // How it reduces: "nccl (...)", "copies to cuda:0 and a sum kernel (<why not NCCL>)" or "none (one replica)".
 const char *hw_cuda_allreduce_method(const hw_cuda_allreduce *ar);
+
+// ---- the rounds of Hogwild's copies on several GPUs (src/cuda/train/gpu_copies.c) ----
+// A round on copy c's device, asynchronous on `stream`, n floats each. Send: the copy's change
+// since the agreed weights, sent = live - agreed, into `sent` and into `sum`, which the
+// all-reduce then sums over the copies. Round: THE rule's step for the summed change
+// (hw/couple_step.h; `copies` gives its beta, `ahead` whether the agreed weights hold the
+// look-ahead) added to the agreed weights, and the step less `sent` to the live ones.
+int hw_cuda_couple_send(hw_cuda_stream stream, float *sent, float *sum, const float *live, const float *agreed,
+                        int64_t n);
+int hw_cuda_couple_round(hw_cuda_stream stream, float *live, float *agreed, float *velocity, const float *sum,
+                         const float *sent, int64_t n, hw_couple_rule rule, int copies, int ahead);
 
 // ---- the sum across the ranks of an mpirun job (DataParallel on GPU ranks, src/cuda/ranks.cu) ----
 // One NCCL communicator per rank, on its replica 0's GPU: rank 0 makes the unique id

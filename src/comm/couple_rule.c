@@ -1,7 +1,8 @@
 // rule: THE rule that couples Hogwild copies of the weights (include/hw/comm.h): what one round's
 // sum of the copies' changes does to the weights they agreed on and to each copy's live weights.
 // Plain arithmetic, no MPI: the ranks' rounds (hogwild_coupling.c) apply it, and the tests run it on copies
-// of their own. The measurements behind it: bench/RESULTS.md, "Hogwild across nodes" (issue 22).
+// of their own. One weight's step is hw_couple_step (hw/couple_step.h), which the rounds of the copies
+// on several GPUs run on the devices (src/cuda/kernels.cuh, couple_round_element). The measurements behind it: bench/RESULTS.md, "Hogwild across nodes" (issue 22).
 //
 // A round: every copy sends its change since the agreed weights, sent = live - agreed; the sum
 // over the R copies lands on every copy, which takes one step of the agreed weights, the same on
@@ -91,35 +92,14 @@ static inline void live_add(float *live, double *applied, size_t i, float delta)
     if (applied) applied[i] += (double)written - (double)read;
 }
 
-// One element of the rule: the step of the agreed weights for the copies' summed change `sum`, and
-// the rule's state `velocity` moved on; `ahead` is 1 where the agreed weights hold the last
-// round's look-ahead beta v, 0 after a settle took it out. The one place the rule's arithmetic is written.
-static inline float rule_step(hw_couple_rule rule, float beta, float mean, float *velocity, float sum, float ahead) {
-    if (rule == HW_COUPLE_SUM) return sum;
-    float v = beta * *velocity + mean * sum;
-    float step = (1.0f + beta) * v - ahead * beta * *velocity;
-    *velocity = v;
-    return step;
-}
-
 void hw_couple_rule_apply(hw_couple_rule rule, int copies, float *velocity, int *ahead, const float *sum,
                           const float *sent, float *agreed, float *live, double *applied, size_t n) {
-    const float beta = 1.0f - 1.0f / (float)copies, mean = 1.0f / (float)copies, was_ahead = (float)*ahead;
+    const float beta = hw_couple_beta(copies), mean = hw_couple_mean(copies), was_ahead = (float)*ahead;
     *ahead = 1;
     for (size_t i = 0; i < n; i++) {
-        float step = rule_step(rule, beta, mean, &velocity[i], sum[i], was_ahead);
+        float step = hw_couple_step(rule, beta, mean, &velocity[i], sum[i], was_ahead);
         agreed[i] += step;
         live_add(live, applied, i, step - sent[i]);
-    }
-}
-
-void hw_couple_rule_step(hw_couple_rule rule, int copies, float *velocity, int *ahead, const float *sum, float *agreed,
-                         float *step, size_t n) {
-    const float beta = 1.0f - 1.0f / (float)copies, mean = 1.0f / (float)copies, was_ahead = (float)*ahead;
-    *ahead = 1;
-    for (size_t i = 0; i < n; i++) {
-        step[i] = rule_step(rule, beta, mean, &velocity[i], sum[i], was_ahead);
-        agreed[i] += step[i];
     }
 }
 
@@ -131,7 +111,7 @@ void hw_couple_rule_weights(hw_couple_rule rule, int copies, const float *veloci
         if (weights != agreed) memcpy(weights, agreed, sizeof(float) * n);
         return;
     }
-    const float beta = 1.0f - 1.0f / (float)copies;
+    const float beta = hw_couple_beta(copies);
     for (size_t i = 0; i < n; i++) weights[i] = agreed[i] - beta * velocity[i];
 }
 

@@ -490,6 +490,31 @@ extern "C" int add_launch(hw_cuda_stream stream, float *y, const float *x, int64
     return launched("add");
 }
 
+// ---- the rounds of Hogwild's copies on several GPUs ----
+
+__global__ static void couple_send(float *sent, float *sum, const float *live, const float *agreed, int64_t n) {
+    GRID_STRIDE(i, n) couple_send_element(i, sent, sum, live, agreed);
+}
+
+__global__ static void couple_round(float *live, float *agreed, float *velocity, const float *sum, const float *sent,
+                                    int64_t n, hw_couple_rule rule, float beta, float mean, float ahead) {
+    GRID_STRIDE(i, n) couple_round_element(i, live, agreed, velocity, sum, sent, rule, beta, mean, ahead);
+}
+
+extern "C" int couple_send_launch(hw_cuda_stream stream, float *sent, float *sum, const float *live,
+                                  const float *agreed, int64_t n) {
+    couple_send<<<hw_blocks(n), HW_THREADS, 0, stream>>>(sent, sum, live, agreed, n);
+    return launched("couple_send");
+}
+
+extern "C" int couple_round_launch(hw_cuda_stream stream, float *live, float *agreed, float *velocity, const float *sum,
+                                   const float *sent, int64_t n, hw_couple_rule rule, float beta, float mean,
+                                   float ahead) {
+    couple_round<<<hw_blocks(n), HW_THREADS, 0, stream>>>(live, agreed, velocity, sum, sent, n, rule, beta, mean,
+                                                          ahead);
+    return launched("couple_round");
+}
+
 // ---- loss: log_softmax fused with the mean NLL, its gradient, the loss sum and the accuracy ----
 
 // One thread per row (classes are few).

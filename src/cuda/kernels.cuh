@@ -14,7 +14,8 @@
 #ifndef HW_CUDA_KERNELS_CUH
 #define HW_CUDA_KERNELS_CUH
 
-#include "hw/cuda.h"  // hw_conv_dims, HW_HOST_DEVICE, hw_dropout_uniform
+#include "hw/couple_step.h"  // hw_couple_step, the rule of the copies' rounds
+#include "hw/cuda.h"         // hw_conv_dims, HW_HOST_DEVICE, hw_dropout_uniform
 
 #include <math.h>
 #include <stdint.h>
@@ -449,6 +450,30 @@ static inline HW_HOST_DEVICE void sgd_step_element(int64_t i, float *w, const fl
 static inline HW_HOST_DEVICE void scale_element(int64_t i, float *x, float alpha) { x[i] *= alpha; }
 
 static inline HW_HOST_DEVICE void add_element(int64_t i, float *y, const float *x) { y[i] += x[i]; }
+
+// ---- the rounds of Hogwild's copies on several GPUs (src/cuda/train/gpu_copies.c) ----
+
+// Copy c's change since the agreed weights, into `sent` (kept for the round's end) and `sum` (which
+// the all-reduce then sums over the copies in place).
+static inline HW_HOST_DEVICE void couple_send_element(int64_t i, float *sent, float *sum, const float *live,
+                                                      const float *agreed) {
+    float change = live[i] - agreed[i];
+    sent[i] = change;
+    sum[i] = change;
+}
+
+// A round's end on copy c's device: the agreed weight takes THE rule's step for the copies' summed
+// change (hw_couple_step; every device holds the same sum, agreed weights and velocity, so every
+// device takes the same step), and the live weight takes the step less the copy's own change, which
+// it holds already. The copy's workers write `live` too: a read-modify-write that races their
+// steps as they race each other.
+static inline HW_HOST_DEVICE void couple_round_element(int64_t i, float *live, float *agreed, float *velocity,
+                                                       const float *sum, const float *sent, hw_couple_rule rule,
+                                                       float beta, float mean, float ahead) {
+    float step = hw_couple_step(rule, beta, mean, &velocity[i], sum[i], ahead);
+    agreed[i] += step;
+    live[i] += step - sent[i];
+}
 
 // ---- loss ----
 

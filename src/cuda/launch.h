@@ -68,6 +68,13 @@ int sgd_step_launch(hw_cuda_stream stream, float *w, const float *g, float *velo
 int scale_launch(hw_cuda_stream stream, float *x, int64_t n, float alpha);
 int add_launch(hw_cuda_stream stream, float *y, const float *x, int64_t n);
 
+// ---- the rounds of Hogwild's copies on several GPUs ----
+
+int couple_send_launch(hw_cuda_stream stream, float *sent, float *sum, const float *live, const float *agreed,
+                       int64_t n);
+int couple_round_launch(hw_cuda_stream stream, float *live, float *agreed, float *velocity, const float *sum,
+                        const float *sent, int64_t n, hw_couple_rule rule, float beta, float mean, float ahead);
+
 // ---- loss ----
 
 // log_softmax of each row into logp and, with labels, each row's loss into row_loss.

@@ -221,6 +221,19 @@ int hw_cuda_add(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
     return n > 0 ? add_launch(stream, y, x, n) : HW_OK;
 }
 
+int hw_cuda_couple_send(hw_cuda_stream stream, float *sent, float *sum, const float *live, const float *agreed,
+                        int64_t n) {
+    return n > 0 ? couple_send_launch(stream, sent, sum, live, agreed, n) : HW_OK;
+}
+
+int hw_cuda_couple_round(hw_cuda_stream stream, float *live, float *agreed, float *velocity, const float *sum,
+                         const float *sent, int64_t n, hw_couple_rule rule, int copies, int ahead) {
+    if (copies < 1) return hw_fail("a round of %d copies", copies);
+    return n > 0 ? couple_round_launch(stream, live, agreed, velocity, sum, sent, n, rule, hw_couple_beta(copies),
+                                       hw_couple_mean(copies), (float)ahead)
+                 : HW_OK;
+}
+
 // ---- the cost of a launch itself (bench/gpu_bench.c) ----
 
 int hw_cuda_launch_empty(hw_cuda_stream stream) { return empty_launch(stream); }

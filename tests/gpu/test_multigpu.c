@@ -74,6 +74,7 @@ Test(multigpu, a_round_sums_the_devices_changes) {
         expect_copies(&g, w0, 0, "after open");
         move_copies(&g, w0, scratch);
         OK(gpu_copies_round(&g));
+        OK(gpu_copies_read_rule(&g));
         const double beta = 1.0 - 1.0 / plan.copies;
         double worst = 0;
         for (size_t i = 0; i < N; i++) {
@@ -81,7 +82,7 @@ Test(multigpu, a_round_sums_the_devices_changes) {
             for (int c = 0; c < plan.copies; c++) sum += change(c, i);
             double step = rules[r] == HW_COUPLE_SUM ? sum : (1 + beta) * sum / plan.copies;
             want[i] = (float)(w0[i] + step);
-            double off = fabs((double)g.agreed[i] - (w0[i] + step));
+            double off = fabs((double)g.rule_agreed[i] - (w0[i] + step));
             if (off > worst) worst = off;
         }
         // Float rounding: the changes are read back as differences of floats near 1.
@@ -92,12 +93,117 @@ Test(multigpu, a_round_sums_the_devices_changes) {
         // An epoch end's settle leaves every copy bit for bit the agreed weights.
         move_copies(&g, w0, scratch);
         OK(gpu_copies_poll(&g, 1, 0));
-        expect_copies(&g, g.agreed, 0, "settled");
+        OK(gpu_copies_read_rule(&g));
+        expect_copies(&g, g.rule_agreed, 0, "settled");
         gpu_copies_close(&g);
     }
     free(w0);
     free(want);
     free(scratch);
+}
+
+// n floats of a device buffer on copy c's device into `out`.
+static void read_device(const gpu_copies *g, int c, const float *dev, float *out) {
+    OK(hw_cuda_select((hw_device){HW_DEVICE_CUDA, g->devices[c]}));
+    OK(hw_cuda_memcpy_d2h(out, dev, g->n * sizeof(float), NULL));
+    OK(hw_cuda_stream_sync(NULL));
+}
+
+// Every device's agreed weights, velocity and copy are the host's `agreed`, `velocity` and
+// live[c], to float rounding (nvcc fuses multiply-adds where the host does not); the devices'
+// replicas of the agreed weights and the velocity are one another bit for bit.
+enum { RULE_N = 2053 };
+static void expect_rule_state(const gpu_copies *g, const float *agreed, const float *velocity, float (*live)[RULE_N],
+                              const char *what) {
+    static float seen[RULE_N], first_agreed[RULE_N], first_velocity[RULE_N];
+    for (int c = 0; c < g->copies; c++) {
+        const float *dev[3] = {g->agreed[c], g->velocity[c], g->live[c]}, *want[3] = {agreed, velocity, live[c]};
+        const char *names[3] = {"agreed weight", "velocity", "live weight"};
+        for (int b = 0; b < 3; b++) {
+            read_device(g, c, dev[b], seen);
+            for (size_t i = 0; i < g->n; i++) {
+                cr_assert_leq(fabs((double)seen[i] - want[b][i]), 1e-6 * (1 + fabs((double)want[b][i])),
+                              "%s: copy %d, %s %zu: %.9g on the device, %.9g on the host", what, c, names[b], i,
+                              (double)seen[i], (double)want[b][i]);
+            }
+            if (b == 0 && c == 0) memcpy(first_agreed, seen, sizeof seen);
+            if (b == 1 && c == 0) memcpy(first_velocity, seen, sizeof seen);
+            if (b < 2 && c > 0) {
+                cr_assert(memcmp(seen, b ? first_velocity : first_agreed, sizeof seen) == 0,
+                          "%s: copy %d's %s replica differs from copy 0's", what, c, names[b]);
+            }
+        }
+    }
+}
+
+// The rounds on the GPUs are the rule's arithmetic as the ranks' rounds run it on the host
+// (hw_couple_rule_apply): over rounds of both rules, each copy moving on its own between them,
+// with an epoch end's settle in the middle (after which the step leaves out the look-ahead).
+Test(multigpu, a_round_on_the_gpus_is_the_rules_arithmetic) {
+    char list[64];
+    gpu_copies_plan plan = {.every_ms = 20};
+    plan.copies = copies_list(list, sizeof list, plan.devices);
+    const int K = plan.copies;
+    const size_t bytes = RULE_N * sizeof(float);
+    static float w0[RULE_N], agreed[RULE_N], velocity[RULE_N], sum[RULE_N], round_agreed[RULE_N],
+        round_velocity[RULE_N];
+    static float live[HW_GPU_COPIES_MAX][RULE_N], sent[HW_GPU_COPIES_MAX][RULE_N];
+    for (size_t i = 0; i < RULE_N; i++) w0[i] = 0.5f - (float)(i % 13) / 11.0f;
+    const hw_couple_rule rules[2] = {HW_COUPLE_MOMENTUM, HW_COUPLE_SUM};
+    for (int r = 0; r < 2; r++) {
+        plan.rule = rules[r];
+        memcpy(agreed, w0, bytes);
+        memset(velocity, 0, bytes);
+        int ahead = 0;
+        gpu_copies g;
+        OK(gpu_copies_open(&g, &plan, w0, RULE_N));
+        for (int c = 0; c < K; c++) memcpy(live[c], w0, bytes);
+        for (int round = 0; round < 6; round++) {
+            // Each copy moves on from where the last round left it, as its workers would.
+            for (int c = 0; c < K; c++) {
+                for (size_t i = 0; i < RULE_N; i++) live[c][i] += change(c, i) * (round % 2 ? -0.5f : 1.0f);
+                OK(hw_cuda_select((hw_device){HW_DEVICE_CUDA, g.devices[c]}));
+                OK(hw_cuda_memcpy_h2d(g.live[c], live[c], bytes, NULL));
+                OK(hw_cuda_stream_sync(NULL));
+            }
+            const int settle = round == 2;
+            OK(settle ? gpu_copies_poll(&g, 1, round + 1) : gpu_copies_round(&g));
+            // The host's round: the changes summed in copy order, then each copy's own apply.
+            memset(sum, 0, bytes);
+            for (int c = 0; c < K; c++) {
+                for (size_t i = 0; i < RULE_N; i++) {
+                    sent[c][i] = live[c][i] - agreed[i];
+                    sum[i] += sent[c][i];
+                }
+            }
+            int round_ahead = ahead;
+            for (int c = 0; c < K; c++) {
+                memcpy(round_agreed, agreed, bytes);
+                memcpy(round_velocity, velocity, bytes);
+                round_ahead = ahead;
+                hw_couple_rule_apply(plan.rule, K, round_velocity, &round_ahead, sum, sent[c], round_agreed, live[c],
+                                     NULL, RULE_N);
+            }
+            memcpy(agreed, round_agreed, bytes);
+            memcpy(velocity, round_velocity, bytes);
+            ahead = round_ahead;
+            if (settle) {
+                hw_couple_rule_settle(plan.rule, K, velocity, &ahead, agreed, RULE_N);
+                for (int c = 0; c < K; c++) memcpy(live[c], agreed, bytes);
+            }
+            char what[64];
+            snprintf(what, sizeof what, "rule %s, round %d%s", hw_couple_rule_name(plan.rule), round,
+                     settle ? " (settled)" : "");
+            expect_rule_state(&g, agreed, velocity, live, what);
+            cr_expect_eq(g.ahead, ahead, "%s", what);
+            // What the device did becomes the host's start for the next round, so that rounding
+            // differences do not add up over the rounds.
+            for (int c = 0; c < K; c++) read_device(&g, c, g.live[c], live[c]);
+            read_device(&g, 0, g.agreed[0], agreed);
+            read_device(&g, 0, g.velocity[0], velocity);
+        }
+        gpu_copies_close(&g);
+    }
 }
 
 // What an evaluation reads (gpu_copies_snapshot, into host[0]), kept in `out`.
@@ -150,16 +256,19 @@ Test(multigpu, a_snapshot_of_several_copies_is_the_rounds_weights) {
     OK(gpu_copies_open(&g, &plan, w0, SNAP_N));
     move_copies(&g, w0, scratch);
     OK(gpu_copies_round(&g));
-    memcpy(agreed, g.agreed, bytes);
-    memcpy(velocity, g.velocity, bytes);
+    OK(gpu_copies_read_rule(&g));
+    memcpy(agreed, g.rule_agreed, bytes);
+    memcpy(velocity, g.rule_velocity, bytes);
     int ahead = g.ahead;
     snapshot_into(&g, seen);
     double off = largest_gap(seen, mean, SNAP_N);
     cr_expect_lt(off, 4e-7 * plan.copies, "not the copies' mean: off by %g", off);
     OK(gpu_copies_download(&g, 0));
     cr_expect_gt(largest_gap(seen, g.host[0], SNAP_N), 1e-4, "copy 0 as it stands, with the look-ahead");
-    cr_expect(memcmp(g.agreed, agreed, bytes) == 0 && memcmp(g.velocity, velocity, bytes) == 0 && g.ahead == ahead,
-              "the snapshot changed the rule's state");
+    OK(gpu_copies_read_rule(&g));
+    cr_expect(
+        memcmp(g.rule_agreed, agreed, bytes) == 0 && memcmp(g.rule_velocity, velocity, bytes) == 0 && g.ahead == ahead,
+        "the snapshot changed the rule's state");
     // The copies train on: not in it before the next round, and the snapshot writes no copy.
     move_copies(&g, w0, scratch);
     snapshot_into(&g, again);
@@ -199,7 +308,8 @@ Test(multigpu, a_snapshot_is_the_agreed_weights_under_the_sum_and_one_copy_itsel
     move_copies(&g, w0, scratch);
     OK(gpu_copies_round(&g));
     snapshot_into(&g, seen);
-    cr_expect(memcmp(seen, g.agreed, bytes) == 0, "rule sum: not the agreed weights");
+    OK(gpu_copies_read_rule(&g));
+    cr_expect(memcmp(seen, g.rule_agreed, bytes) == 0, "rule sum: not the agreed weights");
     gpu_copies_close(&g);
     plan.copies = 1;
     OK(gpu_copies_open(&g, &plan, w0, SNAP_N));

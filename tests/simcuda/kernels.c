@@ -263,6 +263,23 @@ int add_launch(hw_cuda_stream stream, float *y, const float *x, int64_t n) {
     return HW_OK;
 }
 
+// ---- the rounds of Hogwild's copies on several GPUs ----
+
+int couple_send_launch(hw_cuda_stream stream, float *sent, float *sum, const float *live, const float *agreed,
+                       int64_t n) {
+    CHECK_LAUNCH("couple_send", stream, writes(sent, n), writes(sum, n), reads(live, n), reads(agreed, n));
+    for (int64_t i = 0; i < n; i++) couple_send_element(i, sent, sum, live, agreed);
+    return HW_OK;
+}
+
+int couple_round_launch(hw_cuda_stream stream, float *live, float *agreed, float *velocity, const float *sum,
+                        const float *sent, int64_t n, hw_couple_rule rule, float beta, float mean, float ahead) {
+    CHECK_LAUNCH("couple_round", stream, writes(live, n), writes(agreed, n), writes(velocity, n), reads(sum, n),
+                 reads(sent, n));
+    for (int64_t i = 0; i < n; i++) couple_round_element(i, live, agreed, velocity, sum, sent, rule, beta, mean, ahead);
+    return HW_OK;
+}
+
 // ---- loss ----
 
 int log_softmax_rows_launch(hw_cuda_stream stream, float *logp, float *row_loss, const float *x, const uint8_t *labels,

@@ -188,15 +188,15 @@ Test(couple_rule, the_rounds_weights_are_a_settle_that_changes_nothing) {
 // weights are the other's (the momentum is kept), and right after the settle they trail by the
 // look-ahead beta v alone.
 Test(couple_rule, a_settle_keeps_the_momentum_of_the_rounds) {
-    float v_plain[N] = {0}, v_settled[N] = {0}, plain[N] = {0}, settled[N] = {0}, step[N];
+    float v_plain[N] = {0}, v_settled[N] = {0}, plain[N] = {0}, settled[N] = {0}, live[N] = {0}, sent[N] = {0};
     int ahead_plain = 0, ahead_settled = 0;
     const int copies = 4;
     const double beta = 1.0 - 1.0 / copies;
     for (int round = 0; round < 8; round++) {
         float sum[N];
         for (int i = 0; i < N; i++) sum[i] = 0.02f * (float)(i + 1) * (round % 3 ? 1.0f : -0.4f);
-        hw_couple_rule_step(HW_COUPLE_MOMENTUM, copies, v_plain, &ahead_plain, sum, plain, step, N);
-        hw_couple_rule_step(HW_COUPLE_MOMENTUM, copies, v_settled, &ahead_settled, sum, settled, step, N);
+        hw_couple_rule_apply(HW_COUPLE_MOMENTUM, copies, v_plain, &ahead_plain, sum, sent, plain, live, NULL, N);
+        hw_couple_rule_apply(HW_COUPLE_MOMENTUM, copies, v_settled, &ahead_settled, sum, sent, settled, live, NULL, N);
         if (round == 3) {
             hw_couple_rule_settle(HW_COUPLE_MOMENTUM, copies, v_settled, &ahead_settled, settled, N);
             for (int i = 0; i < N; i++) {
@@ -300,34 +300,5 @@ Test(couple_rule, the_wire_keeps_the_copies_agreed_and_close_to_float_rounds) {
         cr_expect_float_eq(w.agreed[0][i], f.agreed[0][i], 2e-3 * fabsf(f.agreed[0][i] - 0.25f) + 1e-6,
                            "weight %d: %.7g in bfloat16 rounds, %.7g in float ones", i, (double)w.agreed[0][i],
                            (double)f.agreed[0][i]);
-    }
-}
-
-// The rule's two doors run the same arithmetic: hw_couple_rule_step (the copies on GPUs, whose live
-// weights are not in this process) moves the agreed weights and the momentum bit for bit as
-// hw_couple_rule_apply (the ranks) does, and its step less a copy's own change is what apply adds
-// to that copy's live weights.
-Test(couple_rule, step_and_apply_are_one_rule) {
-    const hw_couple_rule rules[2] = {HW_COUPLE_MOMENTUM, HW_COUPLE_SUM};
-    for (int r = 0; r < 2; r++) {
-        float v_apply[N] = {0}, v_step[N] = {0}, agreed_apply[N], agreed_step[N], live[N], step[N];
-        int ahead_apply = 0, ahead_step = 0;
-        for (int i = 0; i < N; i++) agreed_apply[i] = agreed_step[i] = live[i] = 0.25f * (float)i - 0.3f;
-        for (int round = 0; round < 5; round++) {
-            float sum[N], sent[N];
-            for (int i = 0; i < N; i++) {
-                sum[i] = 0.01f * (float)(round + 1) * ((i % 2) ? -1.0f : 1.3f);
-                sent[i] = 0.37f * sum[i];
-            }
-            float before[N];
-            memcpy(before, live, sizeof live);
-            hw_couple_rule_apply(rules[r], 3, v_apply, &ahead_apply, sum, sent, agreed_apply, live, NULL, N);
-            hw_couple_rule_step(rules[r], 3, v_step, &ahead_step, sum, agreed_step, step, N);
-            cr_assert_eq(memcmp(agreed_apply, agreed_step, sizeof agreed_step), 0, "rule %s, round %d",
-                         hw_couple_rule_name(rules[r]), round);
-            cr_assert_eq(memcmp(v_apply, v_step, sizeof v_step), 0, "rule %s, round %d", hw_couple_rule_name(rules[r]),
-                         round);
-            for (int i = 0; i < N; i++) cr_assert_eq(live[i], before[i] + (step[i] - sent[i]));
-        }
     }
 }

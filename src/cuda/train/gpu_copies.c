@@ -2,16 +2,18 @@
 // them (gpu_copies.h). Why one copy per GPU and not one copy for all: docs/ARCHITECTURE.md, "GPU
 // Hogwild on several GPUs".
 //
-// A round, in the parent (the workers never wait for it): every copy c is read back (D2H on the
-// parent's stream for that copy), its change since the agreed weights is sent_c = live_c -
-// agreed, their sum goes to THE rule (hw_couple_rule_step, the same arithmetic as the ranks'
-// rounds), which moves the agreed weights by one step, and each copy gets step - sent_c added on
-// its device (H2D, then the add kernel): its own change is already in it. The copies' changes are
-// summed in float, not in the ranks' bfloat16: nothing travels over a network, and the bytes that
-// cross PCIe per round (two copies of the weights per copy) are few against a round's interval.
-// The add is a read-modify-write of weights that the copy's workers are writing: a worker's step
-// can overwrite it, or it a worker's step, as two workers' steps can; `agreed` is the parent's
-// alone, so what a race loses only changes the next round's sent_c.
+// A round, in the parent (the workers never wait for it), all of it on the GPUs: on each copy's
+// device a kernel takes the copy's change since the agreed weights, sent_c = live_c - agreed; the
+// all-reduce of DataParallel (src/cuda/allreduce.cu: ncclAllReduce where the copies are on
+// distinct GPUs, else peer copies to copy 0's GPU and a sum kernel) sums them over the copies, the
+// same sum on every device; and a kernel on each device takes THE rule's step (hw_couple_step, the
+// arithmetic of the ranks' rounds, hw/couple_step.h) of the agreed weights, and adds the step less
+// sent_c to the copy: its own change is already in it. Each device keeps its own replica of the
+// agreed weights and of the rule's velocity; as every device takes the same step from the same sum,
+// they stay equal. The changes are summed in float, not in the ranks' bfloat16: nothing travels
+// over a network. The add is a read-modify-write of weights that the copy's workers are writing: a
+// worker's step can overwrite it, or it a worker's step, as two workers' steps can; `agreed` is the
+// parent's alone, so what a race loses only changes the next round's sent_c.
 #include "gpu_copies.h"
 
 #include "hw/clock.h"
@@ -30,19 +32,29 @@ static int copy_open(gpu_copies *g, int c, const float *weights) {
     hw_device device = device_of(g, c);
     int status = hw_cuda_select(device);
     if (status == HW_OK) status = hw_cuda_check_shared_use(device);
-    const int with_delta = coupled || g->plan.mirror;
-    if (status == HW_OK && hw_cuda_check_free(bytes * (with_delta ? 2 : 1)) != HW_OK) {
+    // live; with rounds also the round's sum, sent, agreed and velocity; the ranks' mirror a delta.
+    const int buffers = coupled ? 5 : g->plan.mirror ? 2 : 1;
+    if (status == HW_OK && hw_cuda_check_free(bytes * (size_t)buffers) != HW_OK) {
         status = hw_error_prefix("the shared weights");
     }
     if (status == HW_OK) status = hw_cuda_malloc((void **)&g->live[c], bytes);
-    if (status == HW_OK && with_delta) status = hw_cuda_malloc((void **)&g->delta[c], bytes);
+    if (status == HW_OK && buffers > 1) status = hw_cuda_malloc((void **)&g->delta[c], bytes);
+    if (status == HW_OK && coupled) status = hw_cuda_malloc((void **)&g->sent[c], bytes);
+    if (status == HW_OK && coupled) status = hw_cuda_malloc((void **)&g->agreed[c], bytes);
+    if (status == HW_OK && coupled) status = hw_cuda_malloc((void **)&g->velocity[c], bytes);
     if (status == HW_OK) status = hw_cuda_stream_create(&g->stream[c]);
     if (status == HW_OK) status = hw_cuda_host_alloc((void **)&g->host[c], bytes);
     if (status == HW_OK) {
         memcpy(g->host[c], weights, bytes);  // initialised or loaded before the fork
         status = hw_cuda_memcpy_h2d(g->live[c], g->host[c], bytes, g->stream[c]);
+        if (status == HW_OK && coupled) status = hw_cuda_memcpy_h2d(g->agreed[c], g->host[c], bytes, g->stream[c]);
     }
     if (status == HW_OK) status = hw_cuda_stream_sync(g->stream[c]);
+    if (status == HW_OK && coupled) {  // the rule's velocity starts at zero
+        memset(g->host[c], 0, bytes);
+        status = hw_cuda_memcpy_h2d(g->velocity[c], g->host[c], bytes, g->stream[c]);
+        if (status == HW_OK) status = hw_cuda_stream_sync(g->stream[c]);
+    }
     return status;
 }
 
@@ -72,15 +84,18 @@ int gpu_copies_open(gpu_copies *g, const gpu_copies_plan *plan, const float *wei
         }
     }
     if (g->copies > 1) {
-        g->agreed = malloc(sizeof(float) * n);
-        g->velocity = calloc(n, sizeof(float));
-        g->sum = malloc(sizeof(float) * n);
-        g->step = malloc(sizeof(float) * n);
-        if (!g->agreed || !g->velocity || !g->sum || !g->step) {
+        g->rule_agreed = malloc(sizeof(float) * n);
+        g->rule_velocity = malloc(sizeof(float) * n);
+        if (!g->rule_agreed || !g->rule_velocity) {
             gpu_copies_close(g);
-            return hw_fail("out of memory for the coupling's 4 host copies of %zu weights", n);
+            return hw_fail("out of memory for the coupling's 2 host copies of %zu weights", n);
         }
-        memcpy(g->agreed, weights, sizeof(float) * n);
+        if (hw_cuda_allreduce_create(&g->reduce, g->devices, g->copies, n, getenv("HOGWILD_NO_NCCL") == NULL) !=
+            HW_OK) {
+            hw_error_prefix("the sum of the copies' changes");
+            gpu_copies_close(g);
+            return HW_ERR;
+        }
     }
     if (plan->mirror) {
         g->mirror = malloc(sizeof(float) * n);
@@ -99,6 +114,7 @@ void gpu_copies_close(gpu_copies *g) {
     // Called on the way out of a failure too: the failure's message outlives the clean-up.
     char message[1024];
     snprintf(message, sizeof message, "%s", hw_error());
+    hw_cuda_allreduce_free(g->reduce);
     for (int c = 0; c < g->copies; c++) {
         if (!g->live[c] && !g->stream[c] && !g->host[c]) continue;  // nothing made on that device
         if (hw_cuda_select(device_of(g, c)) != HW_OK) continue;
@@ -106,11 +122,12 @@ void gpu_copies_close(gpu_copies *g) {
         hw_cuda_host_free(g->host[c]);
         hw_cuda_free(g->live[c]);
         hw_cuda_free(g->delta[c]);
+        hw_cuda_free(g->sent[c]);
+        hw_cuda_free(g->agreed[c]);
+        hw_cuda_free(g->velocity[c]);
     }
-    free(g->agreed);
-    free(g->velocity);
-    free(g->sum);
-    free(g->step);
+    free(g->rule_agreed);
+    free(g->rule_velocity);
     free(g->mirror);
     free(g->pulled);
     memset(g, 0, sizeof *g);
@@ -123,6 +140,17 @@ int gpu_copies_download(gpu_copies *g, int c) {
     return hw_cuda_stream_sync(g->stream[c]);
 }
 
+int gpu_copies_read_rule(gpu_copies *g) {
+    const size_t bytes = sizeof(float) * g->n;
+    if (hw_cuda_select(device_of(g, 0)) != HW_OK ||
+        hw_cuda_memcpy_d2h(g->rule_agreed, g->agreed[0], bytes, g->stream[0]) != HW_OK ||
+        hw_cuda_memcpy_d2h(g->rule_velocity, g->velocity[0], bytes, g->stream[0]) != HW_OK ||
+        hw_cuda_stream_sync(g->stream[0]) != HW_OK) {
+        return hw_error_prefix("reading the agreed weights on cuda:%d", g->devices[0]);
+    }
+    return HW_OK;
+}
+
 // Several copies: neither copy 0, which holds its own workers' changes since the last round and
 // none of the others', nor the agreed weights as they stand, which hold block momentum's
 // look-ahead beta v, where the next round is expected to lead (couple_rule.c), but the rounds'
@@ -132,42 +160,33 @@ int gpu_copies_download(gpu_copies *g, int c) {
 // thread alone (an evaluation's thread reads the snapshot it was given, never host[0]).
 int gpu_copies_snapshot(gpu_copies *g) {
     if (g->copies < 2) return gpu_copies_download(g, 0);
-    hw_couple_rule_weights(g->plan.rule, g->copies, g->velocity, g->ahead, g->agreed, g->host[0], g->n);
+    if (gpu_copies_read_rule(g) != HW_OK) return HW_ERR;
+    hw_couple_rule_weights(g->plan.rule, g->copies, g->rule_velocity, g->ahead, g->rule_agreed, g->host[0], g->n);
     return HW_OK;
 }
 
 int gpu_copies_round(gpu_copies *g) {
-    const size_t n = g->n, bytes = sizeof(float) * n;
+    const int64_t n = (int64_t)g->n;
     double started = hw_now();
-    // Every copy read back at about the same time: the copies' D2H copies run together.
+    // Every copy's change taken at about the same time: the kernels are queued back to back.
     for (int c = 0; c < g->copies; c++) {
         if (hw_cuda_select(device_of(g, c)) != HW_OK ||
-            hw_cuda_memcpy_d2h(g->host[c], g->live[c], bytes, g->stream[c]) != HW_OK) {
+            hw_cuda_couple_send(g->stream[c], g->sent[c], g->delta[c], g->live[c], g->agreed[c], n) != HW_OK) {
             return hw_error_prefix("reading copy %d of the weights on cuda:%d", c, g->devices[c]);
         }
     }
-    memset(g->sum, 0, bytes);
-    for (int c = 0; c < g->copies; c++) {
-        if (hw_cuda_select(device_of(g, c)) != HW_OK || hw_cuda_stream_sync(g->stream[c]) != HW_OK) {
-            return hw_error_prefix("reading copy %d of the weights on cuda:%d", c, g->devices[c]);
-        }
-        float *sent = g->host[c];  // in place: the copy's change since the agreed weights
-        for (size_t i = 0; i < n; i++) {
-            sent[i] -= g->agreed[i];
-            g->sum[i] += sent[i];
-        }
+    if (hw_cuda_allreduce_sum(g->reduce, g->delta, g->stream) != HW_OK) {
+        return hw_error_prefix("summing the changes of the %d copies of the weights", g->copies);
     }
-    hw_couple_rule_step(g->plan.rule, g->copies, g->velocity, &g->ahead, g->sum, g->agreed, g->step, n);
     for (int c = 0; c < g->copies; c++) {
-        float *add = g->host[c];  // in place: the step less what the copy already holds
-        for (size_t i = 0; i < n; i++) add[i] = g->step[i] - add[i];
         if (hw_cuda_select(device_of(g, c)) != HW_OK ||
-            hw_cuda_memcpy_h2d(g->delta[c], add, bytes, g->stream[c]) != HW_OK ||
-            hw_cuda_add(g->stream[c], g->live[c], g->delta[c], (int64_t)n) != HW_OK) {
+            hw_cuda_couple_round(g->stream[c], g->live[c], g->agreed[c], g->velocity[c], g->delta[c], g->sent[c], n,
+                                 g->plan.rule, g->copies, g->ahead) != HW_OK) {
             return hw_error_prefix("adding a round to copy %d of the weights on cuda:%d", c, g->devices[c]);
         }
     }
-    // The pinned buffers are the adds' sources until they have run.
+    g->ahead = 1;  // a round puts the look-ahead in (hw_couple_rule_apply's flag)
+    // Waited for: a failure is this round's, and the report times the whole round.
     for (int c = 0; c < g->copies; c++) {
         if (hw_cuda_select(device_of(g, c)) != HW_OK || hw_cuda_stream_sync(g->stream[c]) != HW_OK) {
             return hw_error_prefix("adding a round to copy %d of the weights on cuda:%d", c, g->devices[c]);
@@ -180,13 +199,16 @@ int gpu_copies_round(gpu_copies *g) {
     return HW_OK;
 }
 
-// Every copy set to the agreed weights (the workers wait, or are gone).
+// Every copy and every device's agreed weights set to the rounds' weights W (the workers wait, or
+// are gone), computed on the host from copy 0's device (hw_couple_rule_settle): a settle is rare.
 static int copies_settle(gpu_copies *g) {
     const size_t bytes = sizeof(float) * g->n;
-    hw_couple_rule_settle(g->plan.rule, g->copies, g->velocity, &g->ahead, g->agreed, g->n);
+    if (gpu_copies_read_rule(g) != HW_OK) return HW_ERR;
+    hw_couple_rule_settle(g->plan.rule, g->copies, g->rule_velocity, &g->ahead, g->rule_agreed, g->n);
     for (int c = 0; c < g->copies; c++) {
-        memcpy(g->host[c], g->agreed, bytes);
+        memcpy(g->host[c], g->rule_agreed, bytes);
         if (hw_cuda_select(device_of(g, c)) != HW_OK ||
+            hw_cuda_memcpy_h2d(g->agreed[c], g->host[c], bytes, g->stream[c]) != HW_OK ||
             hw_cuda_memcpy_h2d(g->live[c], g->host[c], bytes, g->stream[c]) != HW_OK ||
             hw_cuda_stream_sync(g->stream[c]) != HW_OK) {
             return hw_error_prefix("setting copy %d of the weights on cuda:%d to the agreed ones", c, g->devices[c]);
@@ -248,9 +270,11 @@ void gpu_copies_report(const gpu_copies *g, char *text, size_t cap) {
     }
     snprintf(text, cap,
              "coupling of %d copies of the weights (%s): %lld rounds, rule %s, at most one every %s; a round took "
-             "%.2f ms on average, %.2f ms at most, in the parent (the workers do not wait for it)\n",
+             "%.2f ms on average, %.2f ms at most, in the parent (the workers do not wait for it); the changes summed "
+             "by %s\n",
              g->copies, devices, (long long)g->rounds, hw_couple_rule_name(g->plan.rule), every,
-             g->rounds ? 1000 * g->busy / (double)g->rounds : 0.0, 1000 * g->busy_max);
+             g->rounds ? 1000 * g->busy / (double)g->rounds : 0.0, 1000 * g->busy_max,
+             g->reduce ? hw_cuda_allreduce_method(g->reduce) : "none");
 }
 
 int gpu_copies_pull(gpu_copies *g) {

@@ -1,8 +1,8 @@
 // gpu_copies: the parent's side of Hogwild on several GPUs (private to src/cuda/train/). One copy of
 // the weights per entry of --gpus, each in its GPU's memory and written lock-free by that GPU's
 // workers (through CUDA IPC), coupled from the parent's watch loop by THE rule of the nodes
-// (hw_couple_rule_step, src/comm/couple_rule.c): the workers never wait for it. One copy (--device
-// cuda:N) is the same object with no rounds.
+// (hw_couple_step, hw/couple_step.h), on the GPUs: the workers never wait for it. One copy
+// (--device cuda:N) is the same object with no rounds.
 #ifndef HW_GPU_COPIES_H
 #define HW_GPU_COPIES_H
 
@@ -28,11 +28,15 @@ typedef struct {
     int copies;
     size_t n;
     int devices[HW_GPU_COPIES_MAX];
-    float *live[HW_GPU_COPIES_MAX];   // device: copy c, exported to its workers
-    float *delta[HW_GPU_COPIES_MAX];  // device: what a round adds to copy c (K > 1)
+    float *live[HW_GPU_COPIES_MAX];      // device: copy c, exported to its workers
+    float *delta[HW_GPU_COPIES_MAX];     // device: a round's sum of the copies' changes (K > 1); the mirror's add
+    float *sent[HW_GPU_COPIES_MAX];      // device: copy c's change in the round (K > 1)
+    float *agreed[HW_GPU_COPIES_MAX];    // device: the agreed weights, a replica on each copy's device (K > 1)
+    float *velocity[HW_GPU_COPIES_MAX];  // device: the rule's velocity, likewise
     hw_cuda_stream stream[HW_GPU_COPIES_MAX];
-    float *host[HW_GPU_COPIES_MAX];         // pinned: copy c read back (a snapshot, a round's change, its add)
-    float *agreed, *velocity, *sum, *step;  // the rule's host side (K > 1)
+    hw_cuda_allreduce *reduce;           // sums delta over the copies (K > 1): NCCL, or peer copies and a kernel
+    float *host[HW_GPU_COPIES_MAX];      // pinned: copy c read back (a snapshot), a settle's upload
+    float *rule_agreed, *rule_velocity;  // host: copy 0's device's agreed weights and velocity, as last read
     int ahead;               // the rule's: agreed holds its look-ahead (hw_couple_rule_settle); 0: every copy is agreed
     float *mirror, *pulled;  // plan.mirror: copy 0 as the ranks' coupling sees and changes it, and as last read
     gpu_copies_plan plan;
@@ -57,9 +61,13 @@ int gpu_copies_download(gpu_copies *g, int c);
 // (hw_couple_rule_weights on the agreed weights, neither they nor any copy changed); at an epoch
 // end, settled, every copy is them bit for bit. Runs in the thread that makes the rounds.
 int gpu_copies_snapshot(gpu_copies *g);
-// One round: reads every copy, sums their changes since the agreed weights, lets the rule take
-// one step of the agreed weights and adds to each copy the step less its own change (a plain
-// read-modify-write on the device, racing the workers' steps as they race each other).
+// K > 1: the agreed weights and the rule's velocity of copy 0's device into g->rule_agreed and
+// g->rule_velocity (waits). Every device holds the same.
+int gpu_copies_read_rule(gpu_copies *g);
+// One round, on the GPUs: every copy's change since the agreed weights, their sum over the copies
+// (the all-reduce), the rule's step of the agreed weights on every device, and to each copy the
+// step less its own change added (a plain read-modify-write on the device, racing the workers'
+// steps as they race each other). Waits for it to end.
 int gpu_copies_round(gpu_copies *g);
 // The watch loop's pass (K > 1): a round when one is due. `settle` (every worker waits at the
 // epoch barrier, or is stopped): a round, then every copy set to the rounds' weights W
