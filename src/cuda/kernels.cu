@@ -194,7 +194,8 @@ static_assert(HW_THREADS == 2 * CONV_DW_DIRECT_TILE, "a tile's column per thread
 __global__ static void conv_dw_direct(float *partial, const float *x, const float *dy, hw_conv_dims d, int oh, int ow,
                                       int64_t columns, int chunk) {
     enum { TILE = CONV_DW_DIRECT_TILE, ROW = CONV_DW_DIRECT_TILE + 4, OCS = CONV_DW_DIRECT_OCS };
-    __shared__ __align__(16) float tap_tile[CONV_DIRECT_TAPS][ROW];
+    // Row `taps` is ones: the bias gradient is the sum of dy, the taps' loop with a tap of 1.
+    __shared__ __align__(16) float tap_tile[CONV_DIRECT_TAPS + 1][ROW];
     __shared__ __align__(16) float grad_tile[OCS][ROW];
     int taps = d.in_channels * d.kernel * d.kernel, plane = oh * ow;
     int oc0 = blockIdx.y * OCS, ocs = d.out_channels - oc0 < OCS ? d.out_channels - oc0 : OCS;
@@ -206,6 +207,7 @@ __global__ static void conv_dw_direct(float *partial, const float *x, const floa
     float4 acc[CONV_DW_OUTPUTS_PER_THREAD];
 #pragma unroll
     for (int i = 0; i < CONV_DW_OUTPUTS_PER_THREAD; i++) acc[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int q = threadIdx.x; q < ROW; q += HW_THREADS) tap_tile[taps][q] = 1.0f;  // read after the first barrier
     for (int64_t tile = begin; tile < end; tile += TILE) {
         int64_t j = tile + k;
         float tap[CONV_DW_HALF_TAPS], grad[CONV_DW_HALF_OCS];
@@ -239,27 +241,15 @@ __global__ static void conv_dw_direct(float *partial, const float *x, const floa
             int o = threadIdx.x + i * HW_THREADS;
             if (o < outputs) {
                 int oc = o / (taps + 1), t = o - oc * (taps + 1);
-                const float4 *g4 = (const float4 *)grad_tile[oc];
+                const float4 *g4 = (const float4 *)grad_tile[oc], *v4 = (const float4 *)tap_tile[t];
                 float4 sum = acc[i];
-                if (t < taps) {
-                    const float4 *v4 = (const float4 *)tap_tile[t];
 #pragma unroll 8
-                    for (int q = 0; q < TILE / 4; q++) {
-                        float4 g = g4[q], v = v4[q];
-                        sum.x += g.x * v.x;
-                        sum.y += g.y * v.y;
-                        sum.z += g.z * v.z;
-                        sum.w += g.w * v.w;
-                    }
-                } else {
-#pragma unroll 8
-                    for (int q = 0; q < TILE / 4; q++) {
-                        float4 g = g4[q];
-                        sum.x += g.x;
-                        sum.y += g.y;
-                        sum.z += g.z;
-                        sum.w += g.w;
-                    }
+                for (int q = 0; q < TILE / 4; q++) {  // t == taps: v is 1, and g * 1 + sum is sum + g exactly
+                    float4 g = g4[q], v = v4[q];
+                    sum.x += g.x * v.x;
+                    sum.y += g.y * v.y;
+                    sum.z += g.z * v.z;
+                    sum.w += g.w * v.w;
                 }
                 acc[i] = sum;
             }
