@@ -546,6 +546,33 @@ Test(multigpu, a_missing_gpu_is_named_with_its_copy) {
     e2e_assert_left_nothing(&r);
 }
 
+// Copy 0's GPU with room for its copy's 5 buffers but not for the sum's staging buffer as well:
+// refused by the memory check up front, saying what is needed, not by the all-reduce's allocation
+// once every copy is made. The simulated device only, whose memory HW_SIM_MEM_MIB sets (a GPU's
+// cannot be set so); two GPUs (on one, the copies share it and nothing is staged).
+Test(multigpu, the_memory_check_counts_the_sums_staging_buffer) {
+    int count = skip_without_gpu();
+    char name[256] = "";
+    OK(hw_cuda_describe((hw_device){HW_DEVICE_CUDA, 0}, name, sizeof name));
+    if (!strstr(name, "simulated")) cr_skip_test("a GPU's free memory cannot be set: the simulated device only");
+    if (count < 2) cr_skip_test("one GPU: the copies share it, and the sum stages nothing");
+    // 1,033,510 weights: 3.9 MiB a buffer, 19.7 MiB for copy 0's 5, 23.7 MiB with the staging.
+    char *model = e2e_path("wide.model");
+    FILE *f = fopen(model, "w");
+    cr_assert(f);
+    fprintf(f, "input 1 28 28\nflatten\nlinear 1300\nlinear 10\nlog_softmax\n");
+    fclose(f);
+    char *data = e2e_synth_n("data", 1, 200, 100);
+    e2e_run_result r;
+    e2e_run(&r, "HW_SIM_MEM_MIB=22", "--data", data, "--model", model, "--gpus", "0,1", "--workers", "2", "--epochs",
+            "1", "--quiet");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(
+        r.err, "copy 0 of the weights on cuda:0: the shared weights: cuda:0 has 22 MiB free, 24 MiB needed", "stderr");
+    cr_expect(strstr(r.err, "staging") == NULL, "refused by the check up front: %s", r.err);
+    e2e_assert_left_nothing(&r);
+}
+
 // --sync-every and --sync-rule set the copies' rounds as they set the ranks'; the metrics name
 // every GPU, so that `hogwild compare` tells Hogwild on K GPUs from Hogwild on one.
 Test(multigpu, sync_flags_set_the_copies_rounds) {

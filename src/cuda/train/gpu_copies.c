@@ -33,7 +33,16 @@ static int copy_open(gpu_copies *g, int c, const float *weights) {
     int status = hw_cuda_select(device);
     if (status == HW_OK) status = hw_cuda_check_shared_use(device);
     // live; with rounds also the round's sum, sent, agreed and velocity; the ranks' mirror a delta.
-    const int buffers = coupled ? 5 : g->plan.mirror ? 2 : 1;
+    // Copy 0's GPU also holds the sum's staging buffer where another copy is on another GPU
+    // (hw_cuda_allreduce_create, after every copy): counted here, so that a GPU short of it is
+    // refused with what it needs, not by the all-reduce's allocation after everything else.
+    int buffers = coupled ? 5 : g->plan.mirror ? 2 : 1;
+    for (int k = 1; coupled && c == 0 && k < g->copies; k++) {
+        if (g->devices[k] != g->devices[0]) {
+            buffers++;
+            break;
+        }
+    }
     if (status == HW_OK && hw_cuda_check_free(bytes * (size_t)buffers) != HW_OK) {
         status = hw_error_prefix("the shared weights");
     }
