@@ -600,6 +600,14 @@ Test(multigpu, sync_flags_set_the_copies_rounds) {
         used += (size_t)snprintf(device + used, sizeof device - used, "%scuda:%d", c ? "+" : "", devices[c]);
     cr_expect_str_eq(rows[1].device, device);
     cr_expect_str_eq(rows[1].mode, "hogwild");
+    // An interval longer than the run: the epoch end's settle alone, which the report says rather
+    // than an average of no interval ("0 on average").
+    e2e_run_within(&r, 120, NULL, "--data", data, "--gpus", list, "--workers", "4", "--sync-every", "100000",
+                   "--quiet");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out,
+                        ": 1 rounds, rule momentum, at most one every 100000 samples (none came due: only epoch ends)",
+                        "stdout");
 }
 
 // The metrics name every GPU of a long list, not the first 63 characters of it: 12 copies (on

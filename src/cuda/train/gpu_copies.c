@@ -268,14 +268,19 @@ void gpu_copies_report(const gpu_copies *g, char *text, size_t cap) {
     // The rounds' real interval beside the one asked for: a round starts at the parent's first
     // look past it (gpu_copies_wait), and takes its time in the parent. Over the interval's rounds
     // only: an epoch end's settle makes one more, whenever the epoch ends.
-    char every[128];
+    char every[160];
     const double rounds = g->interval_rounds ? (double)g->interval_rounds : 1.0;
-    if (g->plan.every_samples > 0) {
+    if (g->interval_rounds == 0) {  // an average of no interval would read as 0
+        snprintf(every, sizeof every,
+                 g->plan.every_samples > 0 ? "%.0f samples (none came due: only epoch ends)"
+                                           : "%g ms (none came due: only epoch ends)",
+                 g->plan.every_samples > 0 ? (double)g->plan.every_samples : g->plan.every_ms);
+    } else if (g->plan.every_samples > 0) {
         snprintf(every, sizeof every, "%lld samples (%.0f on average)", (long long)g->plan.every_samples,
                  (double)g->interval_samples / rounds);
     } else {
         snprintf(every, sizeof every, "%g ms (%.1f on average)", g->plan.every_ms,
-                 g->interval_rounds ? 1000 * (g->interval_time - g->opened) / rounds : 0.0);
+                 1000 * (g->interval_time - g->opened) / rounds);
     }
     snprintf(text, cap,
              "coupling of %d copies of the weights (%s): %lld rounds, rule %s, at most one every %s; a round took "
