@@ -238,10 +238,13 @@ int cli_parse(const cli_command *command, int argc, char **argv, void *target, c
                            "option '--%s' is given twice ('%s', then '%s'): give it once", o->name, earlier, optarg);
             break;
         }
-        if (parsed->n_given < CLI_MAX_GIVEN) {
-            parsed->values[parsed->n_given] = optarg;
-            parsed->given[parsed->n_given++] = o;
+        // Past the record's room an option given twice, or one --eval-only refuses, would pass unseen.
+        if (parsed->n_given == CLI_MAX_GIVEN) {
+            status = cli_refuse(parsed->error, sizeof parsed->error, "more than %d options given", CLI_MAX_GIVEN);
+            break;
         }
+        parsed->values[parsed->n_given] = optarg;
+        parsed->given[parsed->n_given++] = o;
         if (stops(o, stop_at)) {
             parsed->stop = o;
             break;

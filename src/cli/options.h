@@ -60,8 +60,9 @@ typedef struct {
 } cli_command;
 
 // The options given, in order, each with its value (NULL for a switch; an option with a value given
-// twice is refused, a switch given twice is listed twice); `stop` is the option of cli_parse's
-// stop_at that ended the parse at once (--help, --version), else NULL.
+// twice is refused, a switch given twice is listed twice; more than CLI_MAX_GIVEN are refused);
+// `stop` is the option of cli_parse's stop_at that ended the parse at once (--help, --version), else
+// NULL.
 enum { CLI_MAX_GIVEN = 128 };
 typedef struct {
     const cli_option *given[CLI_MAX_GIVEN];

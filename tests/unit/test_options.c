@@ -128,6 +128,21 @@ Test(options, values_are_decimal_in_range_and_given_once) {
     cr_expect_eq(c.n_gpus, 16);
 }
 
+// Past the record of the options given (CLI_MAX_GIVEN), a value given twice passed unseen: 130
+// --quiet, then --epochs 1 --epochs 2, trained 2 epochs.
+Test(options, more_options_than_the_record_holds_are_refused) {
+    hw_train_config c;
+    cli_parsed p;
+    const char *argv[CLI_MAX_GIVEN + 8] = {"hogwild"};
+    int n = 1;
+    while (n < CLI_MAX_GIVEN + 2) argv[n++] = "--quiet";
+    argv[n++] = "--epochs=1";
+    argv[n++] = "--epochs=2";
+    argv[n] = NULL;
+    cr_expect_eq(parse(&c, &p, argv), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "more than 128 options given");
+}
+
 Test(options, help_stops_the_parse) {
     hw_train_config c;
     cli_parsed p;
