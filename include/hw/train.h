@@ -1,4 +1,6 @@
-// train: the Hogwild trainer, the DataParallel trainer, evaluation, progress and metrics.
+// train: the Hogwild trainer, the DataParallel trainer (and their GPU versions, src/cuda/train/),
+// a run's inputs and settings, evaluation and the run log (src/train/). The progress line and the
+// metrics CSV are src/report/'s (hw/progress.h, hw/metrics.h).
 #ifndef HW_TRAIN_H
 #define HW_TRAIN_H
 
