@@ -146,7 +146,7 @@ static const cli_command synth_command = {
     .n_options = sizeof synth_options / sizeof synth_options[0],
     .missing = "option '%s' needs a value",
     .empty = "option '%s' needs a value",
-    .operands = 1,  // refused below, as unknown options
+    .operands = 1,  // refused below: synth takes no name
 };
 
 static int command_synth(int argc, char **argv) {
@@ -159,7 +159,7 @@ static int command_synth(int argc, char **argv) {
     // A number out of range names its flag; anything else is the command's.
     if (status != HW_EXIT_OK && strncmp(parsed.error, "--", 2) == 0) return usage_error("%s", parsed.error);
     if (status != HW_EXIT_OK) return usage_error("synth: %s", parsed.error);
-    if (stray) return usage_error("synth: unknown option '%s'", stray);
+    if (stray) return usage_error("synth: unexpected argument '%s' (it takes no name: --dir DIR)", stray);
     const char *dir = args.dir;
     long n_train = (long)args.n_train, n_test = (long)args.n_test, seed = (long)args.seed;
     int overwrite = args.overwrite;

@@ -308,6 +308,10 @@ Test(e2e_flags, download_and_synth_refuse_bad_arguments) {
     e2e_run(&r, NULL, "synth", "--bogus", "1");
     e2e_assert_exit(&r, 2);
     e2e_assert_contains(r.err, "synth: unknown option '--bogus'", "stderr");
+    // A folder given as a name is no option: it said "unknown option 'data/x'".
+    e2e_run(&r, NULL, "synth", "data/x");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "synth: unexpected argument 'data/x' (it takes no name: --dir DIR)", "stderr");
     e2e_run(&r, NULL, "synth", "--dir", "/proc/version/data", "--train", "10", "--test", "10");
     e2e_assert_exit(&r, 1);
     e2e_assert_contains(r.err, "hogwild synth: ", "stderr");
