@@ -1,4 +1,5 @@
-# hogwild: a static library, the ./hogwild binary and one Criterion test binary.
+# hogwild: a static library, the ./hogwild binary, its two plugins (libhogwild-cuda.so, libhogwild-mpi.so,
+# where CUDA and Open MPI are found) and one Criterion test binary.
 #
 #   make              build everything it can find the tools for (CUDA when nvcc is found)
 #   make CUDA=0       build without CUDA even where nvcc is installed
