@@ -4,6 +4,7 @@
 
 #include "cli/options.h"
 #include "hw/compare.h"
+#include "hw/svg.h"
 #include "hw/err.h"
 #include "hw/file.h"
 
