@@ -8,6 +8,7 @@
 #include "hw/nn.h"
 #include "hw/shm.h"
 #include "hw/train.h"
+#include "hw/run_log.h"
 #include "cli/compare_command.h"
 #include "cli/preflight.h"
 #include "cli/train_options.h"

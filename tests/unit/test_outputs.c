@@ -8,6 +8,7 @@
 #include "hw/err.h"
 #include "hw/nn.h"
 #include "hw/train.h"
+#include "hw/run_log.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

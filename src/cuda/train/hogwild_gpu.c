@@ -30,6 +30,8 @@
 // Several processes on one GPU time-slice it unless the MPS daemon runs (nvidia-cuda-mps-control
 // -d), which lets their kernels run at the same time.
 #include "hw/train.h"
+#include "hw/gpu_train.h"
+#include "hw/run_log.h"
 
 #include "train/hogwild_watch.h"
 #include "hw/comm.h"
