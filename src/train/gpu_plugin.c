@@ -10,7 +10,8 @@
 //
 // A binary that links the GPU code itself (the test binary; the simulated build, where the
 // trainers come with the library) enters the same table without loading anything. A build
-// without CUDA (make CUDA=0, or no nvcc) has no GPU part: the door refuses, naming it.
+// without CUDA (make CUDA=0, or no nvcc) has no GPU part: hw_gpu_train_hogwild and
+// hw_gpu_train_dataparallel refuse, naming the build.
 #include "hw/train.h"
 #include "hw/gpu_train.h"
 
