@@ -2,6 +2,8 @@
 // the parser and the help all come from one table.
 #include "cli/options.h"
 #include "cli/train_options.h"
+#include "hw/err.h"
+#include "hw/shm.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -168,6 +170,29 @@ Test(options, the_help_shows_each_default) {
     cr_expect(strstr(text, "  --list-sharing-strategies  list them") != NULL, "%s", text);
     cr_expect(strstr(text, "--summary") == NULL, "--summary is in the usage lines, not among the options");
     free(text);
+}
+
+// A default is spelled once, in the table: the help of an option with one shows it through its
+// format ("%s"), and no help of an option without one claims a default of its own words.
+Test(options, every_default_shown_comes_from_the_table) {
+    for (int i = 0; i < cli_train_command.n_options; i++) {
+        const cli_option *o = &cli_train_command.options[i];
+        if (!o->help) continue;
+        if (o->fallback) {
+            cr_expect(strstr(o->help, "%s") != NULL, "--%s has a default but its help does not show it", o->name);
+        } else {
+            cr_expect(strstr(o->help, "(default)") == NULL && strstr(o->help, "the default") == NULL,
+                      "--%s's help names a default the table does not have", o->name);
+        }
+    }
+}
+
+// --sharing-strategy's default is the table's: the defaults set it, whatever was set before.
+Test(options, the_sharing_strategy_default_comes_from_the_table) {
+    cr_assert_eq(hw_sharing_strategy_set("file_system"), HW_OK);
+    hw_train_config config;
+    cli_train_defaults(&config);
+    cr_expect_str_eq(hw_sharing_strategy_get(), "file_descriptor");
 }
 
 // The one mapping from the code's terms to the flags (include/hw/option.h): every option a module's
