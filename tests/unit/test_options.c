@@ -145,12 +145,25 @@ Test(options, more_options_than_the_record_holds_are_refused) {
     cr_expect_str_eq(p.error, "more than 128 options given");
 }
 
-Test(options, help_stops_the_parse) {
+// --help and --version make the command do only that, but the rest of the line is still checked:
+// `--help --bogus` printed the help and passed over the bad flag.
+Test(options, help_is_what_is_done_and_the_line_is_still_checked) {
     hw_train_config c;
     cli_parsed p;
-    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "-h", "--workers", "0", NULL}), HW_EXIT_OK);
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "-h", "--workers", "4", NULL}), HW_EXIT_OK);
     cr_assert_not_null(p.stop);
     cr_expect_str_eq(p.stop->name, "help");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--version", "--help", NULL}), HW_EXIT_OK);
+    cr_expect_str_eq(p.stop->name, "version");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--help", "--bogus", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "unknown option '--bogus'");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--version", "--bogus", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "unknown option '--bogus'");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--help", "stray", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "unexpected argument 'stray'");
+    // "--" ends the options; training takes nothing after them, and says so.
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--", "--lr", "1", NULL}), HW_EXIT_USAGE);
+    cr_expect(strstr(p.error, "unexpected argument '--': it ends the options") != NULL, "%s", p.error);
 }
 
 // Every option with a value has a default or says in its help what happens without it; every
