@@ -171,6 +171,10 @@ int cli_compare_run(int argc, char **argv, FILE *out, FILE *err) {
             status = 1;
             break;
         }
+        if (runs[n_read].ignored_line) {
+            fprintf(err, "hogwild compare: %s:%ld: ignoring the last line, cut short (no newline)\n", runs[n_read].path,
+                    runs[n_read].ignored_line);
+        }
     }
     char default_path[1024], measure_path[1100];
     int measured = status == 0 && hw_compare_any_measured(runs, n_files);

@@ -296,7 +296,7 @@ static int read_lines(hw_metrics_table *log, FILE *f, const char *path) {
         int n = split_fields(line, fields);
         hw_metrics_point pt;
         if (cut_short && (n != n_header || parse_row(log, fields, col, path, line_no, &pt) != HW_OK)) {
-            fprintf(stderr, "hogwild compare: %s:%ld: ignoring the last line, cut short (no newline)\n", path, line_no);
+            log->ignored_line = line_no;
             break;
         }
         if (n != n_header) {
