@@ -1,4 +1,5 @@
-# hogwild: a static library, the ./hogwild binary and one Criterion test binary.
+# hogwild: a static library, the ./hogwild binary, its two plugins (libhogwild-cuda.so, libhogwild-mpi.so,
+# where CUDA and Open MPI are found) and one Criterion test binary.
 #
 #   make              build everything it can find the tools for (CUDA when nvcc is found)
 #   make CUDA=0       build without CUDA even where nvcc is installed
@@ -6,6 +7,7 @@
 #   make test         build and run the Criterion suite, the IDX fuzzer, make layout-check, make exports-check,
 #                     make flag-check and make sim
 #   make layout-check the file-level call graph of src/: no circle, every room calls only rooms before it
+#                     (of the objects of this build; make sim checks build-sim/'s, src/cuda/ included)
 #   make exports-check ./hogwild exports only the hw_ functions its plugins call
 #   make flag-check   no message outside src/cli/ names a command-line flag (only src/cli/ knows them)
 #   make format-check every C and CUDA file in clang-format's style (.clang-format); make format applies it
@@ -283,12 +285,16 @@ test: $(BIN) $(BUILD)/test_hogwild $(BUILD)/fuzz_idx $(BUILD)/bench_nn_step layo
 # CUDA IPC shares it, GPU DataParallel, and GPU ranks under mpirun (the simulated NCCL across
 # processes), and checks the ordering of streams and host waits; NOT real kernels, cuBLAS, the real
 # NCCL, device rounding or speed (docs/ARCHITECTURE.md). Any misuse the
-# simulator refused, in any process, fails the target.
+# simulator refused, in any process, fails the target. It also runs make layout-check's call graph
+# on $(SIM_DIR)/, whose objects include src/cuda/ (compiled by the host compiler), so a build
+# without nvcc checks the GPU part's layering too (a second or two: nm on the objects).
 SIM_SUITES ?= @(cuda|cuda_layers|gpu_train|simcuda|mpi_gpu|multigpu)/*
 SIM_DIR    ?= build-sim
 SIM_ENV    = HW_BIN=$(CURDIR)/$(SIM_DIR)/hogwild HW_SIM_REFUSALS=$(CURDIR)/$(SIM_DIR)/refusals.log
 sim:
 	$(MAKE) --no-print-directory BUILD=$(SIM_DIR) SIM=1 $(SIM_DIR)/test_hogwild $(SIM_DIR)/hogwild
+	@echo "== make sim: the layout of the build with the GPU part (make layout-check on $(SIM_DIR)/) =="
+	python3 tests/tools/callgraph.py $(SIM_DIR) --check --summary
 	@rm -f $(SIM_DIR)/refusals.log
 	@echo "== make sim: the GPU suites on the SIMULATED CUDA device (host code, not a GPU), 2 devices =="
 	HW_SIM_DEVICES=2 $(SIM_ENV) $(SIM_DIR)/test_hogwild --filter '$(SIM_SUITES)' $(SIM_ARGS)

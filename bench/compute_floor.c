@@ -17,7 +17,8 @@
 #include "hw/blas.h"
 #include "hw/err.h"
 #include "hw/nn.h"
-#include "hw/train.h"  // hw_now
+#include "hw/clock.h"
+#include "hw/train.h"
 
 #include "hw/optim.h"
 

@@ -24,7 +24,8 @@
 #include "hw/err.h"
 #include "hw/nn.h"
 #include "hw/rng.h"
-#include "hw/train.h"  // hw_now
+#include "hw/clock.h"
+#include "hw/train.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

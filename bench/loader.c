@@ -12,7 +12,7 @@
 //   make build/bench_loader && build/bench_loader [mnist folder]   (synthetic digits without one)
 #include "hw/data.h"
 #include "hw/err.h"
-#include "hw/train.h"  // hw_now
+#include "hw/clock.h"  // hw_now
 
 #include "hw/blas.h"
 #include <stdio.h>

@@ -3,6 +3,7 @@
 #include "hw/file.h"
 
 #include "hw/err.h"
+#include "hw/procfs.h"
 #include "hw/shm.h"
 
 #include <errno.h>
@@ -71,18 +72,6 @@ void hw_path_folder(const char *path, char *buf, size_t cap) {
     }
 }
 
-// Whether this process has CAP_FOWNER in effect (bit 3 of CapEff in /proc/self/status).
-static int has_cap_fowner(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return 0;
-    char line[256];
-    unsigned long long caps = 0;
-    int found = 0;
-    while (!found && fgets(line, sizeof line, f)) found = sscanf(line, "CapEff: %llx", &caps) == 1;
-    fclose(f);
-    return found && (caps >> 3 & 1);
-}
-
 // An immutable or append-only file (chattr +i, +a) can be neither replaced nor rewritten.
 static int is_immutable(const char *path) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -108,7 +97,7 @@ int hw_output_check(const char *flag, const char *path, int by_rename) {
         return hw_fail("%s %s is immutable or append-only (chattr +i or +a): it cannot be replaced", flag, path);
     }
     if (exists && by_rename && (dir.st_mode & S_ISVTX) && st.st_uid != geteuid() && dir.st_uid != geteuid() &&
-        !has_cap_fowner()) {
+        !hw_process_has_cap_fowner()) {
         return hw_fail("%s %s belongs to another user (uid %d) in the sticky folder %s, where only its owner may "
                        "replace it; choose another path",
                        flag, path, (int)st.st_uid, folder);

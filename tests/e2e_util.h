@@ -10,7 +10,7 @@
 #define HW_TESTS_E2E_UTIL_H
 
 #include "data_util.h"
-#include "hw/train.h"  // hw_now
+#include "hw/clock.h"  // hw_now
 
 #include <criterion/criterion.h>
 #include <ctype.h>

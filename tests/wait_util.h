@@ -3,7 +3,7 @@
 #ifndef HW_TESTS_WAIT_UTIL_H
 #define HW_TESTS_WAIT_UTIL_H
 
-#include "hw/train.h"  // hw_now
+#include "hw/clock.h"  // hw_now
 
 #include <poll.h>
 #include <stddef.h>

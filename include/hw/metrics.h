@@ -154,6 +154,8 @@ typedef struct {
     int diverged;                        // the run diverged (see above), at the row diverged_at
     hw_metrics_point diverged_at;
     hw_metrics_measure measure;
+    long ignored_line;  // a last line cut short (no newline: a run still writing, or killed) that
+                        // could not be read and was left out: its line number; 0 when none
 } hw_metrics_table;
 
 // The largest wall_seconds a row may hold (about 32 years): beyond it a row is corrupt.

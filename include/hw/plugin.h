@@ -2,8 +2,8 @@
 // BLAS (OpenBLAS, from the system: src/blas.c), the GPU part (libhogwild-cuda.so, src/cuda/:
 // src/train/gpu_plugin.c) and the MPI part (libhogwild-mpi.so, src/comm/mpi/:
 // src/comm/mpi_plugin.c). hw_plugin_load dlopen()s a library and resolves a list of symbols; each
-// of hogwild's own plugins exports exactly one, its entry table (hw_plugin_entry), and hides every
-// other symbol (a version script, Makefile). Nothing is ever unloaded: neither CUDA nor MPI
+// of hogwild's own plugins exports exactly one, its entry table (hw_cuda_plugin, hw_mpi_plugin),
+// which hw_plugin_entry looks up, and hides every other symbol (a version script, Makefile). Nothing is ever unloaded: neither CUDA nor MPI
 // supports it.
 #ifndef HW_PLUGIN_H
 #define HW_PLUGIN_H

@@ -1,5 +1,7 @@
-// procfs: what /proc (and getrusage) says about a process: when it started, whether it has ended,
-// its threads, its memory and its address space. Every reader of /proc is here (src/proc/procfs.c).
+// procfs: what /proc (and getrusage, and its cgroup's memory.max) says about a process: when it
+// started, whether it has ended, its threads, its memory, its address space, its memory limit and
+// its capabilities. Every file of /proc that hogwild reads is read here (src/proc/procfs.c); the
+// one other use of /proc is src/plugin.c's readlink of /proc/self/exe, a path.
 #ifndef HW_PROCFS_H
 #define HW_PROCFS_H
 
@@ -26,5 +28,12 @@ typedef struct {
     int64_t private_kb;   // Private_Clean + Private_Dirty, now
 } hw_memory;
 void hw_memory_read(hw_memory *m);
+
+// The memory limit of this process's cgroup (v2: the memory.max of the group /proc/self/cgroup
+// names), in bytes; 0 when there is none or it cannot be read.
+uint64_t hw_process_cgroup_memory_limit(void);
+
+// Whether this process has CAP_FOWNER in effect (bit 3 of CapEff in /proc/self/status).
+int hw_process_has_cap_fowner(void);
 
 #endif

@@ -1,4 +1,9 @@
-// train: the Hogwild trainer, the DataParallel trainer, evaluation, progress and metrics.
+// train: what a run is asked to do (hw_train_config) and what it needs before it forks (its
+// inputs and starting weights, src/train/run_inputs.c; the settings ranks agree on,
+// src/train/ranks_settings.c), and the two trainers, Hogwild (src/train/hogwild.c) and
+// DataParallel (src/train/dataparallel.c). What else src/train/ holds has headers of its own:
+// hw/evaluate.h, hw/run_log.h (what a run writes), hw/dataparallel.h (the CPU replicas' step),
+// hw/gpu_train.h (the GPU trainers and the way to them).
 #ifndef HW_TRAIN_H
 #define HW_TRAIN_H
 
@@ -6,12 +11,9 @@
 #include "hw/comm.h"
 #include "hw/data.h"
 #include "hw/nn.h"
-#include "hw/metrics.h"
-#include "hw/progress.h"
 #include "hw/shape.h"
 
 #include <stdint.h>
-#include <stdio.h>
 
 typedef enum { HW_MODE_HOGWILD = 0, HW_MODE_DATAPARALLEL = 1 } hw_mode;
 
@@ -115,136 +117,5 @@ int hw_train_load_checkpoint(const char *path, hw_model *model, hw_ckpt_meta *me
 int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
 // Trains with K synchronous replicas (src/train/dataparallel.c).
 int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
-// The same on GPUs (config->device is cuda:N); hw_train_hogwild and hw_train_dataparallel hand
-// over to these. Hogwild: N worker processes on weights shared in one GPU's memory through CUDA IPC,
-// or a copy per GPU of config->gpus, coupled (src/cuda/train/hogwild_gpu.c, gpu_copies.c). DataParallel: a replica per entry of config->gpus, or
-// config->replicas replicas on config->device when no --gpus (src/cuda/train/dataparallel_gpu.c).
-int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
-int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
-// The GPU part's entry table (src/cuda/train/entry.c): the one symbol libhogwild-cuda.so exports,
-// hw_cuda_plugin, which hw_plugin_entry finds (include/hw/plugin.h).
-typedef struct {
-    int (*train_hogwild)(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
-    int (*train_dataparallel)(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
-} hw_gpu_plugin;
-// How the core reaches them (src/train/gpu_plugin.c): through the entry table of
-// libhogwild-cuda.so beside the binary, loaded on first use, or of the GPU part the binary links
-// itself; a build without CUDA refuses, naming the build.
-int hw_gpu_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
-int hw_gpu_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
-
-// The DataParallel step on CPU replicas (threads), exposed for the equivalence tests: the batch
-// is split into `replicas` chunks (sizes differ by at most one; empty when replicas > batch),
-// each replica runs forward and backward on its chunk, and the chunk gradients, weighted by
-// chunk size, are summed onto the primary's buffer (*grads): the gradient of the whole batch's
-// mean loss, as one replica would compute it, up to float rounding. Returns the batch's mean loss.
-typedef struct hw_dp_team hw_dp_team;
-// Chunk k of a batch of `batch` samples split over `replicas`: sizes differ by at most one; with
-// replicas > batch some are empty. The one rule of both the CPU and the GPU replicas.
-void hw_dp_chunk(int batch, int replicas, int k, int *offset, int *count);
-// Opens `replicas` replicas (replica 0 is the caller's thread, 1.. are threads) with workspaces for
-// chunks of max_batch / replicas. On failure it names the step and the replica, undoes what it did
-// (no thread left behind) and sets *team to NULL. HOGWILD_FAIL_DP_SETUP (tests only, see
-// dataparallel.c) makes one step of it fail.
-int hw_dp_team_open(hw_dp_team **team, const hw_model *model, int replicas, int max_batch, uint64_t seed);
-float hw_dp_team_step(hw_dp_team *team, const float *x, const uint8_t *y, int batch, const float **grads);
-// After a step: the first replica whose chunk loss was not finite (NaN, inf), or -1.
-int hw_dp_team_diverged(const hw_dp_team *team);
-void hw_dp_team_close(hw_dp_team *team);  // NULL: nothing
-
-// Mean loss and accuracy (percent) of `weights` on a dataset (src/train/evaluate.c). `ws` is a
-// workspace of at least `batch_size`; `x`, `y` buffers of batch_size samples. A stop signal
-// (hw_stop_signal, while a run catches them) ends the evaluation between two batches: then
-// `interrupted` is set and the numbers are no result. So a test set that takes minutes does not
-// hold a stopping run (and its checkpoint) past the stop's grace.
-typedef struct {
-    double loss;
-    double accuracy;
-    int interrupted;
-    double loss_sum;  // the sums behind them, for an evaluation split over ranks
-    int64_t correct;
-} hw_eval_result;
-hw_eval_result hw_evaluate(const hw_model *model, hw_workspace *ws, const hw_dataset *ds, hw_normalize norm,
-                           int batch_size);
-
-// ---- what a training run writes, the same for both trainers (src/train/run_log.c) ----
-// Evaluations of snapshots of the weights, the metrics rows, the checkpoints, the progress line.
-typedef struct {
-    const hw_train_config *config;
-    const hw_train_inputs *in;
-    hw_model eval_model;   // the model pointed at `snapshot`
-    hw_workspace eval_ws;  // for test batches
-    float *snapshot;       // a copy of the weights taken at an evaluation point
-    double snapshot_time;  // when it was taken (monotonic seconds)
-    hw_progress progress;
-    hw_metrics metrics;
-    double started;        // monotonic seconds at the start of training (the first fork)
-    double trained;        // when the last training step ended (the last join); 0 until then
-    int64_t samples_base;  // samples seen before this run (from --resume)
-    int64_t last_samples;  // at the previous metrics row, for the train-loss column
-    double last_loss_sum;
-    hw_eval_result last_eval;
-    double last_finite_loss;  // the last finite training loss seen (hw_train_outputs_loss, rows), or NAN
-    int64_t skipped_points;   // --eval-every points passed while an evaluation ran, not evaluated
-    int interrupted;          // a stop signal cut an evaluation short (no row, nothing saved)
-    // DataParallel across ranks: every rank evaluates its share of the test set and the sums are
-    // added up (hw_comm_sum), so that no rank waits for rank 0 to evaluate alone (a wait that ran
-    // past --sync-timeout when an evaluation took longer). Rank 0 still writes and saves alone.
-    int distributed;
-} hw_train_outputs;
-
-// What the --metrics file's first columns say of a run (include/hw/metrics.h): its mode; the
-// world's workers or replicas, every rank's together; its device, every GPU of --gpus (into
-// device[0..cap), which run->device points at).
-void hw_train_metrics_run(const hw_train_config *config, char *device, size_t cap, hw_metrics_run *run);
-
-int hw_train_outputs_open(hw_train_outputs *log, const hw_train_config *config, const hw_train_inputs *in,
-                          int first_epoch, int64_t samples_base);
-// Training has started (the devices, workers and ranks are set up): from now on the run writes its
-// outputs (hw_metrics_commit). A run that fails before leaves the previous --metrics file as it was.
-void hw_train_outputs_commit(hw_train_outputs *log);
-// Copies `weights` into the snapshot (the caller decides whether workers may still write them).
-void hw_train_outputs_snapshot(hw_train_outputs *log, const float *weights);
-// With --metrics: the first point of the curve, the weights before this run's training, evaluated
-// and written at wall time 0 (a trainer times training from its own start, set after this: a
-// time since hw_train_outputs_open here could exceed the next rows' and run backwards).
-int hw_train_outputs_first_point(hw_train_outputs *log, const float *weights, int first_epoch);
-// Evaluates the snapshot, writes a metrics row and, at an epoch end, prints the epoch result and
-// saves the checkpoint (--save). A stop signal during the evaluation cuts it short: HW_OK with
-// log->interrupted set, nothing written; the trainer then stops and saves the current weights. samples and loss_sum count this run's training so far. Weights
-// that are not finite, or a test or training loss that diverged (hw_loss_diverged), are no result: it ends the run
-// with hw_train_outputs_diverged instead (nothing printed as a result, nothing saved).
-int hw_train_outputs_evaluate(hw_train_outputs *log, int epochs_done, int64_t samples, double loss_sum, int epoch_end);
-// Moves *next_eval (the next --eval-every point) past `samples`, before the row about to be written
-// at `samples`, and counts as skipped every point passed that the row does not stand for: mid-epoch
-// the row stands for the first point passed; at an epoch end, for a point on the end itself only.
-void hw_train_outputs_pass_points(hw_train_outputs *log, int64_t *next_eval, int64_t samples, int epoch_end);
-// Whether every one of the n weights is a finite number (a diverged run has NaN or inf in them).
-int hw_weights_finite(const float *weights, size_t n);
-// Saves `weights` as the checkpoint (--save), if one was asked for; refuses weights that are not
-// finite (NaN, inf), so that the file keeps the last good checkpoint.
-int hw_train_outputs_save(hw_train_outputs *log, const float *weights, int epochs_done, int64_t samples);
-// The rule of a diverged run, in one place: a loss that is NaN, infinite, or above
-// HW_LOSS_DIVERGED. The cross-entropy loss starts near ln(classes) (2.3 for ten classes); a mean
-// above 1e4 means the weights have blown up (a step far too large), and such a run does not come
-// back to a result: with Hogwild's racing workers its loss can stay finite (1e23, then 0 once the
-// logits saturate) while the accuracy sits at chance, so waiting for a NaN is not enough.
-#define HW_LOSS_DIVERGED 1e4
-int hw_loss_diverged(double loss);
-// What a diverged loss is, for the message: "nan", "infinite" or "2.5e+23 (above 1e+04)".
-void hw_loss_describe(char *out, size_t size, double loss);
-// A training loss seen (a batch, a report window): the last one that was not diverged is
-// remembered for the message of a diverged run.
-void hw_train_outputs_loss(hw_train_outputs *log, double loss);
-// Ends a diverged run: writes the metrics row that marks it (train_loss `loss`, the non-finite
-// loss seen, or NAN; test_loss and test_accuracy nan: nothing was evaluated) and returns HW_ERR
-// with a message naming `who` ("worker 1", "replica 0"), `what` happened, the training epoch
-// `epoch` (1-based), the samples seen, the last training loss before it, and a lower --lr to try.
-// Nothing is saved. `samples` counts this run's samples, as for hw_train_outputs_evaluate.
-int hw_train_outputs_diverged(hw_train_outputs *log, const char *who, const char *what, int epoch, int epochs_done,
-                              int64_t samples, double loss);
-// Prints the summary and fills result.
-void hw_train_outputs_finish(hw_train_outputs *log, int64_t samples, hw_train_result *result);
-void hw_train_outputs_close(hw_train_outputs *log);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include "cli/options.h"
 #include "hw/compare.h"
+#include "hw/svg.h"
 #include "hw/err.h"
 #include "hw/file.h"
 
@@ -169,6 +170,10 @@ int cli_compare_run(int argc, char **argv, FILE *out, FILE *err) {
             fprintf(err, "hogwild compare: %s\n", hw_error());
             status = 1;
             break;
+        }
+        if (runs[n_read].ignored_line) {
+            fprintf(err, "hogwild compare: %s:%ld: ignoring the last line, cut short (no newline)\n", runs[n_read].path,
+                    runs[n_read].ignored_line);
         }
     }
     char default_path[1024], measure_path[1100];

@@ -8,6 +8,7 @@
 #include "hw/nn.h"
 #include "hw/shm.h"
 #include "hw/train.h"
+#include "hw/run_log.h"
 #include "cli/compare_command.h"
 #include "cli/preflight.h"
 #include "cli/train_options.h"
@@ -62,7 +63,12 @@ typedef struct {
 } download_args;
 
 static const cli_option download_options[] = {
-    {.name = "dir", .metavar = "DIR", .kind = CLI_TEXT, .field = offsetof(download_args, dir)},
+    {.name = "dir",
+     .metavar = "DIR",
+     .kind = CLI_TEXT,
+     .field = offsetof(download_args, dir),
+     .help = "where to write the four IDX files (default data/NAME)"},
+    {.name = "help", .short_name = 'h', .kind = CLI_SWITCH, .field = CLI_NO_FIELD, .help = "this text"},
 };
 
 static const cli_command download_command = {
@@ -71,17 +77,30 @@ static const cli_command download_command = {
     .missing = "option '%s' needs a folder",
     .empty = "option '%s' needs a folder",
     .operands = 1,
+    .help_column = 19,
 };
+
+// `hogwild download --help`, `hogwild synth --help`: the command's usage line and its options.
+static int print_command_help(const cli_command *command, const char *usage) {
+    fputs(usage, stdout);
+    cli_print_options(command, stdout);
+    return HW_EXIT_OK;
+}
 
 static int command_download(int argc, char **argv) {
     download_args args = {0};
     cli_defaults(&download_command, &args);
     cli_parsed parsed;
-    int status = cli_parse(&download_command, argc, argv, &args, NULL, &parsed);
+    static const char *const stop_at[] = {"help", NULL};
+    int status = cli_parse(&download_command, argc, argv, &args, stop_at, &parsed);
     const char *name = parsed.n_operands > 0 ? parsed.operands[0] : NULL;
     const char *also = parsed.n_operands > 1 ? parsed.operands[1] : NULL;
     cli_parsed_free(&parsed);
     if (status != HW_EXIT_OK) return usage_error("download: %s", parsed.error);
+    if (parsed.stop) {
+        return print_command_help(&download_command, "usage: hogwild download NAME [--dir DIR]\n"
+                                                     "Gets mnist or fashion-mnist, md5-checked.\n\n");
+    }
     if (also) return usage_error("download: one dataset name at a time, got also '%s'", also);
     const char *dir = args.dir;
     if (!name) return usage_error("download: which dataset? %s", "mnist or fashion-mnist");
@@ -116,29 +135,37 @@ static const cli_option synth_options[] = {
      .metavar = "DIR",
      .kind = CLI_TEXT,
      .field = offsetof(synth_args, dir),
-     .fallback = "data/synthetic"},
+     .fallback = "data/synthetic",
+     .help = "where to write the four IDX files (default %s)"},
     {.name = "train",
      .metavar = "N",
      .kind = CLI_INT64,
      .field = offsetof(synth_args, n_train),
      .min = 1,
      .max = 10000000,
-     .fallback = "60000"},
+     .fallback = "60000",
+     .help = "training images (default %s)"},
     {.name = "test",
      .metavar = "N",
      .kind = CLI_INT64,
      .field = offsetof(synth_args, n_test),
      .min = 1,
      .max = 10000000,
-     .fallback = "10000"},
+     .fallback = "10000",
+     .help = "test images (default %s)"},
     {.name = "seed",
      .metavar = "S",
      .kind = CLI_UINT64,
      .field = offsetof(synth_args, seed),
      .min = 0,
      .max = LLONG_MAX,
-     .fallback = "1"},
-    {.name = "overwrite", .kind = CLI_SWITCH, .field = offsetof(synth_args, overwrite)},
+     .fallback = "1",
+     .help = "seed of the digits drawn (default %s)"},
+    {.name = "overwrite",
+     .kind = CLI_SWITCH,
+     .field = offsetof(synth_args, overwrite),
+     .help = "replace a dataset already in DIR"},
+    {.name = "help", .short_name = 'h', .kind = CLI_SWITCH, .field = CLI_NO_FIELD, .help = "this text"},
 };
 
 static const cli_command synth_command = {
@@ -146,20 +173,27 @@ static const cli_command synth_command = {
     .n_options = sizeof synth_options / sizeof synth_options[0],
     .missing = "option '%s' needs a value",
     .empty = "option '%s' needs a value",
-    .operands = 1,  // refused below, as unknown options
+    .operands = 1,  // refused below: synth takes no name
+    .help_column = 19,
 };
 
 static int command_synth(int argc, char **argv) {
     synth_args args = {0};
     cli_defaults(&synth_command, &args);
     cli_parsed parsed;
-    int status = cli_parse(&synth_command, argc, argv, &args, NULL, &parsed);
+    static const char *const stop_at[] = {"help", NULL};
+    int status = cli_parse(&synth_command, argc, argv, &args, stop_at, &parsed);
     const char *stray = parsed.n_operands > 0 ? parsed.operands[0] : NULL;
     cli_parsed_free(&parsed);
     // A number out of range names its flag; anything else is the command's.
     if (status != HW_EXIT_OK && strncmp(parsed.error, "--", 2) == 0) return usage_error("%s", parsed.error);
     if (status != HW_EXIT_OK) return usage_error("synth: %s", parsed.error);
-    if (stray) return usage_error("synth: unknown option '%s'", stray);
+    if (stray) return usage_error("synth: unexpected argument '%s' (it takes no name: --dir DIR)", stray);
+    if (parsed.stop) {
+        return print_command_help(&synth_command,
+                                  "usage: hogwild synth [--dir DIR] [--train N] [--test N] [--seed S] [--overwrite]\n"
+                                  "Writes the synthetic digits as IDX files, a stand-in for MNIST offline.\n\n");
+    }
     const char *dir = args.dir;
     long n_train = (long)args.n_train, n_test = (long)args.n_test, seed = (long)args.seed;
     int overwrite = args.overwrite;

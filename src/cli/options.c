@@ -174,7 +174,9 @@ int cli_parse(const cli_command *command, int argc, char **argv, void *target, c
             // "--" ends the options: a command with operands takes what follows as operands; the
             // others have no use for it.
             if (!command->operands && before < argc && optind > before && strcmp(argv[before], "--") == 0) {
-                status = unknown(command, "--", parsed);
+                status = cli_refuse(parsed->error, sizeof parsed->error,
+                                    "unexpected argument '--': it ends the options, and this command takes no "
+                                    "other arguments (give every option before it, or drop it)");
             }
             break;
         }
@@ -238,14 +240,16 @@ int cli_parse(const cli_command *command, int argc, char **argv, void *target, c
                            "option '--%s' is given twice ('%s', then '%s'): give it once", o->name, earlier, optarg);
             break;
         }
-        if (parsed->n_given < CLI_MAX_GIVEN) {
-            parsed->values[parsed->n_given] = optarg;
-            parsed->given[parsed->n_given++] = o;
-        }
-        if (stops(o, stop_at)) {
-            parsed->stop = o;
+        // Past the record's room an option given twice, or one --eval-only refuses, would pass unseen.
+        if (parsed->n_given == CLI_MAX_GIVEN) {
+            status = cli_refuse(parsed->error, sizeof parsed->error, "more than %d options given", CLI_MAX_GIVEN);
             break;
         }
+        parsed->values[parsed->n_given] = optarg;
+        parsed->given[parsed->n_given++] = o;
+        // --help, --version: the command does only that, but the rest of the line is still read, so
+        // that a bad option beside it is refused rather than passed over.
+        if (stops(o, stop_at) && !parsed->stop) parsed->stop = o;
         if (o->kind != CLI_SWITCH && !optarg[0] && command->empty) {
             char flag[80];
             snprintf(flag, sizeof flag, "--%s", o->name);
@@ -254,7 +258,7 @@ int cli_parse(const cli_command *command, int argc, char **argv, void *target, c
         }
         status = apply(o, o->kind == CLI_SWITCH ? NULL : optarg, target, parsed->error, sizeof parsed->error);
     }
-    if (status == HW_EXIT_OK && !parsed->stop) {
+    if (status == HW_EXIT_OK) {
         for (int i = optind ? optind : 1; i < argc; i++) {
             if (!command->operands) {
                 status = unknown(command, argv[i], parsed);

@@ -60,8 +60,8 @@ typedef struct {
 } cli_command;
 
 // The options given, in order, each with its value (NULL for a switch; an option with a value given
-// twice is refused, a switch given twice is listed twice); `stop` is the option of cli_parse's
-// stop_at that ended the parse at once (--help, --version), else NULL.
+// twice is refused, a switch given twice is listed twice; more than CLI_MAX_GIVEN are refused);
+// `stop` is the first option of cli_parse's stop_at given (--help, --version), else NULL.
 enum { CLI_MAX_GIVEN = 128 };
 typedef struct {
     const cli_option *given[CLI_MAX_GIVEN];
@@ -77,7 +77,8 @@ typedef struct {
 void cli_defaults(const cli_command *command, void *target);
 
 // Parses argv[1..argc) (argv[0] is the command's name) into `target`: HW_EXIT_OK, or HW_EXIT_USAGE
-// with parsed->error set. `stop_at` lists option names that end the parse when met (parsed->stop).
+// with parsed->error set. `stop_at` lists option names that make the command do only that
+// (parsed->stop); the other arguments are still read and checked, so a bad one beside them is refused.
 // parsed->operands points into an array the caller frees with cli_parsed_free.
 int cli_parse(const cli_command *command, int argc, char **argv, void *target, const char *const *stop_at,
               cli_parsed *parsed);

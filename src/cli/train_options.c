@@ -79,8 +79,8 @@ static int parse_resize(const cli_option *o, const char *text, void *target, cha
     if (!x || !isdigit((unsigned char)text[0]) || !isdigit((unsigned char)x[1]) ||
         sscanf(text, "%5d%*1[x]%5d%n", &h, &w, &used) != 2 || text[used] != '\0' || h < 1 || w < 1 ||
         h > HW_IMAGE_MAX_SIDE || w > HW_IMAGE_MAX_SIDE) {
-        return cli_refuse(error, cap, "--resize expects HEIGHTxWIDTH, each from 1 to 4096 (e.g. 28x28), got '%s'",
-                          text);
+        return cli_refuse(error, cap, "--resize expects HEIGHTxWIDTH, each from 1 to %d (e.g. 28x28), got '%s'",
+                          HW_IMAGE_MAX_SIDE, text);
     }
     config->resize_height = h;
     config->resize_width = w;
@@ -145,7 +145,8 @@ static int parse_sync_rule(const cli_option *o, const char *text, void *target, 
     return HW_EXIT_OK;
 }
 
-// The process runtime's setting, not the run's: proc/shm.c keeps it (and its default).
+// The process runtime's setting, not the run's: proc/shm.c keeps it. Its default is the table's,
+// set like any other (cli_defaults); shm.c starts with the same one for a caller of the library.
 static int parse_sharing(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
     (void)o, (void)target;
     if (hw_sharing_strategy_set(text) != HW_OK) return cli_refuse(error, cap, "--sharing-strategy: %s", hw_error());
@@ -235,14 +236,15 @@ static const cli_option train_options[] = {
     {.name = "sync-rule", .id = HW_OPTION_SYNC_RULE, .metavar = "momentum|sum", .kind = CLI_CUSTOM, .field = FIELD(sync_rule),
      .parse = parse_sync_rule, .fallback = "momentum",
      .help = "Hogwild across ranks (and --gpus' copies): what a round does with the\n"
-             "changes: block momentum (default) or their sum added at once (the old rule)"},
+             "changes: block momentum (%s, the default) or their sum added at once\n"
+             "(sum, the old rule)"},
     {.name = "sync-timeout", .id = HW_OPTION_SYNC_TIMEOUT, .metavar = "S", .kind = CLI_DOUBLE, .field = FIELD(sync_timeout), .least = 0.001,
      .fallback = "60",
      .help = "a coupling round (Hogwild) or a step's gradient sum (DataParallel) not\n"
              "complete in S seconds ends the job: a rank stuck or gone (default %s)"},
 
     {.section = "Process runtime", .name = "sharing-strategy", .metavar = "NAME", .kind = CLI_CUSTOM, .field = NONE,
-     .parse = parse_sharing, .help = "file_descriptor (default) or file_system"},
+     .parse = parse_sharing, .fallback = "file_descriptor", .help = "%s (default) or file_system"},
     {.name = "list-sharing-strategies", .kind = CLI_SWITCH, .field = NONE,
      .help = "list them, the current one marked"},
     {.name = "clean-shm", .kind = CLI_SWITCH, .field = NONE,

@@ -1,4 +1,5 @@
-// janitor: what this host's MPI daemon would have removed, removed when the daemon dies first.
+// mpirun_cleanup: what this host's MPI daemon would have removed, removed when the daemon dies
+// first, by a forked process (the janitor, hw_comm_janitor_start).
 //
 // mpirun (or, on another host, the orted it starts there) owns the job's files on its host: the
 // session folder (/tmp/ompi.HOST.UID/pid.N, given to the ranks as OMPI_MCA_orte_jobfam_session_dir)

@@ -2,6 +2,7 @@
 // calls these with device pointers; each passes them to its layer's GPU operation (layer_ops.c), which
 // queues its kernels and GEMMs on the runner's compute stream. The runner (runner.cu) is
 // io->backend. A new kind fails to compile (-Wswitch) until both switches have its case.
+#include "backend.h"
 #include "runner.h"
 
 #include "hw/err.h"

@@ -4,6 +4,7 @@
 // kernels. Two streams: `copy` carries the input batches from two pinned host slots to two device
 // slots, `compute` runs the layers. Events order them: a forward waits for its slot's copy
 // (copy_done), and the next upload into a slot waits until the forward has read it (slot_free).
+#include "backend.h"
 #include "check.cuh"
 #include "launch.h"
 #include "runner.h"

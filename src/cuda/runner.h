@@ -89,13 +89,4 @@ static inline hw_conv_dims runner_conv_dims(const hw_conv2d_dims *d, int batch) 
     return c;
 }
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-// The GPU backend: one forward and one backward per layer kind (backend.c), for the executor.
-extern const hw_backend hw_cuda_layers;
-#ifdef __cplusplus
-}
-#endif
-
 #endif

@@ -4,6 +4,7 @@
 #include "hw/err.h"
 
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -64,4 +65,38 @@ void hw_memory_read(hw_memory *m) {
         if (sscanf(line, "Private_Dirty: %lld kB", &kb) == 1) m->private_kb += kb;
     }
     fclose(f);
+}
+
+uint64_t hw_process_cgroup_memory_limit(void) {
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (!f) return 0;
+    char line[512], group[512] = "";
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "0::", 3) == 0) {
+            snprintf(group, sizeof group, "%s", line + 3);
+            group[strcspn(group, "\n")] = '\0';
+            break;
+        }
+    }
+    fclose(f);
+    if (group[0] != '/') return 0;
+    char path[sizeof group + 32];
+    snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", strcmp(group, "/") == 0 ? "" : group);
+    f = fopen(path, "r");
+    if (!f) return 0;
+    unsigned long long limit = 0;
+    int ok = fscanf(f, "%llu", &limit) == 1;  // "max" reads as no limit
+    fclose(f);
+    return ok ? (uint64_t)limit : 0;
+}
+
+int hw_process_has_cap_fowner(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long caps = 0;
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) found = sscanf(line, "CapEff: %llx", &caps) == 1;
+    fclose(f);
+    return found && (caps >> 3 & 1);
 }

@@ -220,30 +220,6 @@ static const char *what_to_try(hw_sharing_strategy strategy) {
     return "try a smaller model or batch, or give the machine or container more memory";
 }
 
-// The memory limit of this process's cgroup (v2), or 0 when there is none or it cannot be read.
-static uint64_t cgroup_memory_limit(void) {
-    FILE *f = fopen("/proc/self/cgroup", "r");
-    if (!f) return 0;
-    char line[512], group[512] = "";
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "0::", 3) == 0) {
-            snprintf(group, sizeof group, "%s", line + 3);
-            group[strcspn(group, "\n")] = '\0';
-            break;
-        }
-    }
-    fclose(f);
-    if (group[0] != '/') return 0;
-    char path[sizeof group + 32];
-    snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", strcmp(group, "/") == 0 ? "" : group);
-    f = fopen(path, "r");
-    if (!f) return 0;
-    unsigned long long limit = 0;
-    int ok = fscanf(f, "%llu", &limit) == 1;  // "max" reads as no limit
-    fclose(f);
-    return ok ? (uint64_t)limit : 0;
-}
-
 // Refuses sizes that cannot work before anything is reserved: 0, more than the machine's (or the
 // container's) memory, more than RLIMIT_FSIZE (the kernel would send SIGXFSZ) or RLIMIT_AS.
 static int check_size(size_t bytes, hw_sharing_strategy strategy) {
@@ -260,7 +236,7 @@ static int check_size(size_t bytes, hw_sharing_strategy strategy) {
                        "memory, %s; %s",
                        asked, name, limit_text, more_memory_hint);
     }
-    uint64_t cgroup = cgroup_memory_limit();
+    uint64_t cgroup = hw_process_cgroup_memory_limit();
     if (cgroup > 0 && (uint64_t)bytes > cgroup) {
         format_size(cgroup, 0, limit_text, sizeof limit_text);
         return hw_fail("cannot reserve %s of shared memory with the %s strategy: more than this container's "

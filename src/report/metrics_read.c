@@ -114,44 +114,50 @@ static int parse_row(hw_metrics_table *log, char **fields, const int *col, const
     const char *mode = fields[col[HW_COL_MODE]];
     const char *device = fields[col[HW_COL_DEVICE]];
     int64_t workers;
-    if (*mode == '\0') return hw_fail("%s:%ld: mode is empty", path, line_no);
+    if (*mode == '\0') return hw_fail("%s:%ld: %s is empty", path, line_no, name_of(HW_COL_MODE));
     if (strcmp(mode, "hogwild") != 0 && strcmp(mode, "dataparallel") != 0) {
-        return hw_fail("%s:%ld: mode is '%s', expected hogwild or dataparallel", path, line_no, mode);
+        return hw_fail("%s:%ld: %s is '%s', expected hogwild or dataparallel", path, line_no, name_of(HW_COL_MODE),
+                       mode);
     }
-    if (*device == '\0') return hw_fail("%s:%ld: device is empty", path, line_no);
+    if (*device == '\0') return hw_fail("%s:%ld: %s is empty", path, line_no, name_of(HW_COL_DEVICE));
     if (parse_int(fields[col[HW_COL_WORKERS]], 1, &workers) != HW_OK || workers > 1000000) {
-        return hw_fail("%s:%ld: workers is not a positive integer: '%s'", path, line_no, fields[col[HW_COL_WORKERS]]);
+        return hw_fail("%s:%ld: %s is not a positive integer: '%s'", path, line_no, name_of(HW_COL_WORKERS),
+                       fields[col[HW_COL_WORKERS]]);
     }
     // A run of more than HW_CSV_MAX_WALL_SECONDS (about 32 years) is a corrupt row, not a result.
     if (parse_double(fields[col[HW_COL_WALL_SECONDS]], 0, &pt->wall_seconds) != HW_OK || pt->wall_seconds < 0 ||
         pt->wall_seconds > HW_CSV_MAX_WALL_SECONDS) {
-        return hw_fail("%s:%ld: wall_seconds is not a number from 0 to %.0e: '%s'", path, line_no,
+        return hw_fail("%s:%ld: %s is not a number from 0 to %.0e: '%s'", path, line_no, name_of(HW_COL_WALL_SECONDS),
                        HW_CSV_MAX_WALL_SECONDS, fields[col[HW_COL_WALL_SECONDS]]);
     }
     if (parse_int(fields[col[HW_COL_EPOCH]], 0, &pt->epoch) != HW_OK) {
-        return hw_fail("%s:%ld: epoch is not an integer >= 0: '%s'", path, line_no, fields[col[HW_COL_EPOCH]]);
+        return hw_fail("%s:%ld: %s is not an integer >= 0: '%s'", path, line_no, name_of(HW_COL_EPOCH),
+                       fields[col[HW_COL_EPOCH]]);
     }
     if (parse_int(fields[col[HW_COL_SAMPLES_SEEN]], 0, &pt->samples_seen) != HW_OK) {
-        return hw_fail("%s:%ld: samples_seen is not an integer >= 0: '%s'", path, line_no,
+        return hw_fail("%s:%ld: %s is not an integer >= 0: '%s'", path, line_no, name_of(HW_COL_SAMPLES_SEEN),
                        fields[col[HW_COL_SAMPLES_SEEN]]);
     }
     if (parse_double(fields[col[HW_COL_TRAIN_LOSS]], 1, &pt->train_loss) != HW_OK) {
-        return hw_fail("%s:%ld: train_loss is not a number: '%s'", path, line_no, fields[col[HW_COL_TRAIN_LOSS]]);
+        return hw_fail("%s:%ld: %s is not a number: '%s'", path, line_no, name_of(HW_COL_TRAIN_LOSS),
+                       fields[col[HW_COL_TRAIN_LOSS]]);
     }
     if (parse_double(fields[col[HW_COL_TEST_LOSS]], 1, &pt->test_loss) != HW_OK) {
-        return hw_fail("%s:%ld: test_loss is not a number: '%s'", path, line_no, fields[col[HW_COL_TEST_LOSS]]);
+        return hw_fail("%s:%ld: %s is not a number: '%s'", path, line_no, name_of(HW_COL_TEST_LOSS),
+                       fields[col[HW_COL_TEST_LOSS]]);
     }
     // A diverged run's last row has no accuracy (nan): nothing was evaluated.
     if (parse_double(fields[col[HW_COL_TEST_ACCURACY]], 1, &pt->test_accuracy) != HW_OK || pt->test_accuracy < 0 ||
         pt->test_accuracy > 100 || isinf(pt->test_accuracy) || (isnan(pt->test_accuracy) && !row_diverged(pt))) {
-        return hw_fail("%s:%ld: test_accuracy is not a percentage in [0, 100]: '%s'", path, line_no,
+        return hw_fail("%s:%ld: %s is not a percentage in [0, 100]: '%s'", path, line_no, name_of(HW_COL_TEST_ACCURACY),
                        fields[col[HW_COL_TEST_ACCURACY]]);
     }
 
     if (log->n_points == 0) {
-        if (strlen(mode) >= sizeof log->mode) return hw_fail("%s:%ld: mode is too long: '%s'", path, line_no, mode);
+        if (strlen(mode) >= sizeof log->mode)
+            return hw_fail("%s:%ld: %s is too long: '%s'", path, line_no, name_of(HW_COL_MODE), mode);
         if (strlen(device) >= sizeof log->device) {
-            return hw_fail("%s:%ld: device is too long: '%s'", path, line_no, device);
+            return hw_fail("%s:%ld: %s is too long: '%s'", path, line_no, name_of(HW_COL_DEVICE), device);
         }
         strcpy(log->mode, mode);
         strcpy(log->device, device);
@@ -160,21 +166,22 @@ static int parse_row(hw_metrics_table *log, char **fields, const int *col, const
     }
     // One file is one run: a change here means two runs were written into one file.
     if (strcmp(mode, log->mode) != 0 || strcmp(device, log->device) != 0 || workers != log->workers) {
-        return hw_fail("%s:%ld: mode, workers or device changed from the rows above (%s,%d,%s to %s,%lld,%s); "
+        return hw_fail("%s:%ld: %s, %s or %s changed from the rows above (%s,%d,%s to %s,%lld,%s); "
                        "one file must hold one run",
-                       path, line_no, log->mode, log->workers, log->device, mode, (long long)workers, device);
+                       path, line_no, name_of(HW_COL_MODE), name_of(HW_COL_WORKERS), name_of(HW_COL_DEVICE), log->mode,
+                       log->workers, log->device, mode, (long long)workers, device);
     }
     const hw_metrics_point *prev = log->diverged ? &log->diverged_at : &log->points[log->n_points - 1];
     if (pt->wall_seconds < prev->wall_seconds) {
-        return hw_fail("%s:%ld: wall_seconds goes backwards (%g after %g); rows must be in time order", path, line_no,
-                       pt->wall_seconds, prev->wall_seconds);
+        return hw_fail("%s:%ld: %s goes backwards (%g after %g); rows must be in time order", path, line_no,
+                       name_of(HW_COL_WALL_SECONDS), pt->wall_seconds, prev->wall_seconds);
     }
     if (pt->epoch < prev->epoch) {
-        return hw_fail("%s:%ld: epoch goes backwards (%lld after %lld)", path, line_no, (long long)pt->epoch,
-                       (long long)prev->epoch);
+        return hw_fail("%s:%ld: %s goes backwards (%lld after %lld)", path, line_no, name_of(HW_COL_EPOCH),
+                       (long long)pt->epoch, (long long)prev->epoch);
     }
     if (pt->samples_seen < prev->samples_seen) {
-        return hw_fail("%s:%ld: samples_seen goes backwards (%lld after %lld)", path, line_no,
+        return hw_fail("%s:%ld: %s goes backwards (%lld after %lld)", path, line_no, name_of(HW_COL_SAMPLES_SEEN),
                        (long long)pt->samples_seen, (long long)prev->samples_seen);
     }
     return HW_OK;
@@ -229,13 +236,14 @@ static int parse_measure_row(hw_metrics_table *log, char **fields, const int *co
     } else if (parse_measure_double(fields[col[HW_COL_UPDATE_US_PER_STEP]], &m.update_us_per_step) != HW_OK) {
         bad = name_of(HW_COL_UPDATE_US_PER_STEP);
     } else if (parse_histogram(fields[col[HW_COL_STALENESS_HISTOGRAM]], m.staleness_hist) != HW_OK) {
-        return hw_fail("%s:%ld: staleness_histogram is not %d counts >= 0 separated by ';': '%s'", path, line_no,
-                       HW_METRICS_STALE_BINS, fields[col[HW_COL_STALENESS_HISTOGRAM]]);
+        return hw_fail("%s:%ld: %s is not %d counts >= 0 separated by ';': '%s'", path, line_no,
+                       name_of(HW_COL_STALENESS_HISTOGRAM), HW_METRICS_STALE_BINS,
+                       fields[col[HW_COL_STALENESS_HISTOGRAM]]);
     }
     if (bad) return hw_fail("%s:%ld: %s is not a number >= 0 (or nan)", path, line_no, bad);
     double lost;
     if (parse_measure_double(fields[col[HW_COL_LOST_FRACTION]], &lost) != HW_OK) {
-        return hw_fail("%s:%ld: lost_fraction is not a number >= 0 (or nan): '%s'", path, line_no,
+        return hw_fail("%s:%ld: %s is not a number >= 0 (or nan): '%s'", path, line_no, name_of(HW_COL_LOST_FRACTION),
                        fields[col[HW_COL_LOST_FRACTION]]);
     }
     if (!isnan(lost)) m.lost_fraction = lost;
@@ -288,7 +296,7 @@ static int read_lines(hw_metrics_table *log, FILE *f, const char *path) {
         int n = split_fields(line, fields);
         hw_metrics_point pt;
         if (cut_short && (n != n_header || parse_row(log, fields, col, path, line_no, &pt) != HW_OK)) {
-            fprintf(stderr, "hogwild compare: %s:%ld: ignoring the last line, cut short (no newline)\n", path, line_no);
+            log->ignored_line = line_no;
             break;
         }
         if (n != n_header) {
@@ -301,8 +309,8 @@ static int read_lines(hw_metrics_table *log, FILE *f, const char *path) {
         if (!log->diverged && row_diverged(&pt)) {
             // Where the run diverged; it and any row after it are no results (not points).
             if (first_row) {
-                rc = hw_fail("%s:%ld: the run's first row is already diverged (test_loss '%s'): nothing to compare",
-                             path, line_no, fields[col[HW_COL_TEST_LOSS]]);
+                rc = hw_fail("%s:%ld: the run's first row is already diverged (%s '%s'): nothing to compare", path,
+                             line_no, name_of(HW_COL_TEST_LOSS), fields[col[HW_COL_TEST_LOSS]]);
                 break;
             }
             log->diverged = 1;

@@ -1,6 +1,6 @@
-// svg: what the plots of `hogwild compare` share (src/report/svg.h): the axes on nice numbers,
-// tick labels, the palette, XML-escaped text and a legend row.
-#include "svg.h"
+// svg: what the plots of `hogwild compare` share: the axes on nice numbers (hw/svg.h), and (private,
+// svg_internal.h) tick labels, the palette, XML-escaped text and a legend row.
+#include "svg_internal.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 // svg_accuracy: the comparison plot of `hogwild compare` as one standalone SVG document: two panels
 // (test accuracy against wall time, and against samples seen), a legend, the target as a dashed line.
-#include "svg.h"
+#include "svg_internal.h"
 
 #include "hw/err.h"
 

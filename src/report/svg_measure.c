@@ -1,7 +1,7 @@
 // svg_measure: the --measure plot of `hogwild compare` as one standalone SVG document, in the
 // style of the accuracy plot (svg_accuracy.c): the staleness histogram of each measured run (the share
 // of its updates in each bin, grouped bars), and the lost-update fraction against workers.
-#include "svg.h"
+#include "svg_internal.h"
 
 #include "hw/err.h"
 

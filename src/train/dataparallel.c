@@ -6,6 +6,9 @@
 // no one writes while they compute, so the broadcast after the step costs nothing. (GPU
 // replicas, each with its own copy of the weights, are in dataparallel_gpu.c.)
 #include "hw/train.h"
+#include "hw/dataparallel.h"
+#include "hw/gpu_train.h"
+#include "hw/run_log.h"
 
 #include "dataparallel_loop.h"
 #include "hw/comm.h"

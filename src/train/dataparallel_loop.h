@@ -6,6 +6,8 @@
 #define HW_DP_LOOP_H
 
 #include "hw/train.h"
+#include "hw/dataparallel.h"
+#include "hw/run_log.h"
 #include "run_loop.h"
 
 #include <stdint.h>

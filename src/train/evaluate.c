@@ -1,5 +1,5 @@
 // eval: test loss and accuracy of a set of weights, in test batches, dropout off.
-#include "hw/train.h"
+#include "hw/evaluate.h"
 
 #include "hw/signals.h"
 

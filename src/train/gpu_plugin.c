@@ -2,7 +2,7 @@
 //
 // In a CUDA build the GPU part (src/cuda/: the backend and, in src/cuda/train/, the GPU trainers,
 // with cuBLAS, the CUDA runtime and NCCL) is a separate object, libhogwild-cuda.so beside the
-// hogwild binary, entered through its entry table (hw_gpu_plugin, include/hw/train.h) with
+// hogwild binary, entered through its entry table (hw_gpu_plugin, include/hw/gpu_train.h) with
 // hw_plugin_entry, only when a run asks for a GPU: a CPU run maps no CUDA library (they take
 // ~780 MB of address space, and need not even be installed). The plugin holds no copy of the core:
 // its calls into the core resolve to the executable's own symbols (./hogwild exports the hw_ ones
@@ -10,8 +10,10 @@
 //
 // A binary that links the GPU code itself (the test binary; the simulated build, where the
 // trainers come with the library) enters the same table without loading anything. A build
-// without CUDA (make CUDA=0, or no nvcc) has no GPU part: the door refuses, naming it.
+// without CUDA (make CUDA=0, or no nvcc) has no GPU part: hw_gpu_train_hogwild and
+// hw_gpu_train_dataparallel refuse, naming the build.
 #include "hw/train.h"
+#include "hw/gpu_train.h"
 
 #include "hw/err.h"
 #include "hw/option.h"

@@ -6,6 +6,8 @@
 // onto the shared weights, without a lock: the races between workers ARE the algorithm.
 // Everything else that is shared (counters, flags) is a C11 atomic.
 #include "hw/train.h"
+#include "hw/gpu_train.h"
+#include "hw/run_log.h"
 
 #include "hogwild_watch.h"
 #include "hogwild_measure.h"

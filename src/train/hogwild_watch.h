@@ -7,6 +7,7 @@
 
 #include "hw/spawn.h"
 #include "hw/train.h"
+#include "hw/run_log.h"
 #include "run_loop.h"
 
 #include <stdalign.h>

@@ -1,6 +1,6 @@
 // outputs: what a training run writes, the same for both trainers: evaluate snapshots of the weights, write the
 // metrics rows, save checkpoints, print epoch results, the progress line and the summary.
-#include "hw/train.h"
+#include "hw/run_log.h"
 
 #include "hw/ckpt.h"
 #include "hw/comm.h"

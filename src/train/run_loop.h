@@ -7,6 +7,7 @@
 #define HW_TRAIN_RUN_LOOP_H
 
 #include "hw/train.h"
+#include "hw/run_log.h"
 
 #include <stdint.h>
 

@@ -54,6 +54,10 @@ static const usage_case usage_cases[] = {
     {{"--momentum", "1e10"}, {"--momentum", "from 0 to 1e9"}},
     {{"--nesterov=1"}, {"--nesterov", "takes no value"}},
     {{"--epochs", "5", "--epochs=1"}, {"--epochs", "given twice ('5', then '1')"}},
+    // --help and --version do only that, but a bad flag beside them is refused, not passed over.
+    {{"--version", "--bogus"}, {"--bogus", "unknown option"}},
+    {{"--help", "--bogus"}, {"--bogus", "unknown option"}},
+    {{"--", "--lr", "1"}, {"'--'", "ends the options"}},
 };
 
 // The data folder does not exist: a usage error must be found before anything is loaded (exit
@@ -77,6 +81,22 @@ Test(e2e_flags, every_bad_flag_is_a_usage_error_naming_it) {
         cr_expect_not_null(strstr(r.err, "usage: hogwild"), "%s: no usage on stderr:\n%s", uc->args[0], r.err);
         cr_expect_str_empty(r.out, "%s: a usage error prints nothing on stdout", uc->args[0]);
     }
+}
+
+// download and synth answer --help as compare does: their usage and options, exit 0.
+Test(e2e_flags, download_and_synth_have_help) {
+    e2e_run_result r;
+    e2e_run(&r, NULL, "download", "--help");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "usage: hogwild download NAME", "stdout");
+    e2e_assert_contains(r.out, "--dir DIR", "stdout");
+    e2e_run(&r, NULL, "synth", "-h");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "usage: hogwild synth", "stdout");
+    e2e_assert_contains(r.out, "--train N        training images (default 60000)", "stdout");
+    e2e_run(&r, NULL, "synth", "--help", "--bogus");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "unknown option '--bogus'", "stderr");
 }
 
 // ---- 7. bad inputs: exit 1 and a message naming the file ----
@@ -308,6 +328,10 @@ Test(e2e_flags, download_and_synth_refuse_bad_arguments) {
     e2e_run(&r, NULL, "synth", "--bogus", "1");
     e2e_assert_exit(&r, 2);
     e2e_assert_contains(r.err, "synth: unknown option '--bogus'", "stderr");
+    // A folder given as a name is no option: it said "unknown option 'data/x'".
+    e2e_run(&r, NULL, "synth", "data/x");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "synth: unexpected argument 'data/x' (it takes no name: --dir DIR)", "stderr");
     e2e_run(&r, NULL, "synth", "--dir", "/proc/version/data", "--train", "10", "--test", "10");
     e2e_assert_exit(&r, 1);
     e2e_assert_contains(r.err, "hogwild synth: ", "stderr");

@@ -204,6 +204,9 @@ Test(e2e_robust, compare_reads_a_file_whose_last_row_was_cut_short) {
     e2e_run(&r, NULL, "compare", csv, "--no-plot");
     e2e_assert_exit(&r, 0);
     e2e_assert_contains(r.err, "cut short", "stderr");
+    // The reader (src/report/metrics_read.c) records the line; the command names itself.
+    e2e_assert_contains(r.err, "hogwild compare: ", "stderr");
+    e2e_assert_contains(r.err, "cut.csv:4: ignoring the last line, cut short (no newline)", "stderr");
     e2e_assert_contains(r.out, "85.00", "stdout");
 }
 

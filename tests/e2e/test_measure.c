@@ -5,7 +5,7 @@
 // [0, 1), and the combinations --measure cannot measure are refused.
 #include "train/hogwild_measure.h"
 #include "e2e_util.h"
-#include "hw/compare.h"
+#include "hw/svg.h"
 #include "hw/err.h"
 #include "hw/optim.h"
 

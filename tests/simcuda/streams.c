@@ -5,7 +5,7 @@
 // of events that were not recorded or do not time, kernels on another device's stream or touching
 // memory their device cannot reach, a cuBLAS handle used on another device than its own.
 #include "sim.h"
-#include "hw/train.h"  // hw_now
+#include "hw/clock.h"  // hw_now
 
 #include "hw/blas.h"
 #include <pthread.h>

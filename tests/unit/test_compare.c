@@ -2,6 +2,7 @@
 // nice axis ticks and the `hogwild compare` command line.
 #include "cli/compare_command.h"
 #include "hw/compare.h"
+#include "hw/svg.h"
 #include "hw/err.h"
 
 #include <criterion/criterion.h>

@@ -10,6 +10,7 @@
 #include "hw/option.h"
 #include "hw/rng.h"
 #include "hw/train.h"
+#include "hw/dataparallel.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>

@@ -4,6 +4,7 @@
 #include "hw/compare.h"
 #include "hw/err.h"
 #include "hw/train.h"
+#include "hw/run_log.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -2,6 +2,8 @@
 // the parser and the help all come from one table.
 #include "cli/options.h"
 #include "cli/train_options.h"
+#include "hw/err.h"
+#include "hw/shm.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -128,12 +130,40 @@ Test(options, values_are_decimal_in_range_and_given_once) {
     cr_expect_eq(c.n_gpus, 16);
 }
 
-Test(options, help_stops_the_parse) {
+// Past the record of the options given (CLI_MAX_GIVEN), a value given twice passed unseen: 130
+// --quiet, then --epochs 1 --epochs 2, trained 2 epochs.
+Test(options, more_options_than_the_record_holds_are_refused) {
     hw_train_config c;
     cli_parsed p;
-    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "-h", "--workers", "0", NULL}), HW_EXIT_OK);
+    const char *argv[CLI_MAX_GIVEN + 8] = {"hogwild"};
+    int n = 1;
+    while (n < CLI_MAX_GIVEN + 2) argv[n++] = "--quiet";
+    argv[n++] = "--epochs=1";
+    argv[n++] = "--epochs=2";
+    argv[n] = NULL;
+    cr_expect_eq(parse(&c, &p, argv), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "more than 128 options given");
+}
+
+// --help and --version make the command do only that, but the rest of the line is still checked:
+// `--help --bogus` printed the help and passed over the bad flag.
+Test(options, help_is_what_is_done_and_the_line_is_still_checked) {
+    hw_train_config c;
+    cli_parsed p;
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "-h", "--workers", "4", NULL}), HW_EXIT_OK);
     cr_assert_not_null(p.stop);
     cr_expect_str_eq(p.stop->name, "help");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--version", "--help", NULL}), HW_EXIT_OK);
+    cr_expect_str_eq(p.stop->name, "version");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--help", "--bogus", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "unknown option '--bogus'");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--version", "--bogus", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "unknown option '--bogus'");
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--help", "stray", NULL}), HW_EXIT_USAGE);
+    cr_expect_str_eq(p.error, "unexpected argument 'stray'");
+    // "--" ends the options; training takes nothing after them, and says so.
+    cr_expect_eq(parse(&c, &p, (const char *[]){"hogwild", "--", "--lr", "1", NULL}), HW_EXIT_USAGE);
+    cr_expect(strstr(p.error, "unexpected argument '--': it ends the options") != NULL, "%s", p.error);
 }
 
 // Every option with a value has a default or says in its help what happens without it; every
@@ -153,6 +183,29 @@ Test(options, the_help_shows_each_default) {
     cr_expect(strstr(text, "  --list-sharing-strategies  list them") != NULL, "%s", text);
     cr_expect(strstr(text, "--summary") == NULL, "--summary is in the usage lines, not among the options");
     free(text);
+}
+
+// A default is spelled once, in the table: the help of an option with one shows it through its
+// format ("%s"), and no help of an option without one claims a default of its own words.
+Test(options, every_default_shown_comes_from_the_table) {
+    for (int i = 0; i < cli_train_command.n_options; i++) {
+        const cli_option *o = &cli_train_command.options[i];
+        if (!o->help) continue;
+        if (o->fallback) {
+            cr_expect(strstr(o->help, "%s") != NULL, "--%s has a default but its help does not show it", o->name);
+        } else {
+            cr_expect(strstr(o->help, "(default)") == NULL && strstr(o->help, "the default") == NULL,
+                      "--%s's help names a default the table does not have", o->name);
+        }
+    }
+}
+
+// --sharing-strategy's default is the table's: the defaults set it, whatever was set before.
+Test(options, the_sharing_strategy_default_comes_from_the_table) {
+    cr_assert_eq(hw_sharing_strategy_set("file_system"), HW_OK);
+    hw_train_config config;
+    cli_train_defaults(&config);
+    cr_expect_str_eq(hw_sharing_strategy_get(), "file_descriptor");
 }
 
 // The one mapping from the code's terms to the flags (include/hw/option.h): every option a module's

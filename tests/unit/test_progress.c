@@ -1,5 +1,5 @@
 // Tests of the progress line (src/report/progress.c): what a run shows on a terminal and in a log.
-#include "hw/train.h"
+#include "hw/progress.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -37,6 +37,9 @@
 // --device cuda:B gives B (0 for --device cuda). NCCL cannot put two ranks on one GPU, so a host
 // with fewer GPUs than its ranks need is an error naming the host and the rank, before NCCL.
 #include "hw/train.h"
+#include "hw/dataparallel.h"
+#include "hw/gpu_train.h"
+#include "hw/run_log.h"
 
 #include "train/dataparallel_loop.h"
 #include "hw/comm.h"

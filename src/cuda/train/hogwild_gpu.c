@@ -1,4 +1,4 @@
-// hogwild_cuda: Hogwild on GPUs: on one (--device cuda[:N] --workers N), on several (--gpus 0,1
+// hogwild_gpu: Hogwild on GPUs: on one (--device cuda[:N] --workers N), on several (--gpus 0,1
 // --workers N: a copy of the weights per GPU, worker r on copy r % K, the copies coupled by the
 // parent, gpu_copies.c), and on GPU ranks under mpirun (each rank one GPU, B + its local rank,
 // coupled to the other ranks by src/comm/mpi/hogwild_coupling.c through a host mirror).
@@ -9,8 +9,9 @@
 // lock, as the CPU workers of hogwild.c write onto shared host memory.
 //
 // A process that has initialised CUDA cannot hand CUDA to a child it forks, so the order is:
-//   1. before fork, no CUDA call at all: the parent loads the model and the data, initialises (or
-//      --resume loads) the weights in host memory and maps the shared control block (hw_shm):
+//   1. before fork, no CUDA call at all: with the model and the data loaded already (by the
+//      command line, src/cli/main.c's command_train), the parent initialises (or --resume loads)
+//      the weights in host memory and maps the shared control block (hw_shm):
 //      per-worker progress atomics and the handle channel {state, handle, error text};
 //   2. it forks the workers, and only then selects the device, allocates the weights, uploads
 //      them, exports the IPC handle into the channel and marks it READY; when any of that fails
@@ -30,6 +31,8 @@
 // Several processes on one GPU time-slice it unless the MPS daemon runs (nvidia-cuda-mps-control
 // -d), which lets their kernels run at the same time.
 #include "hw/train.h"
+#include "hw/gpu_train.h"
+#include "hw/run_log.h"
 
 #include "train/hogwild_watch.h"
 #include "hw/comm.h"

@@ -1,4 +1,4 @@
-// Tests of the tensor, rng and err modules.
+// Tests of the shape (src/shape.c), rng and err modules.
 #include "hw/err.h"
 #include "hw/rng.h"
 #include "hw/shape.h"
@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-Test(tensor, shape_numel_and_format) {
+Test(shape, numel_and_format) {
     int64_t dims[4] = {10, 1, 5, 5};
     hw_shape s = hw_shape_make(4, dims);
     cr_expect_eq(hw_shape_numel(s), 250);
@@ -15,7 +15,7 @@ Test(tensor, shape_numel_and_format) {
     cr_expect_str_eq(buf, "[10, 1, 5, 5]");
 }
 
-Test(tensor, device_parse) {
+Test(shape, device_parse) {
     hw_device d;
     cr_assert_eq(hw_device_parse("cpu", &d), HW_OK);
     cr_expect_eq(d.type, HW_DEVICE_CPU);

@@ -1,10 +1,11 @@
-// svg: what the plots of `hogwild compare` share (private to src/report/, in svg.c): the palette,
-// tick labels, escaped text and a legend row (the axes, hw_nice_axis, are in hw/compare.h).
-// svg_accuracy.c draws the accuracy curves, svg_measure.c the --measure plot.
-#ifndef HW_REPORT_SVG_H
-#define HW_REPORT_SVG_H
+// svg_internal: what the plots of `hogwild compare` share, private to src/report/ (in svg.c): the
+// palette, tick labels, escaped text and a legend row. The plots themselves and the axes, which
+// svg.c defines too, are hw/svg.h's; svg_accuracy.c draws the accuracy curves, svg_measure.c the
+// --measure plot.
+#ifndef HW_REPORT_SVG_INTERNAL_H
+#define HW_REPORT_SVG_INTERNAL_H
 
-#include "hw/compare.h"
+#include "hw/svg.h"
 
 #include <stddef.h>
 #include <stdio.h>

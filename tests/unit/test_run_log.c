@@ -1,4 +1,4 @@
-// Tests of outputs (src/train/run_log.c) on their own: a checkpoint is never written from weights
+// Tests of the run log (src/train/run_log.c) on their own: a checkpoint is never written from weights
 // that are not finite, whichever save asks for it (epoch end, end of run, Ctrl-C), so the file
 // keeps the last good checkpoint (issue #11, item 3). The runs that diverge are in
 // test_e2e_diverge.c.
@@ -8,6 +8,7 @@
 #include "hw/err.h"
 #include "hw/nn.h"
 #include "hw/train.h"
+#include "hw/run_log.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -29,7 +30,7 @@ static void remove_dir(void) {
     cr_expect_eq(system(command), 0);
 }
 
-TestSuite(outputs, .init = make_dir, .fini = remove_dir);
+TestSuite(run_log, .init = make_dir, .fini = remove_dir);
 
 static void check_refused(float bad_value) {
     hw_train_config config;
@@ -65,12 +66,12 @@ static void check_refused(float bad_value) {
     hw_model_free(&in.model);
 }
 
-Test(outputs, a_nan_weight_is_never_saved) { check_refused(NAN); }
-Test(outputs, an_infinite_weight_is_never_saved) { check_refused(-INFINITY); }
+Test(run_log, a_nan_weight_is_never_saved) { check_refused(NAN); }
+Test(run_log, an_infinite_weight_is_never_saved) { check_refused(-INFINITY); }
 
 // The rule of a diverged run (hw_loss_diverged): NaN, inf, or a loss past 1e4; chance-level and
 // high-but-learning losses are not.
-Test(outputs, the_divergence_rule) {
+Test(run_log, the_divergence_rule) {
     cr_expect(hw_loss_diverged(NAN));
     cr_expect(hw_loss_diverged(INFINITY));
     cr_expect(hw_loss_diverged(2.5e23));
