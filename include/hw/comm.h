@@ -49,7 +49,7 @@ int hw_comm_built(void);
 // gone too, it removes the job's Open MPI session folder and shared-memory segments on this host
 // and any stale hogwild shared memory. main() calls it first thing in a rank, while the process
 // has one thread (it checks: a fork beside other threads could copy a lock they hold).
-int hw_comm_janitor_start(const hw_world *world);
+int hw_mpirun_cleanup_start(const hw_world *world);
 
 // MPI_Init (thread level FUNNELED: only the calling thread calls MPI) and a check that MPI's rank
 // and size are the ones hw_world_detect read. Call once, after any fork. `timeout_s`

@@ -577,7 +577,7 @@ int main(int argc, char **argv) {
     int world_status = check_world(&config, &given);
     if (world_status != HW_EXIT_OK) return world_status;
     // Before anything starts a thread (the GPU libraries, MPI, the loaders): the janitor is a fork.
-    if (config.world.size > 1 && hw_comm_built() && hw_comm_janitor_start(&config.world) != HW_OK) {
+    if (config.world.size > 1 && hw_comm_built() && hw_mpirun_cleanup_start(&config.world) != HW_OK) {
         fprintf(stderr, "hogwild: %s\n", hw_error());
         return HW_EXIT_FAILURE;
     }

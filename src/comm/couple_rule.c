@@ -81,7 +81,7 @@ int hw_couple_rule_parse(const char *name, hw_couple_rule *rule) {
             return HW_OK;
         }
     }
-    return hw_fail("expects momentum (the default) or sum, got '%s'", name);
+    return hw_fail("expects momentum or sum, got '%s'", name);
 }
 
 // live[i] += delta, a plain read-modify-write (the workers write live too); with --measure, what it

@@ -1,5 +1,5 @@
 // mpirun_cleanup: what this host's MPI daemon would have removed, removed when the daemon dies
-// first, by a forked process (the janitor, hw_comm_janitor_start).
+// first, by a forked process (the janitor, hw_mpirun_cleanup_start).
 //
 // mpirun (or, on another host, the orted it starts there) owns the job's files on its host: the
 // session folder (/tmp/ompi.HOST.UID/pid.N, given to the ranks as OMPI_MCA_orte_jobfam_session_dir)
@@ -79,7 +79,7 @@ static void remove_segments(void) {
     closedir(d);
 }
 
-__attribute__((noreturn)) static void janitor_run(pid_t rank, pid_t daemon, unsigned long long daemon_start) {
+__attribute__((noreturn)) static void cleanup_run(pid_t rank, pid_t daemon, unsigned long long daemon_start) {
     double rank_alone_s = 0;  // how long the rank has outlived its daemon
     for (;;) {
         usleep(100 * 1000);
@@ -97,7 +97,7 @@ __attribute__((noreturn)) static void janitor_run(pid_t rank, pid_t daemon, unsi
     }
 }
 
-int hw_comm_janitor_start(const hw_world *world) {
+int hw_mpirun_cleanup_start(const hw_world *world) {
     if (world->size < 2 || world->local_rank != 0) return HW_OK;
     // A fork beside other threads could copy a lock they hold (malloc's) into the janitor.
     int threads = hw_process_threads();
@@ -125,5 +125,5 @@ int hw_comm_janitor_start(const hw_world *world) {
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
     signal(SIGTERM, SIG_DFL);
-    janitor_run(rank, daemon, daemon_start);
+    cleanup_run(rank, daemon, daemon_start);
 }

@@ -787,7 +787,7 @@ Test(mpi, sync_flags_without_mpirun_are_refused) {
     e2e_assert_contains(r.err, "mpirun", "stderr");
     e2e_run(&r, NULL, "--model", e2e.mlp, "--sync-rule", "mean");
     e2e_assert_exit(&r, 2);
-    e2e_assert_contains(r.err, "--sync-rule expects momentum (the default) or sum, got 'mean'", "stderr");
+    e2e_assert_contains(r.err, "--sync-rule expects momentum or sum, got 'mean'", "stderr");
 }
 
 Test(mpi, a_malformed_mpirun_environment_is_named) {
