@@ -320,12 +320,19 @@ static int sparse_fits(const hw_conv2d_dims *d) { return d->k <= NN_KERNEL_VECTO
 // kernel rows' multiply-adds and a few more operations (its load, its broadcast, its list entry),
 // at about half the dense tiles' rate (measured, the kernel alone: LeNet's conv2, 1 value of dy in
 // 9 nonzero and 50 kernel rows, 545 -> 247 us a batch of 64; conv1, 1 in 4 and 5 rows, 262 -> 389).
+// The nonzeros are counted in 4 samples spread over the batch: counting all of conv1's dy (1.5 MB)
+// cost it 30-70 us a batch.
 static int sparse_pays(const float *dout, const hw_conv2d_dims *d, int batch) {
-    const size_t count = (size_t)batch * d->out_c * d->out_h * d->out_w;  // a multiple of VW
+    const size_t per_sample = (size_t)d->out_c * d->out_h * d->out_w;  // a multiple of VW
     const size_t taps = (size_t)d->in_c * d->k * d->k, rows = (size_t)d->in_c * d->k;
+    const int counted = batch < 4 ? batch : 4;
     size_t nonzero = 0;
-    for (size_t i = 0; i < count; i += VW) nonzero += (size_t)__builtin_popcount(vf_nonzero_bits(vf_load(dout + i)));
-    return 2 * nonzero * (rows * DWS_KV + 8) <= count / VW * taps;
+    for (int i = 0; i < counted; i++) {
+        const float *dy = dout + (size_t)(i * batch / counted) * per_sample;
+        for (size_t j = 0; j < per_sample; j += VW)
+            nonzero += (size_t)__builtin_popcount(vf_nonzero_bits(vf_load(dy + j)));
+    }
+    return 2 * nonzero * (rows * DWS_KV + 8) <= counted * per_sample / VW * taps;
 }
 
 // Kernel rows (c0 + a, ki0 + r) for a < chans, r < krows, of one output channel, over `entries`
