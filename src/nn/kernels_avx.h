@@ -16,6 +16,16 @@ static inline void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
 static inline vf vf_bcast(const float *p) { return _mm256_broadcast_ss(p); }
 static inline vf vf_zero(void) { return _mm256_setzero_ps(); }
 static inline vf vf_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+// A bit per lane, set where the lane is not zero (NaN included).
+static inline int vf_nonzero_bits(vf v) {
+    return _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_NEQ_UQ));
+}
+// The lanes of v in the order idx gives: lane l takes v[idx[l]].
+static inline vf vf_permute(vf v, vi idx) { return _mm256_permutevar8x32_ps(v, (__m256i)idx); }
+// The bytes of `order`, from the lowest, as the lanes of a vi.
+static inline vi vi_from_bytes(unsigned long long order) {
+    return (vi)_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)order));
+}
 // An empty asm that "changes" v: the compiler may no longer load v again from memory where it is
 // used. (GCC folded the weight gradient's input loads into each multiply-add that used them, two
 // loads where one was written, and the loads were what limited the loop.)

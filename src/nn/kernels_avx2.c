@@ -2,7 +2,7 @@
 // -mavx2 -mfma: Makefile). 16 vector registers: tiles of 10 accumulators.
 #include "kernels_avx.h"
 
-enum { CONV_MR = 5, CONV_NV = 2, DW_MR = 2, DW_NR = 5, DWT_MR = 4, DWT_NV = 3 };
+enum { CONV_MR = 5, CONV_NV = 2, DW_MR = 2, DW_NR = 5, DWT_MR = 4, DWT_NV = 3, DWS_C = 2, DWS_K = 5 };
 
 static const char KERNELS_NAME[] = "avx2";
 

@@ -12,17 +12,27 @@ static inline void vf_store(float *p, vf v) { _mm_storeu_ps(p, v); }
 static inline vf vf_bcast(const float *p) { return _mm_load1_ps(p); }
 static inline vf vf_zero(void) { return _mm_setzero_ps(); }
 static inline vf vf_fma(vf a, vf b, vf c) { return a * b + c; }
+static inline int vf_nonzero_bits(vf v) { return _mm_movemask_ps(_mm_cmpneq_ps(v, _mm_setzero_ps())); }
 // An empty asm that "changes" v: the compiler may no longer load v again from memory where it is
 // used. (GCC folded the weight gradient's input loads into each multiply-add that used them, two
 // loads where one was written, and the loads were what limited the loop.)
 static inline void vf_in_register(vf *v) { __asm__("" : "+x"(*v)); }
+static inline vf vf_permute(vf v, vi idx) {
+    float in[4], out[4];
+    _mm_storeu_ps(in, v);
+    for (int l = 0; l < 4; l++) out[l] = in[idx[l]];
+    return _mm_loadu_ps(out);
+}
+static inline vi vi_from_bytes(unsigned long long order) {
+    return (vi){(int)(order & 255), (int)(order >> 8 & 255), (int)(order >> 16 & 255), (int)(order >> 24 & 255)};
+}
 static inline vf vf_even(vf a, vf b) { return _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); }
 static inline vf vf_odd(vf a, vf b) { return _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)); }
 static inline vf vf_pairs_low(vf a, vf b) { return _mm_unpacklo_ps(a, b); }
 static inline vf vf_pairs_high(vf a, vf b) { return _mm_unpackhi_ps(a, b); }
 static inline void vf_transpose(vf r[VW]) { _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]); }
 
-enum { CONV_MR = 4, CONV_NV = 2, DW_MR = 2, DW_NR = 4, DWT_MR = 3, DWT_NV = 3 };
+enum { CONV_MR = 4, CONV_NV = 2, DW_MR = 2, DW_NR = 4, DWT_MR = 3, DWT_NV = 3, DWS_C = 1, DWS_K = 5 };
 
 static const char KERNELS_NAME[] = "baseline";
 

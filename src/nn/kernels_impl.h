@@ -9,6 +9,8 @@
 //                             a0 b0 a1 b1 ... from the first and from the second half of the lanes
 //   vf_transpose(r)           r[0..VW) as the rows of a square block, transposed in place
 //   vf_in_register(&v)        nothing, but the compiler must hold v in a register from there on
+//   vf_nonzero_bits(v)        a bit per lane, set where the lane is not 0 (NaN included)
+//   vf_permute(v, idx)        lane l takes v[idx[l]];  vi_from_bytes(u)  the bytes of u as a vi
 //   CONV_MR, CONV_NV          the register tile: CONV_MR output channels x CONV_NV vectors of positions
 //   DW_MR, DW_NR              the weight gradient's tile over positions: DW_MR channels x DW_NR taps
 //   DWT_MR, DWT_NV            and over channels: DWT_MR taps x DWT_NV vectors of channels
@@ -282,8 +284,182 @@ static void weight_gradient_by_channels(float *dweight, float *dbias, float *scr
     if (dbias) memcpy(dbias, db, sizeof(float) * (size_t)out_c);
 }
 
+// ---- the weight and bias gradients from the nonzeros of dy ----
+//
+// In training a convolution's dy is mostly zeros: 2x2 max-pooling passes the gradient to one input
+// of each window (3/4 zeros), dropout2d zeroes whole channels, ReLU some more (LeNet's conv2 gets
+// about 1 value in 9 nonzero). When that pays (sparse_pays), the weight and bias gradients are
+// summed over the nonzeros only: a cheaper algorithm than the dense sums (the FLOPs counted stay
+// the dense ones). Each nonzero dy[o][y][x] = g is a list entry (where its
+// window starts in the input, g), and for every kernel row (c, ki) of channel o
+//   dw[o][c][ki][0..k) += g * x[c][y + ki][x .. x + k)
+// as one multiply-add of DWS_KV vectors (a kernel row of k <= 8 taps; the lanes past k read on
+// past the row and are dropped). Each weight adds its nonzero terms in the order of the samples and
+// positions, as weight_tile_t does all of them.
+enum { DWS_KV = NN_KERNEL_VECTOR / VW, DWS_POSITIONS = 512 };
+
+// The samples whose lists are made at once: about DWS_POSITIONS positions of dy.
+static int sparse_samples(const hw_conv2d_dims *d) {
+    int n = d->out_h * d->out_w;
+    return n >= DWS_POSITIONS ? 1 : DWS_POSITIONS / n;
+}
+
+// The lanes whose bit is set in `bits`, in order, one a byte from the lowest (the bytes past them
+// hold lanes too, whichever): from a table for 4 lanes, twice for 8.
+static inline unsigned long long set_lanes(int bits) {
+    static const unsigned set_lanes4[16] = {0, 0,     1,     0x100,   2,     0x200,   0x201,   0x20100,
+                                            3, 0x300, 0x301, 0x30100, 0x302, 0x30200, 0x30201, 0x3020100};
+    unsigned long long low = set_lanes4[bits & 15];
+    if (VW == 4) return low;
+    return low | (unsigned long long)(set_lanes4[bits >> 4 & 15] + 0x04040404u) << (8 * __builtin_popcount(bits & 15));
+}
+
+static int sparse_fits(const hw_conv2d_dims *d) { return d->k <= NN_KERNEL_VECTOR; }
+
+// True when the sums over dy's nonzeros cost less than the dense ones. Each nonzero costs its
+// kernel rows' multiply-adds and a few more operations (its load, its broadcast, its list entry),
+// at about half the dense tiles' rate (measured, the kernel alone: LeNet's conv2, 1 value of dy in
+// 9 nonzero and 50 kernel rows, 545 -> 247 us a batch of 64; conv1, 1 in 4 and 5 rows, 262 -> 389).
+// The nonzeros are counted in 4 samples spread over the batch: counting all of conv1's dy (1.5 MB)
+// cost it 30-70 us a batch.
+static int sparse_pays(const float *dout, const hw_conv2d_dims *d, int batch) {
+    const size_t per_sample = (size_t)d->out_c * d->out_h * d->out_w;  // a multiple of VW
+    const size_t taps = (size_t)d->in_c * d->k * d->k, rows = (size_t)d->in_c * d->k;
+    const int counted = batch < 4 ? batch : 4;
+    size_t nonzero = 0;
+    for (int i = 0; i < counted; i++) {
+        const float *dy = dout + (size_t)(i * batch / counted) * per_sample;
+        for (size_t j = 0; j < per_sample; j += VW)
+            nonzero += (size_t)__builtin_popcount(vf_nonzero_bits(vf_load(dy + j)));
+    }
+    return 2 * nonzero * (rows * DWS_KV + 8) <= counted * per_sample / VW * taps;
+}
+
+// Kernel rows (c0 + a, ki0 + r) for a < chans, r < krows, of one output channel, over `entries`
+// nonzeros (at: where their windows start in x, g: their values), added into dwp[c][ki][DWS_KV * VW]
+// (dwp: the channel's sums). The rows are read at x + c * plane + ki * in_w from a window's start:
+// a few pointers and multiples of in_w, which stay in registers (a table of each row's offset
+// did not, and cost a load per multiply-add).
+static inline __attribute__((always_inline)) void sparse_weight_tile(float *restrict dwp, const float *restrict x,
+                                                                     const int *restrict at, const float *restrict g,
+                                                                     int entries, const hw_conv2d_dims *d, int c0,
+                                                                     int ki0, int chans, int krows) {
+    enum { TILE = DWS_C * DWS_K * DWS_KV };  // acc[(a * DWS_K + r) * DWS_KV + j]: channel a, row r, vector j
+    const int k = d->k, plane = d->in_h * d->in_w, in_w = d->in_w, row_floats = DWS_KV * VW;
+    float *const dw0 = dwp + ((size_t)c0 * k + ki0) * row_floats;
+    vf acc[TILE];
+#pragma GCC unroll 64
+    for (int t = 0; t < TILE; t++) {
+        const int a = t / (DWS_K * DWS_KV), r = t / DWS_KV % DWS_K, j = t % DWS_KV;
+        acc[t] = a < chans && r < krows ? vf_load(dw0 + ((size_t)a * k + r) * row_floats + j * VW) : vf_zero();
+    }
+    const float *x0 = x + (size_t)c0 * plane + (size_t)ki0 * in_w;
+    for (int e = 0; e < entries; e++) {
+        const float *xe = x0 + at[e];
+        const vf ge = vf_bcast(g + e);
+#pragma GCC unroll 64
+        for (int t = 0; t < TILE; t++) {
+            const int a = t / (DWS_K * DWS_KV), r = t / DWS_KV % DWS_K, j = t % DWS_KV;
+            if (a < chans && r < krows) acc[t] = vf_fma(ge, vf_load(xe + a * plane + r * in_w + j * VW), acc[t]);
+        }
+    }
+#pragma GCC unroll 64
+    for (int t = 0; t < TILE; t++) {
+        const int a = t / (DWS_K * DWS_KV), r = t / DWS_KV % DWS_K, j = t % DWS_KV;
+        if (a < chans && r < krows) vf_store(dw0 + ((size_t)a * k + r) * row_floats + j * VW, acc[t]);
+    }
+}
+
+static size_t sparse_scratch_floats(const hw_conv2d_dims *d) {
+    const size_t rows = (size_t)d->in_c * d->k, out_c = (size_t)d->out_c, samples = (size_t)sparse_samples(d);
+    const size_t per = samples * d->out_h * d->out_w, in_size = (size_t)d->in_c * d->in_h * d->in_w;
+    // dwp, bias sums, values, the last samples' copy; entries' starts, counts
+    return out_c * rows * DWS_KV * VW + out_c + out_c * per + samples * in_size + NN_KERNEL_VECTOR + out_c * per +
+           out_c;
+}
+
+// dweight: not NULL; dbias: may be.
+static void weight_gradient_sparse(float *dweight, float *dbias, float *scratch, const float *in, const float *dout,
+                                   const hw_conv2d_dims *d, int batch) {
+    const int k = d->k, rows = d->in_c * k, n = d->out_h * d->out_w, out_c = d->out_c;
+    const int samples = sparse_samples(d), per = samples * n, row_floats = DWS_KV * VW;
+    const size_t in_size = (size_t)d->in_c * d->in_h * d->in_w, out_size = (size_t)out_c * n;
+    const int *offsets = (const int *)scratch;
+    float *dwp = position_offsets(scratch, d), *bsum = dwp + (size_t)out_c * rows * row_floats;
+    float *val = bsum + out_c, *copy = val + (size_t)out_c * per;
+    int *at = (int *)(copy + (size_t)samples * in_size + NN_KERNEL_VECTOR), *count = at + (size_t)out_c * per;
+    memset(dwp, 0, sizeof(float) * ((size_t)out_c * rows * row_floats + out_c));
+    for (int b0 = 0; b0 < batch; b0 += samples) {
+        const int chunk = batch - b0 < samples ? batch - b0 : samples;
+        const float *x = in + (size_t)b0 * in_size;
+        if (b0 + chunk == batch) {  // the batch's last rows are read past their end: from a copy
+            memcpy(copy, x, sizeof(float) * chunk * in_size);
+            memset(copy + chunk * in_size, 0, sizeof(float) * NN_KERNEL_VECTOR);
+            x = copy;
+        }
+        for (int o = 0; o < out_c; o++) count[o] = 0;
+        for (int s = 0; s < chunk; s++) {
+            for (int o = 0; o < out_c; o++) {
+                const float *dy = dout + (size_t)(b0 + s) * out_size + (size_t)o * n;
+                int *ato = at + (size_t)o * per, m = count[o];
+                float *valo = val + (size_t)o * per;
+                // A vector's nonzeros moved to its first lanes and stored whole, the count moved
+                // past them: no branch on the data (writing lane by lane cost 90 us of the 285 of
+                // LeNet's conv2, this about half of that).
+                for (int q = 0; q < n / VW; q++) {
+                    const vf v = vf_load(dy + q * VW);
+                    const int bits = vf_nonzero_bits(v);
+                    const vi lanes = vi_from_bytes(set_lanes(bits)), where = lanes + (s * (int)in_size + offsets[q]);
+                    vf_store(valo + m, vf_permute(v, lanes));
+                    memcpy(ato + m, &where, sizeof where);
+                    m += __builtin_popcount((unsigned)bits);
+                }
+                count[o] = m;
+            }
+        }
+        for (int o = 0; o < out_c; o++) {
+            const int *ato = at + (size_t)o * per;
+            const float *valo = val + (size_t)o * per;
+            for (int e = 0; e < count[o]; e++) bsum[o] += valo[e];
+            if (!count[o]) continue;
+            // Tiles of DWS_C channels x DWS_K kernel rows, of one channel or row where fewer are
+            // left (a constant each: the tile then stays in registers).
+            float *dwo = dwp + (size_t)o * rows * row_floats;
+            const int n_e = count[o];
+            for (int c0 = 0; c0 < d->in_c;) {
+                const int chans = d->in_c - c0 >= DWS_C ? DWS_C : 1;
+                for (int ki0 = 0; ki0 < k;) {
+                    const int krows = k - ki0 >= DWS_K ? DWS_K : 1;
+                    if (chans == DWS_C && krows == DWS_K) {
+                        sparse_weight_tile(dwo, x, ato, valo, n_e, d, c0, ki0, DWS_C, DWS_K);
+                    } else if (chans == DWS_C) {
+                        sparse_weight_tile(dwo, x, ato, valo, n_e, d, c0, ki0, DWS_C, 1);
+                    } else if (krows == DWS_K) {
+                        sparse_weight_tile(dwo, x, ato, valo, n_e, d, c0, ki0, 1, DWS_K);
+                    } else {
+                        sparse_weight_tile(dwo, x, ato, valo, n_e, d, c0, ki0, 1, 1);
+                    }
+                    ki0 += krows;
+                }
+                c0 += chans;
+            }
+        }
+    }
+    for (int o = 0; o < out_c; o++) {
+        for (int r = 0; r < rows; r++) {
+            const float *src = dwp + ((size_t)o * rows + r) * row_floats;
+            memcpy(dweight + ((size_t)o * rows + r) * k, src, sizeof(float) * k);
+        }
+    }
+    if (dbias) memcpy(dbias, bsum, sizeof(float) * out_c);
+}
+
 static void conv_backward_weight(float *dweight, float *dbias, float *scratch, const float *in, const float *dout,
                                  const hw_conv2d_dims *d, int batch) {
+    if (dweight && sparse_fits(d) && sparse_pays(dout, d, batch)) {
+        weight_gradient_sparse(dweight, dbias, scratch, in, dout, d, batch);
+        return;
+    }
     if (weight_by_channels(d)) {
         weight_gradient_by_channels(dweight, dbias, scratch, in, dout, d, batch);
         return;
@@ -566,6 +742,7 @@ static size_t conv_scratch_floats(const hw_conv2d_dims *d) {
                    (size_t)d->out_c;
     const size_t lanes = (size_t)(d->out_c + VW - 1) / VW * VW;
     if (weight_by_channels(d)) weight = ((size_t)d->out_h * d->out_w + taps + 1) * lanes + taps;  // dyt, dwt, db, tap
+    if (sparse_fits(d) && sparse_scratch_floats(d) > weight) weight = sparse_scratch_floats(d);
     size_t most = forward > weight ? forward : weight;
     most = most > input ? most : input;
     return most + (size_t)(d->out_h * d->out_w / VW + 15) / 16 * 16;  // and position_offsets' table

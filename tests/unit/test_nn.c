@@ -785,7 +785,9 @@ static double max_rel(const float *got, const double *want, size_t n) {
 
 // table: a copy's functions called directly, with the scratch it asks for; NULL: the layer's own
 // functions on the copy in use, with the scratch the layer asks for (the most of any copy's).
-static void conv_stays_in_bounds(const char *path, const nn_kernels *table) {
+// sparse: dy mostly zeros (1 value in 8, and whole channels), as a convolution before max-pooling
+// and dropout2d gets it: the weight gradient then sums over the nonzeros (kernels_impl.h).
+static void conv_stays_in_bounds_with(const char *path, const nn_kernels *table, int sparse) {
     static const int shapes[][5] = {
         // in_c, out_c, k, out_h, out_w
         {1, 21, 1, 1, 8}, {1, 100, 1, 1, 8}, {1, 100, 3, 2, 8}, {3, 21, 2, 2, 8},   {17, 100, 7, 3, 24},
@@ -811,13 +813,14 @@ static void conv_stays_in_bounds(const char *path, const nn_kernels *table) {
             float *y = guarded(n_out), *scratch = guarded(n_scratch), *dx = guarded(n_in), *dw = guarded(n_w);
             float *db = guarded((size_t)out_c);
             hw_rng rng;
-            hw_rng_seed(&rng, 70 + s, bi);
+            hw_rng_seed(&rng, 70 + s, bi + 2 * (uint64_t)sparse);
             for (size_t i = 0; i < n_in; i++) x[i] = hw_rng_normal(&rng);
             for (size_t i = 0; i < n_w; i++) w[i] = hw_rng_normal(&rng);
             for (int i = 0; i < out_c; i++) b[i] = hw_rng_normal(&rng);
             for (size_t i = 0; i < n_out; i++) {
                 int sample = (int)(i / ((size_t)out_c * n)), channel = (int)(i / n % (size_t)out_c);
                 dy[i] = sample % 2 == 1 && channel % 3 != 0 ? 0.0f : hw_rng_normal(&rng);
+                if (sparse && (channel % 2 == sample % 2 || !hw_rng_below(&rng, 8))) dy[i] = 0.0f;
             }
             if (table) {
                 table->conv_forward(y, scratch, x, w, b, d, batch);
@@ -837,9 +840,9 @@ static void conv_stays_in_bounds(const char *path, const nn_kernels *table) {
                 hw_cpu_backend.backward(&L, &io);
             }
             cr_expect(guard_intact(scratch, n_scratch),
-                      "%s kernels, %s on %dx%dx%d, batch %d: wrote past the %zu "
+                      "%s kernels, %s on %dx%dx%d, batch %d%s: wrote past the %zu "
                       "floats of scratch",
-                      path, line, in_c, in_h, in_w, batch, n_scratch);
+                      path, line, in_c, in_h, in_w, batch, sparse ? ", sparse dy" : "", n_scratch);
             cr_expect(guard_intact(y, n_out) && guard_intact(dx, n_in) && guard_intact(dw, n_w) &&
                           guard_intact(db, (size_t)out_c),
                       "%s kernels, %s: wrote past an output", path, line);
@@ -865,13 +868,18 @@ static void conv_stays_in_bounds(const char *path, const nn_kernels *table) {
             double e[4] = {max_rel(y, ry, n_out), max_rel(dx, rdx, n_in), max_rel(dw, rdw, n_w),
                            max_rel(db, rdb, (size_t)out_c)};
             cr_expect(e[0] < 1e-5 && e[1] < 1e-5 && e[2] < 1e-5 && e[3] < 1e-5,
-                      "%s kernels, %s on %dx%dx%d, batch %d: off a plain sum by %.3g (forward), %.3g (input), "
+                      "%s kernels, %s on %dx%dx%d, batch %d%s: off a plain sum by %.3g (forward), %.3g (input), "
                       "%.3g (weight), %.3g (bias)",
-                      path, line, in_c, in_h, in_w, batch, e[0], e[1], e[2], e[3]);
+                      path, line, in_c, in_h, in_w, batch, sparse ? ", sparse dy" : "", e[0], e[1], e[2], e[3]);
             free(ry), free(rdx), free(rdw), free(rdb);
             free(x), free(w), free(b), free(dy), free(y), free(scratch), free(dx), free(dw), free(db);
         }
     }
+}
+
+static void conv_stays_in_bounds(const char *path, const nn_kernels *table) {
+    conv_stays_in_bounds_with(path, table, 0);
+    conv_stays_in_bounds_with(path, table, 1);
 }
 
 static void kernels_stay_in_bounds(const char *path) {
@@ -913,7 +921,11 @@ Test(nn_kernels, avx512_tiles_on_avx2_match_the_baseline) {
         for (size_t i = 0; i < n_in; i++) x[i] = hw_rng_normal(&rng);
         for (size_t i = 0; i < n_w; i++) w[i] = hw_rng_normal(&rng);
         for (size_t i = 0; i < n_b; i++) b[i] = hw_rng_normal(&rng);
-        for (size_t i = 0; i < n_out; i++) dy[i] = hw_rng_below(&rng, 3) ? hw_rng_normal(&rng) : 0.0f;
+        // every other case mostly zeros, so that the weight gradient sums over the nonzeros
+        for (size_t i = 0; i < n_out; i++) {
+            int nonzero = k % 2 ? hw_rng_below(&rng, 10) == 0 : hw_rng_below(&rng, 3) != 0;
+            dy[i] = nonzero ? hw_rng_normal(&rng) : 0.0f;
+        }
         const nn_kernels *copies[3] = {tiles, base, nn_kernels_avx2()};
         for (int c = 0; c < 3; c++) {
             float *scratch = floats(copies[c]->conv_scratch_floats(d));
