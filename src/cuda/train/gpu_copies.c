@@ -36,7 +36,8 @@ static int copy_open(gpu_copies *g, int c, const float *weights) {
     // Copy 0's GPU also holds the sum's staging buffer where another copy is on another GPU
     // (hw_cuda_allreduce_create, after every copy): counted here, so that a GPU short of it is
     // refused with what it needs, not by the all-reduce's allocation after everything else.
-    int buffers = coupled ? 5 : g->plan.mirror ? 2 : 1;
+    const int with_delta = coupled || g->plan.mirror;
+    int buffers = coupled ? 5 : with_delta ? 2 : 1;
     for (int k = 1; coupled && c == 0 && k < g->copies; k++) {
         if (g->devices[k] != g->devices[0]) {
             buffers++;
@@ -47,7 +48,7 @@ static int copy_open(gpu_copies *g, int c, const float *weights) {
         status = hw_error_prefix("the shared weights");
     }
     if (status == HW_OK) status = hw_cuda_malloc((void **)&g->live[c], bytes);
-    if (status == HW_OK && buffers > 1) status = hw_cuda_malloc((void **)&g->delta[c], bytes);
+    if (status == HW_OK && with_delta) status = hw_cuda_malloc((void **)&g->delta[c], bytes);
     if (status == HW_OK && coupled) status = hw_cuda_malloc((void **)&g->sent[c], bytes);
     if (status == HW_OK && coupled) status = hw_cuda_malloc((void **)&g->agreed[c], bytes);
     if (status == HW_OK && coupled) status = hw_cuda_malloc((void **)&g->velocity[c], bytes);
@@ -56,14 +57,11 @@ static int copy_open(gpu_copies *g, int c, const float *weights) {
     if (status == HW_OK) {
         memcpy(g->host[c], weights, bytes);  // initialised or loaded before the fork
         status = hw_cuda_memcpy_h2d(g->live[c], g->host[c], bytes, g->stream[c]);
-        if (status == HW_OK && coupled) status = hw_cuda_memcpy_h2d(g->agreed[c], g->host[c], bytes, g->stream[c]);
     }
+    // The agreed weights start as the weights, the rule's velocity at zero.
+    if (status == HW_OK && coupled) status = hw_cuda_memcpy_d2d(g->agreed[c], g->live[c], bytes, g->stream[c]);
+    if (status == HW_OK && coupled) status = hw_cuda_memset(g->velocity[c], 0, bytes, g->stream[c]);
     if (status == HW_OK) status = hw_cuda_stream_sync(g->stream[c]);
-    if (status == HW_OK && coupled) {  // the rule's velocity starts at zero
-        memset(g->host[c], 0, bytes);
-        status = hw_cuda_memcpy_h2d(g->velocity[c], g->host[c], bytes, g->stream[c]);
-        if (status == HW_OK) status = hw_cuda_stream_sync(g->stream[c]);
-    }
     return status;
 }
 
@@ -268,20 +266,21 @@ void gpu_copies_report(const gpu_copies *g, char *text, size_t cap) {
     // The rounds' real interval beside the one asked for: a round starts at the parent's first
     // look past it (gpu_copies_wait), and takes its time in the parent. Over the interval's rounds
     // only: an epoch end's settle makes one more, whenever the epoch ends.
-    char every[160];
-    const double rounds = g->interval_rounds ? (double)g->interval_rounds : 1.0;
-    if (g->interval_rounds == 0) {  // an average of no interval would read as 0
-        snprintf(every, sizeof every,
-                 g->plan.every_samples > 0 ? "%.0f samples (none came due: only epoch ends)"
-                                           : "%g ms (none came due: only epoch ends)",
-                 g->plan.every_samples > 0 ? (double)g->plan.every_samples : g->plan.every_ms);
-    } else if (g->plan.every_samples > 0) {
-        snprintf(every, sizeof every, "%lld samples (%.0f on average)", (long long)g->plan.every_samples,
-                 (double)g->interval_samples / rounds);
+    char asked[48], seen[64], every[128];
+    if (g->plan.every_samples > 0) {
+        snprintf(asked, sizeof asked, "%lld samples", (long long)g->plan.every_samples);
     } else {
-        snprintf(every, sizeof every, "%g ms (%.1f on average)", g->plan.every_ms,
-                 1000 * (g->interval_time - g->opened) / rounds);
+        snprintf(asked, sizeof asked, "%g ms", g->plan.every_ms);
     }
+    const double rounds = (double)g->interval_rounds;
+    if (g->interval_rounds == 0) {  // an average of no interval would read as 0
+        snprintf(seen, sizeof seen, "none came due: only epoch ends");
+    } else if (g->plan.every_samples > 0) {
+        snprintf(seen, sizeof seen, "%.0f on average", (double)g->interval_samples / rounds);
+    } else {
+        snprintf(seen, sizeof seen, "%.1f on average", 1000 * (g->interval_time - g->opened) / rounds);
+    }
+    snprintf(every, sizeof every, "%s (%s)", asked, seen);
     snprintf(text, cap,
              "coupling of %d copies of the weights (%s): %lld rounds, rule %s, at most one every %s; a round took "
              "%.2f ms on average, %.2f ms at most, in the parent (the workers do not wait for it); the changes summed "
