@@ -4,6 +4,7 @@
 
 #include "hw/err.h"
 
+#include <assert.h>
 #include <cpuid.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,13 +12,14 @@
 #include <string.h>
 
 // By the instruction sets they need, the most first.
+enum { COPY_AVX512, COPY_AVX2, COPY_BASELINE, COPIES };
 static const nn_kernels *(*const copies[])(void) = {nn_kernels_avx512, nn_kernels_avx2, nn_kernels_baseline};
-enum { COPIES = sizeof copies / sizeof copies[0] };
+static_assert(sizeof copies / sizeof copies[0] == COPIES, "a name for every copy");
 // The automatic choice: the first of these the CPU runs. The avx512 copy (AVX-2's 8-float vectors
 // with AVX-512's 32 registers and larger tiles) is not in it: on both AVX-512 CPUs measured, Intel
 // Xeons, it ran LeNet's step 1.2-1.5x slower than the avx2 copy (bench/RESULTS.md, issue 28), and
 // no AVX-512 CPU has been seen where it wins. HOGWILD_CPU_PATH=avx512 still runs it.
-static const int automatic[] = {1, 2};
+static const int automatic[] = {COPY_AVX2, COPY_BASELINE};
 
 static const nn_kernels *in_use;
 static const char *chooser = "";
