@@ -115,7 +115,7 @@ static void read_device(const gpu_copies *g, int c, const float *dev, float *out
 enum { RULE_N = 2053 };
 static void expect_rule_state(const gpu_copies *g, const float *agreed, const float *velocity, float (*live)[RULE_N],
                               const char *what) {
-    static float seen[RULE_N], first_agreed[RULE_N], first_velocity[RULE_N];
+    static float seen[RULE_N], first[2][RULE_N];  // copy 0's agreed weights and velocity
     for (int c = 0; c < g->copies; c++) {
         const float *dev[3] = {g->agreed[c], g->velocity[c], g->live[c]}, *want[3] = {agreed, velocity, live[c]};
         const char *names[3] = {"agreed weight", "velocity", "live weight"};
@@ -126,11 +126,10 @@ static void expect_rule_state(const gpu_copies *g, const float *agreed, const fl
                               "%s: copy %d, %s %zu: %.9g on the device, %.9g on the host", what, c, names[b], i,
                               (double)seen[i], (double)want[b][i]);
             }
-            if (b == 0 && c == 0) memcpy(first_agreed, seen, sizeof seen);
-            if (b == 1 && c == 0) memcpy(first_velocity, seen, sizeof seen);
+            if (b < 2 && c == 0) memcpy(first[b], seen, sizeof seen);
             if (b < 2 && c > 0) {
-                cr_assert(memcmp(seen, b ? first_velocity : first_agreed, sizeof seen) == 0,
-                          "%s: copy %d's %s replica differs from copy 0's", what, c, names[b]);
+                cr_assert(memcmp(seen, first[b], sizeof seen) == 0, "%s: copy %d's %s replica differs from copy 0's",
+                          what, c, names[b]);
             }
         }
     }
