@@ -105,6 +105,7 @@ static int layer_times(const char *path, int batch) {
     for (size_t i = 0; i < in * batch; i++) x[i] = hw_rng_normal(&rng);
     enum { STEPS = 200 };
     double fwd[HW_MAX_LAYERS] = {0}, bwd[HW_MAX_LAYERS] = {0};
+    int paired[HW_MAX_LAYERS] = {0};
     for (int step = 0; step < STEPS + 20; step++) {
         hw_cpu_forward(&model, &ws, x, y, batch, 1);
         hw_cpu_backward(&model, &ws, y, batch);  // sets first_trainable, fills the last gradient
@@ -112,8 +113,14 @@ static int layer_times(const char *path, int batch) {
         hw_exec_buffers b = hw_workspace_buffers(&model, &ws);
         for (int i = 0; i < model.n_layers; i++) {
             double t0 = now();
-            hw_exec_layer_forward(&hw_cpu_backend, &model, &b, i, batch, 1);
+            paired[i] = hw_exec_pairs(&hw_cpu_backend, &model, i, 1);
+            if (paired[i]) {  // the walk runs layers i and i + 1 in one call: its time is layer i's
+                hw_exec_pair_forward(&hw_cpu_backend, &model, &b, i, batch, 1);
+            } else {
+                hw_exec_layer_forward(&hw_cpu_backend, &model, &b, i, batch, 1);
+            }
             if (step >= 20) fwd[i] += now() - t0;
+            i += paired[i];
         }
         for (int i = model.n_layers - 1; i >= ws.first_trainable; i--) {
             double t0 = now();
@@ -128,6 +135,12 @@ static int layer_times(const char *path, int batch) {
         printf("  %-14s %9.1f %9.1f\n", model.layers[i].name, 1e6 * fwd[i] / STEPS, 1e6 * bwd[i] / STEPS);
     }
     printf("  %-14s %19.1f  (%.0f samples/s)\n", "total", 1e6 * total / STEPS, STEPS * batch / total);
+    for (int i = 0; i + 1 < model.n_layers; i++) {
+        if (paired[i]) {
+            printf("  (%s's forward includes %s's: one call, src/nn/exec.c)\n", model.layers[i].name,
+                   model.layers[i + 1].name);
+        }
+    }
     free(x);
     free(y);
     hw_workspace_free(&ws);

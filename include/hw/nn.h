@@ -220,6 +220,12 @@ typedef int (*hw_layer_fn)(const hw_layer *layer, const hw_layer_io *io);
 typedef struct {
     hw_layer_fn forward;
     hw_layer_fn backward;
+    // Optional (NULL: none): two neighbouring layers that the backend runs in one forward call,
+    // doing less than the two calls would. pairs() says whether it does for these two (the CPU: a
+    // convolution and the dropout2d after it, in training); forward_pair() then runs both, each
+    // with its own io, and leaves the same outputs and saved state as the two calls.
+    int (*pairs)(const hw_layer *layer, const hw_layer *next, int training);
+    int (*forward_pair)(const hw_layer *layer, const hw_layer_io *io, const hw_layer *next, const hw_layer_io *next_io);
 } hw_backend;
 
 // The CPU's: the functions of src/nn/<kind>.c (src/nn/exec.c).
@@ -251,6 +257,11 @@ int hw_exec_first_trainable(const hw_model *model);
 // One layer's part of each walk (layer i), for whoever times the layers one by one (bench/).
 int hw_exec_layer_forward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i, int batch,
                           int training);
+// True when the forward walk runs layers i and i + 1 in one call (backend->pairs); then
+// hw_exec_pair_forward is that call.
+int hw_exec_pairs(const hw_backend *backend, const hw_model *model, int i, int training);
+int hw_exec_pair_forward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i, int batch,
+                         int training);
 int hw_exec_layer_backward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i, int batch,
                            int training, int first);
 

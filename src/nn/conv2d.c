@@ -241,9 +241,9 @@ static void col2im(const hw_conv2d_dims *d, const float *cols, float *dx) {
 // cols: the column matrices of the whole batch, kept for backward (a training forward), or NULL:
 // each sample's is built in scratch and dropped.
 void conv2d_forward(float *out, float *cols, float *scratch, const float *in, const float *weight, const float *bias,
-                    const hw_conv2d_dims *d, int batch) {
+                    const uint8_t *keep, const hw_conv2d_dims *d, int batch) {
     if (nn_conv2d_direct(d)) {
-        nn_kernels_in_use()->conv_forward(out, scratch, in, weight, bias, d, batch);
+        nn_kernels_in_use()->conv_forward(out, scratch, in, weight, bias, keep, d, batch);
         return;
     }
     int kk = d->in_c * d->k * d->k, out_hw = d->out_h * d->out_w;
@@ -261,6 +261,10 @@ void conv2d_forward(float *out, float *cols, float *scratch, const float *in, co
         hw_sgemm(HW_NO_TRANS, HW_NO_TRANS, d->out_c, out_hw, kk, 1.0f, weight, kk, xcols, out_hw, 0.0f, y, out_hw);
         for (int o = 0; o < d->out_c; o++) {
             float bo = bias[o], *yo = y + (size_t)o * out_hw;
+            if (keep && !keep[(size_t)b * d->out_c + o]) {  // computed all the same: one GEMM per sample
+                memset(yo, 0, sizeof(float) * out_hw);
+                continue;
+            }
             for (int i = 0; i < out_hw; i++) yo[i] += bo;
         }
     }

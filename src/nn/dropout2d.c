@@ -21,25 +21,41 @@ static size_t dropout2d_saved_bytes(const hw_layer *layer, int batch) {
     return (size_t)batch * (size_t)layer->dims.dropout.c;
 }
 
-// mask: one byte per (sample, channel), written in training and read by backward.
-void dropout2d_forward(float *out, uint8_t *mask, hw_rng *rng, const float *in, const hw_dropout_dims *d, int batch,
-                       int training) {
+// The training mask: one byte per (sample, channel), 1 where the channel is kept, one uniform draw
+// from rng per channel in order. Forward draws it, unless the layer before drew it first to skip
+// the channels it drops (a convolution: forward_pair, src/nn/exec.c).
+void dropout2d_draw(uint8_t *mask, hw_rng *rng, const hw_dropout_dims *d, int batch) {
+    size_t planes = (size_t)batch * (size_t)d->c;
+    for (size_t c = 0; c < planes; c++) mask[c] = hw_rng_uniform(rng) >= d->p;
+}
+
+// A kept channel scaled by 1/(1-p); a dropped one set to +0.0 without reading it, whatever it holds
+// (the GPU's kernel does the same; torch's NaN * 0 would keep a NaN).
+void dropout2d_apply(float *out, const uint8_t *mask, const float *in, const hw_dropout_dims *d, int batch) {
     size_t planes = (size_t)batch * (size_t)d->c;
     size_t plane = (size_t)d->plane;
-    if (!training) {
-        if (out != in) memcpy(out, in, sizeof(float) * planes * plane);
-        return;
-    }
     float p = d->p;
     float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
     for (size_t c = 0; c < planes; c++) {
-        uint8_t keep = hw_rng_uniform(rng) >= p;
-        mask[c] = keep;
         const float *x = in + c * plane;
         float *y = out + c * plane;
-        float s = keep ? scale : 0.0f;
-        for (size_t i = 0; i < plane; i++) y[i] = x[i] * s;
+        if (mask[c]) {
+            for (size_t i = 0; i < plane; i++) y[i] = x[i] * scale;
+        } else {
+            memset(y, 0, sizeof(float) * plane);
+        }
     }
+}
+
+// mask: one byte per (sample, channel), written in training and read by backward.
+void dropout2d_forward(float *out, uint8_t *mask, hw_rng *rng, const float *in, const hw_dropout_dims *d, int batch,
+                       int training) {
+    if (!training) {
+        if (out != in) memcpy(out, in, sizeof(float) * (size_t)batch * (size_t)d->c * (size_t)d->plane);
+        return;
+    }
+    dropout2d_draw(mask, rng, d, batch);
+    dropout2d_apply(out, mask, in, d, batch);
 }
 
 void dropout2d_backward(float *din, const float *dout, const uint8_t *mask, const hw_dropout_dims *d, int batch,

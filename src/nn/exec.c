@@ -38,7 +38,7 @@ static int cpu_forward(const hw_layer *layer, const hw_layer_io *io) {
     switch (layer->kind) {
     case HW_LINEAR: linear_forward(io->out, io->in, io->weight, io->bias, &layer->dims.linear, io->batch); return HW_OK;
     case HW_CONV2D:
-        conv2d_forward(io->out, conv2d_cols(io), io->scratch, io->in, io->weight, io->bias, &layer->dims.conv2d,
+        conv2d_forward(io->out, conv2d_cols(io), io->scratch, io->in, io->weight, io->bias, NULL, &layer->dims.conv2d,
                        io->batch);
         return HW_OK;
     case HW_MAXPOOL2D:
@@ -88,7 +88,27 @@ static int cpu_backward(const hw_layer *layer, const hw_layer_io *io) {
     return hw_fail("no layer of kind %d", (int)layer->kind);
 }
 
-const hw_backend hw_cpu_backend = {.forward = cpu_forward, .backward = cpu_backward};
+// In training, a dropout2d after a convolution zeroes whole output channels of each sample (half
+// of LeNet's conv2). Its mask is drawn first, and the convolution's kernels compute only the
+// channels it keeps (a cheaper algorithm: the FLOPs counted stay the dense ones). The same
+// draws from the RNG in the same order as the two calls, and the same outputs: a kept channel is
+// the same sums, a dropped one +0.0 either way (dropout2d_apply does not read it).
+static int cpu_pairs(const hw_layer *layer, const hw_layer *next, int training) {
+    return training && layer->kind == HW_CONV2D && next->kind == HW_DROPOUT2D;
+}
+
+static int cpu_forward_pair(const hw_layer *layer, const hw_layer_io *io, const hw_layer *next,
+                            const hw_layer_io *next_io) {
+    const hw_dropout_dims *drop = &next->dims.dropout;
+    dropout2d_draw(next_io->saved, next_io->rng, drop, next_io->batch);
+    conv2d_forward(io->out, conv2d_cols(io), io->scratch, io->in, io->weight, io->bias, next_io->saved,
+                   &layer->dims.conv2d, io->batch);
+    dropout2d_apply(next_io->out, next_io->saved, next_io->in, drop, next_io->batch);
+    return HW_OK;
+}
+
+const hw_backend hw_cpu_backend = {
+    .forward = cpu_forward, .backward = cpu_backward, .pairs = cpu_pairs, .forward_pair = cpu_forward_pair};
 
 // ---- the walk ----
 
@@ -140,9 +160,28 @@ int hw_exec_layer_backward(const hw_backend *backend, const hw_model *model, con
     return HW_OK;
 }
 
+int hw_exec_pairs(const hw_backend *backend, const hw_model *model, int i, int training) {
+    return backend->pairs && i + 1 < model->n_layers &&
+           backend->pairs(&model->layers[i], &model->layers[i + 1], training);
+}
+
+int hw_exec_pair_forward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i, int batch,
+                         int training) {
+    hw_layer_io io = io_of(model, b, i, batch, training), next_io = io_of(model, b, i + 1, batch, training);
+    if (backend->forward_pair(&model->layers[i], &io, &model->layers[i + 1], &next_io) != HW_OK) {
+        return hw_error_prefix("forward, layers %d and %d", i, i + 1);
+    }
+    return HW_OK;
+}
+
 int hw_exec_forward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int batch,
                     int training) {
     for (int i = 0; i < model->n_layers; i++) {
+        if (hw_exec_pairs(backend, model, i, training)) {  // layers i and i + 1 in one call
+            if (hw_exec_pair_forward(backend, model, b, i, batch, training) != HW_OK) return HW_ERR;
+            i++;
+            continue;
+        }
         if (hw_exec_layer_forward(backend, model, b, i, batch, training) != HW_OK) return HW_ERR;
     }
     return HW_OK;

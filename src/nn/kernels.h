@@ -19,8 +19,10 @@ typedef struct {
     size_t (*conv_scratch_floats)(const hw_conv2d_dims *d);
     // conv2d for the sizes nn_conv2d_direct accepts, with conv2d_forward's and conv2d_backward's
     // arguments (src/nn/layer_util.h). backward_weight writes dweight and dbias (either may be NULL).
+    // conv_forward's keep: NULL, or a byte per (sample, output channel), 0 where the channel is not
+    // needed: its plane is set to zero, not computed.
     void (*conv_forward)(float *out, float *scratch, const float *in, const float *weight, const float *bias,
-                         const hw_conv2d_dims *d, int batch);
+                         const uint8_t *keep, const hw_conv2d_dims *d, int batch);
     void (*conv_backward_weight)(float *dweight, float *dbias, float *scratch, const float *in, const float *dout,
                                  const hw_conv2d_dims *d, int batch);
     void (*conv_backward_input)(float *din, float *scratch, const float *dout, const float *weight,

@@ -40,16 +40,6 @@
 #include <stdint.h>
 #include <string.h>
 
-// rows x cols, row-major, as blocks of `mr` rows: packed[block][col][i] = a[block * mr + i][col],
-// zero past the last row. A tile then reads its `mr` values of one column from consecutive floats.
-static void pack_row_blocks(float *restrict packed, const float *restrict a, int rows, int cols, int mr) {
-    for (int r0 = 0; r0 < rows; r0 += mr) {
-        for (int c = 0; c < cols; c++) {
-            for (int i = 0; i < mr; i++) *packed++ = r0 + i < rows ? a[(size_t)(r0 + i) * cols + c] : 0.0f;
-        }
-    }
-}
-
 // The offsets in the input plane where each vector of output positions (VW of them, from p = q * VW:
 // row p / out_w, column p % out_w) reads tap (0, 0), at the start of the scratch: a table, since a
 // division per vector cost more than the vector's multiply-adds. Returns the scratch after it.
@@ -61,62 +51,94 @@ static float *position_offsets(float *scratch, const hw_conv2d_dims *d) {
 
 // ---- forward ----
 
-// CONV_MR channels x nv vectors of positions from n0, over every tap; wp: the channels' packed
-// weights. Stores only the first `rows` channels. (Every loop over a tile runs to a constant bound
-// with the test inside: the compiler then keeps the tile in registers.)
-static inline __attribute__((always_inline)) void forward_tile(float *restrict y, const float *restrict x,
-                                                               const float *restrict wp, const float *restrict bias,
+// CONV_MR channels x nv vectors of positions from n0, over every tap; w[i]: channel i's weights
+// (a row of the layer's [out_c][taps]), b[i] its bias, y[i] its output plane. Stores only the
+// first `rows` channels (the others repeat the last one). (Every loop over a tile runs to a constant
+// bound with the test inside: the compiler then keeps the tile in registers.)
+static inline __attribute__((always_inline)) void forward_tile(float *const y[CONV_MR], const float *restrict x,
+                                                               const float *const w[CONV_MR], const float b[CONV_MR],
                                                                const int *restrict offsets, const hw_conv2d_dims *d,
-                                                               int n0, int nv, int rows) {
-    const int in_c = d->in_c, k = d->k, in_w = d->in_w, plane = d->in_h * d->in_w, n = d->out_h * d->out_w;
+                                                               int k, int n0, int nv, int rows) {
+    const int in_c = d->in_c, in_w = d->in_w, plane = d->in_h * d->in_w;
     int off[CONV_NV];
     for (int v = 0; v < CONV_NV; v++) off[v] = v < nv ? offsets[n0 / VW + v] : 0;
     vf acc[CONV_MR][CONV_NV];
     for (int i = 0; i < CONV_MR; i++) {
         for (int v = 0; v < CONV_NV; v++) acc[i][v] = vf_zero();
     }
+    const float *wr[CONV_MR];  // the tile's weights of one kernel row (c, ki)
+    for (int i = 0; i < CONV_MR; i++) wr[i] = w[i];
     for (int c = 0; c < in_c; c++) {
         for (int ki = 0; ki < k; ki++) {
             const float *row = x + (size_t)c * plane + (size_t)ki * in_w;
-            for (int kj = 0; kj < k; kj++, wp += CONV_MR) {
-                vf b[CONV_NV];
+            for (int kj = 0; kj < k; kj++) {
+                vf xv[CONV_NV];
                 for (int v = 0; v < CONV_NV; v++) {
-                    if (v < nv) b[v] = vf_load(row + kj + off[v]);
+                    if (v < nv) xv[v] = vf_load(row + kj + off[v]);
                 }
                 for (int i = 0; i < CONV_MR; i++) {
-                    vf a = vf_bcast(wp + i);
+                    vf a = vf_bcast(wr[i] + kj);
                     for (int v = 0; v < CONV_NV; v++) {
-                        if (v < nv) acc[i][v] = vf_fma(a, b[v], acc[i][v]);
+                        if (v < nv) acc[i][v] = vf_fma(a, xv[v], acc[i][v]);
                     }
                 }
             }
+            for (int i = 0; i < CONV_MR; i++) wr[i] += k;
         }
     }
     for (int i = 0; i < CONV_MR; i++) {
         for (int v = 0; v < CONV_NV; v++) {
-            if (i < rows && v < nv) vf_store(y + (size_t)i * n + n0 + v * VW, acc[i][v] + bias[i]);
+            if (i < rows && v < nv) vf_store(y[i] + n0 + v * VW, acc[i][v] + b[i]);
         }
     }
 }
 
+// A row of tiles over the positions; k as a constant for LeNet's 5x5 kernels (the kernel rows'
+// loops then unroll).
+static inline __attribute__((always_inline)) void forward_tiles(float *const y[CONV_MR], const float *restrict x,
+                                                                const float *const w[CONV_MR], const float b[CONV_MR],
+                                                                const int *restrict offsets, const hw_conv2d_dims *d,
+                                                                int k, int rows) {
+    const int n = d->out_h * d->out_w;
+    int n0 = 0;
+    for (; n0 + CONV_NV * VW <= n; n0 += CONV_NV * VW) forward_tile(y, x, w, b, offsets, d, k, n0, CONV_NV, rows);
+    for (; n0 < n; n0 += VW) forward_tile(y, x, w, b, offsets, d, k, n0, 1, rows);
+}
+
+// keep: NULL, or a byte per (sample, output channel), 0 where the channel is not needed (the
+// dropout2d after the layer drops it: forward_pair, src/nn/exec.c). Those planes are set to zero
+// and not computed (a cheaper algorithm: the FLOPs counted stay the dense ones); the others get
+// the same sums, in the same order, as without a mask.
 static void conv_forward(float *out, float *scratch, const float *in, const float *weight, const float *bias,
-                         const hw_conv2d_dims *d, int batch) {
-    const int taps = d->in_c * d->k * d->k, n = d->out_h * d->out_w;
+                         const uint8_t *keep, const hw_conv2d_dims *d, int batch) {
+    const int taps = d->in_c * d->k * d->k, n = d->out_h * d->out_w, out_c = d->out_c;
     const int *offsets = (const int *)scratch;
-    float *wp = position_offsets(scratch, d);
-    pack_row_blocks(wp, weight, d->out_c, taps, CONV_MR);
-    for (int b = 0; b < batch; b++) {
-        const float *x = in + (size_t)b * d->in_c * d->in_h * d->in_w;
-        float *y = out + (size_t)b * d->out_c * n;
-        for (int o0 = 0; o0 < d->out_c; o0 += CONV_MR) {
-            const float *w0 = wp + (size_t)o0 * taps;
-            int rows = d->out_c - o0 < CONV_MR ? d->out_c - o0 : CONV_MR;
-            float *y0 = y + (size_t)o0 * n;
-            int n0 = 0;
-            for (; n0 + CONV_NV * VW <= n; n0 += CONV_NV * VW) {
-                forward_tile(y0, x, w0, bias + o0, offsets, d, n0, CONV_NV, rows);
+    int *live = (int *)position_offsets(scratch, d);  // the channels computed, of one sample
+    for (int s = 0; s < batch; s++) {
+        const float *x = in + (size_t)s * d->in_c * d->in_h * d->in_w;
+        float *ys = out + (size_t)s * out_c * n;
+        int n_live = 0;
+        for (int o = 0; o < out_c; o++) {
+            if (!keep || keep[(size_t)s * out_c + o]) {
+                live[n_live++] = o;
+            } else {
+                memset(ys + (size_t)o * n, 0, sizeof(float) * n);
             }
-            for (; n0 < n; n0 += VW) forward_tile(y0, x, w0, bias + o0, offsets, d, n0, 1, rows);
+        }
+        for (int j0 = 0; j0 < n_live; j0 += CONV_MR) {
+            const int rows = n_live - j0 < CONV_MR ? n_live - j0 : CONV_MR;
+            float *y[CONV_MR];
+            const float *w[CONV_MR];
+            float b[CONV_MR];
+            for (int i = 0; i < CONV_MR; i++) {
+                const int o = live[j0 + (i < rows ? i : rows - 1)];
+                y[i] = ys + (size_t)o * n, w[i] = weight + (size_t)o * taps, b[i] = bias[o];
+            }
+            if (d->k == 5) {
+                forward_tiles(y, x, w, b, offsets, d, 5, rows);
+            } else {
+                forward_tiles(y, x, w, b, offsets, d, d->k, rows);
+            }
         }
     }
 }
@@ -734,8 +756,8 @@ static void pool2x2_backward(float *din, const float *dout, const int32_t *argma
 static size_t conv_scratch_floats(const hw_conv2d_dims *d) {
     const size_t taps = (size_t)d->in_c * d->k * d->k;
     const size_t blocks = (size_t)(d->k + CONV_MR - 1) / CONV_MR;
-    size_t forward = (size_t)(d->out_c + CONV_MR - 1) / CONV_MR * CONV_MR * taps;  // packed weights
-    size_t weight = (size_t)d->out_c * (taps + 1) * VW;                            // unreduced sums
+    size_t forward = (size_t)d->out_c;                   // the list of channels computed
+    size_t weight = (size_t)d->out_c * (taps + 1) * VW;  // unreduced sums
     // packed weights twice (all and the live channels'), the live channels' dy, their list (an
     // int per channel: out_c of them, which can be more than the floats of one plane)
     size_t input = 2 * (size_t)d->in_c * d->k * blocks * d->out_c * CONV_MR + (size_t)d->out_c * d->out_h * d->out_w +

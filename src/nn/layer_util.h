@@ -23,8 +23,10 @@ void linear_forward(float *out, const float *in, const float *weight, const floa
                     int batch);
 void linear_backward(float *din, float *dweight, float *dbias, const float *dout, const float *in, const float *weight,
                      const hw_linear_dims *d, int batch);
+// keep: NULL, or a byte per (sample, output channel), 0 where the channel is not needed (the
+// dropout2d after it drops it): its plane is set to zero and, on the kernels, not computed.
 void conv2d_forward(float *out, float *cols, float *scratch, const float *in, const float *weight, const float *bias,
-                    const hw_conv2d_dims *d, int batch);
+                    const uint8_t *keep, const hw_conv2d_dims *d, int batch);
 void conv2d_backward(float *din, float *dweight, float *dbias, float *scratch, const float *dout, const float *in,
                      const float *weight, const float *cols, const hw_conv2d_dims *d, int batch);
 void maxpool2d_forward(float *out, int32_t *argmax, const float *in, const hw_maxpool2d_dims *d, int batch);
@@ -37,6 +39,8 @@ void dropout_backward(float *din, const float *dout, const uint8_t *mask, const 
                       int training);
 void dropout2d_forward(float *out, uint8_t *mask, hw_rng *rng, const float *in, const hw_dropout_dims *d, int batch,
                        int training);
+void dropout2d_draw(uint8_t *mask, hw_rng *rng, const hw_dropout_dims *d, int batch);
+void dropout2d_apply(float *out, const uint8_t *mask, const float *in, const hw_dropout_dims *d, int batch);
 void dropout2d_backward(float *din, const float *dout, const uint8_t *mask, const hw_dropout_dims *d, int batch,
                         int training);
 void flatten_forward(float *out, const float *in, size_t n);

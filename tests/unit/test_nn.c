@@ -546,6 +546,107 @@ Test(nn_layers, dropout_masks_and_scales) {
 // ---------------------------------------------------------------------------------------------
 // log_softmax + NLL on extreme logits
 
+// The CPU backend runs a convolution and the dropout2d after it in one call in training
+// (forward_pair, src/nn/exec.c): the mask is drawn first and the dropped channels are not
+// computed. Against the same walk one layer at a time (a backend without pairs), from the same RNG:
+// every activation bit for bit (of the convolution's own output, the kept channels: the pair
+// leaves the dropped ones +0.0), the same masks, the RNG left in the same state, and the same
+// gradients. Once on LeNet (the kernels) and once on a padded convolution (im2col and the BLAS).
+static void pair_matches_the_layers_one_by_one(const char *text, const char *name, int batch) {
+    hw_model model;
+    cr_assert_eq(hw_model_parse(&model, text, name), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_model_alloc_weights(&model), HW_OK);
+    hw_model_init_weights(&model, 3);
+    int conv = -1;
+    for (int i = 0; i + 1 < model.n_layers; i++) {
+        if (model.layers[i].kind == HW_CONV2D && model.layers[i + 1].kind == HW_DROPOUT2D) conv = i;
+    }
+    cr_assert(conv >= 0 && hw_exec_pairs(&hw_cpu_backend, &model, conv, 1), "%s: no pair", name);
+    cr_assert(!hw_exec_pairs(&hw_cpu_backend, &model, conv, 0), "%s: a pair in evaluation", name);
+    const hw_backend one_by_one = {.forward = hw_cpu_backend.forward, .backward = hw_cpu_backend.backward};
+    const hw_backend *backends[2] = {&hw_cpu_backend, &one_by_one};
+    size_t in = (size_t)hw_shape_numel(model.input) * batch;
+    float *x = floats(in);
+    uint8_t *y = malloc((size_t)batch);
+    hw_rng rng;
+    hw_rng_seed(&rng, 12, 0);
+    for (size_t i = 0; i < in; i++) x[i] = hw_rng_normal(&rng);
+    for (int b = 0; b < batch; b++) y[b] = (uint8_t)hw_rng_below(&rng, (uint32_t)model.n_classes);
+    hw_workspace ws[2];
+    for (int p = 0; p < 2; p++) {
+        cr_assert_eq(hw_workspace_alloc(&ws[p], &model, batch, 1), HW_OK);
+        hw_rng_seed(&ws[p].rng, 11, 0);
+        ws[p].acts[0] = x;
+        ws[p].training = 1;
+        hw_exec_buffers bufs = hw_workspace_buffers(&model, &ws[p]);
+        cr_assert_eq(hw_exec_forward(backends[p], &model, &bufs, batch, 1), HW_OK, "%s", hw_error());
+        hw_nll_loss_backward(ws[p].grad_acts[model.n_layers], y, batch, model.n_classes);
+        cr_assert_eq(hw_exec_backward(backends[p], &model, &bufs, batch, 1, 0), HW_OK, "%s", hw_error());
+    }
+    const uint8_t *mask = ws[0].saved[conv + 1];
+    const size_t planes = (size_t)batch * model.layers[conv + 1].dims.dropout.c;
+    cr_expect(memcmp(mask, ws[1].saved[conv + 1], planes) == 0, "%s: the pair drew another mask", name);
+    size_t dropped = 0;
+    for (size_t c = 0; c < planes; c++) dropped += !mask[c];
+    cr_assert(dropped > 0 && dropped < planes, "%s: %zu of %zu channels dropped: nothing to check", name, dropped,
+              planes);
+    for (int i = 1; i <= model.n_layers; i++) {
+        size_t n = (size_t)batch * hw_shape_numel(model.layers[i - 1].out_shape), differ = 0;
+        size_t plane = n / planes;
+        for (size_t e = 0; e < n; e++) {
+            if (i == conv + 1 && !mask[e / plane]) continue;  // a dropped channel of the convolution's output
+            differ += memcmp(&ws[0].acts[i][e], &ws[1].acts[i][e], sizeof(float)) != 0;
+        }
+        cr_expect(differ == 0, "%s: %zu values of the output of layer %d (%s) differ", name, differ, i - 1,
+                  model.layers[i - 1].name);
+    }
+    cr_expect(memcmp(ws[0].grads, ws[1].grads, sizeof(float) * model.n_weights) == 0, "%s: the gradients differ", name);
+    cr_expect_eq(hw_rng_u32(&ws[0].rng), hw_rng_u32(&ws[1].rng), "%s: the RNG is left elsewhere", name);
+    for (int p = 0; p < 2; p++) hw_workspace_free(&ws[p]);
+    free(x), free(y);
+    hw_model_free(&model);
+}
+
+Test(nn_layers, a_conv_and_its_dropout2d_in_one_call_match_the_layers_one_by_one) {
+    FILE *f = fopen("models/lenet.model", "r");
+    cr_assert(f, "models/lenet.model");
+    static char text[4096];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = 0;
+    pair_matches_the_layers_one_by_one(text, "lenet", 16);
+    pair_matches_the_layers_one_by_one("input 2 9 9\nconv2d 6 3 padding=1\ndropout2d 0.4\nrelu\nflatten\n"
+                                       "linear 10\nlog_softmax\n",
+                                       "padded", 5);
+}
+
+// A dropped channel is +0.0 whatever the input held (NaN, -0.0, a negative value): the GPU's
+// kernel writes the same, and a convolution before it need not compute it (forward_pair).
+Test(nn_layers, dropout2d_drops_to_positive_zero_whatever_the_input) {
+    enum { BATCH = 8, N = BATCH * 4 * 3 };
+    hw_layer L;
+    hw_shape params[HW_LAYER_MAX_PARAMS];
+    cr_assert_eq(hw_layer_setup(&L, "dropout2d 0.5", hw_shape_make(3, (int64_t[]){4, 1, 3}), params), HW_OK);
+    float in[N], out[N];
+    uint8_t mask[BATCH * 4];
+    for (int i = 0; i < N; i++) in[i] = i % 3 == 0 ? NAN : i % 3 == 1 ? -0.0f : -1.5f;
+    hw_rng rng;
+    hw_rng_seed(&rng, 5, 0);
+    hw_layer_io io = {.batch = BATCH, .training = 1, .in = in, .out = out, .saved = mask, .rng = &rng};
+    cr_assert_eq(hw_cpu_backend.forward(&L, &io), HW_OK);
+    int dropped = 0;
+    for (int i = 0; i < N; i++) {
+        if (mask[i / 3]) {
+            cr_expect(i % 3 == 0 ? isnan(out[i]) : out[i] == in[i] * 2.0f && signbit(out[i]) == signbit(in[i]),
+                      "kept value %d: %g from %g", i, out[i], in[i]);
+        } else {
+            dropped++;
+            cr_expect(out[i] == 0.0f && !signbit(out[i]), "dropped value %d: %g from %g", i, out[i], in[i]);
+        }
+    }
+    cr_assert(dropped > 0 && dropped < N, "%d of %d dropped: nothing to check", dropped, N);
+}
+
 Test(nn_layers, log_softmax_is_stable_on_huge_logits) {
     hw_model model;
     cr_assert_eq(hw_model_parse(&model, "input 4\nlog_softmax\n", "t.model"), HW_OK, "%s", hw_error());
@@ -783,6 +884,38 @@ static double max_rel(const float *got, const double *want, size_t n) {
     return err / scale;
 }
 
+// Forward with a keep mask (a dropout2d's, drawn first: forward_pair in src/nn/exec.c): the kept
+// channels' planes equal the unmasked forward's, y, bit for bit; the dropped ones are +0.0 (the
+// output starts as NaN); nothing is written past the output or the scratch. The mask keeps every
+// channel of sample 0, none of sample 1, and about half of the others'.
+static void conv_forward_skips_dropped_channels(const char *path, const char *line, const nn_kernels *table,
+                                                const float *y, float *scratch, size_t n_scratch, const float *x,
+                                                const float *w, const float *b, const hw_conv2d_dims *d, int batch) {
+    const size_t n = (size_t)d->out_h * d->out_w, planes = (size_t)batch * d->out_c;
+    uint8_t *keep = malloc(planes);
+    hw_rng rng;
+    hw_rng_seed(&rng, 90, (uint64_t)batch);
+    for (size_t i = 0; i < planes; i++)
+        keep[i] = i < (size_t)d->out_c ? 1 : i < 2 * (size_t)d->out_c ? 0 : hw_rng_below(&rng, 2);
+    float *masked = guarded(planes * n);
+    fill_nan(masked, planes * n);
+    table->conv_forward(masked, scratch, x, w, b, keep, d, batch);
+    size_t wrong = 0, first = 0;
+    for (size_t i = 0; i < planes * n; i++) {
+        int ok =
+            keep[i / n] ? memcmp(&masked[i], &y[i], sizeof(float)) == 0 : signbit(masked[i]) == 0 && masked[i] == 0.0f;
+        if (!ok && !wrong++) first = i;
+    }
+    cr_expect(wrong == 0,
+              "%s kernels, %s, batch %d, a keep mask: %zu of %zu outputs wrong, the first at %zu (channel %zu, %s): "
+              "%g where %g",
+              path, line, batch, wrong, planes * n, first, first / n, keep[first / n] ? "kept" : "dropped",
+              masked[first], keep[first / n] ? y[first] : 0.0);
+    cr_expect(guard_intact(masked, planes * n) && guard_intact(scratch, n_scratch),
+              "%s kernels, %s, a keep mask: wrote past the output or the scratch", path, line);
+    free(masked), free(keep);
+}
+
 // table: a copy's functions called directly, with the scratch it asks for; NULL: the layer's own
 // functions on the copy in use, with the scratch the layer asks for (the most of any copy's).
 // sparse: dy mostly zeros (1 value in 8, and whole channels), as a convolution before max-pooling
@@ -823,7 +956,7 @@ static void conv_stays_in_bounds_with(const char *path, const nn_kernels *table,
                 if (sparse && (channel % 2 == sample % 2 || !hw_rng_below(&rng, 8))) dy[i] = 0.0f;
             }
             if (table) {
-                table->conv_forward(y, scratch, x, w, b, d, batch);
+                table->conv_forward(y, scratch, x, w, b, NULL, d, batch);
                 table->conv_backward_weight(dw, db, scratch, x, dy, d, batch);
                 table->conv_backward_input(dx, scratch, dy, w, d, batch);
             } else {
@@ -839,6 +972,8 @@ static void conv_stays_in_bounds_with(const char *path, const nn_kernels *table,
                 io.dout = dy, io.din = dx, io.dweight = dw, io.dbias = db;
                 hw_cpu_backend.backward(&L, &io);
             }
+            conv_forward_skips_dropped_channels(path, line, table ? table : nn_kernels_in_use(), y, scratch, n_scratch,
+                                                x, w, b, d, batch);
             cr_expect(guard_intact(scratch, n_scratch),
                       "%s kernels, %s on %dx%dx%d, batch %d%s: wrote past the %zu "
                       "floats of scratch",
@@ -930,7 +1065,7 @@ Test(nn_kernels, avx512_tiles_on_avx2_match_the_baseline) {
         for (int c = 0; c < 3; c++) {
             float *scratch = floats(copies[c]->conv_scratch_floats(d));
             out[c][0] = floats(n_out), out[c][1] = floats(n_in), out[c][2] = floats(n_w), out[c][3] = floats(n_b);
-            copies[c]->conv_forward(out[c][0], scratch, x, w, b, d, batch);
+            copies[c]->conv_forward(out[c][0], scratch, x, w, b, NULL, d, batch);
             copies[c]->conv_backward_weight(out[c][2], out[c][3], scratch, x, dy, d, batch);
             copies[c]->conv_backward_input(out[c][1], scratch, dy, w, d, batch);
             free(scratch);
