@@ -3,6 +3,7 @@
 #include "kernels_avx.h"
 
 enum { CONV_MR = 5, CONV_NV = 2, DW_MR = 2, DW_NR = 5, DWT_MR = 4, DWT_NV = 3, DWS_C = 2, DWS_K = 5 };
+enum { DXS_K = 5, DXS_CV = 2 };  // input_gradient_sparse: DXS_K taps x DXS_CV vectors of channels
 
 static const char KERNELS_NAME[] = "avx2";
 

@@ -6,5 +6,6 @@
 #define HW_NN_KERNELS_AVX512_TILES_H
 
 enum { CONV_MR = 5, CONV_NV = 4, DW_MR = 4, DW_NR = 5, DWT_MR = 6, DWT_NV = 3, DWS_C = 4, DWS_K = 5 };
+enum { DXS_K = 5, DXS_CV = 2 };  // input_gradient_sparse: DXS_K taps x DXS_CV vectors of channels
 
 #endif
