@@ -578,6 +578,10 @@ static void pair_matches_the_layers_one_by_one(const char *text, const char *nam
         hw_rng_seed(&ws[p].rng, 11, 0);
         ws[p].acts[0] = x;
         ws[p].training = 1;
+        // The convolution's output starts as NaN: the pair must write its dropped planes, not
+        // leave what the buffer held.
+        const size_t conv_out = (size_t)batch * hw_shape_numel(model.layers[conv].out_shape);
+        for (size_t e = 0; e < conv_out; e++) ws[p].acts[conv + 1][e] = NAN;
         hw_exec_buffers bufs = hw_workspace_buffers(&model, &ws[p]);
         cr_assert_eq(hw_exec_forward(backends[p], &model, &bufs, batch, 1), HW_OK, "%s", hw_error());
         hw_nll_loss_backward(ws[p].grad_acts[model.n_layers], y, batch, model.n_classes);
@@ -591,14 +595,18 @@ static void pair_matches_the_layers_one_by_one(const char *text, const char *nam
     cr_assert(dropped > 0 && dropped < planes, "%s: %zu of %zu channels dropped: nothing to check", name, dropped,
               planes);
     for (int i = 1; i <= model.n_layers; i++) {
-        size_t n = (size_t)batch * hw_shape_numel(model.layers[i - 1].out_shape), differ = 0;
+        size_t n = (size_t)batch * hw_shape_numel(model.layers[i - 1].out_shape), differ = 0, not_zero = 0;
         size_t plane = n / planes;
         for (size_t e = 0; e < n; e++) {
-            if (i == conv + 1 && !mask[e / plane]) continue;  // a dropped channel of the convolution's output
+            if (i == conv + 1 && !mask[e / plane]) {  // a dropped channel of the convolution's output: +0.0
+                not_zero += ws[0].acts[i][e] != 0.0f || signbit(ws[0].acts[i][e]);
+                continue;
+            }
             differ += memcmp(&ws[0].acts[i][e], &ws[1].acts[i][e], sizeof(float)) != 0;
         }
         cr_expect(differ == 0, "%s: %zu values of the output of layer %d (%s) differ", name, differ, i - 1,
                   model.layers[i - 1].name);
+        cr_expect(not_zero == 0, "%s: %zu values of the convolution's dropped channels are not +0.0", name, not_zero);
     }
     cr_expect(memcmp(ws[0].grads, ws[1].grads, sizeof(float) * model.n_weights) == 0, "%s: the gradients differ", name);
     cr_expect_eq(hw_rng_u32(&ws[0].rng), hw_rng_u32(&ws[1].rng), "%s: the RNG is left elsewhere", name);
@@ -618,6 +626,31 @@ Test(nn_layers, a_conv_and_its_dropout2d_in_one_call_match_the_layers_one_by_one
     pair_matches_the_layers_one_by_one("input 2 9 9\nconv2d 6 3 padding=1\ndropout2d 0.4\nrelu\nflatten\n"
                                        "linear 10\nlog_softmax\n",
                                        "padded", 5);
+}
+
+// Only a convolution and a dropout2d pair: the keep mask is one byte per (sample, output channel),
+// which an elementwise dropout's mask (a byte per value) is not, nor is anything else's state.
+Test(nn_layers, only_a_conv_and_a_dropout2d_pair) {
+    static const struct {
+        const char *text;
+        int pairs;
+    } cases[] = {
+        {"input 1 12 12\nconv2d 4 5\ndropout2d 0.5\nflatten\nlog_softmax\n", 1},
+        {"input 1 12 12\nconv2d 4 5\ndropout 0.5\nflatten\nlog_softmax\n", 0},
+        {"input 1 12 12\nconv2d 4 5\nrelu\ndropout2d 0.5\nflatten\nlog_softmax\n", 0},
+        {"input 1 12 12\nmaxpool2d 2\ndropout2d 0.5\nflatten\nlog_softmax\n", 0},
+        {"input 1 12 12\ndropout2d 0.5\nconv2d 4 5\nflatten\nlog_softmax\n", 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        hw_model model;
+        cr_assert_eq(hw_model_parse(&model, cases[c].text, "pairs.model"), HW_OK, "%s", hw_error());
+        for (int i = 0; i < model.n_layers; i++) {
+            cr_expect_eq(hw_exec_pairs(&hw_cpu_backend, &model, i, 1), cases[c].pairs && i == 0,
+                         "case %zu, layer %d (%s)", c, i, model.layers[i].name);
+            cr_expect(!hw_exec_pairs(&hw_cpu_backend, &model, i, 0), "case %zu, layer %d: a pair in evaluation", c, i);
+        }
+        hw_model_free(&model);
+    }
 }
 
 // A dropped channel is +0.0 whatever the input held (NaN, -0.0, a negative value): the GPU's
