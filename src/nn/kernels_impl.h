@@ -545,11 +545,12 @@ static void conv_backward_weight(float *dweight, float *dbias, float *scratch, c
 // additions meet at the same address or not at all. A tile keeps DXS_K taps of one kernel row x
 // DXS_CV vectors of channels of wt in registers, and runs over the channel's nonzeros; dxt is
 // transposed back into dx per sample. Each dx value adds its terms in the order of the output
-// channels, the kernel rows, the tiles' taps and then the nonzeros' positions: fixed by the
-// sizes and the tiles, not by the data.
+// channels, the kernel rows, the tiles and then the nonzeros' positions: fixed by the sizes and
+// the tiles, not by the data.
 
 // Taps kj0 + j (j < ntaps) of kernel row ki of channel o's weights (wo: wt[o]), vectors cv0 + v (v <
-// ncv) of channels, over `entries` nonzeros (at: their positions y * in_w + x, g: their values).
+// ncv) of channels, over `entries` nonzeros (at: where each starts in dxt, (y * in_w + x) * lanes;
+// g: their values).
 static inline __attribute__((always_inline)) void sparse_input_tile(float *restrict dxt, const float *restrict wo,
                                                                     const int *restrict at, const float *restrict g,
                                                                     int entries, const hw_conv2d_dims *d, int lanes,
