@@ -340,6 +340,31 @@ static inline unsigned long long set_lanes(int bits) {
 
 static int sparse_fits(const hw_conv2d_dims *d) { return d->k <= NN_KERNEL_VECTOR; }
 
+// The nonzero floats (NaN included) of p[0..n), n a multiple of VW.
+static size_t count_nonzeros(const float *p, size_t n) {
+    size_t nonzero = 0;
+    for (size_t j = 0; j < n; j += VW) nonzero += (size_t)__builtin_popcount(vf_nonzero_bits(vf_load(p + j)));
+    return nonzero;
+}
+
+// The nonzeros of one output plane dy[0..n) appended to a list from entry m: their values to val,
+// and to at where each one's window starts, (offsets[q] + lane) * scale + add. Returns the new
+// count. A vector's nonzeros are moved to its first lanes and stored whole, the count moved past
+// them: no branch on the data (writing lane by lane cost 90 us of the 285 of LeNet's conv2's weight
+// gradient, this about half of that). Stores VW floats and ints past the last entry.
+static inline int append_nonzeros(float *restrict val, int *restrict at, int m, const float *restrict dy,
+                                  const int *restrict offsets, int n, int scale, int add) {
+    for (int q = 0; q < n / VW; q++) {
+        const vf v = vf_load(dy + q * VW);
+        const int bits = vf_nonzero_bits(v);
+        const vi lanes = vi_from_bytes(set_lanes(bits)), where = (lanes + offsets[q]) * scale + add;
+        vf_store(val + m, vf_permute(v, lanes));
+        memcpy(at + m, &where, sizeof where);
+        m += __builtin_popcount((unsigned)bits);
+    }
+    return m;
+}
+
 // True when the sums over dy's nonzeros cost less than the dense ones. Each nonzero costs its
 // kernel rows' multiply-adds and a few more operations (its load, its broadcast, its list entry),
 // at about half the dense tiles' rate (measured, the kernel alone: LeNet's conv2, 1 value of dy in
@@ -351,11 +376,8 @@ static int sparse_pays(const float *dout, const hw_conv2d_dims *d, int batch) {
     const size_t taps = (size_t)d->in_c * d->k * d->k, rows = (size_t)d->in_c * d->k;
     const int counted = batch < 4 ? batch : 4;
     size_t nonzero = 0;
-    for (int i = 0; i < counted; i++) {
-        const float *dy = dout + (size_t)(i * batch / counted) * per_sample;
-        for (size_t j = 0; j < per_sample; j += VW)
-            nonzero += (size_t)__builtin_popcount(vf_nonzero_bits(vf_load(dy + j)));
-    }
+    for (int i = 0; i < counted; i++)
+        nonzero += count_nonzeros(dout + (size_t)(i * batch / counted) * per_sample, per_sample);
     return 2 * nonzero * (rows * DWS_KV + 8) <= counted * per_sample / VW * taps;
 }
 
@@ -425,20 +447,8 @@ static void weight_gradient_sparse(float *dweight, float *dbias, float *scratch,
         for (int s = 0; s < chunk; s++) {
             for (int o = 0; o < out_c; o++) {
                 const float *dy = dout + (size_t)(b0 + s) * out_size + (size_t)o * n;
-                int *ato = at + (size_t)o * per, m = count[o];
-                float *valo = val + (size_t)o * per;
-                // A vector's nonzeros moved to its first lanes and stored whole, the count moved
-                // past them: no branch on the data (writing lane by lane cost 90 us of the 285 of
-                // LeNet's conv2, this about half of that).
-                for (int q = 0; q < n / VW; q++) {
-                    const vf v = vf_load(dy + q * VW);
-                    const int bits = vf_nonzero_bits(v);
-                    const vi lanes = vi_from_bytes(set_lanes(bits)), where = lanes + (s * (int)in_size + offsets[q]);
-                    vf_store(valo + m, vf_permute(v, lanes));
-                    memcpy(ato + m, &where, sizeof where);
-                    m += __builtin_popcount((unsigned)bits);
-                }
-                count[o] = m;
+                count[o] = append_nonzeros(val + (size_t)o * per, at + (size_t)o * per, count[o], dy, offsets, n, 1,
+                                           s * (int)in_size);
             }
         }
         for (int o = 0; o < out_c; o++) {
@@ -600,9 +610,8 @@ static int sparse_input_pays(const float *dout, const hw_conv2d_dims *d, int bat
     for (int i = 0; i < counted; i++) {
         const float *dy = dout + (size_t)(i * batch / counted) * d->out_c * n;
         for (int o = 0; o < d->out_c; o++) {
-            int m = 0;
-            for (int p = 0; p < n; p += VW) m += __builtin_popcount(vf_nonzero_bits(vf_load(dy + (size_t)o * n + p)));
-            nonzero += (size_t)m;
+            const size_t m = count_nonzeros(dy + (size_t)o * n, (size_t)n);
+            nonzero += m;
             live += m > 0;
         }
     }
@@ -627,18 +636,9 @@ static void input_gradient_sparse(float *din, float *scratch, const float *dout,
     for (int b = 0; b < batch; b++) {
         const float *dy = dout + (size_t)b * out_size;
         memset(dxt, 0, sizeof(float) * (size_t)plane * lanes);
-        for (int o = 0; o < out_c; o++) {  // the lists, as weight_gradient_sparse makes them
-            int *ato = at + (size_t)o * n, m = 0;
-            float *valo = val + (size_t)o * n;
-            for (int q = 0; q < n / VW; q++) {
-                const vf v = vf_load(dy + (size_t)o * n + q * VW);
-                const int bits = vf_nonzero_bits(v);
-                const vi lanes_set = vi_from_bytes(set_lanes(bits)), where = (lanes_set + offsets[q]) * lanes;
-                vf_store(valo + m, vf_permute(v, lanes_set));
-                memcpy(ato + m, &where, sizeof where);
-                m += __builtin_popcount((unsigned)bits);
-            }
-            count[o] = m;
+        for (int o = 0; o < out_c; o++) {
+            count[o] =
+                append_nonzeros(val + (size_t)o * n, at + (size_t)o * n, 0, dy + (size_t)o * n, offsets, n, lanes, 0);
         }
         for (int o = 0; o < out_c; o++) {
             if (!count[o]) continue;
@@ -778,11 +778,7 @@ static void conv_backward_input(float *din, float *scratch, const float *dout, c
         memset(dx, 0, sizeof(float) * in_size);
         int n_live = 0;
         for (int o = 0; o < out_c; o++) {
-            vi any = (vi){0};
-            for (int p = 0; p < n; p += VW) any |= vf_load(dy + (size_t)o * n + p) != vf_zero();
-            int nonzero = 0;
-            for (int l = 0; l < VW; l++) nonzero |= any[l];
-            if (nonzero) live[n_live++] = o;
+            if (count_nonzeros(dy + (size_t)o * n, (size_t)n)) live[n_live++] = o;
         }
         if (n_live == 0) continue;
         const float *w = packed, *g = dy;
