@@ -1,5 +1,6 @@
-// kernels: which copy of the CPU kernels (src/nn/kernels.h) runs: the fastest measured of those the
-// CPU reports it can run, or the one HOGWILD_CPU_PATH names, as OPENBLAS_CORETYPE names OpenBLAS's.
+// kernels: which copy of the CPU kernels (src/nn/kernels.h) runs: the first in a fixed order, set from
+// measurements (`automatic` below), that the CPU reports it can run, or the one HOGWILD_CPU_PATH
+// names, as OPENBLAS_CORETYPE names OpenBLAS's.
 #include "kernels.h"
 
 #include "hw/err.h"
@@ -15,7 +16,7 @@
 enum { COPY_AVX512, COPY_AVX2, COPY_BASELINE, COPIES };
 static const nn_kernels *(*const copies[])(void) = {nn_kernels_avx512, nn_kernels_avx2, nn_kernels_baseline};
 static_assert(sizeof copies / sizeof copies[0] == COPIES, "a name for every copy");
-// The automatic choice: the first of these the CPU runs. The avx512 copy (AVX-2's 8-float vectors
+// The automatic choice: the first of these the CPU runs. The avx512 copy (AVX2's 8-float vectors
 // with AVX-512's 32 registers and larger tiles) is not in it: on both AVX-512 CPUs measured, Intel
 // Xeons, it ran LeNet's step 1.2-1.5x slower than the avx2 copy (bench/RESULTS.md, issue 28), and
 // no AVX-512 CPU has been seen where it wins. HOGWILD_CPU_PATH=avx512 still runs it.
