@@ -50,10 +50,11 @@ for r in $(seq "$ROUNDS"); do
     echo "round $r of $ROUNDS done" >&2
 done
 
-median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# (median: as in the other scripts of bench/)
+median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+values() { tr ' ' '\n' <<<"$1" | grep .; }  # "a1 a2 ...", one a line
 ratios() {  # "a1 a2 ..." "b1 b2 ...": the median of a_i / b_i
-    paste -d' ' <(tr ' ' '\n' <<<"$1" | grep .) <(tr ' ' '\n' <<<"$2" | grep .) |
-        awk '{printf "%.3f\n", $1 / $2}' | median
+    paste -d' ' <(values "$1") <(values "$2") | awk '{printf "%.3f\n", $1 / $2}' | median
 }
 
 echo "| copy | LeNet step, one core (samples/s) | step / $auto's | 2 workers, 1 epoch (samples/s) | 2 workers / $auto's |"
@@ -62,10 +63,10 @@ for copy in $runs; do
     ws="skipped"
     wr="skipped"
     if [ "$whole" = 1 ]; then
-        ws=$(median <<<"${run[$copy]}")
+        ws=$(values "${run[$copy]}" | median)
         wr="$(ratios "${run[$copy]}" "${run[$auto]}")x"
     fi
     name=$copy
     [ "$copy" = "$auto" ] && name="$copy (automatic)"
-    echo "| $name | $(median <<<"${step[$copy]}") | $(ratios "${step[$copy]}" "${step[$auto]}")x | $ws | $wr |"
+    echo "| $name | $(values "${step[$copy]}" | median) | $(ratios "${step[$copy]}" "${step[$auto]}")x | $ws | $wr |"
 done
