@@ -1,8 +1,9 @@
 // rule: THE rule that couples Hogwild copies of the weights (include/hw/comm.h): what one round's
 // sum of the copies' changes does to the weights they agreed on and to each copy's live weights.
-// Plain arithmetic, no MPI: the ranks' rounds (hogwild_coupling.c) apply it, and the tests run it on copies
-// of their own. One weight's step is hw_couple_step (hw/couple_step.h), which the rounds of the copies
-// on several GPUs run on the devices (src/cuda/kernels.cuh, couple_round_element). The measurements behind it: bench/RESULTS.md, "Hogwild across nodes" (issue 22).
+// Plain arithmetic, no MPI: the ranks' rounds (hogwild_coupling.c) apply it, and the tests run it on
+// copies of their own. One weight's step is hw_couple_step (hw/couple_step.h), which the rounds of
+// the copies on several GPUs run on the devices (src/cuda/kernels.cuh, couple_round_element). The
+// measurements behind it: bench/RESULTS.md, "Hogwild across nodes" (issue 22).
 //
 // A round: every copy sends its change since the agreed weights, sent = live - agreed; the sum
 // over the R copies lands on every copy, which takes one step of the agreed weights, the same on
