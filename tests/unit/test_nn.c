@@ -552,50 +552,48 @@ Test(nn_layers, dropout_masks_and_scales) {
 // every activation bit for bit (of the convolution's own output, the kept channels: the pair
 // leaves the dropped ones +0.0), the same masks, the RNG left in the same state, and the same
 // gradients. Once on LeNet (the kernels) and once on a padded convolution (im2col and the BLAS).
-static void pair_matches_the_layers_one_by_one(const char *text, const char *name, int batch) {
-    hw_model model;
-    cr_assert_eq(hw_model_parse(&model, text, name), HW_OK, "%s", hw_error());
-    cr_assert_eq(hw_model_alloc_weights(&model), HW_OK);
-    hw_model_init_weights(&model, 3);
+// model: loaded, without weights (freed here).
+static void pair_matches_the_layers_one_by_one(hw_model *model, const char *name, int batch) {
+    cr_assert_eq(hw_model_alloc_weights(model), HW_OK);
+    hw_model_init_weights(model, 3);
     int conv = -1;
-    for (int i = 0; i + 1 < model.n_layers; i++) {
-        if (model.layers[i].kind == HW_CONV2D && model.layers[i + 1].kind == HW_DROPOUT2D) conv = i;
+    for (int i = 0; i + 1 < model->n_layers; i++) {
+        if (model->layers[i].kind == HW_CONV2D && model->layers[i + 1].kind == HW_DROPOUT2D) conv = i;
     }
-    cr_assert(conv >= 0 && hw_exec_pairs(&hw_cpu_backend, &model, conv, 1), "%s: no pair", name);
-    cr_assert(!hw_exec_pairs(&hw_cpu_backend, &model, conv, 0), "%s: a pair in evaluation", name);
+    cr_assert(conv >= 0 && hw_exec_pairs(&hw_cpu_backend, model, conv, 1), "%s: no pair", name);
+    cr_assert(!hw_exec_pairs(&hw_cpu_backend, model, conv, 0), "%s: a pair in evaluation", name);
     const hw_backend one_by_one = {.forward = hw_cpu_backend.forward, .backward = hw_cpu_backend.backward};
     const hw_backend *backends[2] = {&hw_cpu_backend, &one_by_one};
-    size_t in = (size_t)hw_shape_numel(model.input) * batch;
+    size_t in = (size_t)hw_shape_numel(model->input) * batch;
     float *x = floats(in);
     uint8_t *y = malloc((size_t)batch);
     hw_rng rng;
     hw_rng_seed(&rng, 12, 0);
     for (size_t i = 0; i < in; i++) x[i] = hw_rng_normal(&rng);
-    for (int b = 0; b < batch; b++) y[b] = (uint8_t)hw_rng_below(&rng, (uint32_t)model.n_classes);
+    for (int b = 0; b < batch; b++) y[b] = (uint8_t)hw_rng_below(&rng, (uint32_t)model->n_classes);
     hw_workspace ws[2];
     for (int p = 0; p < 2; p++) {
-        cr_assert_eq(hw_workspace_alloc(&ws[p], &model, batch, 1), HW_OK);
+        cr_assert_eq(hw_workspace_alloc(&ws[p], model, batch, 1), HW_OK);
         hw_rng_seed(&ws[p].rng, 11, 0);
         ws[p].acts[0] = x;
         ws[p].training = 1;
         // The convolution's output starts as NaN: the pair must write its dropped planes, not
         // leave what the buffer held.
-        const size_t conv_out = (size_t)batch * hw_shape_numel(model.layers[conv].out_shape);
-        for (size_t e = 0; e < conv_out; e++) ws[p].acts[conv + 1][e] = NAN;
-        hw_exec_buffers bufs = hw_workspace_buffers(&model, &ws[p]);
-        cr_assert_eq(hw_exec_forward(backends[p], &model, &bufs, batch, 1), HW_OK, "%s", hw_error());
-        hw_nll_loss_backward(ws[p].grad_acts[model.n_layers], y, batch, model.n_classes);
-        cr_assert_eq(hw_exec_backward(backends[p], &model, &bufs, batch, 1, 0), HW_OK, "%s", hw_error());
+        fill_nan(ws[p].acts[conv + 1], (size_t)batch * hw_shape_numel(model->layers[conv].out_shape));
+        hw_exec_buffers bufs = hw_workspace_buffers(model, &ws[p]);
+        cr_assert_eq(hw_exec_forward(backends[p], model, &bufs, batch, 1), HW_OK, "%s", hw_error());
+        hw_nll_loss_backward(ws[p].grad_acts[model->n_layers], y, batch, model->n_classes);
+        cr_assert_eq(hw_exec_backward(backends[p], model, &bufs, batch, 1, 0), HW_OK, "%s", hw_error());
     }
     const uint8_t *mask = ws[0].saved[conv + 1];
-    const size_t planes = (size_t)batch * model.layers[conv + 1].dims.dropout.c;
+    const size_t planes = (size_t)batch * model->layers[conv + 1].dims.dropout.c;
     cr_expect(memcmp(mask, ws[1].saved[conv + 1], planes) == 0, "%s: the pair drew another mask", name);
     size_t dropped = 0;
     for (size_t c = 0; c < planes; c++) dropped += !mask[c];
     cr_assert(dropped > 0 && dropped < planes, "%s: %zu of %zu channels dropped: nothing to check", name, dropped,
               planes);
-    for (int i = 1; i <= model.n_layers; i++) {
-        size_t n = (size_t)batch * hw_shape_numel(model.layers[i - 1].out_shape), differ = 0, not_zero = 0;
+    for (int i = 1; i <= model->n_layers; i++) {
+        size_t n = (size_t)batch * hw_shape_numel(model->layers[i - 1].out_shape), differ = 0, not_zero = 0;
         size_t plane = n / planes;
         for (size_t e = 0; e < n; e++) {
             if (i == conv + 1 && !mask[e / plane]) {  // a dropped channel of the convolution's output: +0.0
@@ -605,27 +603,27 @@ static void pair_matches_the_layers_one_by_one(const char *text, const char *nam
             differ += memcmp(&ws[0].acts[i][e], &ws[1].acts[i][e], sizeof(float)) != 0;
         }
         cr_expect(differ == 0, "%s: %zu values of the output of layer %d (%s) differ", name, differ, i - 1,
-                  model.layers[i - 1].name);
+                  model->layers[i - 1].name);
         cr_expect(not_zero == 0, "%s: %zu values of the convolution's dropped channels are not +0.0", name, not_zero);
     }
-    cr_expect(memcmp(ws[0].grads, ws[1].grads, sizeof(float) * model.n_weights) == 0, "%s: the gradients differ", name);
+    cr_expect(memcmp(ws[0].grads, ws[1].grads, sizeof(float) * model->n_weights) == 0, "%s: the gradients differ",
+              name);
     cr_expect_eq(hw_rng_u32(&ws[0].rng), hw_rng_u32(&ws[1].rng), "%s: the RNG is left elsewhere", name);
     for (int p = 0; p < 2; p++) hw_workspace_free(&ws[p]);
     free(x), free(y);
-    hw_model_free(&model);
+    hw_model_free(model);
 }
 
 Test(nn_layers, a_conv_and_its_dropout2d_in_one_call_match_the_layers_one_by_one) {
-    FILE *f = fopen("models/lenet.model", "r");
-    cr_assert(f, "models/lenet.model");
-    static char text[4096];
-    size_t len = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[len] = 0;
-    pair_matches_the_layers_one_by_one(text, "lenet", 16);
-    pair_matches_the_layers_one_by_one("input 2 9 9\nconv2d 6 3 padding=1\ndropout2d 0.4\nrelu\nflatten\n"
-                                       "linear 10\nlog_softmax\n",
-                                       "padded", 5);
+    hw_model lenet, padded;
+    cr_assert_eq(hw_model_load(&lenet, "models/lenet.model"), HW_OK, "%s", hw_error());
+    pair_matches_the_layers_one_by_one(&lenet, "lenet", 16);
+    cr_assert_eq(hw_model_parse(&padded,
+                                "input 2 9 9\nconv2d 6 3 padding=1\ndropout2d 0.4\nrelu\nflatten\nlinear 10\n"
+                                "log_softmax\n",
+                                "padded"),
+                 HW_OK, "%s", hw_error());
+    pair_matches_the_layers_one_by_one(&padded, "padded", 5);
 }
 
 // Only a convolution and a dropout2d pair: the keep mask is one byte per (sample, output channel),
