@@ -107,6 +107,7 @@ Test(signals, the_end_of_the_stop_grace_ends_the_run_saying_so) {
         hw_shm shm;
         if (hw_shm_open(&shm, 4096) != HW_OK) _exit(3);
         if (write(name_pipe[1], shm.name, sizeof shm.name) != (ssize_t)sizeof shm.name) _exit(4);
+        signal(SIGINT, SIG_DFL);  // as from a terminal; a background job of a script inherits it ignored
         hw_stop_signals_catch();
         raise(SIGINT);
         raise(SIGALRM);  // as alarm(20) would, with the run stuck
