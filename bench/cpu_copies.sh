@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Each copy of the CPU kernels that this CPU runs, timed in turn: is the automatic choice the
-# fastest here? (On the AVX-512 CPUs measured so far the avx2 copy beat the avx512 one, so the
-# automatic choice is avx2 wherever the CPU runs it: src/nn/kernels.c, bench/RESULTS.md issue 28.)
+# Each copy of the CPU kernels that this CPU runs, timed in turn: is the automatic choice, the copy
+# needing the most that the CPU runs, the fastest here? (src/nn/kernels.c says what was measured;
+# bench/RESULTS.md, issue 28.)
 #
 #   bench/cpu_copies.sh [ROUNDS] [DATA_DIR]        (defaults: 5 rounds, data/mnist)
 #

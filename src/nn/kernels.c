@@ -1,6 +1,5 @@
-// kernels: which copy of the CPU kernels (src/nn/kernels.h) runs: the first in a fixed order, set from
-// measurements (`automatic` below), that the CPU reports it can run, or the one HOGWILD_CPU_PATH
-// names, as OPENBLAS_CORETYPE names OpenBLAS's.
+// kernels: which copy of the CPU kernels (src/nn/kernels.h) runs: the one needing the most that the
+// CPU reports it can run, or the one HOGWILD_CPU_PATH names, as OPENBLAS_CORETYPE names OpenBLAS's.
 #include "kernels.h"
 
 #include "hw/err.h"
@@ -12,15 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-// By the instruction sets they need, the most first.
+// By the instruction sets they need, the most first: the automatic choice is the first the CPU runs.
+// That is a measured choice, not a rule (bench/cpu_copies.sh measures it; bench/RESULTS.md, issue
+// 28): the avx512 copy (AVX2's 8-float vectors with AVX-512's 32 registers and larger tiles) ran
+// LeNet's step 1.08-1.11x faster than the avx2 copy on the one AVX-512 CPU measured since conv2's
+// forward and input gradient skip zeros, an Intel Xeon. Before that change it ran 1.2-1.5x slower
+// there, and the automatic choice was avx2.
 enum { COPY_AVX512, COPY_AVX2, COPY_BASELINE, COPIES };
 static const nn_kernels *(*const copies[])(void) = {nn_kernels_avx512, nn_kernels_avx2, nn_kernels_baseline};
 static_assert(sizeof copies / sizeof copies[0] == COPIES, "a name for every copy");
-// The automatic choice: the first of these the CPU runs. The avx512 copy (AVX2's 8-float vectors
-// with AVX-512's 32 registers and larger tiles) is not in it: on both AVX-512 CPUs measured, Intel
-// Xeons, it ran LeNet's step 1.2-1.5x slower than the avx2 copy (bench/RESULTS.md, issue 28), and
-// no AVX-512 CPU has been seen where it wins. HOGWILD_CPU_PATH=avx512 still runs it.
-static const int automatic[] = {COPY_AVX2, COPY_BASELINE};
 
 static const nn_kernels *in_use;
 static const char *chooser = "";
@@ -69,11 +68,10 @@ int hw_nn_kernels_select(const char *name) {
     runnable_list(runnable, sizeof runnable);
     int chosen = -1;
     if (!name || !*name || strcmp(name, "auto") == 0) {
-        for (size_t i = 0; i < sizeof automatic / sizeof automatic[0] && chosen < 0; i++) {
-            if (level_of(automatic[i]) <= cpu_level()) chosen = automatic[i];
+        for (int i = 0; i < COPIES && chosen < 0; i++) {
+            if (level_of(i) <= cpu_level()) chosen = i;
         }
-        chooser = cpu_level() == 2 ? "the automatic choice: avx512 ran slower on the AVX-512 CPUs measured"
-                                   : "the CPU's best";
+        chooser = "the CPU's best";
     } else {
         for (int i = 0; i < COPIES && chosen < 0; i++) {
             if (strcmp(copies[i]()->name, name) == 0) chosen = i;

@@ -46,8 +46,8 @@ const nn_kernels *nn_kernels_baseline(void);
 enum { NN_KERNEL_VECTOR = 8 };
 
 // The copy in use: the one hw_nn_kernels_select chose, or on first use the one HOGWILD_CPU_PATH
-// names or the automatic choice, avx2 where the CPU runs it, AVX-512 CPUs included (kernels.c says
-// why), else baseline (exits with the message when HOGWILD_CPU_PATH names one this CPU cannot run).
+// names or the automatic choice, the copy needing the most that the CPU runs (kernels.c says why)
+// (exits with the message when HOGWILD_CPU_PATH names one this CPU cannot run).
 const nn_kernels *nn_kernels_in_use(void);
 
 // True when conv2d of these sizes runs on the kernels: stride 1, no padding, output rows of whole
