@@ -17,9 +17,8 @@ accuracy() {  # model workers epochs seed -> test accuracy of the final epoch
         sed -n 's/^done:.*accuracy \([0-9.]*\)%.*/\1/p'
 }
 
-stats() {  # numbers on stdin -> "median (min-max)"
-    sort -g | awk '{a[NR]=$1} END {m = (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2; printf "%.2f (%.2f-%.2f)", m, a[1], a[NR]}'
-}
+. bench/stats.sh
+stats() { median_range "%.2f (%.2f-%.2f)"; }  # numbers on stdin -> "median (min-max)"
 
 echo "command: bench/accuracy.sh $DATA \"$SEEDS\"   (seeds: $SEEDS)"
 echo

@@ -50,8 +50,7 @@ for r in $(seq "$ROUNDS"); do
     echo "round $r of $ROUNDS done" >&2
 done
 
-# (median: as in the other scripts of bench/)
-median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+. bench/stats.sh
 values() { tr ' ' '\n' <<<"$1" | grep .; }  # "a1 a2 ...", one a line
 ratios() {  # "a1 a2 ..." "b1 b2 ...": the median of a_i / b_i
     paste -d' ' <(values "$1") <(values "$2") | awk '{printf "%.3f\n", $1 / $2}' | median

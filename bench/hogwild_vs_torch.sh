@@ -29,7 +29,7 @@ WORKER_COUNTS="${WORKER_COUNTS:-1 2 4}"
 have_torch=1
 $PY -c "import torch" 2>/dev/null || have_torch=0
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+. bench/stats.sh
 
 # hogwild's summary line: "done: N samples, training T s (R samples/s), wall W s; test loss L, accuracy A%"
 hogwild_run() {  # model workers -> "rate accuracy"
@@ -67,8 +67,7 @@ for model in lenet mlp; do
         hr=$(printf '%s\n' "${h_rates[@]}" | median); ha=$(printf '%s\n' "${h_accs[@]}" | median)
         if [ $have_torch -eq 1 ]; then
             pr=$(printf '%s\n' "${p_rates[@]}" | median); pa=$(printf '%s\n' "${p_accs[@]}" | median)
-            ratio=$(printf '%s\n' "${ratios[@]}" | sort -g |
-                awk '{a[NR]=$1} END {m = (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2; printf "%.2fx (%.2f-%.2f)", m, a[1], a[NR]}')
+            ratio=$(printf '%s\n' "${ratios[@]}" | median_range "%.2fx (%.2f-%.2f)")
         else
             pr="skipped (no torch)"; pa="-"; ratio="-"
         fi

@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 [ $# -ge 3 ] || { sed -n 2,13p "$0" >&2; exit 2; }
 RUNS=$1 A_ARGS=$2 B_ARGS=$3 BIN_A=${4:-./hogwild} BIN_B=${5:-./hogwild}
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+. bench/stats.sh
 
 # "done: N samples, training T s (R samples/s), wall ..." -> R; a run that prints no such line fails.
 rate() {  # bin args...
@@ -40,5 +40,4 @@ echo "|---|---|---|"
 echo "| A | $BIN_A $A_ARGS | $(printf '%s\n' "${a_rates[@]}" | median) |"
 echo "| B | $BIN_B $B_ARGS | $(printf '%s\n' "${b_rates[@]}" | median) |"
 echo
-printf '%s\n' "${ratios[@]}" | sort -g |
-    awk '{a[NR]=$1} END {m = (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2; printf "B/A: %.2fx (paired runs: %.2f-%.2f)\n", m, a[1], a[NR]}'
+printf '%s\n' "${ratios[@]}" | median_range "B/A: %.2fx (paired runs: %.2f-%.2f)\n"

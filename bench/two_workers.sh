@@ -31,7 +31,7 @@ mkdir -p "$OUT"
 [ -d "$DATA" ] || { echo "no data in $DATA: ./hogwild download mnist" >&2; exit 1; }
 make -s build/bench_loader >/dev/null
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+. bench/stats.sh
 rate_of() { sed -n 's/^done: .*training [0-9.]* s (\([0-9]*\) samples\/s).*/\1/p' "$1"; }
 
 run() {  # log args... -> samples/s
@@ -67,8 +67,7 @@ for model in $MODELS; do
     done
     r1=$(printf '%s\n' "${one[@]}" | median); r2=$(printf '%s\n' "${two[@]}" | median)
     rp=$(printf '%s\n' "${pair[@]}" | median); re=$(printf '%s\n' "${epochs2[@]}" | median)
-    ratio=$(printf '%s\n' "${ratios[@]}" | sort -g |
-        awk '{a[NR]=$1} END {m = (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2; printf "%.2fx (%.2f-%.2f)", m, a[1], a[NR]}')
+    ratio=$(printf '%s\n' "${ratios[@]}" | median_range "%.2fx (%.2f-%.2f)")
     read -r c1 u1 < <(measured "$model" 1)
     read -r c2 u2 < <(measured "$model" 2)
     echo
