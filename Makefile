@@ -271,7 +271,7 @@ format:
 	$(CLANG_FORMAT) -i $(FORMAT_SRC)
 
 # The end-to-end tests run ./hogwild (another BUILD='s $(BUILD)/hogwild), so it is built first.
-test: $(BIN) $(BUILD)/test_hogwild $(BUILD)/fuzz_idx $(BUILD)/bench_nn_step layout-check exports-check flag-check
+test: $(BIN) $(BUILD)/test_hogwild $(BUILD)/fuzz_idx $(BUILD)/bench_nn_step $(BUILD)/bench_compute_floor layout-check exports-check flag-check
 	HW_BIN=$(CURDIR)/$(BIN) $(BUILD)/test_hogwild $(TEST_ARGS)
 	$(BUILD)/fuzz_idx
 	$(MAKE) --no-print-directory sim
@@ -313,7 +313,8 @@ sim:
 ASAN_OPT = -O1 -fsanitize=address,undefined -fno-omit-frame-pointer
 ASAN_ENV = LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp
 asan:
-	$(MAKE) BUILD=build-asan OPT="$(ASAN_OPT)" CUDA=0 build-asan/test_hogwild build-asan/hogwild build-asan/bench_nn_step
+	$(MAKE) BUILD=build-asan OPT="$(ASAN_OPT)" CUDA=0 build-asan/test_hogwild build-asan/hogwild build-asan/bench_nn_step \
+	    build-asan/bench_compute_floor
 	HW_BIN=$(CURDIR)/build-asan/hogwild $(ASAN_ENV) build-asan/test_hogwild $(TEST_ARGS) > build-asan/test.log 2>&1; \
 	    status=$$?; cat build-asan/test.log; exit $$status
 	$(ASAN_ENV) $(MAKE) --no-print-directory sim SIM_DIR=build-asan-sim OPT="$(ASAN_OPT)" > build-asan/sim.log 2>&1; \

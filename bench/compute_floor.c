@@ -143,7 +143,29 @@ static int two_worker_ceiling(const char *path) {
     return 0;
 }
 
+static const char USAGE[] =
+    "usage: build/bench_compute_floor [MODEL...]\n"
+    "  Prints the single-core sgemm peak and LeNet's GEMMs; for each MODEL file, its FLOPs per\n"
+    "  training sample, the floor they give, and the ceiling for two workers.\n";
+
 int main(int argc, char **argv) {
+    // The arguments, all checked before the measurements (which take seconds).
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(USAGE, stdout);
+            return 0;
+        }
+        if (argv[i][0] == '-') {
+            fprintf(stderr, "compute_floor: no such option '%s'\n%s", argv[i], USAGE);
+            return 2;
+        }
+        hw_model model;
+        if (hw_model_load(&model, argv[i]) != HW_OK) {
+            fprintf(stderr, "compute_floor: %s\n", hw_error());
+            return 1;
+        }
+        hw_model_free(&model);
+    }
     if (hw_blas_open() != HW_OK) {
         fprintf(stderr, "%s\n", hw_error());
         return 1;

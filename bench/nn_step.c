@@ -12,6 +12,8 @@
 #include "hw/err.h"
 #include "hw/nn.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,7 +150,47 @@ static int layer_times(const char *path, int batch) {
     return 0;
 }
 
+static const char USAGE[] =
+    "usage: build/bench_nn_step [MODEL [BATCH [SECONDS]]]\n"
+    "       build/bench_nn_step --layers [MODEL [BATCH]]\n"
+    "  MODEL    a model file (default: models/lenet.model, then models/mlp.model; with --layers,\n"
+    "           models/lenet.model)\n"
+    "  BATCH    samples per step, 1 to 65536 (default 64)\n"
+    "  SECONDS  length of each of the 5 measurements, over 0 and at most 3600 (default 1)\n"
+    "HOGWILD_CPU_PATH=avx512|avx2|baseline times that copy of the CPU kernels.\n";
+
+static int usage_error(const char *what, const char *value) {
+    fprintf(stderr, "nn_step: %s, got '%s'\n%s", what, value, USAGE);
+    return 2;
+}
+
 int main(int argc, char **argv) {
+    // The arguments, all checked before any work.
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        fputs(USAGE, stdout);
+        return 0;
+    }
+    const int layers = argc > 1 && strcmp(argv[1], "--layers") == 0, first = layers ? 2 : 1;
+    if (argc > first + (layers ? 2 : 3)) return usage_error("too many arguments", argv[argc - 1]);
+    const char *model = argc > first ? argv[first] : NULL;
+    if (model && model[0] == '-') return usage_error("no such option", model);
+    long batch = 64;
+    if (argc > first + 1) {
+        char *end;
+        errno = 0;
+        batch = strtol(argv[first + 1], &end, 10);
+        if (errno || end == argv[first + 1] || *end || batch < 1 || batch > 65536) {
+            return usage_error("BATCH must be a whole number from 1 to 65536", argv[first + 1]);
+        }
+    }
+    double seconds = 1.0;
+    if (argc > first + 2) {
+        char *end;
+        seconds = strtod(argv[first + 2], &end);
+        if (end == argv[first + 2] || *end || !isfinite(seconds) || seconds <= 0 || seconds > 3600) {
+            return usage_error("SECONDS must be a number over 0 and at most 3600", argv[first + 2]);
+        }
+    }
     // The copy of the CPU kernels timed, as ./hogwild chooses it (HOGWILD_CPU_PATH), named with the
     // BLAS: the figures are the kernels'.
     if (hw_nn_kernels_select(getenv("HOGWILD_CPU_PATH")) != HW_OK) {
@@ -156,11 +198,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     printf("BLAS: %s\nCPU kernels: %s\n", hw_blas_info(), hw_nn_kernels_info());
-    if (argc > 1 && strcmp(argv[1], "--layers") == 0) {
-        return layer_times(argc > 2 ? argv[2] : "models/lenet.model", argc > 3 ? atoi(argv[3]) : 64);
-    }
-    int batch = argc > 2 ? atoi(argv[2]) : 64;
-    double seconds = argc > 3 ? atof(argv[3]) : 1.0;
-    if (argc > 1) return bench(argv[1], batch, seconds);
-    return bench("models/lenet.model", batch, seconds) || bench("models/mlp.model", batch, seconds);
+    if (layers) return layer_times(model ? model : "models/lenet.model", (int)batch);
+    if (model) return bench(model, (int)batch, seconds);
+    return bench("models/lenet.model", (int)batch, seconds) || bench("models/mlp.model", (int)batch, seconds);
 }

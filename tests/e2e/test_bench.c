@@ -33,9 +33,48 @@ Test(bench, nn_step_layers_fails_on_a_model_it_cannot_load) {
     int status = run_bench("nn_step", "--layers /nonexistent/x.model 8", out, sizeof out);
     cr_expect_eq(status, 1, "exit status %d:\n%s", status, out);
     cr_expect(strstr(out, "cannot open model file /nonexistent/x.model"), "%s", out);
-    status = run_bench("nn_step", "--layers models/lenet.model 0", out, sizeof out);
-    cr_expect_eq(status, 1, "batch 0: exit status %d:\n%s", status, out);
-    cr_expect(strstr(out, "batch size must be at least 1"), "%s", out);
+}
+
+// Bad arguments are refused with the usage, status 2, before the kernels are chosen or anything is
+// timed (a BATCH of "abc" or "12x" ran as atoi read it, "abc" as 0).
+Test(bench, nn_step_refuses_bad_arguments_before_any_work) {
+    static const struct {
+        const char *args, *message;
+    } bad[] = {
+        {"--layers models/lenet.model 0", "BATCH must be a whole number from 1 to 65536, got '0'"},
+        {"models/lenet.model abc", "BATCH must be a whole number from 1 to 65536, got 'abc'"},
+        {"--layers models/lenet.model 12x", "got '12x'"},
+        {"models/lenet.model 64 0", "SECONDS must be a number over 0 and at most 3600, got '0'"},
+        {"models/lenet.model 64 nan", "got 'nan'"},
+        {"models/lenet.model 64 1 more", "too many arguments, got 'more'"},
+        {"--layer models/lenet.model", "no such option, got '--layer'"},
+    };
+    char out[4096];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int status = run_bench("nn_step", bad[i].args, out, sizeof out);
+        cr_expect_eq(status, 2, "%s: exit status %d:\n%s", bad[i].args, status, out);
+        cr_expect(strstr(out, bad[i].message) && strstr(out, "usage: build/bench_nn_step"), "%s:\n%s", bad[i].args,
+                  out);
+        cr_expect(!strstr(out, "CPU kernels:"), "%s: work began:\n%s", bad[i].args, out);
+    }
+    int status = run_bench("nn_step", "--help", out, sizeof out);
+    cr_expect(status == 0 && strstr(out, "usage: build/bench_nn_step") && !strstr(out, "CPU kernels:"),
+              "--help: status %d:\n%s", status, out);
+}
+
+// compute_floor checks its model files before its measurements, which take seconds.
+Test(bench, compute_floor_refuses_a_bad_model_before_measuring) {
+    char out[4096];
+    int status = run_bench("compute_floor", "models/lenet.model /nonexistent/x.model", out, sizeof out);
+    cr_expect_eq(status, 1, "exit status %d:\n%s", status, out);
+    cr_expect(strstr(out, "cannot open model file /nonexistent/x.model"), "%s", out);
+    cr_expect(!strstr(out, "sgemm peak:"), "measured before the check:\n%s", out);
+    status = run_bench("compute_floor", "--floor", out, sizeof out);
+    cr_expect(status == 2 && strstr(out, "no such option '--floor'") && !strstr(out, "sgemm peak:"), "status %d:\n%s",
+              status, out);
+    status = run_bench("compute_floor", "-h", out, sizeof out);
+    cr_expect(status == 0 && strstr(out, "usage: build/bench_compute_floor") && !strstr(out, "sgemm peak:"),
+              "status %d:\n%s", status, out);
 }
 
 // The figures are the CPU kernels': the copy timed is named, and chosen as ./hogwild chooses it.

@@ -12,7 +12,7 @@ B=build-cov
 if [ "${1:-}" != "--report" ]; then
     find "$B" -name '*.gcda' -delete 2>/dev/null || true
     # LDFLAGS: the MPI part is a shared object of its own, linked with gcov's runtime too
-    make -j"$(nproc)" BUILD=$B CUDA=0 OPT='-O0 --coverage' LDFLAGS=--coverage $B/hogwild $B/test_hogwild $B/bench_nn_step
+    make -j"$(nproc)" BUILD=$B CUDA=0 OPT='-O0 --coverage' LDFLAGS=--coverage $B/hogwild $B/test_hogwild $B/bench_nn_step $B/bench_compute_floor
     HW_BIN="$PWD/$B/hogwild" $B/test_hogwild || echo "coverage.sh: the suite had failures (counted anyway)"
 fi
 for gcno in $(find "$B" -name '*.gcno' ! -path "$B/tests/*" | sort); do
