@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# How close the training step runs to the machine's floor (issue 28's first target), in one command:
+# build/bench_compute_floor (the sgemm peak, and the floor it gives the model) and the step of one
+# or two builds (build/bench_nn_step: one core, best of 5 one-second runs), in turn, round by round.
+# The floor moves with what the other tenants of a shared machine leave, so each step is set
+# against the floor of its own round.
+#
+#   bench/floor_share.sh [ROUNDS] [MODEL] [STEP_BIN [STEP_BIN_B]]
+#       (defaults: 7 rounds, models/lenet.model, build/bench_nn_step)
+#
+# With two step binaries (a build before a change and one after), their order alternates by round
+# and the last line is the median of their paired ratios. It prints a markdown table: per round
+# the peak, the floor, each step and its share of the floor; then the medians. Pin it to one core
+# where the machine allows (taskset -c 2 bench/floor_share.sh); HOGWILD_CPU_PATH and
+# OPENBLAS_CORETYPE choose the kernels as for ./hogwild.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/stats.sh
+ROUNDS="${1:-7}"
+MODEL="${2:-models/lenet.model}"
+shift $(($# < 2 ? $# : 2))
+BINS=("$@")
+[ ${#BINS[@]} -gt 0 ] || BINS=(build/bench_nn_step)
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a whole number from 1, got '$ROUNDS'" >&2; exit 2; }
+[ ${#BINS[@]} -le 2 ] || { echo "at most two step binaries, got ${#BINS[@]}" >&2; exit 2; }
+[ -f "$MODEL" ] || { echo "no model file $MODEL" >&2; exit 2; }
+make -s build/bench_compute_floor build/bench_nn_step >/dev/null
+for b in "${BINS[@]}"; do [ -x "$b" ] || { echo "not an executable: $b" >&2; exit 2; }; done
+
+echo "machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) cores usable here"
+echo "$("${BINS[0]}" "$MODEL" 64 0.05 | grep '^CPU kernels: ')   (${BINS[0]}'s)"
+echo "command: bench/floor_share.sh $ROUNDS $MODEL ${BINS[*]}   (HOGWILD_CPU_PATH=${HOGWILD_CPU_PATH:-})"
+echo
+header="| round | sgemm peak (GFLOP/s) | floor (samples/s) |"
+rule="|---|---|---|"
+for b in "${BINS[@]}"; do header+=" $b (samples/s) | share |"; rule+="---|---|"; done
+echo "$header"
+echo "$rule"
+
+step_of() { "$1" "$MODEL" | sed -n 's/.*batch  *[0-9]*: *\([0-9]*\) samples\/s best.*/\1/p'; }
+declare -a peaks floors shares0 shares1 steps0 steps1 ratios
+for r in $(seq "$ROUNDS"); do
+    out=$(build/bench_compute_floor "$MODEL")
+    peak=$(sed -n 's/^single-core sgemm peak: \([0-9.]*\) GFLOP.*/\1/p' <<<"$out")
+    floor=$(sed -n 's/.*, floor \([0-9]*\) samples\/s per core.*/\1/p' <<<"$out")
+    [ -n "$peak" ] && [ -n "$floor" ] || { echo "bench_compute_floor printed no peak or floor:" >&2; echo "$out" >&2; exit 1; }
+    order=(0 1)
+    [ $((r % 2)) = 0 ] && order=(1 0)
+    s=("" "")
+    for i in "${order[@]}"; do
+        [ "$i" -lt ${#BINS[@]} ] || continue
+        s[i]=$(step_of "${BINS[i]}")
+        [ -n "${s[i]}" ] || { echo "${BINS[i]} printed no rate" >&2; exit 1; }
+    done
+    peaks+=("$peak"); floors+=("$floor"); steps0+=("${s[0]}")
+    share0=$(awk -v a="${s[0]}" -v f="$floor" 'BEGIN {printf "%.0f", 100 * a / f}'); shares0+=("$share0")
+    line="| $r | $peak | $floor | ${s[0]} | $share0% |"
+    if [ ${#BINS[@]} = 2 ]; then
+        steps1+=("${s[1]}")
+        share1=$(awk -v a="${s[1]}" -v f="$floor" 'BEGIN {printf "%.0f", 100 * a / f}'); shares1+=("$share1")
+        ratios+=("$(awk -v a="${s[1]}" -v b="${s[0]}" 'BEGIN {printf "%.3f", a / b}')")
+        line+=" ${s[1]} | $share1% |"
+    fi
+    echo "$line"
+done
+m() { printf '%s\n' "$@" | median | awk '{printf "%.0f", $1}'; }
+line="| median | $(printf '%s\n' "${peaks[@]}" | median) | $(m "${floors[@]}") | $(m "${steps0[@]}") | **$(m "${shares0[@]}")%** |"
+[ ${#BINS[@]} = 2 ] && line+=" $(m "${steps1[@]}") | **$(m "${shares1[@]}")%** |"
+echo "$line"
+if [ ${#BINS[@]} = 2 ]; then
+    echo
+    echo "${BINS[1]} / ${BINS[0]}: $(printf '%s\n' "${ratios[@]}" | median_range "%.3fx (%.3f-%.3f), the median of the rounds' paired ratios")"
+fi
