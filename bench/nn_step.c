@@ -187,18 +187,23 @@ int main(int argc, char **argv) {
     if (model && model[0] == '-') return usage_error("no such option", model);
     long batch = 64;
     if (argc > first + 1) {
+        // Digits only: strtol alone took ' 64' and '+64' (but not '64 ').
+        const char *arg = argv[first + 1];
         char *end;
         errno = 0;
-        batch = strtol(argv[first + 1], &end, 10);
-        if (errno || end == argv[first + 1] || *end || batch < 1 || batch > 65536) {
+        batch = strtol(arg, &end, 10);
+        if (!*arg || strspn(arg, "0123456789") != strlen(arg) || errno || batch < 1 || batch > 65536) {
             return usage_error("BATCH must be a whole number from 1 to 65536", argv[first + 1]);
         }
     }
     double seconds = 1.0;
     if (argc > first + 2) {
+        // A decimal number: strtod alone took ' 1' and hexadecimal ('0x10' ran as 16 seconds).
+        const char *arg = argv[first + 2];
         char *end;
-        seconds = strtod(argv[first + 2], &end);
-        if (end == argv[first + 2] || *end || !isfinite(seconds) || seconds <= 0 || seconds > 3600) {
+        seconds = strtod(arg, &end);
+        if (end == arg || *end || strspn(arg, "0123456789.eE+-") != strlen(arg) || !isfinite(seconds) ||
+            seconds <= 0 || seconds > 3600) {
             return usage_error("SECONDS must be a number over 0 and at most 3600", argv[first + 2]);
         }
     }

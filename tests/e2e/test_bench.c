@@ -47,6 +47,13 @@ Test(bench, nn_step_refuses_bad_arguments_before_any_work) {
         {"--layers models/lenet.model 12x", "got '12x'"},
         {"models/lenet.model 64 0", "SECONDS must be a number over 0 and at most 3600, got '0'"},
         {"models/lenet.model 64 nan", "got 'nan'"},
+        {"models/lenet.model 65537", "got '65537'"},
+        {"models/lenet.model \\ 64", "got ' 64'"},
+        {"models/lenet.model +64", "got '+64'"},
+        {"models/lenet.model 64 3601", "got '3601'"},
+        {"models/lenet.model 64 inf", "got 'inf'"},
+        {"models/lenet.model 64 0x10", "got '0x10'"},
+        {"models/lenet.model 64 \\ 1", "got ' 1'"},
         {"models/lenet.model 64 1 more", "too many arguments, got 'more'"},
         {"--layer models/lenet.model", "no such option, got '--layer'"},
     };
