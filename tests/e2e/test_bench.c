@@ -99,6 +99,13 @@ Test(bench, compute_floor_refuses_a_bad_model_before_measuring) {
     status = run_bench("compute_floor", "--floor", out, sizeof out);
     cr_expect(status == 2 && strstr(out, "no such option '--floor'") && !strstr(out, "sgemm peak:"), "status %d:\n%s",
               status, out);
+    // A CPU path it cannot run: said as bench_nn_step says it, with the program's name.
+    setenv("HOGWILD_CPU_PATH", "nonesuch", 1);
+    status = run_bench("compute_floor", "models/lenet.model", out, sizeof out);
+    unsetenv("HOGWILD_CPU_PATH");
+    cr_expect(status == 1 && strstr(out, "compute_floor: HOGWILD_CPU_PATH=nonesuch: no such CPU path") &&
+                  !strstr(out, "sgemm peak:"),
+              "status %d:\n%s", status, out);
     status = run_bench("compute_floor", "-h", out, sizeof out);
     cr_expect(status == 0 && strstr(out, "usage: build/bench_compute_floor") && !strstr(out, "sgemm peak:"),
               "status %d:\n%s", status, out);
