@@ -111,6 +111,21 @@ Test(bench, compute_floor_refuses_a_bad_model_before_measuring) {
               "status %d:\n%s", status, out);
 }
 
+// bench/stats.sh's median, which the bench scripts print: the middle two's mean of large rates
+// came out as awk's 6 digits (1.23457e+06), and a blank line counted as a number.
+Test(bench, stats_median_keeps_its_digits_and_skips_blank_lines) {
+    FILE *p = popen("bash -c '. bench/stats.sh; printf \"1234567\\n1234568\\n\" | median; "
+                    "printf \"\\n\" | median; printf \"3\\n\\n1\\n2\\n\" | median; "
+                    "printf \"\\n4\\n1\\n\" | median_range \"%.1f (%.1f-%.1f)\"' 2>&1",
+                    "r");
+    cr_assert(p);
+    char out[256];
+    size_t used = fread(out, 1, sizeof out - 1, p);
+    out[used] = '\0';
+    cr_expect_eq(pclose(p), 0, "%s", out);
+    cr_expect_str_eq(out, "1234567.5\nnan\n2\n2.5 (1.0-4.0)");
+}
+
 // The figures are the CPU kernels': the copy timed is named, and chosen as ./hogwild chooses it.
 Test(bench, nn_step_names_the_cpu_kernels_it_times) {
     char out[8192];
