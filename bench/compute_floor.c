@@ -67,7 +67,7 @@ static double step_rate(const char *path, double seconds) {
     if (hw_model_load(&model, path) != HW_OK || hw_model_alloc_weights(&model) != HW_OK ||
         hw_workspace_alloc(&ws, &model, batch, 1) != HW_OK ||
         hw_sgd_init(&opt, model.n_weights, 0.01f, 0.5f, 0.0f, 0) != HW_OK) {
-        fprintf(stderr, "%s\n", hw_error());
+        fprintf(stderr, "compute_floor: %s\n", hw_error());
         exit(1);
     }
     hw_model_init_weights(&model, 1);
@@ -167,11 +167,11 @@ int main(int argc, char **argv) {
         hw_model_free(&model);
     }
     if (hw_blas_open() != HW_OK) {
-        fprintf(stderr, "%s\n", hw_error());
+        fprintf(stderr, "compute_floor: %s\n", hw_error());
         return 1;
     }
     if (hw_nn_kernels_select(getenv("HOGWILD_CPU_PATH")) != HW_OK) {
-        fprintf(stderr, "%s\n", hw_error());
+        fprintf(stderr, "compute_floor: %s\n", hw_error());
         return 1;
     }
     printf("BLAS: %s\nCPU kernels: %s\n", hw_blas_info(), hw_nn_kernels_info());
@@ -192,7 +192,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         hw_model model;
         if (hw_model_load(&model, argv[i]) != HW_OK) {
-            fprintf(stderr, "%s\n", hw_error());
+            fprintf(stderr, "compute_floor: %s\n", hw_error());
             return 1;
         }
         double forward = hw_model_forward_flops(&model);

@@ -14,21 +14,35 @@
 # where the machine allows (taskset -c 2 bench/floor_share.sh); HOGWILD_CPU_PATH and
 # OPENBLAS_CORETYPE choose the kernels as for ./hogwild.
 set -euo pipefail
+# MODEL and STEP_BIN given are the caller's, read from the folder it ran in: made absolute before
+# the cd to the repository (which read them from there, another build or none).
+caller="$PWD"
+absolute() { case "$1" in /*) echo "$1" ;; *) echo "$caller/$1" ;; esac; }
+ROUNDS="${1:-7}"
+MODEL="${2:-}"
+[ -z "$MODEL" ] || MODEL=$(absolute "$MODEL")
+shift $(($# < 2 ? $# : 2))
+BINS=()
+for b in "$@"; do BINS+=("$(absolute "$b")"); done
 cd "$(dirname "$0")/.."
 . bench/stats.sh
-ROUNDS="${1:-7}"
-MODEL="${2:-models/lenet.model}"
-shift $(($# < 2 ? $# : 2))
-BINS=("$@")
+[ -n "$MODEL" ] || MODEL=models/lenet.model
 [ ${#BINS[@]} -gt 0 ] || BINS=(build/bench_nn_step)
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a whole number from 1, got '$ROUNDS'" >&2; exit 2; }
 [ ${#BINS[@]} -le 2 ] || { echo "at most two step binaries, got ${#BINS[@]}" >&2; exit 2; }
 [ -f "$MODEL" ] || { echo "no model file $MODEL" >&2; exit 2; }
 make -s build/bench_compute_floor build/bench_nn_step >/dev/null
-for b in "${BINS[@]}"; do [ -x "$b" ] || { echo "not an executable: $b" >&2; exit 2; }; done
+for b in "${BINS[@]}"; do [ -f "$b" ] && [ -x "$b" ] || { echo "not an executable file: $b" >&2; exit 2; }; done
+# Each step binary once, briefly, before the rounds: one that fails on MODEL or prints no rate is
+# said now, not after a round's floor was measured.
+for b in "${BINS[@]}"; do
+    check=$("$b" "$MODEL" 64 0.05) || { echo "$b failed on $MODEL (above)" >&2; exit 1; }
+    grep -q 'samples/s best' <<<"$check" || { echo "$b printed no rate for $MODEL:" >&2; echo "$check" >&2; exit 1; }
+    [ "$b" != "${BINS[0]}" ] || kernels=$(grep '^CPU kernels: ' <<<"$check" || true)
+done
 
 echo "machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) cores usable here"
-echo "$("${BINS[0]}" "$MODEL" 64 0.05 | grep '^CPU kernels: ')   (${BINS[0]}'s)"
+echo "$kernels   (${BINS[0]}'s)"
 echo "command: bench/floor_share.sh $ROUNDS $MODEL ${BINS[*]}   (HOGWILD_CPU_PATH=${HOGWILD_CPU_PATH:-})"
 echo
 header="| round | sgemm peak (GFLOP/s) | floor (samples/s) |"

@@ -105,10 +105,19 @@ static int layer_times(const char *path, int batch) {
     hw_rng rng;
     hw_rng_seed(&rng, 7, 0);
     for (size_t i = 0; i < in * batch; i++) x[i] = hw_rng_normal(&rng);
-    enum { STEPS = 200 };
+    // 200 timed steps after 20 to warm up, fewer where a step is slow (a large BATCH or model; 220
+    // steps of LeNet at batch 65536 took over 20 minutes): the warm-up ends after 0.3 s and the
+    // timing after 2 s, with at least 3 steps timed.
+    enum { STEPS = 200, WARM = 20, LEAST = 3 };
     double fwd[HW_MAX_LAYERS] = {0}, bwd[HW_MAX_LAYERS] = {0};
     int paired[HW_MAX_LAYERS] = {0};
-    for (int step = 0; step < STEPS + 20; step++) {
+    int timed = 0, warming = 1;
+    double start = now();
+    for (int step = 0; timed < STEPS; step++) {
+        if (warming && (step == WARM || now() - start > 0.3)) {
+            warming = 0;
+            start = now();
+        }
         hw_cpu_forward(&model, &ws, x, y, batch, 1);
         hw_cpu_backward(&model, &ws, y, batch);  // sets first_trainable, fills the last gradient
         // Each layer again, timed one by one, through the walk's own per-layer calls.
@@ -121,22 +130,24 @@ static int layer_times(const char *path, int batch) {
             } else {
                 hw_exec_layer_forward(&hw_cpu_backend, &model, &b, i, batch, 1);
             }
-            if (step >= 20) fwd[i] += now() - t0;
+            if (!warming) fwd[i] += now() - t0;
             i += paired[i];
         }
         for (int i = model.n_layers - 1; i >= ws.first_trainable; i--) {
             double t0 = now();
             hw_exec_layer_backward(&hw_cpu_backend, &model, &b, i, batch, 1, ws.first_trainable);
-            if (step >= 20) bwd[i] += now() - t0;
+            if (!warming) bwd[i] += now() - t0;
         }
+        if (!warming && ++timed >= LEAST && now() - start > 2.0) break;
     }
     double total = 0.0;
     for (int i = 0; i < model.n_layers; i++) total += fwd[i] + bwd[i];
-    printf("%s, batch %d, microseconds per batch:\n  %-14s %9s %9s\n", path, batch, "layer", "forward", "backward");
+    printf("%s, batch %d, microseconds per batch (mean of %d steps):\n  %-14s %9s %9s\n", path, batch, timed,
+           "layer", "forward", "backward");
     for (int i = 0; i < model.n_layers; i++) {
-        printf("  %-14s %9.1f %9.1f\n", model.layers[i].name, 1e6 * fwd[i] / STEPS, 1e6 * bwd[i] / STEPS);
+        printf("  %-14s %9.1f %9.1f\n", model.layers[i].name, 1e6 * fwd[i] / timed, 1e6 * bwd[i] / timed);
     }
-    printf("  %-14s %19.1f  (%.0f samples/s)\n", "total", 1e6 * total / STEPS, STEPS * batch / total);
+    printf("  %-14s %19.1f  (%.0f samples/s)\n", "total", 1e6 * total / timed, timed * batch / total);
     for (int i = 0; i + 1 < model.n_layers; i++) {
         if (paired[i]) {
             printf("  (%s's forward includes %s's: one call, src/nn/exec.c)\n", model.layers[i].name,
@@ -176,18 +187,23 @@ int main(int argc, char **argv) {
     if (model && model[0] == '-') return usage_error("no such option", model);
     long batch = 64;
     if (argc > first + 1) {
+        // Digits only: strtol alone took ' 64' and '+64' (but not '64 ').
+        const char *arg = argv[first + 1];
         char *end;
         errno = 0;
-        batch = strtol(argv[first + 1], &end, 10);
-        if (errno || end == argv[first + 1] || *end || batch < 1 || batch > 65536) {
+        batch = strtol(arg, &end, 10);
+        if (!*arg || strspn(arg, "0123456789") != strlen(arg) || errno || batch < 1 || batch > 65536) {
             return usage_error("BATCH must be a whole number from 1 to 65536", argv[first + 1]);
         }
     }
     double seconds = 1.0;
     if (argc > first + 2) {
+        // A decimal number: strtod alone took ' 1' and hexadecimal ('0x10' ran as 16 seconds).
+        const char *arg = argv[first + 2];
         char *end;
-        seconds = strtod(argv[first + 2], &end);
-        if (end == argv[first + 2] || *end || !isfinite(seconds) || seconds <= 0 || seconds > 3600) {
+        seconds = strtod(arg, &end);
+        if (end == arg || *end || strspn(arg, "0123456789.eE+-") != strlen(arg) || !isfinite(seconds) ||
+            seconds <= 0 || seconds > 3600) {
             return usage_error("SECONDS must be a number over 0 and at most 3600", argv[first + 2]);
         }
     }

@@ -4,6 +4,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,6 +47,13 @@ Test(bench, nn_step_refuses_bad_arguments_before_any_work) {
         {"--layers models/lenet.model 12x", "got '12x'"},
         {"models/lenet.model 64 0", "SECONDS must be a number over 0 and at most 3600, got '0'"},
         {"models/lenet.model 64 nan", "got 'nan'"},
+        {"models/lenet.model 65537", "got '65537'"},
+        {"models/lenet.model \\ 64", "got ' 64'"},
+        {"models/lenet.model +64", "got '+64'"},
+        {"models/lenet.model 64 3601", "got '3601'"},
+        {"models/lenet.model 64 inf", "got 'inf'"},
+        {"models/lenet.model 64 0x10", "got '0x10'"},
+        {"models/lenet.model 64 \\ 1", "got ' 1'"},
         {"models/lenet.model 64 1 more", "too many arguments, got 'more'"},
         {"--layer models/lenet.model", "no such option, got '--layer'"},
     };
@@ -62,6 +70,25 @@ Test(bench, nn_step_refuses_bad_arguments_before_any_work) {
               "--help: status %d:\n%s", status, out);
 }
 
+// --layers timed 220 steps whatever a step cost: LeNet at batch 65536 ran for over 20 minutes. A
+// slow step now gets fewer, said in the header (this one took 220 x 0.2 s before).
+Test(bench, nn_step_layers_times_fewer_steps_when_a_step_is_slow) {
+    char model[] = "/tmp/hw-bench-wide-XXXXXX";
+    int fd = mkstemp(model);
+    cr_assert(fd >= 0);
+    static const char text[] = "input 784\nlinear 2048\nrelu\nlinear 10\nlog_softmax\n";
+    cr_assert_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    char out[4096], args[128];
+    snprintf(args, sizeof args, "--layers %s 1024", model);
+    int status = run_bench("nn_step", args, out, sizeof out);
+    unlink(model);
+    cr_expect_eq(status, 0, "exit status %d:\n%s", status, out);
+    const char *mean = strstr(out, "microseconds per batch (mean of ");
+    int steps = mean ? atoi(mean + strlen("microseconds per batch (mean of ")) : 0;
+    cr_expect(steps >= 3 && steps < 200, "%d steps:\n%s", steps, out);
+}
+
 // compute_floor checks its model files before its measurements, which take seconds.
 Test(bench, compute_floor_refuses_a_bad_model_before_measuring) {
     char out[4096];
@@ -72,9 +99,31 @@ Test(bench, compute_floor_refuses_a_bad_model_before_measuring) {
     status = run_bench("compute_floor", "--floor", out, sizeof out);
     cr_expect(status == 2 && strstr(out, "no such option '--floor'") && !strstr(out, "sgemm peak:"), "status %d:\n%s",
               status, out);
+    // A CPU path it cannot run: said as bench_nn_step says it, with the program's name.
+    setenv("HOGWILD_CPU_PATH", "nonesuch", 1);
+    status = run_bench("compute_floor", "models/lenet.model", out, sizeof out);
+    unsetenv("HOGWILD_CPU_PATH");
+    cr_expect(status == 1 && strstr(out, "compute_floor: HOGWILD_CPU_PATH=nonesuch: no such CPU path") &&
+                  !strstr(out, "sgemm peak:"),
+              "status %d:\n%s", status, out);
     status = run_bench("compute_floor", "-h", out, sizeof out);
     cr_expect(status == 0 && strstr(out, "usage: build/bench_compute_floor") && !strstr(out, "sgemm peak:"),
               "status %d:\n%s", status, out);
+}
+
+// bench/stats.sh's median, which the bench scripts print: the middle two's mean of large rates
+// came out as awk's 6 digits (1.23457e+06), and a blank line counted as a number.
+Test(bench, stats_median_keeps_its_digits_and_skips_blank_lines) {
+    FILE *p = popen("bash -c '. bench/stats.sh; printf \"1234567\\n1234568\\n\" | median; "
+                    "printf \"\\n\" | median; printf \"3\\n\\n1\\n2\\n\" | median; "
+                    "printf \"\\n4\\n1\\n\" | median_range \"%.1f (%.1f-%.1f)\"' 2>&1",
+                    "r");
+    cr_assert(p);
+    char out[256];
+    size_t used = fread(out, 1, sizeof out - 1, p);
+    out[used] = '\0';
+    cr_expect_eq(pclose(p), 0, "%s", out);
+    cr_expect_str_eq(out, "1234567.5\nnan\n2\n2.5 (1.0-4.0)");
 }
 
 // The figures are the CPU kernels': the copy timed is named, and chosen as ./hogwild chooses it.
