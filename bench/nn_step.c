@@ -142,8 +142,12 @@ static int layer_times(const char *path, int batch) {
     }
     double total = 0.0;
     for (int i = 0; i < model.n_layers; i++) total += fwd[i] + bwd[i];
-    printf("%s, batch %d, microseconds per batch (mean of %d steps):\n  %-14s %9s %9s\n", path, batch, timed,
-           "layer", "forward", "backward");
+    // The header as it always was when all 200 steps ran, so that the figures stay comparable; the
+    // count where a slow step cut them short.
+    char steps[48] = "";
+    if (timed < STEPS) snprintf(steps, sizeof steps, " (mean of %d steps)", timed);
+    printf("%s, batch %d, microseconds per batch%s:\n  %-14s %9s %9s\n", path, batch, steps, "layer", "forward",
+           "backward");
     for (int i = 0; i < model.n_layers; i++) {
         printf("  %-14s %9.1f %9.1f\n", model.layers[i].name, 1e6 * fwd[i] / timed, 1e6 * bwd[i] / timed);
     }
