@@ -88,9 +88,9 @@ case "$MODE" in
     train)
         get_data
         mkdir -p runs
-        say "Hogwild: ./hogwild --workers 4 --data $DATA_DIR --metrics runs/hogwild-4.csv"
+        say "Hogwild: ./hogwild --workers 4 --data $DATA_DIR --eval-every 15000 --metrics runs/hogwild-4.csv"
         ./hogwild --workers 4 --data "$DATA_DIR" --eval-every 15000 --metrics runs/hogwild-4.csv
-        say "DataParallel: ./hogwild --mode dataparallel --replicas 4 --data $DATA_DIR --metrics runs/dataparallel-4.csv"
+        say "DataParallel: ./hogwild --mode dataparallel --replicas 4 --data $DATA_DIR --eval-every 15000 --metrics runs/dataparallel-4.csv"
         ./hogwild --mode dataparallel --replicas 4 --data "$DATA_DIR" --eval-every 15000 \
             --metrics runs/dataparallel-4.csv
         say "comparison (target accuracy 90%: one epoch)"

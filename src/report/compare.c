@@ -141,7 +141,7 @@ void hw_compare_print_table(FILE *out, const hw_metrics_table *runs, int n_runs,
         char label[256];
         hw_metrics_label(&runs[r], label, sizeof label);
         fprintf(out,
-                "diverged: %s (%s): its loss became NaN or infinite after %lld samples, in epoch %lld; "
+                "diverged: %s (%s): its loss diverged (NaN, infinite or above 1e4) after %lld samples, in epoch %lld; "
                 "not ranked\n",
                 cells[r][0], label, (long long)runs[r].diverged_at.samples_seen,
                 (long long)runs[r].diverged_at.epoch + 1);

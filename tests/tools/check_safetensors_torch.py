@@ -41,8 +41,11 @@ def fail(path, what):
 
 def read_plain(path):
     """Parses a safetensors file with json + struct only, checking what hogwild promises."""
-    with open(path, "rb") as f:
-        blob = f.read()
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError as e:
+        fail(path, "cannot read it: %s" % e.strerror)
     if len(blob) < 8:
         fail(path, "shorter than 8 bytes")
     (n,) = struct.unpack("<Q", blob[:8])

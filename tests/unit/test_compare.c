@@ -590,8 +590,8 @@ Test(compare, a_diverged_run_is_marked_not_ranked) {
     cr_expect_null(strstr(row, "9.80"), "the NaN run's 9.80%% is no result: %s", row);
     // The fastest is the run that did not diverge, though both diverged ones were faster.
     cr_expect_not_null(strstr(r.out, "fastest to 90%: hw4.csv"), "%s", r.out);
-    cr_expect_not_null(strstr(r.out, "diverged: div.csv (hogwild, 2 workers, cpu): its loss became NaN or infinite "
-                                     "after 24000 samples, in epoch 1; not ranked"),
+    cr_expect_not_null(strstr(r.out, "diverged: div.csv (hogwild, 2 workers, cpu): its loss diverged (NaN, infinite or "
+                                     "above 1e4) after 24000 samples, in epoch 1; not ranked"),
                        "%s", r.out);
     cr_expect_not_null(strstr(r.out, "diverged: old.csv"), "%s", r.out);
     // The legend says so.
@@ -608,5 +608,19 @@ Test(compare, a_diverged_run_is_marked_not_ranked) {
     r = run_cli((const char *[]){bad, "--target", "90", "--no-plot", NULL});
     cr_expect_eq(r.status, 0, "%s", r.err);
     cr_expect_not_null(strstr(r.out, "no run reached 90%"), "%s", r.out);
+    cli_free(&r);
+}
+
+// A run stopped for a finite training loss above 1e4 (its last row: 2564720.75, nan, nan) is named
+// diverged without being said to have reached NaN or infinity.
+Test(compare, a_run_diverged_above_1e4_is_not_called_nan) {
+    const char *big = write_file("big.csv", HEADER "hogwild,2,cpu,0.000,0,0,nan,2.3130,10.69\n"
+                                                   "hogwild,2,cpu,0.019,0,128,2564720.750000,nan,nan\n");
+    cli_result r = run_cli((const char *[]){big, "--no-plot", NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_not_null(strstr(r.out, "diverged: big.csv (hogwild, 2 workers, cpu): its loss diverged (NaN, infinite "
+                                     "or above 1e4) after 128 samples, in epoch 1; not ranked"),
+                       "%s", r.out);
+    cr_expect_null(strstr(r.out, "became NaN"), "%s", r.out);
     cli_free(&r);
 }
