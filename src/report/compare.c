@@ -3,6 +3,7 @@
 #include "hw/compare.h"
 #include "hw/err.h"
 #include "hw/file.h"
+#include "hw/run_log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -141,9 +142,9 @@ void hw_compare_print_table(FILE *out, const hw_metrics_table *runs, int n_runs,
         char label[256];
         hw_metrics_label(&runs[r], label, sizeof label);
         fprintf(out,
-                "diverged: %s (%s): its loss diverged (NaN, infinite or above 1e4) after %lld samples, in epoch %lld; "
-                "not ranked\n",
-                cells[r][0], label, (long long)runs[r].diverged_at.samples_seen,
+                "diverged: %s (%s): its loss diverged (NaN, infinite or above %.0e) after %lld samples, in epoch "
+                "%lld; not ranked\n",
+                cells[r][0], label, HW_LOSS_DIVERGED, (long long)runs[r].diverged_at.samples_seen,
                 (long long)runs[r].diverged_at.epoch + 1);
     }
     if (fastest < 0) {

@@ -591,7 +591,7 @@ Test(compare, a_diverged_run_is_marked_not_ranked) {
     // The fastest is the run that did not diverge, though both diverged ones were faster.
     cr_expect_not_null(strstr(r.out, "fastest to 90%: hw4.csv"), "%s", r.out);
     cr_expect_not_null(strstr(r.out, "diverged: div.csv (hogwild, 2 workers, cpu): its loss diverged (NaN, infinite or "
-                                     "above 1e4) after 24000 samples, in epoch 1; not ranked"),
+                                     "above 1e+04) after 24000 samples, in epoch 1; not ranked"),
                        "%s", r.out);
     cr_expect_not_null(strstr(r.out, "diverged: old.csv"), "%s", r.out);
     // The legend says so.
@@ -619,7 +619,7 @@ Test(compare, a_run_diverged_above_1e4_is_not_called_nan) {
     cli_result r = run_cli((const char *[]){big, "--no-plot", NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_expect_not_null(strstr(r.out, "diverged: big.csv (hogwild, 2 workers, cpu): its loss diverged (NaN, infinite "
-                                     "or above 1e4) after 128 samples, in epoch 1; not ranked"),
+                                     "or above 1e+04) after 128 samples, in epoch 1; not ranked"),
                        "%s", r.out);
     cr_expect_null(strstr(r.out, "became NaN"), "%s", r.out);
     cli_free(&r);
