@@ -47,7 +47,7 @@ echo "hogwild: $(./hogwild --version | sed -n 's/^BLAS: //p'); CPU kernels $(./h
 if [ $have_torch -eq 1 ]; then
     echo "peer: $($PY bench/peer_torch_hogwild.py --describe 2>/dev/null)"
 fi
-echo "command: bench/hogwild_vs_torch.sh $RUNS $DATA $PY   ($RUNS runs each, medians)"
+echo "command: WORKER_COUNTS=\"$WORKER_COUNTS\" bench/hogwild_vs_torch.sh $RUNS $DATA $PY   ($RUNS runs each, medians)"
 echo
 echo "| model | workers | hogwild samples/s | hogwild acc % | peer samples/s | peer acc % | speed ratio: median (range) of pairs |"
 echo "|---|---|---|---|---|---|---|"
