@@ -1,4 +1,5 @@
-// Helpers shared by the data module's tests: temporary folders, files, the real-data mirror.
+// Helpers shared by the tests: temporary folders and files (the data module's tests first), the
+// real-data mirror.
 #ifndef HW_TESTS_DATA_UTIL_H
 #define HW_TESTS_DATA_UTIL_H
 
@@ -33,6 +34,15 @@ static inline void write_bytes(const char *path, const void *data, size_t n) {
     cr_assert_not_null(f, "cannot create %s", path);
     cr_assert_eq(fwrite(data, 1, n, f), n);
     cr_assert_eq(fclose(f), 0);
+}
+
+// A fresh file holding text: path a template ending in XXXXXX, which mkstemp rewrites in place.
+static inline void write_temp_file(char *path, const char *text) {
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0, "mkstemp %s", path);
+    const size_t n = strlen(text);
+    cr_assert_eq(write(fd, text, n), (ssize_t)n);
+    cr_assert_eq(close(fd), 0);
 }
 
 // Reads a whole file into a malloc'ed buffer; *n gets its size.

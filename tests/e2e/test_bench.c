@@ -1,5 +1,7 @@
 // bench: the benchmark programs of bench/ (built beside this test binary by `make test` and `make
 // asan`) fail with a non-zero status and a message, never quietly, and name what they measured.
+#include "data_util.h"
+
 #include <criterion/criterion.h>
 #include <libgen.h>
 #include <limits.h>
@@ -74,11 +76,7 @@ Test(bench, nn_step_refuses_bad_arguments_before_any_work) {
 // slow step now gets fewer, said in the header (this one took 220 x 0.2 s before).
 Test(bench, nn_step_layers_times_fewer_steps_when_a_step_is_slow) {
     char model[] = "/tmp/hw-bench-wide-XXXXXX";
-    int fd = mkstemp(model);
-    cr_assert(fd >= 0);
-    static const char text[] = "input 784\nlinear 2048\nrelu\nlinear 10\nlog_softmax\n";
-    cr_assert_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
-    close(fd);
+    write_temp_file(model, "input 784\nlinear 2048\nrelu\nlinear 10\nlog_softmax\n");
     char out[4096], args[128];
     snprintf(args, sizeof args, "--layers %s 1024", model);
     int status = run_bench("nn_step", args, out, sizeof out);

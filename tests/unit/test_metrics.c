@@ -5,6 +5,7 @@
 #include "hw/err.h"
 #include "hw/train.h"
 #include "hw/run_log.h"
+#include "data_util.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -15,9 +16,7 @@
 
 static void write_and_read(const hw_train_config *config, hw_metrics_table *table) {
     char path[] = "/tmp/hw-metrics-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    close(fd);
+    write_temp_file(path, "");
     hw_metrics m;
     char device[64];
     hw_metrics_run run;
@@ -70,11 +69,8 @@ Test(metrics, hogwild_names_workers_and_device) {
 Test(metrics, a_file_is_replaced_only_at_the_commit) {
     hw_metrics_run config = {.mode = "hogwild", .workers = 2, .device = "cpu"};
     char path[] = "/tmp/hw-metrics-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
     static const char before[] = "the rows of an earlier run\n";
-    cr_assert_eq(write(fd, before, sizeof before - 1), (ssize_t)(sizeof before - 1));
-    close(fd);
+    write_temp_file(path, before);
     hw_metrics m;
     cr_assert_eq(hw_metrics_open(&m, path, &config), HW_OK, "%s", hw_error());
     cr_assert_eq(hw_metrics_row(&m, 0, 0, 0, NAN, 2.3, 10.0), HW_OK);
