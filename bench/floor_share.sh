@@ -52,6 +52,7 @@ echo "$header"
 echo "$rule"
 
 step_of() { "$1" "$MODEL" | sed -n 's/.*batch  *[0-9]*: *\([0-9]*\) samples\/s best.*/\1/p'; }
+share_of() { awk -v a="$1" -v f="$2" 'BEGIN {printf "%.0f", 100 * a / f}'; }  # step floor -> percent
 declare -a peaks floors shares0 shares1 steps0 steps1 ratios
 for r in $(seq "$ROUNDS"); do
     out=$(build/bench_compute_floor "$MODEL")
@@ -67,11 +68,11 @@ for r in $(seq "$ROUNDS"); do
         [ -n "${s[i]}" ] || { echo "${BINS[i]} printed no rate" >&2; exit 1; }
     done
     peaks+=("$peak"); floors+=("$floor"); steps0+=("${s[0]}")
-    share0=$(awk -v a="${s[0]}" -v f="$floor" 'BEGIN {printf "%.0f", 100 * a / f}'); shares0+=("$share0")
+    share0=$(share_of "${s[0]}" "$floor"); shares0+=("$share0")
     line="| $r | $peak | $floor | ${s[0]} | $share0% |"
     if [ ${#BINS[@]} = 2 ]; then
         steps1+=("${s[1]}")
-        share1=$(awk -v a="${s[1]}" -v f="$floor" 'BEGIN {printf "%.0f", 100 * a / f}'); shares1+=("$share1")
+        share1=$(share_of "${s[1]}" "$floor"); shares1+=("$share1")
         ratios+=("$(awk -v a="${s[1]}" -v b="${s[0]}" 'BEGIN {printf "%.3f", a / b}')")
         line+=" ${s[1]} | $share1% |"
     fi

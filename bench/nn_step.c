@@ -193,9 +193,8 @@ int main(int argc, char **argv) {
     if (argc > first + 1) {
         // Digits only: strtol alone took ' 64' and '+64' (but not '64 ').
         const char *arg = argv[first + 1];
-        char *end;
         errno = 0;
-        batch = strtol(arg, &end, 10);
+        batch = strtol(arg, NULL, 10);
         if (!*arg || strspn(arg, "0123456789") != strlen(arg) || errno || batch < 1 || batch > 65536) {
             return usage_error("BATCH must be a whole number from 1 to 65536", argv[first + 1]);
         }
