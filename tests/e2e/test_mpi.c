@@ -253,8 +253,13 @@ Test(mpi, ranks_started_with_different_settings_end_the_job_naming_the_flag) {
 // Issue 21, case 7: --measure across ranks counted the other nodes' changes, which the coupling
 // adds into the node's weights, as lost: "lost updates 98.1%" with one worker per node (107% for
 // fc2.bias). The coupling's adds are now counted as applied; what is left is only what a race
-// overwrote. One worker has no other worker to race; it can still race the coupling's add of a
-// few weights (a real loss, rare), so the bound is 2%, not exactly 0.
+// overwrote. One worker has no other worker to race, but it does race the coupling's adds: a real
+// loss, almost always 0%. Once, in CI on 2 vCPUs with the other suites running beside it, it was
+// 2.2% in all and 5.1% for fc2.weight: most likely a writer preempted between its read and its
+// write of one vector of weights, which drops every change the other made to them meanwhile (not
+// reproduced in 22 runs beside 3 and then 10 busy loops on a 2-vCPU Zen 5). The bounds sit between
+// that and the flaw (the coupling's adds left uncounted again: 57% in all, 55% to 75% per tensor):
+// 20% in all, 40% per tensor.
 Test(mpi, hogwild_measure_counts_the_coupling_as_applied_not_lost) {
     need_mpirun();
     char *data = e2e_synth(58);
@@ -267,14 +272,14 @@ Test(mpi, hogwild_measure_counts_the_coupling_as_applied_not_lost) {
     cr_assert_not_null(line, "no lost-updates line: %s", r.out);
     double total = -1;
     cr_assert_eq(sscanf(strchr(line, ':') + 1, "%lf%%", &total), 1, "%s", line);
-    cr_expect_lt(total, 2.0, "one worker per node lost %g%% of the updates", total);
+    cr_expect_lt(total, 20.0, "one worker per node lost %g%% of the updates", total);
     cr_log_info("lost updates with one worker per node across 2 ranks: %g%%", total);
     // Every parameter tensor, too (fc2.bias was at 107%).
     for (const char *at = strstr(line, "\n    "); at && strncmp(at, "\n    ", 5) == 0; at = strchr(at + 1, '\n')) {
         char name[64];
         double fraction;
         if (sscanf(at, " %63s %lf%%", name, &fraction) != 2) break;
-        cr_expect_lt(fraction, 2.0, "%s lost %g%%", name, fraction);
+        cr_expect_lt(fraction, 40.0, "%s lost %g%%", name, fraction);
     }
     assert_mpi_left_nothing();
 }
