@@ -261,13 +261,14 @@ static int ranks_step(cpu_trainer *t, const float *x, const uint8_t *y, int batc
     const size_t n = t->model->n_weights;
     float *sum = t->rank_sum;
     int offset, count, local_diverged = -1;
-    float local_loss_sum = 0;
+    float local_loss_sum = 0, diverged_loss = 0;
     hw_dp_chunk(batch, world->size, world->rank, &offset, &count);
     if (count > 0) {
         const float *grads;
         int64_t sample_floats = hw_shape_numel(t->model->input);
         float local_loss = hw_dp_team_step(t->team, x + (int64_t)offset * sample_floats, y + offset, count, &grads);
         local_diverged = hw_dp_team_diverged(t->team);
+        if (local_diverged >= 0) diverged_loss = t->team->replica[local_diverged].loss;
         const float scale = (float)count / (float)batch;
         for (size_t i = 0; i < n; i++) sum[i] = scale * grads[i];
         local_loss_sum = local_loss * (float)count;
@@ -275,13 +276,17 @@ static int ranks_step(cpu_trainer *t, const float *x, const uint8_t *y, int batc
         memset(sum, 0, sizeof(float) * n);  // more ranks than samples in this (last) batch
     }
     // The gradient and the tail (loss, divergence, stop: hw_dp_ranks_tail) in one sum.
-    hw_dp_ranks_tail(sum + n, local_loss_sum, local_diverged);
-    if (hw_comm_sum(sum, n + 3, t->config->sync_timeout) != HW_OK) return -1;
+    hw_dp_ranks_tail(sum + n, local_loss_sum, local_diverged, diverged_loss);
+    if (hw_comm_sum(sum, n + HW_DP_TAIL, t->config->sync_timeout) != HW_OK) return -1;
     *loss = sum[n] / (float)batch;
-    if (hw_dp_ranks_settle(sum + n, local_diverged, world, t->config->replicas, &t->stop_agreed, diverged) != HW_OK) {
+    if (hw_dp_ranks_settle(sum + n, local_diverged, world, t->config->replicas, &t->stop_agreed, diverged,
+                           &diverged_loss) != HW_OK) {
         return -1;
     }
-    if (*diverged >= 0) return batch;  // no step: the weights stay the last finite ones
+    if (*diverged >= 0) {  // no step: the weights stay the last finite ones
+        *loss = diverged_loss;
+        return batch;
+    }
     hw_sgd_step(&t->opt, t->model, t->model->weights, sum);
     return batch;
 }
@@ -302,9 +307,13 @@ static int cpu_step(cpu_trainer *t, float *loss, int *diverged) {
     if (t->config->world.size > 1) return ranks_step(t, x, y, batch, loss, diverged);
     const float *grads;
     *loss = hw_dp_team_step(t->team, x, y, batch, &grads);
-    // A non-finite loss: no step, so that the weights stay the last finite ones.
+    // A diverged loss: no step, so that the weights stay the last finite ones. The loss reported is
+    // the replica's (the batch's mean can be below the bound that one replica's loss is above).
     *diverged = hw_dp_team_diverged(t->team);
-    if (*diverged >= 0) return batch;
+    if (*diverged >= 0) {
+        *loss = t->team->replica[*diverged].loss;
+        return batch;
+    }
     // One step on the primary weights, which every replica reads: the broadcast.
     hw_sgd_step(&t->opt, t->model, t->model->weights, grads);
     return batch;
@@ -375,7 +384,7 @@ int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw
         rank_batch = (config->batch_size + world->size - 1) / world->size;
         // Rank 0's replicas draw the masks of a single process's; the others' differ (rank in the high bits).
         team_seed = config->seed ^ ((uint64_t)world->rank << 40);
-        t.rank_sum = malloc(sizeof(float) * (model->n_weights + 3));
+        t.rank_sum = malloc(sizeof(float) * (model->n_weights + HW_DP_TAIL));
         if (status == HW_OK && !t.rank_sum) status = hw_fail("out of memory for the gradient sum across ranks");
         if (status == HW_OK) status = hw_comm_weights_agree(model->weights, model->n_weights, "the start");
     }

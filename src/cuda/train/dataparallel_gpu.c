@@ -218,17 +218,19 @@ static int use_replica(const gpu_team *team, int k) {
 
 // Across ranks, after the step: the tails (hw_dp_ranks_tail) summed over the ranks (MPI, within
 // --sync-timeout), so that every rank ends the run, or leaves on Ctrl-C, after the same step.
-// *loss_sum and *diverged are the world's on return.
-static int ranks_agree(gpu_team *team, float *loss_sum, int *diverged) {
-    float tail[3];
-    hw_dp_ranks_tail(tail, *loss_sum, *diverged);
-    if (hw_comm_sum(tail, 3, team->config->sync_timeout) != HW_OK) return HW_ERR;
+// *loss_sum, *diverged and *diverged_loss are the world's on return.
+static int ranks_agree(gpu_team *team, float *loss_sum, int *diverged, float *diverged_loss) {
+    float tail[HW_DP_TAIL];
+    hw_dp_ranks_tail(tail, *loss_sum, *diverged, *diverged_loss);
+    if (hw_comm_sum(tail, HW_DP_TAIL, team->config->sync_timeout) != HW_OK) return HW_ERR;
     *loss_sum = tail[0];
-    return hw_dp_ranks_settle(tail, *diverged, &team->world, team->replicas, &team->stop_agreed, diverged);
+    return hw_dp_ranks_settle(tail, *diverged, &team->world, team->replicas, &team->stop_agreed, diverged,
+                              diverged_loss);
 }
 
 // One synchronous step over the oldest queued batch of `batch` samples (the global batch: this
-// rank's chunk of it across ranks); *loss gets the mean loss over the whole batch.
+// rank's chunk of it across ranks); *loss gets the mean loss over the whole batch, or where a
+// replica diverged its loss (hw_dp_ranks_settle says why).
 static int team_step(gpu_team *team, const hw_train_config *config, int batch, float *loss, int *diverged) {
     const int K = team->replicas;
     const int64_t n = (int64_t)team->n_weights;
@@ -263,6 +265,7 @@ static int team_step(gpu_team *team, const hw_train_config *config, int batch, f
         }
     }
     double sum = 0;
+    float diverged_loss = 0;
     *diverged = -1;
     for (int k = 0; k < K; k++) {
         int offset, count;
@@ -271,15 +274,18 @@ static int team_step(gpu_team *team, const hw_train_config *config, int batch, f
         int status = count > 0 ? hw_cuda_runner_loss(team->runner[k], &chunk_loss) : use_replica(team, k);
         if (status == HW_OK && count == 0) status = hw_cuda_stream_sync(team->streams[k]);
         if (status != HW_OK) return hw_error_prefix("replica %d", k);
-        if (*diverged < 0 && hw_loss_diverged(chunk_loss)) *diverged = k;
+        if (*diverged < 0 && hw_loss_diverged(chunk_loss)) {
+            *diverged = k;
+            diverged_loss = chunk_loss;
+        }
         sum += (double)chunk_loss * count;
     }
     if (team->ranks) {
         float world_sum = (float)sum;
-        if (ranks_agree(team, &world_sum, diverged) != HW_OK) return HW_ERR;
+        if (ranks_agree(team, &world_sum, diverged, &diverged_loss) != HW_OK) return HW_ERR;
         sum = world_sum;
     }
-    *loss = (float)(sum / batch);
+    *loss = *diverged >= 0 ? diverged_loss : (float)(sum / batch);
     return HW_OK;
 }
 
