@@ -5,6 +5,8 @@
 enum { CONV_MR = 5, CONV_NV = 2, DW_MR = 2, DW_NR = 5, DWT_MR = 4, DWT_NV = 3, DWS_C = 2, DWS_K = 5 };
 enum { DXS_K = 5, DXS_CV = 2 };  // input_gradient_sparse: DXS_K taps x DXS_CV vectors of channels
 
+#include "kernels_positions_vf.h"
+
 static const char KERNELS_NAME[] = "avx2";
 
 #include "kernels_impl.h"

@@ -1,7 +1,9 @@
 // The kernels of kernels_impl.h for CPUs with AVX-512 (F, VL, BW, DQ; this file alone is compiled
-// with them: Makefile). The vectors stay 8 floats wide: LeNet's output rows are 24 and 8 floats,
-// and Zen 4 runs 512-bit operations at the rate of two 256-bit ones. What AVX-512 adds here is 32
-// vector registers: larger tiles, fewer loads per multiply-add.
+// with them: Makefile). Its own vectors (vf) stay 8 floats wide, for the kernels that work on
+// whole output rows (LeNet's are 24 and 8 floats) or on channels; the forward and the weight
+// gradient over positions take 16 (vp, kernels_avx512_tiles.h), two runs of a row each: LeNet's
+// step 1.3x faster on Zen 5, whose cores run 512-bit multiply-adds at full width (bench/RESULTS.md,
+// issue 28). And 32 vector registers: larger tiles, fewer loads per multiply-add.
 #include "kernels_avx.h"
 #include "kernels_avx512_tiles.h"
 

@@ -35,6 +35,8 @@ static inline void vf_transpose(vf r[VW]) { _MM_TRANSPOSE4_PS(r[0], r[1], r[2], 
 enum { CONV_MR = 4, CONV_NV = 2, DW_MR = 2, DW_NR = 4, DWT_MR = 3, DWT_NV = 3, DWS_C = 1, DWS_K = 5 };
 enum { DXS_K = 5, DXS_CV = 2 };  // input_gradient_sparse: DXS_K taps x DXS_CV vectors of channels
 
+#include "kernels_positions_vf.h"
+
 static const char KERNELS_NAME[] = "baseline";
 
 #include "kernels_impl.h"

@@ -17,6 +17,10 @@
 //   DWS_C, DWS_K              the weight gradient over dy's nonzeros: DWS_C channels x DWS_K kernel rows
 //   DXS_K, DXS_CV             the input gradient over dy's nonzeros: DXS_K taps x DXS_CV vectors of channels
 //   vi                        a vector of VW ints (what comparing two vf gives)
+//   vp, VP                    a vector of VP output positions, for the forward and the weight gradient over
+//                             positions: vf itself (VP = VW: kernels_positions_vf.h) or wider (AVX-512: 16)
+//   vp_rows(lo, hi)           VP floats: VP / 2 from lo, then VP / 2 from hi (two runs of an output row each)
+//   vp_load, vp_store, vp_bcast, vp_zero, vp_fma, vp_in_register   as vf's
 //   KERNELS_NAME              the copy's name: "avx2"
 //
 // Every function here is static: each instruction set's copy stays in its own object file, and
@@ -27,13 +31,18 @@
 // LeNet's 24 and 8), without im2col: a tap (c, ki, kj) of the column matrix at output position
 // (y, x) is the input x[c][y + ki][x + kj], and VW positions of one output row are VW consecutive
 // input floats. So the product "weights x column matrix" loads its right-hand operand straight
-// from the input, with an offset per vector of positions, and nothing is copied. As a GEMM:
+// from the input, with an offset per vector of positions, and nothing is copied. (The forward and
+// the weight gradient over positions take vectors of VP positions, two runs of VP / 2 each within a
+// row: the AVX-512 copy's 16, twice its other vectors, measured 1.3x faster on LeNet's step on Zen 5:
+// bench/RESULTS.md, issue 28.) As a GEMM:
 //   forward          y[o][p]     = b[o] + sum over taps t of w[o][t] * col[t][p]     (M = out_c, K = taps)
 //   weight gradient  dw[o][t]    = sum over samples and p of dy[o][p] * col[t][p]    (K = positions)
 //   input gradient   dcol[t][p]  = sum over o of w[o][t] * dy[o][p], added into dx where col[t][p] was read
 // Each keeps a tile of outputs in registers across the whole sum. In forward and the weight and bias
 // gradients the float additions of one output happen in the same order whatever the tile sizes:
-// there the tiles change the speed, not the bits. The input gradient adds each tile's taps into
+// there the tiles change the speed, not the bits. (The weight and bias gradients over positions
+// keep VP partial sums, one a lane, added at the end: their order follows VP, so the AVX-512 copy's
+// last bits differ there from the AVX2 copy's.) The input gradient adds each tile's taps into
 // dx as the tile goes (and, for rows stacked one under the other, adds the taps that land on one
 // input row together first): its order, so its last bits, follow CONV_MR and CONV_NV, and the
 // AVX-512 and AVX2 copies differ there by rounding (tests/unit/test_nn.c checks both).
@@ -51,22 +60,49 @@ static float *position_offsets(float *scratch, const hw_conv2d_dims *d) {
     return scratch + (vectors + 15) / 16 * 16;
 }
 
+// The same for vectors of VP positions (vp). Wider than a row's run, a vector is two runs of VP / 2
+// positions, each within one output row (rows are multiples of NN_KERNEL_VECTOR floats, VP / 2 at
+// most): LeNet's conv1 at 16 positions, rows of 24, has a vector in every three that ends one row
+// and starts the next. Vector q's runs read tap (0, 0) at rows[2q] and rows[2q + 1]. When the plane
+// is not whole vectors, the last one is a single run (its second repeats the first; the kernels
+// drop its lanes). Returns the scratch after the table.
+static int position_vectors(const hw_conv2d_dims *d) { return (d->out_h * d->out_w + VP - 1) / VP; }
+
+static float *position_rows(float *scratch, const hw_conv2d_dims *d) {
+    int *rows = (int *)scratch;
+    const int n = d->out_h * d->out_w, vectors = position_vectors(d);
+    for (int q = 0; q < vectors; q++) {
+        for (int h = 0; h < 2; h++) {
+            const int p = q * VP + (h && q * VP + VP / 2 < n ? VP / 2 : 0);
+            rows[2 * q + h] = p / d->out_w * d->in_w + p % d->out_w;
+        }
+    }
+    return scratch + (2 * vectors + 15) / 16 * 16;
+}
+
+// VP / 2 zeros: the second run of a plane's last vector when it has only one (its lanes then add 0).
+static const float zero_run[VP / 2];
+
 // ---- forward ----
 
 // CONV_MR channels x nv vectors of positions from n0, over every tap; w[i]: channel i's weights
 // (a row of the layer's [out_c][taps]), b[i] its bias, y[i] its output plane. Stores only the
-// first `rows` channels (the others repeat the last one). (Every loop over a tile runs to a constant
-// bound with the test inside: the compiler then keeps the tile in registers.)
+// first `rows` channels (the others repeat the last one), and of a `half` vector (the plane's last,
+// a single run: position_rows) only its first VP / 2 positions. (Every loop over a tile runs to a
+// constant bound with the test inside: the compiler then keeps the tile in registers.)
 static inline __attribute__((always_inline)) void forward_tile(float *const y[CONV_MR], const float *restrict x,
                                                                const float *const w[CONV_MR], const float b[CONV_MR],
-                                                               const int *restrict offsets, const hw_conv2d_dims *d,
-                                                               int k, int n0, int nv, int rows) {
+                                                               const int *restrict position, const hw_conv2d_dims *d,
+                                                               int k, int n0, int nv, int rows, int half) {
     const int in_c = d->in_c, in_w = d->in_w, plane = d->in_h * d->in_w;
-    int off[CONV_NV];
-    for (int v = 0; v < CONV_NV; v++) off[v] = v < nv ? offsets[n0 / VW + v] : 0;
-    vf acc[CONV_MR][CONV_NV];
+    int lo[CONV_NV], hi[CONV_NV];
+    for (int v = 0; v < CONV_NV; v++) {
+        lo[v] = v < nv ? position[2 * (n0 / VP + v)] : 0;
+        hi[v] = v < nv ? position[2 * (n0 / VP + v) + 1] : 0;
+    }
+    vp acc[CONV_MR][CONV_NV];
     for (int i = 0; i < CONV_MR; i++) {
-        for (int v = 0; v < CONV_NV; v++) acc[i][v] = vf_zero();
+        for (int v = 0; v < CONV_NV; v++) acc[i][v] = vp_zero();
     }
     const float *wr[CONV_MR];  // the tile's weights of one kernel row (c, ki)
     for (int i = 0; i < CONV_MR; i++) wr[i] = w[i];
@@ -74,14 +110,14 @@ static inline __attribute__((always_inline)) void forward_tile(float *const y[CO
         for (int ki = 0; ki < k; ki++) {
             const float *row = x + (size_t)c * plane + (size_t)ki * in_w;
             for (int kj = 0; kj < k; kj++) {
-                vf xv[CONV_NV];
+                vp xv[CONV_NV];
                 for (int v = 0; v < CONV_NV; v++) {
-                    if (v < nv) xv[v] = vf_load(row + kj + off[v]);
+                    if (v < nv) xv[v] = vp_rows(row + kj + lo[v], row + kj + hi[v]);
                 }
                 for (int i = 0; i < CONV_MR; i++) {
-                    vf a = vf_bcast(wr[i] + kj);
+                    vp a = vp_bcast(wr[i] + kj);
                     for (int v = 0; v < CONV_NV; v++) {
-                        if (v < nv) acc[i][v] = vf_fma(a, xv[v], acc[i][v]);
+                        if (v < nv) acc[i][v] = vp_fma(a, xv[v], acc[i][v]);
                     }
                 }
             }
@@ -90,7 +126,14 @@ static inline __attribute__((always_inline)) void forward_tile(float *const y[CO
     }
     for (int i = 0; i < CONV_MR; i++) {
         for (int v = 0; v < CONV_NV; v++) {
-            if (i < rows && v < nv) vf_store(y[i] + n0 + v * VW, acc[i][v] + b[i]);
+            if (i >= rows || v >= nv) continue;
+            if (half) {
+                float out[VP];
+                vp_store(out, acc[i][v] + b[i]);
+                memcpy(y[i] + n0, out, sizeof(float) * (VP / 2));
+            } else {
+                vp_store(y[i] + n0 + v * VP, acc[i][v] + b[i]);
+            }
         }
     }
 }
@@ -99,12 +142,13 @@ static inline __attribute__((always_inline)) void forward_tile(float *const y[CO
 // loops then unroll).
 static inline __attribute__((always_inline)) void forward_tiles(float *const y[CONV_MR], const float *restrict x,
                                                                 const float *const w[CONV_MR], const float b[CONV_MR],
-                                                                const int *restrict offsets, const hw_conv2d_dims *d,
+                                                                const int *restrict position, const hw_conv2d_dims *d,
                                                                 int k, int rows) {
     const int n = d->out_h * d->out_w;
     int n0 = 0;
-    for (; n0 + CONV_NV * VW <= n; n0 += CONV_NV * VW) forward_tile(y, x, w, b, offsets, d, k, n0, CONV_NV, rows);
-    for (; n0 < n; n0 += VW) forward_tile(y, x, w, b, offsets, d, k, n0, 1, rows);
+    for (; n0 + CONV_NV * VP <= n; n0 += CONV_NV * VP) forward_tile(y, x, w, b, position, d, k, n0, CONV_NV, rows, 0);
+    for (; n0 + VP <= n; n0 += VP) forward_tile(y, x, w, b, position, d, k, n0, 1, rows, 0);
+    if (n0 < n) forward_tile(y, x, w, b, position, d, k, n0, 1, rows, 1);
 }
 
 // keep: NULL, or a byte per (sample, output channel), 0 where the channel is not needed (the
@@ -114,8 +158,8 @@ static inline __attribute__((always_inline)) void forward_tiles(float *const y[C
 static void conv_forward(float *out, float *scratch, const float *in, const float *weight, const float *bias,
                          const uint8_t *keep, const hw_conv2d_dims *d, int batch) {
     const int taps = d->in_c * d->k * d->k, n = d->out_h * d->out_w, out_c = d->out_c;
-    const int *offsets = (const int *)scratch;
-    int *live = (int *)position_offsets(scratch, d);  // the channels computed, of one sample
+    const int *position = (const int *)scratch;
+    int *live = (int *)position_rows(scratch, d);  // the channels computed, of one sample
     for (int s = 0; s < batch; s++) {
         const float *x = in + (size_t)s * d->in_c * d->in_h * d->in_w;
         float *ys = out + (size_t)s * out_c * n;
@@ -137,9 +181,9 @@ static void conv_forward(float *out, float *scratch, const float *in, const floa
                 y[i] = ys + (size_t)o * n, w[i] = weight + (size_t)o * taps, b[i] = bias[o];
             }
             if (d->k == 5) {
-                forward_tiles(y, x, w, b, offsets, d, 5, rows);
+                forward_tiles(y, x, w, b, position, d, 5, rows);
             } else {
-                forward_tiles(y, x, w, b, offsets, d, d->k, rows);
+                forward_tiles(y, x, w, b, position, d, d->k, rows);
             }
         }
     }
@@ -147,7 +191,7 @@ static void conv_forward(float *out, float *scratch, const float *in, const floa
 
 // ---- the weight and bias gradients ----
 
-// The sum over positions is kept unreduced: acc[o][t] holds VW partial sums, one per lane, across
+// The sum over positions is kept unreduced: acc[o][t] holds VP partial sums, one per lane, across
 // the whole batch, and the lanes are added once at the end. A tile is DW_MR channels x DW_NR
 // neighbouring taps of one kernel row (c, ki, kj0...), so that its input loads are one pointer
 // plus constants; it runs over the positions of `samples` samples at a time, so that it is loaded
@@ -158,9 +202,25 @@ enum { DW_STEPS = 64 };
 // loop); otherwise the taps past the row's end repeat its last one and are not stored.
 // `bias`: also sums the tile's channels of dy into bacc[o][VW] (one tile per channel does: the
 // bias gradient then costs no pass of its own over dy).
+// One vector of positions of the tile: g[i], channel i's dy there; xlo, xhi: where its two runs
+// read the tile's first tap.
+static inline __attribute__((always_inline)) void weight_step(vp s[DW_MR][DW_NR], vp sb[DW_MR], const vp g[DW_MR],
+                                                              const float *xlo, const float *xhi, int last, int full,
+                                                              int bias) {
+    if (bias) {
+        for (int i = 0; i < DW_MR; i++) sb[i] += g[i];
+    }
+    for (int j = 0; j < DW_NR; j++) {
+        const int tap = full || j <= last ? j : last;
+        vp xv = vp_rows(xlo + tap, xhi + tap);
+        vp_in_register(&xv);
+        for (int i = 0; i < DW_MR; i++) s[i][j] = vp_fma(g[i], xv, s[i][j]);
+    }
+}
+
 static inline __attribute__((always_inline)) void weight_tile(float *restrict acc, float *restrict bacc,
                                                               const float *restrict in, const float *restrict dout,
-                                                              const int *restrict offsets, const hw_conv2d_dims *d,
+                                                              const int *restrict position, const hw_conv2d_dims *d,
                                                               int o0, int row, int kj0, int samples, int full,
                                                               int bias) {
     const int k = d->k, taps = d->in_c * k * k, n = d->out_h * d->out_w, out_c = d->out_c;
@@ -170,40 +230,46 @@ static inline __attribute__((always_inline)) void weight_tile(float *restrict ac
     // A tile past the last channel repeats it and does not store it.
     const float *g0[DW_MR];
     for (int i = 0; i < DW_MR; i++) g0[i] = dout + (size_t)(o0 + i < out_c ? o0 + i : out_c - 1) * n;
-    vf s[DW_MR][DW_NR];
+    vp s[DW_MR][DW_NR];
     for (int i = 0; i < DW_MR; i++) {
         for (int j = 0; j < DW_NR; j++) {
             int o = o0 + i < out_c ? o0 + i : out_c - 1, t = full || j <= last ? t0 + j : t0 + last;
-            s[i][j] = vf_load(acc + ((size_t)o * taps + t) * VW);
+            s[i][j] = vp_load(acc + ((size_t)o * taps + t) * VP);
         }
     }
-    vf sb[DW_MR];
+    vp sb[DW_MR];
     for (int i = 0; i < DW_MR; i++) {
-        sb[i] = bias ? vf_load(bacc + (size_t)(o0 + i < out_c ? o0 + i : out_c - 1) * VW) : vf_zero();
+        sb[i] = bias ? vp_load(bacc + (size_t)(o0 + i < out_c ? o0 + i : out_c - 1) * VP) : vp_zero();
     }
     for (int b = 0; b < samples; b++) {
         const float *x = x0 + b * in_size;
         const size_t dyb = b * out_size;
-        for (int q = 0; q < n / VW; q++) {
-            const float *xp = x + offsets[q];
-            vf g[DW_MR];
-            for (int i = 0; i < DW_MR; i++) g[i] = vf_load(g0[i] + dyb + (size_t)q * VW);
-            if (bias) {
-                for (int i = 0; i < DW_MR; i++) sb[i] += g[i];
-            }
-            for (int j = 0; j < DW_NR; j++) {
-                vf xv = vf_load(xp + (full || j <= last ? j : last));
-                vf_in_register(&xv);
-                for (int i = 0; i < DW_MR; i++) s[i][j] = vf_fma(g[i], xv, s[i][j]);
-            }
+        int q = 0;
+        for (; q < n / VP; q++) {
+            vp g[DW_MR];
+            for (int i = 0; i < DW_MR; i++) g[i] = vp_load(g0[i] + dyb + (size_t)q * VP);
+            weight_step(s, sb, g, x + position[2 * q], x + position[2 * q + 1], last, full, bias);
+        }
+        if (q * VP < n) {  // a last vector of one run: dy's second run is zeros
+            vp g[DW_MR];
+            for (int i = 0; i < DW_MR; i++) g[i] = vp_rows(g0[i] + dyb + (size_t)q * VP, zero_run);
+            weight_step(s, sb, g, x + position[2 * q], x + position[2 * q + 1], last, full, bias);
         }
     }
     for (int i = 0; i < DW_MR; i++) {
         for (int j = 0; j < DW_NR; j++) {
-            if (o0 + i < out_c && (full || j <= last)) vf_store(acc + ((size_t)(o0 + i) * taps + t0 + j) * VW, s[i][j]);
+            if (o0 + i < out_c && (full || j <= last)) vp_store(acc + ((size_t)(o0 + i) * taps + t0 + j) * VP, s[i][j]);
         }
-        if (bias && o0 + i < out_c) vf_store(bacc + (size_t)(o0 + i) * VW, sb[i]);
+        if (bias && o0 + i < out_c) vp_store(bacc + (size_t)(o0 + i) * VP, sb[i]);
     }
+}
+
+// The lanes of v added up, in order.
+static inline float vp_sum(vp v) {
+    float lanes[VP], sum = 0.0f;
+    vp_store(lanes, v);
+    for (int l = 0; l < VP; l++) sum += lanes[l];
+    return sum;
 }
 
 // The lanes of v added up.
@@ -500,11 +566,11 @@ static void conv_backward_weight(float *dweight, float *dbias, float *scratch, c
     }
     const int taps = d->in_c * d->k * d->k, n = d->out_h * d->out_w;
     const size_t in_size = (size_t)d->in_c * d->in_h * d->in_w, out_size = (size_t)d->out_c * n;
-    const int *offsets = (const int *)scratch;
-    float *acc = position_offsets(scratch, d), *bacc = acc + (size_t)d->out_c * taps * VW;
-    memset(acc, 0, sizeof(float) * ((size_t)d->out_c * taps * VW + (size_t)d->out_c * VW));
+    const int *position = (const int *)scratch;
+    float *acc = position_rows(scratch, d), *bacc = acc + (size_t)d->out_c * taps * VP;
+    memset(acc, 0, sizeof(float) * ((size_t)d->out_c * taps * VP + (size_t)d->out_c * VP));
     if (dweight) {
-        int vectors = n / VW, samples = vectors >= DW_STEPS ? 1 : DW_STEPS / vectors;
+        int vectors = position_vectors(d), samples = vectors >= DW_STEPS ? 1 : DW_STEPS / vectors;
         for (int b0 = 0; b0 < batch; b0 += samples) {
             int chunk = batch - b0 < samples ? batch - b0 : samples;
             const float *x = in + b0 * in_size, *dy = dout + b0 * out_size;
@@ -513,19 +579,22 @@ static void conv_backward_weight(float *dweight, float *dbias, float *scratch, c
                     int kj0 = 0;
                     for (; kj0 + DW_NR <= d->k; kj0 += DW_NR) {
                         if (dbias && row == 0 && kj0 == 0) {
-                            weight_tile(acc, bacc, x, dy, offsets, d, o0, row, kj0, chunk, 1, 1);
+                            weight_tile(acc, bacc, x, dy, position, d, o0, row, kj0, chunk, 1, 1);
                         } else {
-                            weight_tile(acc, bacc, x, dy, offsets, d, o0, row, kj0, chunk, 1, 0);
+                            weight_tile(acc, bacc, x, dy, position, d, o0, row, kj0, chunk, 1, 0);
                         }
                     }
                     if (kj0 < d->k) {
-                        weight_tile(acc, bacc, x, dy, offsets, d, o0, row, kj0, chunk, 0,
+                        weight_tile(acc, bacc, x, dy, position, d, o0, row, kj0, chunk, 0,
                                     dbias && row == 0 && kj0 == 0);
                     }
                 }
             }
         }
-        for (size_t e = 0; e < (size_t)d->out_c * taps; e++) dweight[e] = vf_sum(vf_load(acc + e * VW));
+        for (size_t e = 0; e < (size_t)d->out_c * taps; e++) dweight[e] = vp_sum(vp_load(acc + e * VP));
+        if (dbias) {
+            for (int o = 0; o < d->out_c; o++) dbias[o] = vp_sum(vp_load(bacc + (size_t)o * VP));
+        }
     } else if (dbias) {  // the bias alone: its own pass over dy, four sums at a time
         for (int o = 0; o < d->out_c; o++) {
             vf sum[4] = {vf_zero(), vf_zero(), vf_zero(), vf_zero()};
@@ -533,11 +602,8 @@ static void conv_backward_weight(float *dweight, float *dbias, float *scratch, c
                 const float *dy = dout + b * out_size + (size_t)o * n;
                 for (int p = 0; p < n; p += VW) sum[p / VW % 4] += vf_load(dy + p);
             }
-            vf_store(bacc + (size_t)o * VW, (sum[0] + sum[1]) + (sum[2] + sum[3]));
+            dbias[o] = vf_sum((sum[0] + sum[1]) + (sum[2] + sum[3]));
         }
-    }
-    if (dbias) {
-        for (int o = 0; o < d->out_c; o++) dbias[o] = vf_sum(vf_load(bacc + (size_t)o * VW));
     }
 }
 
@@ -908,7 +974,7 @@ static size_t conv_scratch_floats(const hw_conv2d_dims *d) {
     const size_t taps = (size_t)d->in_c * d->k * d->k;
     const size_t blocks = (size_t)(d->k + CONV_MR - 1) / CONV_MR;
     size_t forward = (size_t)d->out_c;                   // the list of channels computed
-    size_t weight = (size_t)d->out_c * (taps + 1) * VW;  // unreduced sums
+    size_t weight = (size_t)d->out_c * (taps + 1) * VP;  // unreduced sums
     // packed weights twice (all and the live channels'), the live channels' dy, their list (an
     // int per channel: out_c of them, which can be more than the floats of one plane)
     size_t input = 2 * (size_t)d->in_c * d->k * blocks * d->out_c * CONV_MR + (size_t)d->out_c * d->out_h * d->out_w +
@@ -919,7 +985,10 @@ static size_t conv_scratch_floats(const hw_conv2d_dims *d) {
     if (sparse_fits(d) && sparse_input_scratch_floats(d) > input) input = sparse_input_scratch_floats(d);
     size_t most = forward > weight ? forward : weight;
     most = most > input ? most : input;
-    return most + (size_t)(d->out_h * d->out_w / VW + 15) / 16 * 16;  // and position_offsets' table
+    // and the table before it: position_offsets' or position_rows'
+    const size_t offsets = (size_t)(d->out_h * d->out_w / VW + 15) / 16 * 16;
+    const size_t rows = (size_t)(2 * position_vectors(d) + 15) / 16 * 16;
+    return most + (offsets > rows ? offsets : rows);
 }
 
 static const nn_kernels kernels = {

@@ -1,8 +1,9 @@
 // The AVX-512 copy of the CPU kernels with AVX2 instructions: the same math (kernels_impl.h), the
-// same 8-float vectors and the same register tiles (kernels_avx512_tiles.h) as
+// same 8-float vectors, 16-position vectors and register tiles (kernels_avx512_tiles.h) as
 // src/nn/kernels_avx512.c, compiled with -mavx2 -mfma only (Makefile). The tiles' edge cases (a
-// last tile of fewer channels, taps or vectors) are what the copies differ in; with this the
-// tests check the AVX-512 copy's on any AVX2 CPU (test_nn.c), not only on one with AVX-512.
+// last tile of fewer channels, taps or vectors, a plane's last vector of one run) are what the
+// copies differ in; with this the tests check the AVX-512 copy's on any AVX2 CPU (test_nn.c), not
+// only on one with AVX-512.
 #include "nn/kernels_avx.h"
 #include "nn/kernels_avx512_tiles.h"
 
