@@ -13,10 +13,11 @@
 
 // By the instruction sets they need, the most first: the automatic choice is the first the CPU runs.
 // That is a measured choice, not a rule (bench/cpu_copies.sh measures it; bench/RESULTS.md, issue
-// 28): the avx512 copy (AVX2's 8-float vectors with AVX-512's 32 registers and larger tiles) ran
-// LeNet's step 1.08-1.11x faster than the avx2 copy on the one AVX-512 CPU measured since conv2's
-// forward and input gradient skip zeros, an Intel Xeon. Before that change it ran 1.2-1.5x slower
-// there, and the automatic choice was avx2.
+// 28): the avx512 copy (AVX-512's 32 registers and larger tiles; 16-position vectors in the
+// convolution's forward and weight gradient) ran LeNet's step 1.27x faster than the avx2 copy on a
+// Zen 5 (its 2-worker epoch 1.21x), and 1.08-1.11x faster on an Intel Xeon before it had the
+// 16-position vectors. Before conv2's forward and input gradient skipped zeros it ran 1.2-1.5x
+// slower on that Xeon, and the automatic choice was avx2. Not measured on Zen 4.
 enum { COPY_AVX512, COPY_AVX2, COPY_BASELINE, COPIES };
 static const nn_kernels *(*const copies[])(void) = {nn_kernels_avx512, nn_kernels_avx2, nn_kernels_baseline};
 static_assert(sizeof copies / sizeof copies[0] == COPIES, "a name for every copy");
