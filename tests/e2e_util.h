@@ -10,7 +10,10 @@
 #define HW_TESTS_E2E_UTIL_H
 
 #include "data_util.h"
+#include "hw/ckpt.h"   // e2e_exact_losses
 #include "hw/clock.h"  // hw_now
+#include "hw/err.h"
+#include "hw/nn.h"
 
 #include <criterion/criterion.h>
 #include <ctype.h>
@@ -360,6 +363,56 @@ static inline char *e2e_synth_n(const char *name, uint64_t seed, int n_train, in
     return dir;
 }
 
+// A dataset and a checkpoint whose first DataParallel step has exact, chosen losses, whatever the
+// CPU: 4x4 images, `n_train` training samples of class 0 whose pixels are 255 in the first
+// bright[i] of 16 places and 0 elsewhere, and the linear model e2e_linear_model() resumed from
+// weights that give class 1 a logit of `per_pixel` * (bright pixels) - 20 and every other class 0.
+// With --normalize 0,1 sample i's loss is then log(9 + e^(per_pixel * bright[i] - 20)): about
+// per_pixel * bright[i] - 20 when that is large, log(9) = 2.2 for a dark sample. The checkpoint
+// says epoch 1 done, so that --epochs 2 trains one more. Returns the folder; *ckpt and *model get
+// the checkpoint's and the model file's paths.
+static inline const char *e2e_linear_model(void) { return e2e_path("linear.model"); }
+
+static inline char *e2e_exact_losses(const char *name, const int *bright, int n_train, float per_pixel, char **ckpt) {
+    char *dir = e2e_path(name);
+    cr_assert_eq(mkdir(dir, 0700), 0, "mkdir %s", dir);
+    const char *model_path = e2e_linear_model();
+    FILE *f = fopen(model_path, "w");
+    cr_assert_not_null(f);
+    fputs("input 1 4 4\nflatten\nlinear 10\nlog_softmax\n", f);
+    cr_assert_eq(fclose(f), 0);
+    for (int split = 0; split < 2; split++) {  // train, then test: the test set two dark samples
+        const int n = split ? 2 : n_train;
+        uint8_t *images = calloc(16 + (size_t)n * 16, 1), *labels = calloc(8 + (size_t)n, 1);
+        cr_assert(images && labels);
+        const uint8_t image_head[16] = {0, 0, 8, 3, 0, 0, 0, (uint8_t)n, 0, 0, 0, 4, 0, 0, 0, 4};
+        const uint8_t label_head[8] = {0, 0, 8, 1, 0, 0, 0, (uint8_t)n};
+        memcpy(images, image_head, 16), memcpy(labels, label_head, 8);
+        for (int i = 0; i < n; i++) {
+            for (int p = 0; p < 16; p++) images[16 + i * 16 + p] = !split && p < bright[i] ? 255 : 0;
+            labels[8 + i] = (uint8_t)(split ? i : 0);
+        }
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", dir, split ? "t10k" : "train");
+        write_bytes(path, images, 16 + (size_t)n * 16);
+        snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, split ? "t10k" : "train");
+        write_bytes(path, labels, 8 + (size_t)n);
+        free(images), free(labels);
+    }
+    hw_model model;
+    cr_assert_eq(hw_model_load(&model, model_path), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_model_alloc_weights(&model), HW_OK);
+    cr_assert_eq(model.n_weights, 10 * 16 + 10, "fc1.weight [10, 16], then fc1.bias [10]");
+    memset(model.weights, 0, sizeof(float) * model.n_weights);
+    for (int p = 0; p < 16; p++) model.weights[16 + p] = per_pixel;  // class 1's row
+    model.weights[160 + 1] = -20.0f;                                 // class 1's bias
+    *ckpt = e2e_path("exact.safetensors");
+    hw_ckpt_meta meta = {.epoch = 1, .samples_seen = n_train, .seed = 1};
+    cr_assert_eq(hw_ckpt_save(*ckpt, &model, model.weights, &meta), HW_OK, "%s", hw_error());
+    hw_model_free(&model);
+    return dir;
+}
+
 // The usual dataset: E2E_TRAIN / E2E_TEST samples in e2e.dir/data.
 static inline char *e2e_synth(uint64_t seed) { return e2e_synth_n("data", seed, E2E_TRAIN, E2E_TEST); }
 
@@ -507,6 +560,43 @@ static inline int e2e_read_metrics_of(const char *path, e2e_metrics_row *rows, i
 
 static inline int e2e_read_metrics(const char *path, e2e_metrics_row *rows, int cap) {
     return e2e_read_metrics_of(path, rows, cap, 0);
+}
+
+// The loss a diverged run reports, in the message and the metrics row (e2e_exact_losses: set
+// weights, so independent of the CPU and its kernels): one replica's chunk, a bright sample, at a loss of 14980, the
+// other's, a dark one, at 2.2. Their mean, 7491, is below the bound, so it is not what diverged:
+// the replica's loss is reported (it was the mean once: "its training loss is 7.49e+03 (above
+// 1e+04)", and a train_loss of 7491 in the row that marks the run diverged).
+static inline double e2e_reported_loss(const char *err) {
+    const char *at = strstr(err, "its training loss is ");
+    cr_assert_not_null(at, "stderr: %s", err);
+    return strtod(at + strlen("its training loss is "), NULL);
+}
+
+// `device_args`: the replicas (--replicas 2 on the CPU, --gpus 0,0), NULL-terminated.
+static inline void e2e_check_replica_loss_reported(const char *const *device_args) {
+    char *ckpt;
+    const int bright[2] = {16, 0};
+    char *data = e2e_exact_losses("exact", bright, 2, 938.75f, &ckpt);
+    char *csv = e2e_path("diverged.csv");
+    const char *args[32] = {"--data",   data, "--model", e2e_linear_model(), "--normalize",  "0,1", "--resume",  ckpt,
+                            "--epochs", "2",  "--mode",  "dataparallel",     "--batch-size", "2",   "--metrics", csv,
+                            "--quiet"};
+    int n = 17;
+    for (int i = 0; device_args[i]; i++) args[n++] = device_args[i];
+    args[n] = NULL;
+    e2e_run_result r;
+    e2e_run_argv(&r, NULL, args);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "replica ", "stderr");
+    double said = e2e_reported_loss(r.err);
+    cr_expect(said > 14900 && said < 15100, "the diverged replica's loss is 14980, the batch's mean 7491; said %g: %s",
+              said, r.err);
+    e2e_metrics_row rows[8];
+    int rows_n = e2e_read_metrics_of(csv, rows, 8, 1);
+    double row_loss = rows[rows_n - 1].train_loss;
+    cr_expect(row_loss > 14900 && row_loss < 15100, "the diverged row's train_loss %g, not the replica's 14980",
+              row_loss);
 }
 
 // A one-epoch run of `epoch_samples` whose copies or ranks made no round within the epoch: every

@@ -276,7 +276,7 @@ static int ranks_step(cpu_trainer *t, const float *x, const uint8_t *y, int batc
         memset(sum, 0, sizeof(float) * n);  // more ranks than samples in this (last) batch
     }
     // The gradient and the tail (loss, divergence, stop: hw_dp_ranks_tail) in one sum.
-    hw_dp_ranks_tail(sum + n, local_loss_sum, local_diverged, diverged_loss);
+    hw_dp_ranks_tail(sum + n, local_loss_sum, local_diverged);
     if (hw_comm_sum(sum, n + HW_DP_TAIL, t->config->sync_timeout) != HW_OK) return -1;
     *loss = sum[n] / (float)batch;
     if (hw_dp_ranks_settle(sum + n, local_diverged, world, t->config->replicas, &t->stop_agreed, diverged,

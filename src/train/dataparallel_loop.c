@@ -18,22 +18,23 @@ void hw_dp_chunk(int batch, int replicas, int k, int *offset, int *count) {
     *offset = k * base + (k < extra ? k : extra);
 }
 
-void hw_dp_ranks_tail(float tail[HW_DP_TAIL], float loss_sum, int local_diverged, float diverged_loss) {
+void hw_dp_ranks_tail(float tail[HW_DP_TAIL], float loss_sum, int local_diverged) {
     tail[0] = loss_sum;
     tail[1] = local_diverged >= 0 ? 1.0f : 0.0f;
     tail[2] = (float)hw_stop_signal();  // the signals' numbers, summed: any nonzero sum is a stop
-    tail[3] = local_diverged >= 0 ? diverged_loss : 0.0f;
 }
 
 int hw_dp_ranks_settle(const float tail[HW_DP_TAIL], int local_diverged, const hw_world *world, int replicas,
                        int *stop_agreed, int *diverged, float *diverged_loss) {
     if (tail[2] > 0) *stop_agreed = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
     *diverged = -1;
-    *diverged_loss = tail[3];
     if (tail[1] > 0) {
         int first = local_diverged >= 0 ? world->rank * replicas + local_diverged : INT_MAX;
         if (hw_comm_min_int(&first) != HW_OK) return HW_ERR;
         *diverged = first;
+        // The loss of the replica the message names, from its rank (a sum over the ranks would add
+        // the other diverged ranks' losses to it).
+        if (hw_comm_bcast(diverged_loss, sizeof *diverged_loss, first / replicas) != HW_OK) return HW_ERR;
     }
     return HW_OK;
 }

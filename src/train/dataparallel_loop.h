@@ -14,19 +14,20 @@
 
 // Across ranks, what every rank must agree on after a step travels with the step's sum over the
 // ranks as HW_DP_TAIL floats, the tail: this rank's loss sum, whether one of its replicas
-// diverged, its stop signal (Ctrl-C on mpirun reaches every rank as SIGTERM, not all at the same
-// step), and the loss of its first diverged replica (0 where none).
+// diverged, and its stop signal (Ctrl-C on mpirun reaches every rank as SIGTERM, not all at the
+// same step).
 // hw_dp_ranks_tail writes this rank's; once the tails are summed, hw_dp_ranks_settle reads the world's:
 // *stop_agreed gets a signal when any rank saw one, so that every rank leaves after this same
 // step and none waits alone in the next sum; *diverged gets the world's first diverged replica
 // (rank r's replica k being r*replicas+k; a collective, MPI's MIN, when any diverged) or -1, and
-// *diverged_loss the loss to report then: the diverged losses summed over the ranks, which is the
-// replica's own where one rank diverged, and still NaN, inf or above hw_loss_diverged's bound where
-// several did (the mean over the batch is not: one replica's 1.2e4 among finite ones averaged
-// below the bound, and the run was reported diverged at a loss of 9522).
+// *diverged_loss (this rank's first diverged replica's loss on entry) the loss to report then: that
+// replica's, broadcast from its rank (a second collective). Not the mean over the batch: one
+// replica's 1.2e4 among finite ones averaged below the bound, and the run was reported diverged at
+// a loss of 9522; nor the diverged losses summed over the ranks, which the message would call the
+// named replica's own.
 // `local_diverged`: this rank's first diverged replica, or -1.
-enum { HW_DP_TAIL = 4 };
-void hw_dp_ranks_tail(float tail[HW_DP_TAIL], float loss_sum, int local_diverged, float diverged_loss);
+enum { HW_DP_TAIL = 3 };
+void hw_dp_ranks_tail(float tail[HW_DP_TAIL], float loss_sum, int local_diverged);
 int hw_dp_ranks_settle(const float tail[HW_DP_TAIL], int local_diverged, const hw_world *world, int replicas,
                        int *stop_agreed, int *diverged, float *diverged_loss);
 

@@ -196,3 +196,8 @@ Test(e2e_diverge, a_checkpoint_with_nan_weights_is_refused) {
     e2e_assert_contains(r.err, "not finite", "stderr");
     e2e_assert_left_nothing(&r);
 }
+
+// One replica of a DataParallel step diverged, the other not (e2e_check_replica_loss_reported).
+Test(e2e_diverge, dataparallel_reports_the_diverged_replicas_loss_not_the_mean) {
+    e2e_check_replica_loss_reported((const char *const[]){"--replicas", "2", NULL});
+}

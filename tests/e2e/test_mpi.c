@@ -80,6 +80,32 @@ Test(mpi, dataparallel_two_ranks_of_two_replicas_equal_one_process_of_four) {
     cr_log_info("2 ranks x 2 replicas vs 1 x 4: %zu of %zu weights differ, by %g at most", differ, n_one, worst);
 }
 
+// Both ranks' replicas diverge in one step, at different losses (e2e_exact_losses: 39980 for the
+// bright sample, 19980 for the half-bright one, one a rank): the message names rank 0's replica, and
+// the loss it and the metrics row report is that replica's, not the two summed (59960, which no
+// replica saw, as it was once).
+Test(mpi, dataparallel_reports_the_named_replicas_loss_when_several_ranks_diverge) {
+    need_mpirun();
+    char *ckpt;
+    const int bright[2] = {16, 8};
+    char *data = e2e_exact_losses("exact", bright, 2, 2500.0f, &ckpt);
+    char *metrics = e2e_path("diverged.csv");
+    e2e_run_result r;
+    mpi_run(&r, "-np", "2", "HW", "--mode", "dataparallel", "--replicas", "1", "--model", e2e_linear_model(), "--data",
+            data, "--normalize", "0,1", "--resume", ckpt, "--epochs", "2", "--batch-size", "2", "--quiet", "--metrics",
+            metrics);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "rank 0 replica 0: training diverged", "stderr");
+    double said = e2e_reported_loss(r.err);
+    cr_expect(fabs(said - 39980) < 100 || fabs(said - 19980) < 100,
+              "rank 0's replica saw 39980 or 19980, the sum is 59960; said %g: %s", said, r.err);
+    e2e_metrics_row rows[8];
+    int rows_n = e2e_read_metrics_of(metrics, rows, 8, 1);
+    cr_expect(fabs(rows[rows_n - 1].train_loss - said) < 0.01 * said,
+              "the diverged row's train_loss %g, the message's %g (3 digits)", rows[rows_n - 1].train_loss, said);
+    assert_mpi_left_nothing();
+}
+
 // A rank that fails ends the job: exit 1, the message names the rank, no process or MPI shared
 // memory is left. Rank 1 alone fails (an MPMD command line gives it its own environment).
 Test(mpi, dataparallel_a_failing_rank_ends_the_job_naming_it) {

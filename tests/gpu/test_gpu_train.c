@@ -425,6 +425,13 @@ Test(gpu_train, dataparallel_cuda_divergence_stops_the_run, .init = e2e_setup, .
     check_gpu_divergence((const char *const[]){"--mode", "dataparallel", "--gpus", "0,0", NULL}, "hogwild: replica ");
 }
 
+// One replica's loss diverged, the other's not, their mean below the bound: the replica's is the
+// loss reported (e2e_check_replica_loss_reported; the GPU team's step took the mean once).
+Test(gpu_train, dataparallel_cuda_reports_the_diverged_replicas_loss, .init = e2e_setup, .fini = e2e_teardown) {
+    skip_without_gpu();
+    e2e_check_replica_loss_reported((const char *const[]){"--gpus", "0,0", NULL});
+}
+
 // ---- the all-reduce on its own ----
 
 // Replica k's buffer holds (k + 1) * (1 + i / n) + 1 / (i + 1): sums that are not round numbers.

@@ -221,7 +221,7 @@ static int use_replica(const gpu_team *team, int k) {
 // *loss_sum, *diverged and *diverged_loss are the world's on return.
 static int ranks_agree(gpu_team *team, float *loss_sum, int *diverged, float *diverged_loss) {
     float tail[HW_DP_TAIL];
-    hw_dp_ranks_tail(tail, *loss_sum, *diverged, *diverged_loss);
+    hw_dp_ranks_tail(tail, *loss_sum, *diverged);
     if (hw_comm_sum(tail, HW_DP_TAIL, team->config->sync_timeout) != HW_OK) return HW_ERR;
     *loss_sum = tail[0];
     return hw_dp_ranks_settle(tail, *diverged, &team->world, team->replicas, &team->stop_agreed, diverged,
