@@ -33,6 +33,13 @@ import struct
 import sys
 import time
 
+# One thread per process, as hogwild's workers have. torch.set_num_threads(1) does not reach the
+# OpenBLAS that Debian's torch 1.13 calls, which then starts a thread per core; two such processes
+# on two cores ran the MLP's step at 140k samples/s where one thread runs it at 300k (2-vCPU Zen 5).
+# So the BLAS and OpenMP libraries are told before torch loads them (a caller's own setting stays).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 try:
     import torch
     import torch.multiprocessing as mp
