@@ -232,7 +232,8 @@ static const cli_option train_options[] = {
      .fallback = "20ms",
      .help = "Hogwild across ranks: couple the nodes every N training samples of a\n"
              "node, or every N milliseconds, or as often as the link allows if less\n"
-             "often (default %s); with --gpus, the copies on the GPUs likewise"},
+             "often (default %s); with --gpus, the copies on the GPUs likewise\n"
+             "(default: 20 ms or 1024 samples of all the workers, whichever first)"},
     {.name = "sync-rule", .id = HW_OPTION_SYNC_RULE, .metavar = "momentum|sum", .kind = CLI_CUSTOM, .field = FIELD(sync_rule),
      .parse = parse_sync_rule, .fallback = "momentum",
      .help = "Hogwild across ranks (and --gpus' copies): what a round does with the\n"

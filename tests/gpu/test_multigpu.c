@@ -609,6 +609,39 @@ Test(multigpu, sync_flags_set_the_copies_rounds) {
                         "stdout");
 }
 
+// Without --sync-every the copies' rounds come every 20 ms or every HW_COPIES_ROUND_SAMPLES samples,
+// whichever first, so that a fast device's epoch still holds many rounds (the simulated device on
+// a Zen 5: 8 rounds an MNIST epoch by time alone, and 4 copies 1.2 points behind one). An interval
+// asked for in time is kept as asked: rounds by time alone.
+Test(multigpu, the_default_interval_is_time_or_samples_whichever_first) {
+    char list[64];
+    int devices[HW_GPU_COPIES_MAX];
+    copies_list(list, sizeof list, devices);
+    char *data = e2e_synth_n("data", 2, 20000, 200);
+    e2e_run_result r;
+    e2e_run_within(&r, 120, NULL, "--data", data, "--model", e2e.mlp, "--gpus", list, "--workers", "4", "--quiet");
+    e2e_assert_exit(&r, 0);
+    const char *at = strstr(r.out, "at most one every 20 ms or 1024 samples (");
+    double ms = 0, samples = 0;
+    cr_assert(at && sscanf(at, "at most one every 20 ms or 1024 samples (%lf ms, %lf samples on average)", &ms,
+                           &samples) == 2,
+              "stdout: %s", r.out);
+    // Every round came at 1024 samples or 20 ms, whichever first: never more than 1024 samples
+    // apart but for the parent's look (every millisecond) and a round's own time.
+    long long rounds = 0;
+    cr_assert(
+        sscanf(strstr(r.out, "copies of the weights"), "copies of the weights (%*[^)]): %lld rounds", &rounds) == 1,
+        "stdout: %s", r.out);
+    cr_expect_geq(rounds, 20000 / 1024 / 2, "%lld rounds in an epoch of 20000 samples: %s", rounds, r.out);
+    cr_expect_gt(samples, 0, "stdout: %s", r.out);
+    e2e_run_within(&r, 120, NULL, "--data", data, "--model", e2e.mlp, "--gpus", list, "--workers", "4", "--sync-every",
+                   "20ms", "--quiet");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "at most one every 20 ms (", "stdout");
+    cr_expect_null(strstr(r.out, "1024 samples"), "stdout: %s", r.out);
+    e2e_assert_left_nothing(&r);
+}
+
 // The metrics name every GPU of a long list, not the first 63 characters of it: 12 copies (on
 // cuda:0, or spread over the GPUs there are), whose names take 83 characters.
 Test(multigpu, the_metrics_name_every_gpu_of_a_long_list) {

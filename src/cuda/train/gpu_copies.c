@@ -227,8 +227,10 @@ static int copies_settle(gpu_copies *g) {
 int gpu_copies_poll(gpu_copies *g, int settle, int64_t samples) {
     if (g->copies < 2) return HW_OK;
     double now = hw_now();
-    int due = settle || (g->plan.every_samples > 0 ? samples - g->last_samples >= g->plan.every_samples
-                                                   : (now - g->last_round) * 1000 >= g->plan.every_ms);
+    const int64_t since = samples - g->last_samples;
+    int due = settle || (g->plan.every_samples > 0 ? since >= g->plan.every_samples
+                                                   : (now - g->last_round) * 1000 >= g->plan.every_ms ||
+                                                         (g->plan.most_samples > 0 && since >= g->plan.most_samples));
     if (!due) return HW_OK;
     // Settled already, and no worker has taken a step since (Ctrl-C while the last epoch's end is
     // evaluated): the copies hold what was evaluated. A round of no change would still move the
@@ -252,7 +254,7 @@ double gpu_copies_wait(const gpu_copies *g) {
     if (g->copies < 2) return 0.01;
     // An interval in samples is seen only when the parent looks: every millisecond, so that a
     // round starts within a millisecond's samples of it (at 10 ms, --sync-every 256 gave 1429).
-    if (g->plan.every_samples > 0) return 0.001;
+    if (g->plan.every_samples > 0 || g->plan.most_samples > 0) return 0.001;
     double left = g->last_round + g->plan.every_ms / 1000 - hw_now();
     return left < 0.001 ? 0.001 : left > 0.01 ? 0.01 : left;
 }
@@ -269,6 +271,8 @@ void gpu_copies_report(const gpu_copies *g, char *text, size_t cap) {
     char asked[48], seen[64], every[128];
     if (g->plan.every_samples > 0) {
         snprintf(asked, sizeof asked, "%lld samples", (long long)g->plan.every_samples);
+    } else if (g->plan.most_samples > 0) {
+        snprintf(asked, sizeof asked, "%g ms or %lld samples", g->plan.every_ms, (long long)g->plan.most_samples);
     } else {
         snprintf(asked, sizeof asked, "%g ms", g->plan.every_ms);
     }
@@ -277,6 +281,9 @@ void gpu_copies_report(const gpu_copies *g, char *text, size_t cap) {
         snprintf(seen, sizeof seen, "none came due: only epoch ends");
     } else if (g->plan.every_samples > 0) {
         snprintf(seen, sizeof seen, "%.0f on average", (double)g->interval_samples / rounds);
+    } else if (g->plan.most_samples > 0) {
+        snprintf(seen, sizeof seen, "%.1f ms, %.0f samples on average", 1000 * (g->interval_time - g->opened) / rounds,
+                 (double)g->interval_samples / rounds);
     } else {
         snprintf(seen, sizeof seen, "%.1f on average", 1000 * (g->interval_time - g->opened) / rounds);
     }

@@ -21,6 +21,7 @@ typedef struct {
     hw_couple_rule rule;             // --sync-rule
     double every_ms;                 // a round every every_ms milliseconds ...
     int64_t every_samples;           // ... or every every_samples samples of all the workers (0: by time)
+    int64_t most_samples;            // by time: also a round once most_samples samples came (0: none)
     int mirror;                      // keep a host mirror of copy 0 for the ranks' coupling (GPU ranks)
 } gpu_copies_plan;
 

@@ -380,6 +380,7 @@ static void copies_plan(gpu_copies_plan *plan, const hw_train_config *config) {
     plan->rule = config->sync_rule;
     plan->every_ms = config->sync_every_ms;
     plan->every_samples = config->sync_every_samples;
+    plan->most_samples = config->sync_most_samples;
     if (config->world.size > 1) {
         // Across ranks, as DataParallel's GPU ranks: local rank L of a host on cuda:B+L (--device cuda:B).
         plan->devices[0] = config->device.index + config->world.local_rank;
