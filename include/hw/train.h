@@ -26,7 +26,7 @@ enum { HW_MAX_GPUS = 16 };
 // samples of all the workers if that comes first. A round of copies on one machine costs the parent
 // a fraction of a millisecond, and by time alone the rounds an epoch follow the device's speed: the
 // simulated device on a Zen 5 ran MNIST's epoch in 0.16 s, 8 rounds, and 4 copies ended 1.2 points
-// behind one copy (with a round every 512 samples, level with it). 1024: about 59 rounds an epoch.
+// behind one copy (with a round every 512 samples, level with it). 1024: some 50 rounds an epoch.
 enum { HW_COPIES_ROUND_SAMPLES = 1024 };
 
 typedef struct {
