@@ -369,8 +369,8 @@ static inline char *e2e_synth_n(const char *name, uint64_t seed, int n_train, in
 // weights that give class 1 a logit of `per_pixel` * (bright pixels) - 20 and every other class 0.
 // With --normalize 0,1 sample i's loss is then log(9 + e^(per_pixel * bright[i] - 20)): about
 // per_pixel * bright[i] - 20 when that is large, log(9) = 2.2 for a dark sample. The checkpoint
-// says epoch 1 done, so that --epochs 2 trains one more. Returns the folder; *ckpt and *model get
-// the checkpoint's and the model file's paths.
+// says epoch 1 done, so that --epochs 2 trains one more. Returns the folder; *ckpt gets the
+// checkpoint's path (the model file is e2e_linear_model()).
 static inline const char *e2e_linear_model(void) { return e2e_path("linear.model"); }
 
 static inline char *e2e_exact_losses(const char *name, const int *bright, int n_train, float per_pixel, char **ckpt) {

@@ -446,12 +446,10 @@ static int check_hogwild_gpus(hw_train_config *config, const cli_parsed *given) 
 // A run started by mpirun with several ranks (config->world): what each rank does and does not.
 static int check_world(hw_train_config *config, const cli_parsed *given) {
     int sync_every = cli_given(given, "sync-every"), sync_rule = cli_given(given, "sync-rule");
-    if (config->mode == HW_MODE_HOGWILD && config->n_gpus > 1 && !sync_every) {
-        config->sync_most_samples = HW_COPIES_ROUND_SAMPLES;  // the default's other half (hw/train.h)
-    }
+    // Hogwild on several GPUs couples its copies of the weights by the ranks' rule.
+    const int copies = config->mode == HW_MODE_HOGWILD && config->n_gpus > 1;
+    if (copies && !sync_every) config->sync_most_samples = HW_COPIES_ROUND_SAMPLES;  // the default's other half
     if (config->world.size == 1) {
-        // Hogwild on several GPUs couples its copies of the weights by the ranks' rule.
-        int copies = config->mode == HW_MODE_HOGWILD && config->n_gpus > 1;
         if (((sync_every || sync_rule) && !copies) || cli_given(given, "sync-timeout")) {
             return usage_error(
                 "--sync-every, --sync-rule and --sync-timeout couple the ranks of an mpirun job (and "

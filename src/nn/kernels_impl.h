@@ -198,12 +198,8 @@ static void conv_forward(float *out, float *scratch, const float *in, const floa
 // and stored once per DW_STEPS vectors or so rather than once per sample (conv2's samples have 8).
 enum { DW_STEPS = 64 };
 
-// `full`: all DW_NR taps lie in the kernel row (a constant, so that each use compiles to its own
-// loop); otherwise the taps past the row's end repeat its last one and are not stored.
-// `bias`: also sums the tile's channels of dy into bacc[o][VW] (one tile per channel does: the
-// bias gradient then costs no pass of its own over dy).
-// One vector of positions of the tile: g[i], channel i's dy there; xlo, xhi: where its two runs
-// read the tile's first tap.
+// One vector of positions of a tile (weight_tile): g[i], channel i's dy there; xlo, xhi: where its
+// two runs read the tile's first tap.
 static inline __attribute__((always_inline)) void weight_step(vp s[DW_MR][DW_NR], vp sb[DW_MR], const vp g[DW_MR],
                                                               const float *xlo, const float *xhi, int last, int full,
                                                               int bias) {
@@ -218,6 +214,10 @@ static inline __attribute__((always_inline)) void weight_step(vp s[DW_MR][DW_NR]
     }
 }
 
+// `full`: all DW_NR taps lie in the kernel row (a constant, so that each use compiles to its own
+// loop); otherwise the taps past the row's end repeat its last one and are not stored.
+// `bias`: also sums the tile's channels of dy into bacc[o][VP] (one tile per channel does: the
+// bias gradient then costs no pass of its own over dy).
 static inline __attribute__((always_inline)) void weight_tile(float *restrict acc, float *restrict bacc,
                                                               const float *restrict in, const float *restrict dout,
                                                               const int *restrict position, const hw_conv2d_dims *d,

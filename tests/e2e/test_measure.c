@@ -343,8 +343,9 @@ Test(e2e_measure, two_workers_see_stale_weights_and_lose_a_fraction) {
     // samples, and one mid-epoch row at least must be there. Lost updates are measured where the
     // workers wait, at epoch ends; mid-epoch rows say nan, and count the updates so far.
     cr_expect_str_eq(row_field(csv, "lost_fraction", 0), "nan", "before training");
+    const int rows = row_count(csv);
     int epoch_ends = 0, mid_epoch = 0;
-    for (int i = 1; i < row_count(csv); i++) {
+    for (int i = 1; i < rows; i++) {
         long long seen = e2e_parse_integer(row_field(csv, "samples_seen", i), 0);
         const char *lost = row_field(csv, "lost_fraction", i);
         if (seen == 24000 || seen == 48000) {
@@ -357,7 +358,7 @@ Test(e2e_measure, two_workers_see_stale_weights_and_lose_a_fraction) {
         }
     }
     cr_expect_eq(epoch_ends, 2, "rows at the two epoch ends");
-    cr_expect_geq(mid_epoch, 1, "no mid-epoch row among %d", row_count(csv));
+    cr_expect_geq(mid_epoch, 1, "no mid-epoch row among %d", rows);
     double mean = e2e_parse_number(last_row_field(csv, "staleness_mean"), 0);
     double lost = e2e_parse_number(last_row_field(csv, "lost_fraction"), 0);
     double overlap = e2e_parse_number(last_row_field(csv, "overlap_fraction"), 0);

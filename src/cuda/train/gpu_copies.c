@@ -228,9 +228,13 @@ int gpu_copies_poll(gpu_copies *g, int settle, int64_t samples) {
     if (g->copies < 2) return HW_OK;
     double now = hw_now();
     const int64_t since = samples - g->last_samples;
-    int due = settle || (g->plan.every_samples > 0 ? since >= g->plan.every_samples
-                                                   : (now - g->last_round) * 1000 >= g->plan.every_ms ||
-                                                         (g->plan.most_samples > 0 && since >= g->plan.most_samples));
+    int due = settle;
+    if (g->plan.every_samples > 0) {
+        due = due || since >= g->plan.every_samples;
+    } else {  // by time, and by samples too where most_samples says (the default's)
+        due = due || (now - g->last_round) * 1000 >= g->plan.every_ms;
+        due = due || (g->plan.most_samples > 0 && since >= g->plan.most_samples);
+    }
     if (!due) return HW_OK;
     // Settled already, and no worker has taken a step since (Ctrl-C while the last epoch's end is
     // evaluated): the copies hold what was evaluated. A round of no change would still move the
