@@ -123,6 +123,11 @@ int nn_conv2d_direct(const hw_conv2d_dims *d) {
     return d->stride == 1 && d->pad == 0 && d->out_w % NN_KERNEL_VECTOR == 0;
 }
 
+int nn_linear_direct(const hw_linear_dims *d) {
+    return nn_kernels_in_use()->linear_on_kernels && (int64_t)d->in * d->out >= NN_LINEAR_MIN_WEIGHTS &&
+           d->in <= NN_LINEAR_MAX_IN;
+}
+
 int nn_pool2x2_kernel(const hw_maxpool2d_dims *d) {
     if (d->k != 2 || d->stride != 2) return 0;
     return d->out_w >= NN_KERNEL_VECTOR || (2 * d->out_w == NN_KERNEL_VECTOR && d->out_h % 2 == 0);

@@ -34,6 +34,14 @@ typedef struct {
                             int out_w);
     void (*pool2x2_backward)(float *din, const float *dout, const int32_t *argmax, int planes, int in_h, int in_w,
                              int out_h, int out_w);
+    // linear for the sizes nn_linear_direct accepts (kernels_linear.h): out = in W^T + bias, and
+    // the weight gradient dweight = dout^T in (written, not added to). linear_on_kernels: 1 where
+    // the copy's linear ran faster than the BLAS (avx512, avx2), 0 where the BLAS runs the layer
+    // (baseline: SSE2 without FMA ran 4.6x slower than OpenBLAS's own kernels for that CPU).
+    int linear_on_kernels;
+    void (*linear_forward)(float *out, const float *in, const float *weight, const float *bias, int n_in, int n_out,
+                           int batch);
+    void (*linear_backward_weight)(float *dweight, const float *dout, const float *in, int n_in, int n_out, int batch);
 } nn_kernels;
 
 // Each copy's table, from its kernels_<isa>.c.
@@ -58,5 +66,15 @@ int nn_conv2d_direct(const hw_conv2d_dims *d);
 // least NN_KERNEL_VECTOR floats (LeNet's pool1: 12), or of half of it over an even number of rows
 // (pool2: 4 x 4).
 int nn_pool2x2_kernel(const hw_maxpool2d_dims *d);
+
+// True when linear of these sizes runs on the kernels (forward and weight gradient; the input
+// gradient stays a BLAS GEMM): the copy in use has linear_on_kernels, the layer has at least
+// NN_LINEAR_MIN_WEIGHTS weights, and at most NN_LINEAR_MAX_IN input features. Smaller layers ran
+// faster on OpenBLAS's small-matrix kernels (the 10-output layers of LeNet and the MLP: 500 and
+// 1280 weights, 3.0 against 4.8 us and 3.8 against 4.5 a batch of 64, Zen 5), larger ones from
+// 16000 weights (LeNet's fc1) on these. At most NN_LINEAR_MAX_IN inputs, so that the samples a pass
+// over the weights takes stay in the L2 cache (kernels_linear.h); larger ones take the BLAS.
+enum { NN_LINEAR_MIN_WEIGHTS = 4096, NN_LINEAR_MAX_IN = 2048 };
+int nn_linear_direct(const hw_linear_dims *d);
 
 #endif

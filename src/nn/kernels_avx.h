@@ -16,6 +16,12 @@ static inline void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
 static inline vf vf_bcast(const float *p) { return _mm256_broadcast_ss(p); }
 static inline vf vf_zero(void) { return _mm256_setzero_ps(); }
 static inline vf vf_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+// The sum of the lanes: the two halves added, then the halves of that, then the last two.
+static inline float vf_sum(vf v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
 // A bit per lane, set where the lane is not zero (NaN included).
 static inline int vf_nonzero_bits(vf v) {
     return _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_NEQ_UQ));

@@ -10,6 +10,7 @@
 
 enum { CONV_MR = 5, CONV_NV = 4, DW_MR = 4, DW_NR = 5, DWT_MR = 6, DWT_NV = 3, DWS_C = 4, DWS_K = 5 };
 enum { DXS_K = 5, DXS_CV = 2 };  // input_gradient_sparse: DXS_K taps x DXS_CV vectors of channels
+enum { LIN_B = 4, LIN_O = 5, LDW_O = 6, LDW_V = 4, LINEAR_ON_KERNELS = 1 };  // kernels_linear.h
 
 // The vectors of output positions (kernels_impl.h, vp): 16 floats, a zmm register. LeNet's output
 // rows are 24 and 8 floats, so a vector is two runs of 8 (position_rows), each within one row:
@@ -32,6 +33,9 @@ static inline vp vp_rows(const float *lo, const float *hi) {
 }
 static inline vp vp_fma(vp a, vp b, vp c) { return (vp)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c); }
 static inline void vp_in_register(vp *v) { __asm__("" : "+v"(*v)); }
+static inline float vp_sum(vp v) {  // the 8-float halves added, then as AVX2's vf_sum
+    return vf_sum(_mm256_add_ps(_mm512_castps512_ps256((__m512)v), _mm512_extractf32x8_ps((__m512)v, 1)));
+}
 #else
 static inline vp vp_rows(const float *lo, const float *hi) {
     vp v;
@@ -50,6 +54,11 @@ static inline vp vp_fma(vp a, vp b, vp c) {
     return c;
 }
 static inline void vp_in_register(vp *v) { (void)v; }
+static inline float vp_sum(vp v) {  // the same order as the AVX-512 copy's
+    __m256 h[2];
+    memcpy(h, &v, sizeof v);
+    return vf_sum(_mm256_add_ps(h[0], h[1]));
+}
 #endif
 
 #endif

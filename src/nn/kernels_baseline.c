@@ -12,6 +12,10 @@ static inline void vf_store(float *p, vf v) { _mm_storeu_ps(p, v); }
 static inline vf vf_bcast(const float *p) { return _mm_load1_ps(p); }
 static inline vf vf_zero(void) { return _mm_setzero_ps(); }
 static inline vf vf_fma(vf a, vf b, vf c) { return a * b + c; }
+static inline float vf_sum(vf v) {  // the halves added, then the last two
+    __m128 s = _mm_add_ps(v, _mm_movehl_ps(v, v));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
 static inline int vf_nonzero_bits(vf v) { return _mm_movemask_ps(_mm_cmpneq_ps(v, _mm_setzero_ps())); }
 // An empty asm that "changes" v: the compiler may no longer load v again from memory where it is
 // used. (GCC folded the weight gradient's input loads into each multiply-add that used them, two
@@ -34,6 +38,8 @@ static inline void vf_transpose(vf r[VW]) { _MM_TRANSPOSE4_PS(r[0], r[1], r[2], 
 
 enum { CONV_MR = 4, CONV_NV = 2, DW_MR = 2, DW_NR = 4, DWT_MR = 3, DWT_NV = 3, DWS_C = 1, DWS_K = 5 };
 enum { DXS_K = 5, DXS_CV = 2 };  // input_gradient_sparse: DXS_K taps x DXS_CV vectors of channels
+// kernels_linear.h's tiles; linear runs on the BLAS, whose own kernels for the CPU ran 4.6x faster.
+enum { LIN_B = 3, LIN_O = 4, LDW_O = 4, LDW_V = 3, LINEAR_ON_KERNELS = 0 };
 
 #include "kernels_positions_vf.h"
 

@@ -9,6 +9,7 @@
 //                             a0 b0 a1 b1 ... from the first and from the second half of the lanes
 //   vf_transpose(r)           r[0..VW) as the rows of a square block, transposed in place
 //   vf_in_register(&v)        nothing, but the compiler must hold v in a register from there on
+//   vf_sum(v), vp_sum(v)      the sum of v's lanes, added as a tree (halves, then halves of those)
 //   vf_nonzero_bits(v)        a bit per lane, set where the lane is not 0 (NaN included)
 //   vf_permute(v, idx)        lane l takes v[idx[l]];  vi_from_bytes(u)  the bytes of u as a vi
 //   CONV_MR, CONV_NV          the register tile: CONV_MR output channels x CONV_NV vectors of positions
@@ -21,6 +22,9 @@
 //                             positions: vf itself (VP = VW: kernels_positions_vf.h) or wider (AVX-512: 16)
 //   vp_rows(lo, hi)           VP floats: VP / 2 from lo, then VP / 2 from hi (two runs of an output row each)
 //   vp_load, vp_store, vp_bcast, vp_zero, vp_fma, vp_in_register   as vf's
+//   LIN_B, LIN_O              the linear forward's tile: LIN_B samples x LIN_O outputs
+//   LDW_O, LDW_V              the linear weight gradient's tile: LDW_O outputs x LDW_V vectors of inputs
+//   LINEAR_ON_KERNELS         1 where linear runs on these kernels, 0 where on the BLAS (kernels.h)
 //   KERNELS_NAME              the copy's name: "avx2"
 //
 // Every function here is static: each instruction set's copy stays in its own object file, and
@@ -262,22 +266,6 @@ static inline __attribute__((always_inline)) void weight_tile(float *restrict ac
         }
         if (bias && o0 + i < out_c) vp_store(bacc + (size_t)(o0 + i) * VP, sb[i]);
     }
-}
-
-// The lanes of v added up, in order.
-static inline float vp_sum(vp v) {
-    float lanes[VP], sum = 0.0f;
-    vp_store(lanes, v);
-    for (int l = 0; l < VP; l++) sum += lanes[l];
-    return sum;
-}
-
-// The lanes of v added up.
-static inline float vf_sum(vf v) {
-    float lanes[VW], sum = 0.0f;
-    vf_store(lanes, v);
-    for (int l = 0; l < VW; l++) sum += lanes[l];
-    return sum;
 }
 
 // The other way round, for layers with many output channels (conv2's 20: 24 lanes, 83% used):
@@ -991,6 +979,8 @@ static size_t conv_scratch_floats(const hw_conv2d_dims *d) {
     return most + (offsets > rows ? offsets : rows);
 }
 
+#include "kernels_linear.h"
+
 static const nn_kernels kernels = {
     .name = KERNELS_NAME,
     .conv_scratch_floats = conv_scratch_floats,
@@ -999,4 +989,7 @@ static const nn_kernels kernels = {
     .conv_backward_input = conv_backward_input,
     .pool2x2_forward = pool2x2_forward,
     .pool2x2_backward = pool2x2_backward,
+    .linear_on_kernels = LINEAR_ON_KERNELS,
+    .linear_forward = linear_forward,
+    .linear_backward_weight = linear_backward_weight,
 };

@@ -13,6 +13,7 @@ static inline vp vp_bcast(const float *p) { return vf_bcast(p); }
 static inline vp vp_zero(void) { return vf_zero(); }
 static inline vp vp_fma(vp a, vp b, vp c) { return vf_fma(a, b, c); }
 static inline void vp_in_register(vp *v) { vf_in_register(v); }
+static inline float vp_sum(vp v) { return vf_sum(v); }
 static inline vp vp_rows(const float *lo, const float *hi) {
     (void)hi;  // lo + VP / 2
     return vf_load(lo);

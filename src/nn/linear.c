@@ -1,5 +1,6 @@
 // linear: y = x W^T + b, as torch.nn.Linear. dims.linear = {in, out} features;
 // weight [out, in], bias [out].
+#include "kernels.h"
 #include "layer_util.h"
 
 #include "hw/blas.h"
@@ -27,6 +28,10 @@ static int linear_configure(hw_layer *layer, hw_shape *params) {
 void linear_forward(float *out, const float *in, const float *weight, const float *bias, const hw_linear_dims *d,
                     int batch) {
     int n_in = d->in, n_out = d->out;
+    if (nn_linear_direct(d)) {  // the CPU kernels (kernels_linear.h says why not the BLAS)
+        nn_kernels_in_use()->linear_forward(out, in, weight, bias, n_in, n_out, batch);
+        return;
+    }
     // [batch, in] x [out, in]^T: one GEMM for the whole batch, then the bias on each row.
     hw_sgemm(HW_NO_TRANS, HW_TRANS, batch, n_out, n_in, 1.0f, in, n_in, weight, n_in, 0.0f, out, n_out);
     for (int b = 0; b < batch; b++) {
@@ -38,7 +43,9 @@ void linear_forward(float *out, const float *in, const float *weight, const floa
 void linear_backward(float *din, float *dweight, float *dbias, const float *dout, const float *in, const float *weight,
                      const hw_linear_dims *d, int batch) {
     int n_in = d->in, n_out = d->out;
-    if (dweight) {  // dW [out, in] = dY^T [out, batch] x X [batch, in]
+    if (dweight && nn_linear_direct(d)) {
+        nn_kernels_in_use()->linear_backward_weight(dweight, dout, in, n_in, n_out, batch);
+    } else if (dweight) {  // dW [out, in] = dY^T [out, batch] x X [batch, in]
         hw_sgemm(HW_TRANS, HW_NO_TRANS, n_out, n_in, batch, 1.0f, dout, n_out, in, n_in, 0.0f, dweight, n_in);
     }
     if (dbias) {

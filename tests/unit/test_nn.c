@@ -1057,6 +1057,81 @@ Test(nn_kernels, avx512_stays_in_bounds) { kernels_stay_in_bounds("avx512"); }
 Test(nn_kernels, avx2_stays_in_bounds) { kernels_stay_in_bounds("avx2"); }
 Test(nn_kernels, baseline_stays_in_bounds) { kernels_stay_in_bounds("baseline"); }
 
+// Every copy's linear kernels (kernels_linear.h), called straight from the copy's table as
+// linear.c calls them, on sizes around their tiles, vectors and batch blocks: input features
+// below, at and past a vector (16, 8 or 4 floats) and a weight gradient tile's vectors, outputs
+// and samples around the tiles (4 x 5, 3 x 4) and past a block of 64 samples. The forward and the
+// weight gradient equal a plain sum in double, and nothing is written past either output. The
+// baseline copy's linear runs on the BLAS in training (linear_on_kernels), but its kernels are
+// the same math and are held to the same.
+static void linear_kernels_match_a_plain_sum(const char *path, const nn_kernels *table) {
+    static const int ins[] = {1, 3, 4, 8, 15, 16, 17, 31, 33, 48, 64, 65, 100, 200};
+    static const int outs[] = {1, 2, 3, 4, 5, 6, 7, 11, 13};
+    static const int batches[] = {1, 2, 3, 4, 5, 7, 64, 65, 130};
+    hw_rng rng;
+    hw_rng_seed(&rng, 4200, 0);
+    for (int c = 0; c < 60; c++) {
+        const int n_in = ins[c % 14], n_out = outs[hw_rng_below(&rng, 9)], batch = batches[hw_rng_below(&rng, 9)];
+        const size_t nx = (size_t)batch * n_in, nw = (size_t)n_out * n_in, ny = (size_t)batch * n_out;
+        float *x = floats(nx), *w = floats(nw), *b = floats((size_t)n_out), *dy = floats(ny);
+        float *y = guarded(ny), *dw = guarded(nw);
+        for (size_t i = 0; i < nx; i++) x[i] = hw_rng_normal(&rng);
+        for (size_t i = 0; i < nw; i++) w[i] = hw_rng_normal(&rng);
+        for (int i = 0; i < n_out; i++) b[i] = hw_rng_normal(&rng);
+        for (size_t i = 0; i < ny; i++) dy[i] = hw_rng_normal(&rng);
+        fill_nan(y, ny);
+        fill_nan(dw, nw);
+        table->linear_forward(y, x, w, b, n_in, n_out, batch);
+        table->linear_backward_weight(dw, dy, x, n_in, n_out, batch);
+        double *ry = calloc(ny, sizeof(double)), *rdw = calloc(nw, sizeof(double));
+        for (int s = 0; s < batch; s++) {
+            for (int o = 0; o < n_out; o++) {
+                double sum = b[o];
+                for (int k = 0; k < n_in; k++) sum += (double)x[(size_t)s * n_in + k] * w[(size_t)o * n_in + k];
+                ry[(size_t)s * n_out + o] = sum;
+                for (int k = 0; k < n_in; k++) {
+                    rdw[(size_t)o * n_in + k] += (double)dy[(size_t)s * n_out + o] * x[(size_t)s * n_in + k];
+                }
+            }
+        }
+        double ey = max_rel(y, ry, ny), ew = max_rel(dw, rdw, nw);
+        cr_expect_lt(ey, 1e-5, "%s linear, %d -> %d, batch %d: forward off a plain sum by %g", path, n_in, n_out, batch,
+                     ey);
+        cr_expect_lt(ew, 1e-5, "%s linear, %d -> %d, batch %d: weight gradient off a plain sum by %g", path, n_in,
+                     n_out, batch, ew);
+        cr_expect(guard_intact(y, ny) && guard_intact(dw, nw), "%s linear, %d -> %d, batch %d: wrote past an output",
+                  path, n_in, n_out, batch);
+        free(x), free(w), free(b), free(dy), free(y), free(dw), free(ry), free(rdw);
+    }
+}
+
+static void linear_kernels_check(const char *path) {
+    use_kernels(path);
+    linear_kernels_match_a_plain_sum(path, nn_kernels_in_use());
+}
+
+Test(nn_kernels, avx512_linear_matches_a_plain_sum) { linear_kernels_check("avx512"); }
+Test(nn_kernels, avx2_linear_matches_a_plain_sum) { linear_kernels_check("avx2"); }
+Test(nn_kernels, baseline_linear_matches_a_plain_sum) { linear_kernels_check("baseline"); }
+
+// Which linear layers take the kernels, as training calls them (linear.c): the MLP's and LeNet's
+// first layers under the avx512 and avx2 copies; their 10-output last layers, a layer of more
+// than NN_LINEAR_MAX_IN inputs, and every layer under the baseline copy on the BLAS.
+Test(nn_kernels, linear_takes_the_kernels_where_they_ran_faster) {
+    const hw_linear_dims mlp_fc1 = {784, 128}, lenet_fc1 = {320, 50}, mlp_fc2 = {128, 10}, wide = {4096, 64};
+    const char *const paths[] = {"avx512", "avx2", "baseline"};
+    for (int p = 0; p < 3; p++) {
+        if (!hw_nn_kernels_runnable(paths[p])) continue;
+        cr_assert_eq(hw_nn_kernels_select(paths[p]), HW_OK, "%s", hw_error());
+        const int fast = p < 2;
+        cr_expect_eq(nn_linear_direct(&mlp_fc1), fast, "%s: the MLP's fc1", paths[p]);
+        cr_expect_eq(nn_linear_direct(&lenet_fc1), fast, "%s: LeNet's fc1", paths[p]);
+        cr_expect_eq(nn_linear_direct(&mlp_fc2), 0, "%s: the MLP's fc2", paths[p]);
+        cr_expect_eq(nn_linear_direct(&wide), 0, "%s: 4096 inputs", paths[p]);
+    }
+    cr_assert_eq(hw_nn_kernels_select("auto"), HW_OK);
+}
+
 // The AVX-512 copy's tiles and 16-position vectors compiled with AVX2 (tests/kernels_avx512_tiles.c): its edge
 // checked on CPUs without AVX-512 too, against a plain sum, the baseline copy and the AVX2 copy.
 const nn_kernels *nn_test_kernels_avx512_tiles(void);
@@ -1064,6 +1139,7 @@ const nn_kernels *nn_test_kernels_avx512_tiles(void);
 Test(nn_kernels, avx512_tiles_on_avx2_stay_in_bounds) {
     if (!hw_nn_kernels_runnable("avx2")) cr_skip_test("the AVX-512 copy's tiles on AVX2 not checked: no AVX2 and FMA");
     conv_stays_in_bounds(nn_test_kernels_avx512_tiles()->name, nn_test_kernels_avx512_tiles());
+    linear_kernels_match_a_plain_sum(nn_test_kernels_avx512_tiles()->name, nn_test_kernels_avx512_tiles());
 }
 
 Test(nn_kernels, avx512_tiles_on_avx2_match_the_baseline) {
