@@ -124,8 +124,8 @@ int nn_conv2d_direct(const hw_conv2d_dims *d) {
 }
 
 int nn_linear_direct(const hw_linear_dims *d) {
-    return nn_kernels_in_use()->linear_on_kernels && (int64_t)d->in * d->out >= NN_LINEAR_MIN_WEIGHTS &&
-           d->in <= NN_LINEAR_MAX_IN;
+    return nn_kernels_in_use()->linear_on_kernels && d->in % 16 == 0 && d->in >= NN_LINEAR_MIN_IN &&
+           d->in <= NN_LINEAR_MAX_IN && (int64_t)d->in * d->out >= NN_LINEAR_MIN_WEIGHTS;
 }
 
 int nn_pool2x2_kernel(const hw_maxpool2d_dims *d) {

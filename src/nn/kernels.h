@@ -68,13 +68,18 @@ int nn_conv2d_direct(const hw_conv2d_dims *d);
 int nn_pool2x2_kernel(const hw_maxpool2d_dims *d);
 
 // True when linear of these sizes runs on the kernels (forward and weight gradient; the input
-// gradient stays a BLAS GEMM): the copy in use has linear_on_kernels, the layer has at least
-// NN_LINEAR_MIN_WEIGHTS weights, and at most NN_LINEAR_MAX_IN input features. Smaller layers ran
-// faster on OpenBLAS's small-matrix kernels (the 10-output layers of LeNet and the MLP: 500 and
-// 1280 weights, 3.0 against 4.8 us and 3.8 against 4.5 a batch of 64, Zen 5), larger ones from
-// 16000 weights (LeNet's fc1) on these. At most NN_LINEAR_MAX_IN inputs, so that the samples a pass
-// over the weights takes stay in the L2 cache (kernels_linear.h); larger ones take the BLAS.
-enum { NN_LINEAR_MIN_WEIGHTS = 4096, NN_LINEAR_MAX_IN = 2048 };
+// gradient stays a BLAS GEMM): the copy in use has linear_on_kernels, and the layer is of the
+// sizes where they were measured faster than OpenBLAS (Zen 5, batch 64; bench/nn_step.md,
+// "Linear layers on the kernels"): NN_LINEAR_MIN_IN to NN_LINEAR_MAX_IN inputs, a multiple of 16
+// (whole vectors in every copy), and at least NN_LINEAR_MIN_WEIGHTS weights.
+// - Fewer inputs: each output's VP partial sums are added up once per output, which a short sum
+//   does not pay back (128 -> 128: 18.7 us against OpenBLAS's 11.8 forward; 256 -> 128 and 320 -> 128
+//   lost too). Inputs past whole vectors take a scalar loop: 63 -> 1000 ran 5x slower.
+// - More inputs: the avx2 copy's weight gradient lost from 1024 (193 against 137 us: rows of x 4 KB
+//   apart fall in the same L1 sets).
+// - Fewer weights: the 10-output layers ran faster on OpenBLAS's small-matrix kernels.
+// The MLP's first layer (784 -> 128) is the one such layer of the shipped models.
+enum { NN_LINEAR_MIN_IN = 512, NN_LINEAR_MAX_IN = 1000, NN_LINEAR_MIN_WEIGHTS = 4096 };
 int nn_linear_direct(const hw_linear_dims *d);
 
 #endif

@@ -8,8 +8,9 @@
 // Why not the BLAS, as before: OpenBLAS copies ("packs") both operands of every GEMM into its own
 // layout first, and for beta = 0 zeroes the output before adding into it. For the MLP's first layer
 // (x [64 x 784], w [128 x 784]) that is 400 KB of weights copied, and 400 KB of gradient zeroed,
-// each step: its forward ran at 175 GFLOP/s and its weight gradient at 200 against the sgemm peak
-// of 239 (Zen 5; bench/RESULTS.md, issue 28). Both operands are already in the layout these sums
+// each step: its forward ran at 175 GFLOP/s and its weight gradient at 204 against the sgemm peak
+// of 239 (Zen 5; bench/nn_step.md, "Linear layers on the kernels"). Where they run: kernels.h,
+// nn_linear_direct. Both operands are already in the layout these sums
 // want: the forward is dot products of rows of x with rows of w, both contiguous in k; the weight
 // gradient is rows of x scaled by dy and added up, contiguous in k too. So the kernels read them
 // where they lie, and write each output once.
@@ -21,7 +22,7 @@
 // only on the copy's VP and whether it has FMA.
 
 // Samples taken per pass over the weights: their rows of x stay in the L2 cache while every tile
-// of outputs reads them (64 rows of 2048 floats, kernels.h's NN_LINEAR_MAX_IN, are 512 KB).
+// of outputs reads them (64 rows of 1000 floats, kernels.h's NN_LINEAR_MAX_IN, are 256 KB).
 enum { LIN_BATCH_BLOCK = 64 };
 
 static inline int lin_min(int a, int b) { return a < b ? a : b; }

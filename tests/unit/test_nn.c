@@ -1114,20 +1114,24 @@ Test(nn_kernels, avx512_linear_matches_a_plain_sum) { linear_kernels_check("avx5
 Test(nn_kernels, avx2_linear_matches_a_plain_sum) { linear_kernels_check("avx2"); }
 Test(nn_kernels, baseline_linear_matches_a_plain_sum) { linear_kernels_check("baseline"); }
 
-// Which linear layers take the kernels, as training calls them (linear.c): the MLP's and LeNet's
-// first layers under the avx512 and avx2 copies; their 10-output last layers, a layer of more
-// than NN_LINEAR_MAX_IN inputs, and every layer under the baseline copy on the BLAS.
+// Which linear layers take the kernels, as training calls them (linear.c): the MLP's first layer
+// and others of 512 to 1000 inputs in whole vectors under the avx512 and avx2 copies; on the BLAS
+// the layers where the kernels lost (fewer inputs: LeNet's fc1, a 128-wide hidden layer; inputs
+// past whole vectors; 1024 inputs; the 10-output last layers), and every layer under the baseline
+// copy.
 Test(nn_kernels, linear_takes_the_kernels_where_they_ran_faster) {
-    const hw_linear_dims mlp_fc1 = {784, 128}, lenet_fc1 = {320, 50}, mlp_fc2 = {128, 10}, wide = {4096, 64};
+    const hw_linear_dims kernels[] = {{784, 128}, {512, 8}, {992, 10}, {784, 1000}};
+    const hw_linear_dims blas[] = {{320, 50}, {128, 128}, {63, 1000}, {520, 128}, {1024, 128}, {784, 5}, {128, 10}};
     const char *const paths[] = {"avx512", "avx2", "baseline"};
     for (int p = 0; p < 3; p++) {
         if (!hw_nn_kernels_runnable(paths[p])) continue;
         cr_assert_eq(hw_nn_kernels_select(paths[p]), HW_OK, "%s", hw_error());
-        const int fast = p < 2;
-        cr_expect_eq(nn_linear_direct(&mlp_fc1), fast, "%s: the MLP's fc1", paths[p]);
-        cr_expect_eq(nn_linear_direct(&lenet_fc1), fast, "%s: LeNet's fc1", paths[p]);
-        cr_expect_eq(nn_linear_direct(&mlp_fc2), 0, "%s: the MLP's fc2", paths[p]);
-        cr_expect_eq(nn_linear_direct(&wide), 0, "%s: 4096 inputs", paths[p]);
+        for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
+            cr_expect_eq(nn_linear_direct(&kernels[i]), p < 2, "%s: %d -> %d", paths[p], kernels[i].in, kernels[i].out);
+        }
+        for (size_t i = 0; i < sizeof blas / sizeof blas[0]; i++) {
+            cr_expect_eq(nn_linear_direct(&blas[i]), 0, "%s: %d -> %d", paths[p], blas[i].in, blas[i].out);
+        }
     }
     cr_assert_eq(hw_nn_kernels_select("auto"), HW_OK);
 }
