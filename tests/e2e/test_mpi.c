@@ -542,6 +542,41 @@ static void check_ctrl_c(int dp) {
 Test(mpi, hogwild_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) { check_ctrl_c(0); }
 Test(mpi, dataparallel_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) { check_ctrl_c(1); }
 
+// The state letter of process `pid` (R, S, T, Z...), from /proc/<pid>/stat; 0 when it is gone.
+static char process_state(pid_t pid) {
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return 0;
+    ssize_t got = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (got <= 0) return 0;
+    text[got] = '\0';
+    const char *close_paren = strrchr(text, ')');  // comm may hold spaces and parentheses
+    char state = 0;
+    if (!close_paren || sscanf(close_paren + 1, " %c", &state) != 1) return 0;
+    return state;
+}
+
+// Keeps `pid` stopped until file `until` exists, then lets it go on (SIGCONT); or until it is gone
+// (exited, or a zombie), or `deadline`. One SIGSTOP does not last through Ctrl-C on mpirun: Open
+// MPI 4.1 first sends SIGCONT to every rank's process group, which holds the rank's workers ("in
+// case the process is in stopped state"), and SIGTERM, the stop the ranks see, only
+// odls_base_sigkill_timeout (1 s) later. A stopped worker trains through that second: on a fast
+// CPU through the rest of its shard, and the epoch ends, trained and agreed, before any rank sees
+// the stop. Stopped again every millisecond, it trains a few samples at most. Let go once the
+// stop is in, it leaves as its rank asks, and the rank ends before mpirun's SIGKILL: held until
+// that SIGKILL, mpirun itself hung now and then in its teardown (PMIx_server_finalize).
+static void hold_stopped_until(pid_t pid, const char *until, double deadline) {
+    for (;;) {
+        char state = process_state(pid);
+        if (state == 0 || state == 'Z' || state == 'X' || access(until, F_OK) == 0 || hw_now() > deadline) break;
+        kill(pid, SIGSTOP);
+        e2e_sleep_ms(1);
+    }
+    kill(pid, SIGCONT);
+}
+
 // What Ctrl-C saves across ranks is what they agree on: the rounds' weights (watch_snapshot), not
 // rank 0's live weights, which hold its own steps since the last round, and the epochs the ranks
 // agreed on, not one that rank 0's workers finished while another rank is behind. Rank 1's worker
@@ -549,6 +584,9 @@ Test(mpi, dataparallel_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) { check_ctrl_c
 // the ranks agree on is the starting weights, however far rank 0 has trained (here: its whole
 // shard, then the wait at the barrier). Before, the checkpoint was rank 0's trained weights, then
 // the starting weights labelled "epoch 1", which --resume would have gone on past.
+// The worker is held stopped through the Ctrl-C (hold_stopped_until): mpirun's own SIGCONT
+// let it finish its shard within the second before the ranks' SIGTERM on a fast CPU, and the run
+// then ended as a completed epoch, which tests no stop.
 Test(mpi, hogwild_ctrl_c_saves_the_weights_and_epochs_the_ranks_agree_on) {
     need_mpirun();
     char *data = e2e_synth_n("data", 77, 40000, 200), *metrics = e2e_path("m.csv");
@@ -568,17 +606,25 @@ Test(mpi, hogwild_ctrl_c_saves_the_weights_and_epochs_the_ranks_agree_on) {
     double deadline = hw_now() + 120;
     pid_t ranks[2];
     mpi_find_two_ranks(&r, ranks, deadline);
-    while (e2e_count_lines(metrics) < 3 && hw_now() < deadline) e2e_sleep_ms(20);  // header, start, a point
-    cr_assert_geq(e2e_count_lines(metrics), 3, "no mid-epoch row within 120 s");
-    pid_t rank1 = rank_of(ranks[0]) == 1 ? ranks[0] : ranks[1];
-    cr_assert_eq(rank_of(rank1), 1, "cannot tell rank 1 from rank 0");
+    // Stopped as soon as it is forked: the whole job takes half a second on a fast CPU, and a
+    // worker stopped later (after rank 0's first point) may already be well into its shard. A rank
+    // just forked may not have its OMPI_COMM_WORLD_RANK yet (mpirun's environment until its exec).
+    pid_t rank1 = -1;
+    while (rank1 < 0 && hw_now() < deadline) {
+        rank1 = rank_of(ranks[0]) == 1 ? ranks[0] : rank_of(ranks[1]) == 1 ? ranks[1] : -1;
+        if (rank1 < 0) e2e_sleep_ms(1);
+    }
+    cr_assert_gt(rank1, 0, "cannot tell rank 1 from rank 0");
     pid_t workers[2];
+    while (e2e_children_of(rank1, workers, 2) == 0 && hw_now() < deadline) e2e_sleep_ms(1);
     cr_assert_eq(e2e_children_of(rank1, workers, 2), 1, "rank 1 should have its 1 worker");
     kill(workers[0], SIGSTOP);
+    while (e2e_count_lines(metrics) < 3 && hw_now() < deadline) e2e_sleep_ms(20);  // header, start, a point
+    cr_assert_geq(e2e_count_lines(metrics), 3, "no mid-epoch row within 120 s");
     e2e_sleep_ms(8000);  // rank 0's 20000 samples, then its wait at the barrier (--sync-timeout: 60 s)
     kill(r.pid, SIGINT);
-    e2e_sleep_ms(500);
-    kill(workers[0], SIGCONT);
+    // Rank 0's checkpoint: its SIGTERM has come, and rank 1's with it (mpirun sends them at once).
+    hold_stopped_until(workers[0], ckpt, hw_now() + 60);
     e2e_wait_within(&r, 60);
     e2e_assert_contains(r.out, "saved the current weights to", "stdout");
     assert_mpi_left_nothing();
