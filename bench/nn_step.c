@@ -210,6 +210,16 @@ int main(int argc, char **argv) {
             return usage_error("SECONDS must be a number over 0 and at most 3600", argv[first + 2]);
         }
     }
+    // A model file given is read now too, so that a missing or bad one is said alone, before the
+    // header lines (the other models are read again where they are timed).
+    if (model) {
+        hw_model check;
+        if (hw_model_load(&check, model) != HW_OK) {
+            fprintf(stderr, "nn_step: %s\n", hw_error());
+            return 1;
+        }
+        hw_model_free(&check);
+    }
     // The copy of the CPU kernels timed, as ./hogwild chooses it (HOGWILD_CPU_PATH), named with the
     // BLAS: the figures are the kernels'.
     if (hw_nn_kernels_select(getenv("HOGWILD_CPU_PATH")) != HW_OK) {

@@ -524,11 +524,13 @@ int main(int argc, char **argv) {
         return HW_EXIT_OK;
     }
     if (given.stop) {
-        printf("hogwild 0.1.0\nBLAS: %s\n", hw_blas_info());
+        // The CPU kernels first: a HOGWILD_CPU_PATH that is refused ends --version with only the
+        // message, not a version and BLAS line that read as a working set-up.
         if (hw_nn_kernels_select(getenv("HOGWILD_CPU_PATH")) != HW_OK) {
             fprintf(stderr, "hogwild: %s\n", hw_error());
             return HW_EXIT_FAILURE;
         }
+        printf("hogwild 0.1.0\nBLAS: %s\n", hw_blas_info());
         printf("CPU kernels: %s\n", hw_nn_kernels_info());
         return HW_EXIT_OK;
     }
