@@ -12,6 +12,10 @@ cd "$(dirname "$0")/.."
 DATA="${1:-data/mnist}"
 SEEDS="${2:-1 2 3}"
 
+[[ "$SEEDS" =~ ^[[:space:]]*[0-9]+([[:space:]]+[0-9]+)*[[:space:]]*$ ]] || { echo "SEEDS must be whole numbers separated by spaces; got '$SEEDS'" >&2; exit 2; }
+[ -d "$DATA" ] || { echo "no data in $DATA: ./hogwild download mnist" >&2; exit 1; }
+./hogwild --version >/dev/null || exit 1  # a refused HOGWILD_CPU_PATH or OPENBLAS_CORETYPE, said before any table
+
 accuracy() {  # model workers epochs seed -> test accuracy of the final epoch
     ./hogwild --quiet --model "models/$1.model" --workers "$2" --epochs "$3" --seed "$4" --data "$DATA" |
         sed -n 's/^done:.*accuracy \([0-9.]*\)%.*/\1/p'

@@ -15,10 +15,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${1:-5}"
 DATA="${2:-data/mnist}"
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a whole number, 1 or more, without leading zeros; got '$ROUNDS'" >&2; exit 2; }
 [ -x ./hogwild ] || { echo "build first: make" >&2; exit 1; }
 make -s build/bench_nn_step >/dev/null
 
-kernels=$(./hogwild --version | sed -n 's/^CPU kernels: //p')
+# The automatic choice is read without HOGWILD_CPU_PATH: a forced copy in the caller's environment
+# would otherwise be labelled "(automatic)" and every ratio taken against it.
+kernels=$(env -u HOGWILD_CPU_PATH ./hogwild --version | sed -n 's/^CPU kernels: //p')
 auto=${kernels%% *}
 runs=$(sed -n 's/.*this CPU runs \([a-z0-9, ]*\);.*/\1/p' <<<"$kernels" | tr -d ',')
 [ -n "$runs" ] || { echo "cannot read the copies this CPU runs from: $kernels" >&2; exit 1; }

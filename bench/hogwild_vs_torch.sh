@@ -15,7 +15,8 @@
 # OpenBLAS), or the PyPI torch 2.x of bench/.venv-torch (README, "Benchmarks"):
 #   bench/hogwild_vs_torch.sh 5 data/mnist bench/.venv-torch/bin/python
 # The line "peer:" names its torch, the BLAS it was built with and whether oneDNN ran LeNet's
-# convolutions. Without torch the peer columns say "skipped".
+# convolutions. Without torch the peer columns say "skipped" (a PYTHON named, as an argument or as
+# PEER_PYTHON, that cannot import torch is refused instead).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-5}"
@@ -23,11 +24,19 @@ DATA="${2:-data/mnist}"
 PY="${3:-${PEER_PYTHON:-/usr/bin/python3}}"
 WORKER_COUNTS="${WORKER_COUNTS:-1 2 4}"
 
+[[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "RUNS must be a whole number, 1 or more, without leading zeros; got '$RUNS'" >&2; exit 2; }
 [ -x ./hogwild ] || { echo "build first: make" >&2; exit 1; }
 [ -d "$DATA" ] || { echo "no data in $DATA: ./hogwild download mnist" >&2; exit 1; }
+./hogwild --version >/dev/null || exit 1  # a refused HOGWILD_CPU_PATH or OPENBLAS_CORETYPE, said before any table
 
 have_torch=1
 $PY -c "import torch" 2>/dev/null || have_torch=0
+# A Python named (argument or PEER_PYTHON) that has no torch is a mistake, not "skipped": the default
+# one without torch is the only case the peer columns say so.
+if [ $have_torch -eq 0 ] && { [ -n "${3:-}" ] || [ -n "${PEER_PYTHON:-}" ]; }; then
+    echo "the peer's Python $PY cannot import torch (README, \"Benchmarks\": bench/.venv-torch)" >&2
+    exit 2
+fi
 
 . bench/stats.sh
 
