@@ -44,6 +44,13 @@ done
 echo "machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) cores usable here"
 echo "$kernels   (${BINS[0]}'s)"
 echo "command: bench/floor_share.sh $ROUNDS $MODEL ${BINS[*]}   (HOGWILD_CPU_PATH=${HOGWILD_CPU_PATH:-})"
+# The floor is OpenBLAS's sgemm rate: OPENBLAS_CORETYPE set to a narrower instruction set than the
+# step's kernels (Haswell under avx512, as some VMs set it for everything) lowers the floor and
+# not the step, and the shares read above 100%. Said, so that such a table is not taken as a user's.
+if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
+    echo "note: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE sets the floor's BLAS kernels; a user's run leaves it unset" \
+        "(OpenBLAS then picks the CPU's own), and a share above 100% means the floor's kernels are narrower than the step's"
+fi
 echo
 header="| round | sgemm peak (GFLOP/s) | floor (samples/s) |"
 rule="|---|---|---|"

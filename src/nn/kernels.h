@@ -55,7 +55,7 @@ enum { NN_KERNEL_VECTOR = 8 };
 
 // The copy in use: the one hw_nn_kernels_select chose, or on first use the one HOGWILD_CPU_PATH
 // names or the automatic choice, the copy needing the most that the CPU runs (kernels.c says why)
-// (exits with the message when HOGWILD_CPU_PATH names one this CPU cannot run).
+// (exits with the message when HOGWILD_CPU_PATH names no copy, or one this CPU cannot run).
 const nn_kernels *nn_kernels_in_use(void);
 
 // True when conv2d of these sizes runs on the kernels: stride 1, no padding, output rows of whole

@@ -31,7 +31,7 @@
 // only its table (`kernels`, at the end, which the including file returns from nn_kernels_<isa>())
 // is seen from outside.
 //
-// The convolution, for stride 1, no padding and output rows of whole vectors (out_w % VW == 0:
+// The convolution, for stride 1, no padding and output rows of whole vectors (out_w % NN_KERNEL_VECTOR == 0:
 // LeNet's 24 and 8), without im2col: a tap (c, ki, kj) of the column matrix at output position
 // (y, x) is the input x[c][y + ki][x + kj], and VW positions of one output row are VW consecutive
 // input floats. So the product "weights x column matrix" loads its right-hand operand straight
