@@ -15,7 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${1:-5}"
 DATA="${2:-data/mnist}"
-[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a whole number, 1 or more, without leading zeros; got '$ROUNDS'" >&2; exit 2; }
+. bench/stats.sh
+count_arg ROUNDS "$ROUNDS"
 [ -x ./hogwild ] || { echo "build first: make" >&2; exit 1; }
 make -s build/bench_nn_step >/dev/null
 
@@ -53,7 +54,6 @@ for r in $(seq "$ROUNDS"); do
     echo "round $r of $ROUNDS done" >&2
 done
 
-. bench/stats.sh
 values() { tr ' ' '\n' <<<"$1" | grep .; }  # "a1 a2 ...", one a line
 ratios() {  # "a1 a2 ..." "b1 b2 ...": the median of a_i / b_i
     paste -d' ' <(values "$1") <(values "$2") | awk '{printf "%.3f\n", $1 / $2}' | median

@@ -28,7 +28,7 @@ cd "$(dirname "$0")/.."
 . bench/stats.sh
 [ -n "$MODEL" ] || MODEL=models/lenet.model
 [ ${#BINS[@]} -gt 0 ] || BINS=(build/bench_nn_step)
-[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a whole number, 1 or more, without leading zeros; got '$ROUNDS'" >&2; exit 2; }
+count_arg ROUNDS "$ROUNDS"
 [ ${#BINS[@]} -le 2 ] || { echo "at most two step binaries, got ${#BINS[@]}" >&2; exit 2; }
 [ -f "$MODEL" ] || { echo "no model file $MODEL" >&2; exit 2; }
 make -s build/bench_compute_floor build/bench_nn_step >/dev/null

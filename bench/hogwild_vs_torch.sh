@@ -24,7 +24,8 @@ DATA="${2:-data/mnist}"
 PY="${3:-${PEER_PYTHON:-/usr/bin/python3}}"
 WORKER_COUNTS="${WORKER_COUNTS:-1 2 4}"
 
-[[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "RUNS must be a whole number, 1 or more, without leading zeros; got '$RUNS'" >&2; exit 2; }
+. bench/stats.sh
+count_arg RUNS "$RUNS"
 [ -x ./hogwild ] || { echo "build first: make" >&2; exit 1; }
 [ -d "$DATA" ] || { echo "no data in $DATA: ./hogwild download mnist" >&2; exit 1; }
 ./hogwild --version >/dev/null || exit 1  # a refused HOGWILD_CPU_PATH or OPENBLAS_CORETYPE, said before any table
@@ -38,7 +39,6 @@ if [ $have_torch -eq 0 ] && { [ -n "${3:-}" ] || [ -n "${PEER_PYTHON:-}" ]; }; t
     exit 2
 fi
 
-. bench/stats.sh
 
 # hogwild's summary line: "done: N samples, training T s (R samples/s), wall W s; test loss L, accuracy A%"
 hogwild_run() {  # model workers -> "rate accuracy"

@@ -1,5 +1,14 @@
-# bench/stats.sh: the statistics the bench scripts print, defined once. Sourced (`. bench/stats.sh`),
-# not run.
+# bench/stats.sh: the statistics the bench scripts print, and the check of how many rounds they are
+# asked for, defined once. Sourced (`. bench/stats.sh`), not run.
+
+# count_arg NAME VALUE: exits 2, naming NAME, unless VALUE is a whole number, 1 or more, without
+# leading zeros (a script's ROUNDS or RUNS: 0 or a word once printed a whole table of nan).
+count_arg() {
+    [[ "$2" =~ ^[1-9][0-9]*$ ]] || {
+        echo "$1 must be a whole number, 1 or more, without leading zeros; got '$2'" >&2
+        exit 2
+    }
+}
 
 # median: the median of the numbers on stdin, one a line, blank lines skipped ("nan" when there are
 # none). The mean of the middle two is printed to 10 digits: awk's default, 6, printed 1234567.5 as

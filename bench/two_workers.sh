@@ -26,14 +26,14 @@ RUNS="${1:-5}"
 DATA="${2:-data/mnist}"
 MODELS="${MODELS:-lenet mlp}"
 OUT=bench/out/two_workers
-[[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "RUNS must be a whole number, 1 or more, without leading zeros; got '$RUNS'" >&2; exit 2; }
+. bench/stats.sh
+count_arg RUNS "$RUNS"
 mkdir -p "$OUT"
 [ -x ./hogwild ] || { echo "build first: make" >&2; exit 1; }
 [ -d "$DATA" ] || { echo "no data in $DATA: ./hogwild download mnist" >&2; exit 1; }
 ./hogwild --version >/dev/null || exit 1  # a refused HOGWILD_CPU_PATH or OPENBLAS_CORETYPE, said before any table
 make -s build/bench_loader >/dev/null
 
-. bench/stats.sh
 rate_of() { sed -n 's/^done: .*training [0-9.]* s (\([0-9]*\) samples\/s).*/\1/p' "$1"; }
 
 run() {  # log args... -> samples/s

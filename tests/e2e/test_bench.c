@@ -124,6 +124,32 @@ Test(bench, stats_median_keeps_its_digits_and_skips_blank_lines) {
     cr_expect_str_eq(out, "1234567.5\nnan\n2\n2.5 (1.0-4.0)");
 }
 
+// The bench scripts' rounds (bench/stats.sh's count_arg): 0, a word or a leading zero is refused
+// with status 2 and the argument's name, before any table (0 once printed a whole table of nan and
+// exited 0).
+Test(bench, scripts_refuse_a_bad_count_of_rounds_before_any_table) {
+    static const char *const scripts[][2] = {{"cpu_copies.sh", "ROUNDS"},
+                                             {"floor_share.sh", "ROUNDS"},
+                                             {"hogwild_vs_torch.sh", "RUNS"},
+                                             {"two_workers.sh", "RUNS"}};
+    static const char *const bad[] = {"0", "abc", "07", "-1"};
+    for (size_t s = 0; s < sizeof scripts / sizeof scripts[0]; s++) {
+        for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+            char cmd[256], out[1024], want[128];
+            snprintf(cmd, sizeof cmd, "bash bench/%s %s 2>&1", scripts[s][0], bad[b]);
+            FILE *p = popen(cmd, "r");
+            cr_assert(p);
+            size_t used = fread(out, 1, sizeof out - 1, p);
+            out[used] = '\0';
+            int status = pclose(p);
+            snprintf(want, sizeof want, "%s must be a whole number, 1 or more, without leading zeros; got '%s'",
+                     scripts[s][1], bad[b]);
+            cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 2 && strstr(out, want) && !strstr(out, "|"),
+                      "%s: status %d:\n%s", cmd, status, out);
+        }
+    }
+}
+
 // The figures are the CPU kernels': the copy timed is named, and chosen as ./hogwild chooses it.
 Test(bench, nn_step_names_the_cpu_kernels_it_times) {
     char out[8192];
