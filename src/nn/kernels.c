@@ -124,7 +124,7 @@ int nn_conv2d_direct(const hw_conv2d_dims *d) {
 }
 
 int nn_linear_direct(const hw_linear_dims *d) {
-    return nn_kernels_in_use()->linear_on_kernels && d->in % 16 == 0 && d->in >= NN_LINEAR_MIN_IN &&
+    return nn_kernels_in_use()->linear_on_kernels && d->in % NN_LINEAR_IN_VECTOR == 0 && d->in >= NN_LINEAR_MIN_IN &&
            d->in <= NN_LINEAR_MAX_IN && (int64_t)d->in * d->out >= NN_LINEAR_MIN_WEIGHTS;
 }
 

@@ -70,8 +70,9 @@ int nn_pool2x2_kernel(const hw_maxpool2d_dims *d);
 // True when linear of these sizes runs on the kernels (forward and weight gradient; the input
 // gradient stays a BLAS GEMM): the copy in use has linear_on_kernels, and the layer is of the
 // sizes where they were measured faster than OpenBLAS (Zen 5, batch 64; bench/nn_step.md,
-// "Linear layers on the kernels"): NN_LINEAR_MIN_IN to NN_LINEAR_MAX_IN inputs, a multiple of 16
-// (whole vectors in every copy), and at least NN_LINEAR_MIN_WEIGHTS weights.
+// "Linear layers on the kernels"): NN_LINEAR_MIN_IN to NN_LINEAR_MAX_IN inputs, a multiple of
+// NN_LINEAR_IN_VECTOR (the widest copy's vector, AVX-512's 16: whole vectors in every copy), and
+// at least NN_LINEAR_MIN_WEIGHTS weights.
 // - Fewer inputs: each output's VP partial sums are added up once per output, which a short sum
 //   does not pay back (128 -> 128: 18.7 us against OpenBLAS's 11.8 forward; 256 -> 128 and 320 -> 128
 //   lost too). Inputs past whole vectors take a scalar loop: 63 -> 1000 ran 5x slower.
@@ -79,7 +80,7 @@ int nn_pool2x2_kernel(const hw_maxpool2d_dims *d);
 //   apart fall in the same L1 sets).
 // - Fewer weights: the 10-output layers ran faster on OpenBLAS's small-matrix kernels.
 // The MLP's first layer (784 -> 128) is the one such layer of the shipped models.
-enum { NN_LINEAR_MIN_IN = 512, NN_LINEAR_MAX_IN = 1000, NN_LINEAR_MIN_WEIGHTS = 4096 };
+enum { NN_LINEAR_MIN_IN = 512, NN_LINEAR_MAX_IN = 1000, NN_LINEAR_IN_VECTOR = 16, NN_LINEAR_MIN_WEIGHTS = 4096 };
 int nn_linear_direct(const hw_linear_dims *d);
 
 #endif
