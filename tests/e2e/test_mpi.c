@@ -2,6 +2,7 @@
 // Open MPI's mpirun on this host with 2 and 3 ranks, DataParallel and Hogwild, and the faults:
 // a failing rank or worker ends the job with exit 1 naming the rank, a stuck round ends it
 // at --sync-timeout, and nothing is left behind. Skipped, saying so, where mpirun is missing.
+#include "hw/procfs.h"
 #include "mpi_util.h"
 #include "skip_report.h"
 
@@ -542,22 +543,6 @@ static void check_ctrl_c(int dp) {
 Test(mpi, hogwild_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) { check_ctrl_c(0); }
 Test(mpi, dataparallel_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) { check_ctrl_c(1); }
 
-// The state letter of process `pid` (R, S, T, Z...), from /proc/<pid>/stat; 0 when it is gone.
-static char process_state(pid_t pid) {
-    char path[64], text[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return 0;
-    ssize_t got = read(fd, text, sizeof text - 1);
-    close(fd);
-    if (got <= 0) return 0;
-    text[got] = '\0';
-    const char *close_paren = strrchr(text, ')');  // comm may hold spaces and parentheses
-    char state = 0;
-    if (!close_paren || sscanf(close_paren + 1, " %c", &state) != 1) return 0;
-    return state;
-}
-
 // Keeps `pid` stopped until file `until` exists, then lets it go on (SIGCONT); or until it is gone
 // (exited, or a zombie), or `deadline`. One SIGSTOP does not last through Ctrl-C on mpirun: Open
 // MPI 4.1 first sends SIGCONT to every rank's process group, which holds the rank's workers ("in
@@ -569,8 +554,12 @@ static char process_state(pid_t pid) {
 // that SIGKILL, mpirun itself hung now and then in its teardown (PMIx_server_finalize).
 static void hold_stopped_until(pid_t pid, const char *until, double deadline) {
     for (;;) {
-        char state = process_state(pid);
-        if (state == 0 || state == 'Z' || state == 'X' || access(until, F_OK) == 0 || hw_now() > deadline) break;
+        unsigned long long started;
+        int ended;
+        if (hw_process_stat(pid, &started, &ended) != HW_OK || ended || access(until, F_OK) == 0 ||
+            hw_now() > deadline) {
+            break;
+        }
         kill(pid, SIGSTOP);
         e2e_sleep_ms(1);
     }
