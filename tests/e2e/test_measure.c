@@ -289,14 +289,6 @@ static const char *row_field(const char *csv_path, const char *name, int row) {
 
 static const char *last_row_field(const char *csv_path, const char *name) { return row_field(csv_path, name, -1); }
 
-// The data rows of a metrics CSV (the lines after the header).
-static int row_count(const char *csv_path) {
-    char *text = e2e_read_text(csv_path);
-    int n = 0;
-    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) n++;
-    return n - 1;
-}
-
 // One worker: --measure changes nothing in training (the checkpoints are equal byte for byte:
 // LeNet has dropout, the default momentum 0.5), staleness is 0 and the lost fraction exactly 0.
 Test(e2e_measure, one_worker_trains_bit_for_bit_and_loses_exactly_nothing) {
@@ -343,7 +335,7 @@ Test(e2e_measure, two_workers_see_stale_weights_and_lose_a_fraction) {
     // samples, and one mid-epoch row at least must be there. Lost updates are measured where the
     // workers wait, at epoch ends; mid-epoch rows say nan, and count the updates so far.
     cr_expect_str_eq(row_field(csv, "lost_fraction", 0), "nan", "before training");
-    const int rows = row_count(csv);
+    const int rows = e2e_count_lines(csv) - 1;  // the data rows, after the header
     int epoch_ends = 0, mid_epoch = 0;
     for (int i = 1; i < rows; i++) {
         long long seen = e2e_parse_integer(row_field(csv, "samples_seen", i), 0);
