@@ -266,7 +266,7 @@ float hw_cpu_forward(const hw_model *model, hw_workspace *ws, const float *x, co
         return NAN;
     }
     // The input is read where it is; it must stay valid until backward.
-    ws->acts[0] = (float *)x;
+    hw_workspace_set_input(model, ws, x);
     ws->training = training;
     hw_exec_buffers bufs = hw_workspace_buffers(model, ws);
     hw_exec_forward(&hw_cpu_backend, model, &bufs, batch, training);  // the CPU's layers cannot fail

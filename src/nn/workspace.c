@@ -38,19 +38,27 @@ static int dont_fork(void *block) {
     return madvise(base, length, MADV_DONTFORK);
 }
 
+// A flatten layer's output is a view: acts[i + 1] and grad_acts[i + 1] are the pointers of its
+// input's, acts[i] and grad_acts[i] (the same floats in the same order), so its forward and backward
+// copy nothing. The workspace owns a buffer only where it differs from the one below it; a view of
+// acts[0] is the caller's x.
+static int is_view(float **buffers, int i) { return buffers[i] == buffers[i - 1]; }
+
 int hw_workspace_keep_from_children(hw_workspace *ws) {
     int failed = dont_fork(ws->grads) || dont_fork(ws->scratch);
     for (int i = 1; i <= ws->n_layers; i++) {
-        failed = failed || dont_fork(ws->acts[i]) || dont_fork(ws->grad_acts[i]) || dont_fork(ws->saved[i - 1]);
+        failed = failed || (!is_view(ws->acts, i) && dont_fork(ws->acts[i])) ||
+                 (!is_view(ws->grad_acts, i) && dont_fork(ws->grad_acts[i])) || dont_fork(ws->saved[i - 1]);
     }
     return failed ? hw_fail("workspace: madvise(MADV_DONTFORK): %s", strerror(errno)) : HW_OK;
 }
 
 void hw_workspace_free(hw_workspace *ws) {
-    // the workspace does not own acts[0] (the caller's input) nor grad_acts[0] (never allocated)
-    for (int i = 1; i <= ws->n_layers; i++) {
-        if (ws->acts) free_zeroed(ws->acts[i]);
-        if (ws->grad_acts) free_zeroed(ws->grad_acts[i]);
+    // the workspace does not own acts[0] (the caller's input), grad_acts[0] (never allocated)
+    // nor a flatten's views
+    for (int i = ws->n_layers; i >= 1; i--) {
+        if (ws->acts && !is_view(ws->acts, i)) free_zeroed(ws->acts[i]);
+        if (ws->grad_acts && !is_view(ws->grad_acts, i)) free_zeroed(ws->grad_acts[i]);
         if (ws->saved) free_zeroed(ws->saved[i - 1]);
     }
     free(ws->acts);
@@ -76,6 +84,11 @@ int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, u
     for (int i = 0; ok && i < n; i++) {
         const hw_layer *layer = &model->layers[i];
         size_t floats = (size_t)max_batch * (size_t)hw_shape_numel(layer->out_shape);
+        if (layer->kind == HW_FLATTEN) {  // a view (above); after the input, hw_workspace_set_input sets it
+            ws->acts[i + 1] = ws->acts[i];
+            ws->grad_acts[i + 1] = ws->grad_acts[i];
+            continue;
+        }
         ws->acts[i + 1] = alloc_zeroed(floats * sizeof(float));
         ws->grad_acts[i + 1] = alloc_zeroed(floats * sizeof(float));
         ok = ws->acts[i + 1] && ws->grad_acts[i + 1];
@@ -99,4 +112,9 @@ int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, u
     hw_rng_seed(&ws->rng, seed, 0x64726f70 /* "drop" */);
     ws->first_trainable = 0;
     return HW_OK;
+}
+
+void hw_workspace_set_input(const hw_model *model, hw_workspace *ws, const float *x) {
+    ws->acts[0] = (float *)x;
+    for (int i = 0; i < model->n_layers && model->layers[i].kind == HW_FLATTEN; i++) ws->acts[i + 1] = ws->acts[i];
 }

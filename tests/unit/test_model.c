@@ -359,6 +359,52 @@ Test(model_run, a_workspace_kept_from_children_is_not_inherited) {
     hw_model_free(&m);
 }
 
+// A flatten's output and its gradient are its input's buffers (no copy), after the input too,
+// where they are the caller's x; the model trains exactly as the same model without the flattens;
+// and the workspace neither frees nor keeps from children the memory its views point at.
+Test(model_run, flatten_is_a_view_of_its_input) {
+    hw_model flat, plain;
+    cr_assert_eq(
+        hw_model_parse(&flat, "input 2 3 3\nflatten\nflatten\nlinear 4\nrelu\nflatten\nlinear 3\nlog_softmax\n",
+                       "flat.model"),
+        HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_model_parse(&plain, "input 18\nlinear 4\nrelu\nlinear 3\nlog_softmax\n", "plain.model"), HW_OK,
+                 "%s", hw_error());
+    cr_assert_eq(flat.n_weights, plain.n_weights);
+    cr_assert_eq(hw_model_alloc_weights(&flat), HW_OK);
+    hw_model_init_weights(&flat, 5);
+    hw_model_bind_weights(&plain, flat.weights);
+    hw_workspace ws, ref;
+    cr_assert_eq(hw_workspace_alloc(&ws, &flat, 6, 1), HW_OK);
+    cr_assert_eq(hw_workspace_alloc(&ref, &plain, 6, 1), HW_OK);
+    cr_expect(ws.acts[5] == ws.acts[4] && ws.grad_acts[5] == ws.grad_acts[4], "the third flatten copies");
+    cr_expect(ws.acts[4] != NULL && ws.grad_acts[4] != NULL && ws.acts[4] != ws.acts[3]);
+    float *x = malloc(sizeof(float) * 6 * 18);
+    uint8_t y[6];
+    fill_batch(x, y, 6, 18, 4);
+    for (int b = 0; b < 6; b++) y[b] %= 3;
+    float loss = hw_cpu_forward(&flat, &ws, x, y, 6, 1);
+    cr_expect(ws.acts[1] == x && ws.acts[2] == x, "the flattens after the input read x where it is");
+    cr_expect_eq(loss, hw_cpu_forward(&plain, &ref, x, y, 6, 1));
+    cr_assert_eq(hw_cpu_backward(&flat, &ws, y, 6), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_cpu_backward(&plain, &ref, y, 6), HW_OK, "%s", hw_error());
+    cr_expect(memcmp(ws.grads, ref.grads, sizeof(float) * flat.n_weights) == 0, "the gradients differ");
+    cr_expect(memcmp(hw_model_output(&flat, &ws), hw_model_output(&plain, &ref), sizeof(float) * 6 * 3) == 0);
+    // x is the caller's: a workspace kept from children leaves it inherited.
+    cr_assert_eq(hw_workspace_keep_from_children(&ws), HW_OK, "%s", hw_error());
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) _exit(mapped(x) == 1 && mapped(ws.acts[4]) == 0 ? 0 : 1);
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "x was kept from the child, or relu's output was not");
+    hw_workspace_free(&ws);  // frees neither x nor a view twice (the ASan build checks)
+    hw_workspace_free(&ref);
+    free(x);
+    hw_model_free(&plain);
+    hw_model_free(&flat);
+}
+
 // Nothing is allocated by forward or backward (after a first warm-up step, in which OpenBLAS
 // may set up its own buffers).
 Test(model_run, no_allocation_in_the_training_step) {
