@@ -767,23 +767,22 @@ static inline __attribute__((always_inline)) void input_tile(float *restrict dx,
     for (int v = 1; v < CONV_NV; v++) stacked &= v >= nv || off[v] == off[0] + v * in_w;
     if (stacked) {
         // Tap ki of vector v and tap ki + 1 of vector v - 1 land on the same input row: added
-        // together first, each row is read and written once.
-        for (int j = 0; j < CONV_MR + CONV_NV - 1; j++) {
-            vf sum = vf_zero();
-            int any = 0;
-            for (int i = 0; i < CONV_MR; i++) {
-                for (int v = 0; v < CONV_NV; v++) {
-                    if (i + v != j || v >= nv || k0 + i >= k) continue;
-                    if (any++) {
-                        sum += acc[i][v];
-                    } else {
-                        sum = acc[i][v];
-                    }
-                }
+        // together first (row j = i + v, in the order of i), each row is read and written once.
+        // (Two loops of constant bounds: GCC unrolls them and keeps acc in registers. One loop over
+        // the rows with the taps inside was too long to unroll, and GCC then kept acc in memory,
+        // storing all of it after every output channel.)
+        vf row[CONV_MR + CONV_NV - 1];
+        for (int j = 0; j < CONV_MR + CONV_NV - 1; j++) row[j] = vf_zero();
+        for (int i = 0; i < CONV_MR; i++) {
+            for (int v = 0; v < CONV_NV; v++) {
+                if (v < nv && k0 + i < k) row[i + v] += acc[i][v];
             }
-            if (!any) continue;
+        }
+        const int rows = (nv - 1) + (k - k0 < CONV_MR ? k - k0 : CONV_MR);
+        for (int j = 0; j < CONV_MR + CONV_NV - 1; j++) {
+            if (j >= rows) continue;
             float *p = dx + (size_t)(k0 + j) * in_w + kj + off[0];
-            vf_store(p, vf_load(p) + sum);
+            vf_store(p, vf_load(p) + row[j]);
         }
         return;
     }
