@@ -164,11 +164,12 @@ typedef struct {
     int max_batch;
     int n_layers;         // of the model it was allocated for
     float **acts;         // acts[i] = input of layer i, acts[n_layers] = log-probabilities;
-                          // acts[0] points at the caller's x (not copied) from forward to backward;
-                          // a flatten's output is its input's buffer (acts[i + 1] == acts[i])
+                          // acts[0] points at the caller's x (not copied) from forward to backward
     float **grad_acts;    // gradient of the loss with respect to acts[i]; grad_acts[0] is NULL:
-                          // the gradient of the network input is never computed; a flatten's
-                          // is its input's (grad_acts[i + 1] == grad_acts[i])
+                          // the gradient of the network input is never computed
+    uint8_t *view;        // view[i]: acts[i] and grad_acts[i] are those of i - 1 (layer i - 1 is a
+                          // flatten, whose output is its input's buffer); not owned
+    uint64_t model_key;   // the layers' kinds and sizes it was allocated for (hw_workspace_fits)
     float *grads;         // flat gradient buffer, same layout as model->weights
     float *scratch;       // im2col and other per-layer temporaries, shared by all layers
     uint8_t **saved;      // per layer, what its forward keeps for its backward (type->saved_bytes):
@@ -288,13 +289,13 @@ void hw_workspace_free(hw_workspace *ws);
 // the parent's evaluation workspace, which workers never use. Inherited, it would be copied into
 // each worker page by page as the parent wrote it during the run.
 int hw_workspace_keep_from_children(hw_workspace *ws);
-// Points acts[0] at x (read in place, not copied), and the flatten layers that follow the input
-// at it too: every forward starts here (hw_cpu_forward does).
-void hw_workspace_set_input(const hw_model *model, hw_workspace *ws, const float *x);
+// True when the workspace was allocated for a model of these layers (kinds and sizes).
+int hw_workspace_fits(const hw_workspace *ws, const hw_model *model);
 
 // ---- one training step on the CPU (src/nn/exec.c) ----
 // The workspace's buffers as the walk takes them (the model's weights, the workspace's
-// activations, gradients, saved state, scratch and RNG).
+// activations, gradients, saved state, scratch and RNG). It first points each flatten's view at
+// the buffer below it, so that a walk after ws->acts[0] changed reads the new input.
 hw_exec_buffers hw_workspace_buffers(const hw_model *model, hw_workspace *ws);
 // Forward pass over `batch` samples of x ([batch, input numel], normalised floats): the walk over
 // the layers, then the loss. With training = 1 dropout is on. Returns the mean negative

@@ -243,6 +243,13 @@ const float *hw_model_output(const hw_model *model, const hw_workspace *ws) { re
 // ---- forward and backward on the CPU, in a workspace ----
 
 hw_exec_buffers hw_workspace_buffers(const hw_model *model, hw_workspace *ws) {
+    // A flatten's output is its input's buffer (src/nn/workspace.c): after the network input,
+    // the caller's x of this walk.
+    for (int i = 1; i <= ws->n_layers; i++) {
+        if (!ws->view[i]) continue;
+        ws->acts[i] = ws->acts[i - 1];
+        ws->grad_acts[i] = ws->grad_acts[i - 1];
+    }
     return (hw_exec_buffers){
         .weights = model->weights,
         .grads = ws->grads,
@@ -260,13 +267,13 @@ float hw_cpu_forward(const hw_model *model, hw_workspace *ws, const float *x, co
         hw_fail("forward: batch of %d outside [1, %d] (the workspace's max_batch)", batch, ws->max_batch);
         return NAN;
     }
-    if (!model->weights || ws->n_layers != model->n_layers) {
+    if (!model->weights || !hw_workspace_fits(ws, model)) {
         hw_fail("forward: %s", !model->weights ? "the model has no weights (hw_model_alloc_weights or _bind_weights)"
                                                : "the workspace was allocated for another model");
         return NAN;
     }
     // The input is read where it is; it must stay valid until backward.
-    hw_workspace_set_input(model, ws, x);
+    ws->acts[0] = (float *)x;
     ws->training = training;
     hw_exec_buffers bufs = hw_workspace_buffers(model, ws);
     hw_exec_forward(&hw_cpu_backend, model, &bufs, batch, training);  // the CPU's layers cannot fail
@@ -280,6 +287,7 @@ int hw_cpu_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labe
         return hw_fail("backward: batch of %d outside [1, %d] (the workspace's max_batch)", batch, ws->max_batch);
     }
     if (!labels) return hw_fail("backward: no labels (the loss needs them)");
+    if (!hw_workspace_fits(ws, model)) return hw_fail("backward: the workspace was allocated for another model");
     int first = hw_exec_first_trainable(model);
     ws->first_trainable = first;
     if (first == model->n_layers) return HW_OK;  // nothing trains: no gradient to compute

@@ -40,15 +40,32 @@ static int dont_fork(void *block) {
 
 // A flatten layer's output is a view: acts[i + 1] and grad_acts[i + 1] are the pointers of its
 // input's, acts[i] and grad_acts[i] (the same floats in the same order), so its forward and backward
-// copy nothing. The workspace owns a buffer only where it differs from the one below it; a view of
-// acts[0] is the caller's x.
-static int is_view(float **buffers, int i) { return buffers[i] == buffers[i - 1]; }
+// copy nothing. ws->view[i + 1] records it at allocation: the workspace owns no view (a view of
+// acts[0] is the caller's x), and hw_workspace_buffers points each at what is below it.
+
+// What a workspace must agree with: the layers' kinds and output sizes, and the input's (FNV-1a).
+static uint64_t model_key(const hw_model *model) {
+    uint64_t key = 1469598103934665603ull;
+    int64_t words[2 * HW_MAX_LAYERS + 2] = {model->n_layers, hw_shape_numel(model->input)};
+    int n = 2;
+    for (int i = 0; i < model->n_layers && i < HW_MAX_LAYERS; i++) {
+        words[n++] = model->layers[i].kind;
+        words[n++] = hw_shape_numel(model->layers[i].out_shape);
+    }
+    const unsigned char *bytes = (const unsigned char *)words;
+    for (size_t b = 0; b < sizeof(int64_t) * (size_t)n; b++) key = (key ^ bytes[b]) * 1099511628211ull;
+    return key;
+}
+
+int hw_workspace_fits(const hw_workspace *ws, const hw_model *model) {
+    return ws->n_layers == model->n_layers && ws->model_key == model_key(model);
+}
 
 int hw_workspace_keep_from_children(hw_workspace *ws) {
     int failed = dont_fork(ws->grads) || dont_fork(ws->scratch);
     for (int i = 1; i <= ws->n_layers; i++) {
-        failed = failed || (!is_view(ws->acts, i) && dont_fork(ws->acts[i])) ||
-                 (!is_view(ws->grad_acts, i) && dont_fork(ws->grad_acts[i])) || dont_fork(ws->saved[i - 1]);
+        if (ws->view[i]) continue;
+        failed = failed || dont_fork(ws->acts[i]) || dont_fork(ws->grad_acts[i]) || dont_fork(ws->saved[i - 1]);
     }
     return failed ? hw_fail("workspace: madvise(MADV_DONTFORK): %s", strerror(errno)) : HW_OK;
 }
@@ -56,11 +73,13 @@ int hw_workspace_keep_from_children(hw_workspace *ws) {
 void hw_workspace_free(hw_workspace *ws) {
     // the workspace does not own acts[0] (the caller's input), grad_acts[0] (never allocated)
     // nor a flatten's views
-    for (int i = ws->n_layers; i >= 1; i--) {
-        if (ws->acts && !is_view(ws->acts, i)) free_zeroed(ws->acts[i]);
-        if (ws->grad_acts && !is_view(ws->grad_acts, i)) free_zeroed(ws->grad_acts[i]);
+    for (int i = 1; i <= ws->n_layers; i++) {
+        if (ws->view && ws->view[i]) continue;
+        if (ws->acts) free_zeroed(ws->acts[i]);
+        if (ws->grad_acts) free_zeroed(ws->grad_acts[i]);
         if (ws->saved) free_zeroed(ws->saved[i - 1]);
     }
+    free(ws->view);
     free(ws->acts);
     free(ws->grad_acts);
     free(ws->saved);
@@ -78,13 +97,15 @@ int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, u
     ws->acts = calloc((size_t)n + 1, sizeof *ws->acts);
     ws->grad_acts = calloc((size_t)n + 1, sizeof *ws->grad_acts);
     ws->saved = calloc((size_t)n + 1, sizeof *ws->saved);
+    ws->view = calloc((size_t)n + 1, sizeof *ws->view);
     ws->grads = alloc_zeroed(model->n_weights * sizeof(float));
-    int ok = ws->acts && ws->grad_acts && ws->saved && ws->grads;
+    int ok = ws->acts && ws->grad_acts && ws->saved && ws->view && ws->grads;
     size_t scratch = 0;
     for (int i = 0; ok && i < n; i++) {
         const hw_layer *layer = &model->layers[i];
         size_t floats = (size_t)max_batch * (size_t)hw_shape_numel(layer->out_shape);
-        if (layer->kind == HW_FLATTEN) {  // a view (above); after the input, hw_workspace_set_input sets it
+        if (layer->kind == HW_FLATTEN) {  // a view (above)
+            ws->view[i + 1] = 1;
             ws->acts[i + 1] = ws->acts[i];
             ws->grad_acts[i + 1] = ws->grad_acts[i];
             continue;
@@ -111,10 +132,6 @@ int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, u
     }
     hw_rng_seed(&ws->rng, seed, 0x64726f70 /* "drop" */);
     ws->first_trainable = 0;
+    ws->model_key = model_key(model);
     return HW_OK;
-}
-
-void hw_workspace_set_input(const hw_model *model, hw_workspace *ws, const float *x) {
-    ws->acts[0] = (float *)x;
-    for (int i = 0; i < model->n_layers && model->layers[i].kind == HW_FLATTEN; i++) ws->acts[i + 1] = ws->acts[i];
 }

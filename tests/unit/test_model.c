@@ -398,11 +398,58 @@ Test(model_run, flatten_is_a_view_of_its_input) {
     int status = 0;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "x was kept from the child, or relu's output was not");
-    hw_workspace_free(&ws);  // frees neither x nor a view twice (the ASan build checks)
+    // A walk over an input set by hand: the views follow acts[0] (hw_workspace_buffers), so the
+    // walk reads x2 and writes nothing into the x of the forward before.
+    float *x2 = malloc(sizeof(float) * 6 * 18), *x_before = malloc(sizeof(float) * 6 * 18);
+    fill_batch(x2, y, 6, 18, 8);
+    memcpy(x_before, x, sizeof(float) * 6 * 18);
+    ws.acts[0] = x2;
+    hw_exec_buffers bufs = hw_workspace_buffers(&flat, &ws);
+    cr_assert_eq(hw_exec_forward(&hw_cpu_backend, &flat, &bufs, 6, 0), HW_OK, "%s", hw_error());
+    cr_expect(ws.acts[1] == x2 && ws.acts[2] == x2, "the views still point at the old input");
+    cr_expect(memcmp(x, x_before, sizeof(float) * 6 * 18) == 0, "the walk wrote into the previous input");
+    float by_hand[6 * 3];
+    memcpy(by_hand, hw_model_output(&flat, &ws), sizeof by_hand);
+    hw_cpu_forward(&plain, &ref, x2, NULL, 6, 0);
+    cr_expect(memcmp(by_hand, hw_model_output(&plain, &ref), sizeof by_hand) == 0, "not the output of x2");
+    hw_workspace_free(&ws);  // frees neither x nor x2 nor a view twice (the ASan build checks)
     hw_workspace_free(&ref);
     free(x);
+    free(x2);
+    free(x_before);
     hw_model_free(&plain);
     hw_model_free(&flat);
+}
+
+// A workspace is for the model it was allocated for: another with as many layers, of other
+// kinds or sizes, is refused by forward and backward (its buffers and views would not fit).
+Test(model_run, a_workspace_refuses_another_model_of_as_many_layers) {
+    const char *texts[3] = {"input 784\nflatten\nlinear 10\nlog_softmax\n", "input 784\nrelu\nlinear 10\nlog_softmax\n",
+                            "input 784\nflatten\nlinear 12\nlog_softmax\n"};
+    hw_model m[3];
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(hw_model_parse(&m[i], texts[i], "m.model"), HW_OK, "%s", hw_error());
+        cr_assert_eq(hw_model_alloc_weights(&m[i]), HW_OK);
+        hw_model_init_weights(&m[i], 1);
+    }
+    float *x = calloc(2 * 784, sizeof(float));
+    uint8_t y[2] = {1, 2};
+    for (int a = 0; a < 3; a++) {
+        hw_workspace ws;
+        cr_assert_eq(hw_workspace_alloc(&ws, &m[a], 2, 1), HW_OK);
+        for (int b = 0; b < 3; b++) {
+            cr_expect_eq(hw_workspace_fits(&ws, &m[b]), a == b, "workspace of model %d, model %d", a, b);
+            if (a == b) continue;
+            cr_expect(isnan(hw_cpu_forward(&m[b], &ws, x, y, 2, 1)), "forward took model %d's workspace", a);
+            cr_expect(strstr(hw_error(), "another model") != NULL, "%s", hw_error());
+            cr_expect_eq(hw_cpu_backward(&m[b], &ws, y, 2), HW_ERR, "backward took model %d's workspace", a);
+        }
+        cr_expect(isfinite(hw_cpu_forward(&m[a], &ws, x, y, 2, 1)), "%s", hw_error());
+        cr_expect_eq(hw_cpu_backward(&m[a], &ws, y, 2), HW_OK, "%s", hw_error());
+        hw_workspace_free(&ws);
+    }
+    free(x);
+    for (int i = 0; i < 3; i++) hw_model_free(&m[i]);
 }
 
 // Nothing is allocated by forward or backward (after a first warm-up step, in which OpenBLAS

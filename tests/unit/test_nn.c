@@ -575,7 +575,7 @@ static void pair_matches_the_layers_one_by_one(hw_model *model, const char *name
     for (int p = 0; p < 2; p++) {
         cr_assert_eq(hw_workspace_alloc(&ws[p], model, batch, 1), HW_OK);
         hw_rng_seed(&ws[p].rng, 11, 0);
-        hw_workspace_set_input(model, &ws[p], x);
+        ws[p].acts[0] = x;
         ws[p].training = 1;
         // The convolution's output starts as NaN: the pair must write its dropped planes, not
         // leave what the buffer held.
