@@ -46,6 +46,7 @@ typedef struct {
     char bin[1024];    // $HW_BIN
     char root[1024];   // the checkout it was built in (models/ lives there)
     char dir[1024];    // this test's temporary folder
+    pid_t dir_owner;   // the test process that made it (its forked children must not remove it)
     char mlp[1100];    // models/mlp.model
     char lenet[1100];  // models/lenet.model
     pid_t running;     // a run started with e2e_start and not waited for yet (killed at teardown)
@@ -142,6 +143,13 @@ static inline void e2e_assert_no_leftover_processes(void) {
               n > 0 ? (int)kids[0] : 0, (int)reaped);
 }
 
+// The test's folder and all in it, once, by the test process alone.
+static inline void e2e_remove_dir(void) {
+    if (!e2e.dir[0] || getpid() != e2e.dir_owner) return;
+    rm_tree(e2e.dir);
+    e2e.dir[0] = '\0';
+}
+
 static inline void e2e_setup(void) {
     const char *bin = getenv("HW_BIN");
     if (!bin || !bin[0]) {
@@ -168,6 +176,9 @@ static inline void e2e_setup(void) {
     const char *base = getenv("TMPDIR");
     snprintf(e2e.dir, sizeof e2e.dir, "%s/hw-e2e-XXXXXX", base && base[0] ? base : "/tmp");
     cr_assert_not_null(mkdtemp(e2e.dir), "mkdtemp %s: %s", e2e.dir, strerror(errno));
+    // A test that skips (cr_skip_test) ends without its .fini: the folder goes at exit instead.
+    e2e.dir_owner = getpid();
+    atexit(e2e_remove_dir);
     cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0, "PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
     // The check of leftover processes needs a test process without children of its own.
     cr_assert_eq(e2e_children_of(getpid(), (pid_t[1]){0}, 1), 0, "the test process has children already");
@@ -180,7 +191,7 @@ static inline void e2e_teardown(void) {
         e2e.running = 0;
     }
     e2e_kill_children();
-    if (e2e.dir[0]) rm_tree(e2e.dir);
+    e2e_remove_dir();
     for (int i = 0; i < e2e.n_owned; i++) free(e2e.owned[i]);
     free(e2e.owned);
     e2e.owned = NULL;
