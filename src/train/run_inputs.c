@@ -33,7 +33,10 @@ int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config) {
     }
     int trainable = 0;
     for (int p = 0; p < in->model.n_params; p++) trainable += !in->model.params[p].frozen;
-    if (!config->eval_only && in->model.n_params > 0 && trainable == 0) {
+    if (!config->eval_only && in->model.n_params == 0) {  // the same: nothing would train
+        return hw_fail("%s has no parameters (no linear or conv2d layer): nothing would train", model);
+    }
+    if (!config->eval_only && trainable == 0) {
         // It would "train" an epoch, change nothing and print a result as if it had.
         return hw_fail("every parameter of %s is frozen, by the parameters to freeze%s or by 'frozen' in the model "
                        "file: nothing would train",

@@ -418,6 +418,23 @@ Test(e2e_flags, a_run_with_every_parameter_frozen_is_refused) {
     e2e_assert_exit(&r, 0);
 }
 
+// A model with no parameters at all is the same: nothing trains (on the simulated GPU it failed
+// later, in cudaIpcGetMemHandle of a weight buffer of no bytes). Refused before the data is opened.
+Test(e2e_flags, a_model_without_parameters_is_refused) {
+    char *data = e2e_synth(37);
+    char *model = e2e_path("noparams.model");
+    const char *text = "input 1 28 28\nmaxpool2d 2\nflatten\nlog_softmax\n";
+    write_bytes(model, text, strlen(text));
+    const char *const modes[] = {"hogwild", "dataparallel"};
+    for (int i = 0; i < 2; i++) {
+        e2e_run_result r;
+        e2e_run(&r, NULL, "--model", model, "--mode", modes[i], "--data", data, "--quiet");
+        e2e_assert_exit(&r, 1);
+        e2e_assert_contains(r.err, "noparams.model has no parameters", "stderr");
+        e2e_assert_contains(r.err, "nothing would train", "stderr");
+    }
+}
+
 // `hogwild synth --dir data/mnist` replaced the real dataset without a word, and an interrupted
 // synth left truncated files under the real names. It refuses a folder that holds a dataset
 // unless --overwrite, and writes each file whole (a temporary file renamed into place).
