@@ -800,11 +800,12 @@ static void use_kernels(const char *path) {
 }
 
 // A conv2d line and input shape that take the kernels (stride 1, no padding, output rows of 8, 16
-// or 24), with channel counts around the kernels' tile sizes.
+// or 24), with channel counts around the kernels' tile sizes. Up to 6 output rows: rows of 8 take
+// the input gradient's tile of 4 stacked vectors (the avx512 copy's) from 4 rows on.
 static void direct_conv_example(hw_rng *rng, hw_shape *in, char *line, size_t cap) {
     static const int outs[] = {1, 2, 3, 5, 6, 7, 10, 11, 16, 20, 21};
     int k = nn_test_rand(rng, 1, 5), out_w = 8 * nn_test_rand(rng, 1, 3);
-    int64_t dims[3] = {nn_test_rand(rng, 1, 3), k - 1 + nn_test_rand(rng, 1, 3), out_w + k - 1};
+    int64_t dims[3] = {nn_test_rand(rng, 1, 3), k - 1 + nn_test_rand(rng, 1, 6), out_w + k - 1};
     *in = hw_shape_make(3, dims);
     snprintf(line, cap, "conv2d %d %d", outs[hw_rng_below(rng, sizeof outs / sizeof outs[0])], k);
 }
@@ -954,8 +955,9 @@ static void conv_forward_skips_dropped_channels(const char *path, const char *li
 static void conv_stays_in_bounds_with(const char *path, const nn_kernels *table, int sparse) {
     static const int shapes[][5] = {
         // in_c, out_c, k, out_h, out_w
-        {1, 21, 1, 1, 8}, {1, 100, 1, 1, 8}, {1, 100, 3, 2, 8}, {3, 21, 2, 2, 8},   {17, 100, 7, 3, 24},
-        {1, 1, 1, 1, 8},  {1, 5, 5, 3, 16},  {3, 6, 3, 2, 24},  {17, 21, 1, 1, 32}, {2, 64, 5, 1, 16},
+        {1, 21, 1, 1, 8},  {1, 100, 1, 1, 8}, {1, 100, 3, 2, 8}, {3, 21, 2, 2, 8},   {17, 100, 7, 3, 24},
+        {1, 1, 1, 1, 8},   {1, 5, 5, 3, 16},  {3, 6, 3, 2, 24},  {17, 21, 1, 1, 32}, {2, 64, 5, 1, 16},
+        {10, 20, 5, 8, 8}, {3, 7, 3, 5, 8},  // rows of 8 stacked 4 high (LeNet's conv2, and a rest of 1)
     };
     static const int batches[] = {1, 3};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
