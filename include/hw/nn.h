@@ -160,25 +160,34 @@ typedef struct {
     hw_device device;  // where `weights` lives
 } hw_model;
 
+// What a workspace holds for layer i: the floats of its output and of that output's gradient
+// (acts[i + 1], grad_acts[i + 1]), the bytes of saved[i]; `view`: layer i is a flatten, whose
+// output buffers are its input's (the workspace owns none: after the input they are the caller's x).
+typedef struct {
+    size_t act_floats;  // 0 for a view
+    size_t saved_bytes;
+    uint8_t view;
+} hw_workspace_layer;
+
 typedef struct {
     int max_batch;
-    int n_layers;         // of the model it was allocated for
-    float **acts;         // acts[i] = input of layer i, acts[n_layers] = log-probabilities;
-                          // acts[0] points at the caller's x (not copied) from forward to backward
-    float **grad_acts;    // gradient of the loss with respect to acts[i]; grad_acts[0] is NULL:
-                          // the gradient of the network input is never computed
-    uint8_t *view;        // view[i]: acts[i] and grad_acts[i] are those of i - 1 (layer i - 1 is a
-                          // flatten, whose output is its input's buffer); not owned
-    uint64_t model_key;   // the layers' kinds and sizes it was allocated for (hw_workspace_fits)
-    float *grads;         // flat gradient buffer, same layout as model->weights
-    float *scratch;       // im2col and other per-layer temporaries, shared by all layers
-    uint8_t **saved;      // per layer, what its forward keeps for its backward (type->saved_bytes):
-                          // dropout masks, max-pool argmax, conv2d's column matrices; NULL where
-                          // the layer keeps nothing
-    hw_rng rng;           // dropout draws
-    int training;         // the mode of the last forward (backward follows it)
-    int first_trainable;  // backward stops here: no gradient below the first layer that needs one
-                          // (set by hw_cpu_backward; n_layers when nothing is trainable)
+    int n_layers;                // of the model it was allocated for
+    float **acts;                // acts[i] = input of layer i, acts[n_layers] = log-probabilities;
+                                 // acts[0] points at the caller's x (not copied) from forward to backward
+    float **grad_acts;           // gradient of the loss with respect to acts[i]; grad_acts[0] is NULL:
+                                 // the gradient of the network input is never computed
+    hw_workspace_layer *layers;  // per layer, what was allocated for it (hw_workspace_fits)
+    size_t grad_floats;          // of grads
+    size_t scratch_floats;       // of scratch
+    float *grads;                // flat gradient buffer, same layout as model->weights
+    float *scratch;              // im2col and other per-layer temporaries, shared by all layers
+    uint8_t **saved;             // per layer, what its forward keeps for its backward (type->saved_bytes):
+                                 // dropout masks, max-pool argmax, conv2d's column matrices; NULL where
+                                 // the layer keeps nothing
+    hw_rng rng;                  // dropout draws
+    int training;                // the mode of the last forward (backward follows it)
+    int first_trainable;         // backward stops here: no gradient below the first layer that needs one
+                                 // (set by hw_cpu_backward; n_layers when nothing is trainable)
 } hw_workspace;
 
 // ---- building ----
@@ -289,7 +298,9 @@ void hw_workspace_free(hw_workspace *ws);
 // the parent's evaluation workspace, which workers never use. Inherited, it would be copied into
 // each worker page by page as the parent wrote it during the run.
 int hw_workspace_keep_from_children(hw_workspace *ws);
-// True when the workspace was allocated for a model of these layers (kinds and sizes).
+// True when the workspace holds every buffer `model` needs at its max_batch, each as large as it
+// needs, and its flatten views where the model's flattens are: a model of other layers may not
+// run in it (hw_cpu_forward and hw_cpu_backward refuse).
 int hw_workspace_fits(const hw_workspace *ws, const hw_model *model);
 
 // ---- one training step on the CPU (src/nn/exec.c) ----

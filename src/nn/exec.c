@@ -245,10 +245,10 @@ const float *hw_model_output(const hw_model *model, const hw_workspace *ws) { re
 hw_exec_buffers hw_workspace_buffers(const hw_model *model, hw_workspace *ws) {
     // A flatten's output is its input's buffer (src/nn/workspace.c): after the network input,
     // the caller's x of this walk.
-    for (int i = 1; i <= ws->n_layers; i++) {
-        if (!ws->view[i]) continue;
-        ws->acts[i] = ws->acts[i - 1];
-        ws->grad_acts[i] = ws->grad_acts[i - 1];
+    for (int i = 0; i < ws->n_layers; i++) {
+        if (!ws->layers[i].view) continue;
+        ws->acts[i + 1] = ws->acts[i];
+        ws->grad_acts[i + 1] = ws->grad_acts[i];
     }
     return (hw_exec_buffers){
         .weights = model->weights,

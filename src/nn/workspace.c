@@ -40,31 +40,36 @@ static int dont_fork(void *block) {
 
 // A flatten layer's output is a view: acts[i + 1] and grad_acts[i + 1] are the pointers of its
 // input's, acts[i] and grad_acts[i] (the same floats in the same order), so its forward and backward
-// copy nothing. ws->view[i + 1] records it at allocation: the workspace owns no view (a view of
+// copy nothing. ws->layers[i].view records it at allocation: the workspace owns no view (a view of
 // acts[0] is the caller's x), and hw_workspace_buffers points each at what is below it.
 
-// What a workspace must agree with: the layers' kinds and output sizes, and the input's (FNV-1a).
-static uint64_t model_key(const hw_model *model) {
-    uint64_t key = 1469598103934665603ull;
-    int64_t words[2 * HW_MAX_LAYERS + 2] = {model->n_layers, hw_shape_numel(model->input)};
-    int n = 2;
-    for (int i = 0; i < model->n_layers && i < HW_MAX_LAYERS; i++) {
-        words[n++] = model->layers[i].kind;
-        words[n++] = hw_shape_numel(model->layers[i].out_shape);
-    }
-    const unsigned char *bytes = (const unsigned char *)words;
-    for (size_t b = 0; b < sizeof(int64_t) * (size_t)n; b++) key = (key ^ bytes[b]) * 1099511628211ull;
-    return key;
+// What layer i needs of a workspace for batches of up to max_batch samples; *scratch: the scratch
+// floats it asks for.
+static hw_workspace_layer layer_needs(const hw_layer *layer, int max_batch, size_t *scratch) {
+    hw_workspace_layer need = {.view = layer->kind == HW_FLATTEN};
+    if (!need.view) need.act_floats = (size_t)max_batch * (size_t)hw_shape_numel(layer->out_shape);
+    if (layer->type->saved_bytes) need.saved_bytes = layer->type->saved_bytes(layer, max_batch);
+    *scratch = layer->type->scratch_floats ? layer->type->scratch_floats(layer, max_batch) : 0;
+    return need;
 }
 
 int hw_workspace_fits(const hw_workspace *ws, const hw_model *model) {
-    return ws->n_layers == model->n_layers && ws->model_key == model_key(model);
+    if (ws->n_layers != model->n_layers || model->n_weights > ws->grad_floats) return 0;
+    for (int i = 0; i < model->n_layers; i++) {
+        size_t scratch;
+        const hw_workspace_layer need = layer_needs(&model->layers[i], ws->max_batch, &scratch), *has = &ws->layers[i];
+        if (need.view != has->view || need.act_floats > has->act_floats || need.saved_bytes > has->saved_bytes ||
+            scratch > ws->scratch_floats) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 int hw_workspace_keep_from_children(hw_workspace *ws) {
     int failed = dont_fork(ws->grads) || dont_fork(ws->scratch);
     for (int i = 1; i <= ws->n_layers; i++) {
-        if (ws->view[i]) continue;
+        if (ws->layers[i - 1].view) continue;
         failed = failed || dont_fork(ws->acts[i]) || dont_fork(ws->grad_acts[i]) || dont_fork(ws->saved[i - 1]);
     }
     return failed ? hw_fail("workspace: madvise(MADV_DONTFORK): %s", strerror(errno)) : HW_OK;
@@ -74,12 +79,12 @@ void hw_workspace_free(hw_workspace *ws) {
     // the workspace does not own acts[0] (the caller's input), grad_acts[0] (never allocated)
     // nor a flatten's views
     for (int i = 1; i <= ws->n_layers; i++) {
-        if (ws->view && ws->view[i]) continue;
+        if (ws->layers && ws->layers[i - 1].view) continue;
         if (ws->acts) free_zeroed(ws->acts[i]);
         if (ws->grad_acts) free_zeroed(ws->grad_acts[i]);
         if (ws->saved) free_zeroed(ws->saved[i - 1]);
     }
-    free(ws->view);
+    free(ws->layers);
     free(ws->acts);
     free(ws->grad_acts);
     free(ws->saved);
@@ -97,41 +102,39 @@ int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, u
     ws->acts = calloc((size_t)n + 1, sizeof *ws->acts);
     ws->grad_acts = calloc((size_t)n + 1, sizeof *ws->grad_acts);
     ws->saved = calloc((size_t)n + 1, sizeof *ws->saved);
-    ws->view = calloc((size_t)n + 1, sizeof *ws->view);
+    ws->layers = calloc((size_t)n + 1, sizeof *ws->layers);
     ws->grads = alloc_zeroed(model->n_weights * sizeof(float));
-    int ok = ws->acts && ws->grad_acts && ws->saved && ws->view && ws->grads;
+    ws->grad_floats = model->n_weights;
+    int ok = ws->acts && ws->grad_acts && ws->saved && ws->layers && ws->grads;
     size_t scratch = 0;
     for (int i = 0; ok && i < n; i++) {
-        const hw_layer *layer = &model->layers[i];
-        size_t floats = (size_t)max_batch * (size_t)hw_shape_numel(layer->out_shape);
-        if (layer->kind == HW_FLATTEN) {  // a view (above)
-            ws->view[i + 1] = 1;
+        size_t layer_scratch;
+        const hw_workspace_layer need = layer_needs(&model->layers[i], max_batch, &layer_scratch);
+        ws->layers[i] = need;
+        if (layer_scratch > scratch) scratch = layer_scratch;
+        if (need.view) {  // (above)
             ws->acts[i + 1] = ws->acts[i];
             ws->grad_acts[i + 1] = ws->grad_acts[i];
             continue;
         }
-        ws->acts[i + 1] = alloc_zeroed(floats * sizeof(float));
-        ws->grad_acts[i + 1] = alloc_zeroed(floats * sizeof(float));
+        ws->acts[i + 1] = alloc_zeroed(need.act_floats * sizeof(float));
+        ws->grad_acts[i + 1] = alloc_zeroed(need.act_floats * sizeof(float));
         ok = ws->acts[i + 1] && ws->grad_acts[i + 1];
-        if (ok && layer->type->saved_bytes) {
-            ws->saved[i] = alloc_zeroed(layer->type->saved_bytes(layer, max_batch));
+        if (ok && need.saved_bytes) {
+            ws->saved[i] = alloc_zeroed(need.saved_bytes);
             ok = ws->saved[i] != NULL;
-        }
-        if (layer->type->scratch_floats) {
-            size_t s = layer->type->scratch_floats(layer, max_batch);
-            if (s > scratch) scratch = s;
         }
     }
     if (ok && scratch) {
         ws->scratch = alloc_zeroed(scratch * sizeof(float));
         ok = ws->scratch != NULL;
     }
+    ws->scratch_floats = scratch;
     if (!ok) {
         hw_workspace_free(ws);
         return hw_fail("workspace for %s: out of memory (batch %d)", model->path, max_batch);
     }
     hw_rng_seed(&ws->rng, seed, 0x64726f70 /* "drop" */);
     ws->first_trainable = 0;
-    ws->model_key = model_key(model);
     return HW_OK;
 }
