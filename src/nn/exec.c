@@ -269,7 +269,7 @@ float hw_cpu_forward(const hw_model *model, hw_workspace *ws, const float *x, co
     }
     if (!model->weights || !hw_workspace_fits(ws, model)) {
         hw_fail("forward: %s", !model->weights ? "the model has no weights (hw_model_alloc_weights or _bind_weights)"
-                                               : "the workspace was allocated for another model");
+                                               : "the workspace cannot hold this model (allocated for another model)");
         return NAN;
     }
     // The input is read where it is; it must stay valid until backward.
@@ -287,7 +287,8 @@ int hw_cpu_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labe
         return hw_fail("backward: batch of %d outside [1, %d] (the workspace's max_batch)", batch, ws->max_batch);
     }
     if (!labels) return hw_fail("backward: no labels (the loss needs them)");
-    if (!hw_workspace_fits(ws, model)) return hw_fail("backward: the workspace was allocated for another model");
+    if (!hw_workspace_fits(ws, model))
+        return hw_fail("backward: the workspace cannot hold this model (allocated for another model)");
     int first = hw_exec_first_trainable(model);
     ws->first_trainable = first;
     if (first == model->n_layers) return HW_OK;  // nothing trains: no gradient to compute
