@@ -173,12 +173,12 @@ $(BUILD)/%.o: src/%.c $(SRC_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-# The CPU kernels of src/nn/ (kernels.h): the same source compiled once per instruction set, and
+# The CPU kernels of src/nn/cpu/ (kernels.h): the same source compiled once per instruction set, and
 # chosen at run time by what the CPU reports (HOGWILD_CPU_PATH forces one). Only these files get
 # these flags; the rest of the binary keeps $(ARCH), never AVX-512.
-$(BUILD)/nn/kernels_baseline.o: CFLAGS += -march=x86-64 -mtune=generic
-$(BUILD)/nn/kernels_avx2.o: CFLAGS += -march=x86-64 -mtune=generic -mavx2 -mfma
-$(BUILD)/nn/kernels_avx512.o: CFLAGS += -march=x86-64 -mtune=generic -mavx2 -mfma -mavx512f -mavx512vl -mavx512bw -mavx512dq
+$(BUILD)/nn/cpu/baseline.o: CFLAGS += -march=x86-64 -mtune=generic
+$(BUILD)/nn/cpu/avx2.o: CFLAGS += -march=x86-64 -mtune=generic -mavx2 -mfma
+$(BUILD)/nn/cpu/avx512.o: CFLAGS += -march=x86-64 -mtune=generic -mavx2 -mfma -mavx512f -mavx512vl -mavx512bw -mavx512dq
 # The AVX-512 copy's tiles with AVX2 instructions, for the tests only (tests/unit/kernels_avx512_tiles.c).
 # -Wno-psabi: its 16-float vectors (vp) are returned through memory without AVX-512, which GCC warns
 # changes the ABI; they are returned only by static functions that are inlined.
@@ -266,7 +266,7 @@ flag-check:
 # The style of the C and CUDA sources (.clang-format), with Debian's clang-format (14 in bookworm;
 # ./run.sh installs it). tests/torch_reference.h, generated, is left as its script writes it.
 CLANG_FORMAT ?= clang-format
-FORMAT_SRC = $(filter-out tests/torch_reference.h,$(shell find src include tests -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' | sort))
+FORMAT_SRC = $(filter-out tests/torch_reference.h tests/lr_schedule_reference.h,$(shell find src include tests -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' | sort))
 format-check:
 	@$(CLANG_FORMAT) --dry-run --Werror $(FORMAT_SRC) && echo "format-check: $(words $(FORMAT_SRC)) files in clang-format's style"
 format:

@@ -12,9 +12,12 @@
 #                                            and 1, 2, 4 workers per GPU, against DataParallel with
 #                                            a replica per GPU, and both on the first GPU alone
 #   HOGWILD=./hogwild                        the binary (build-sim/hogwild: the simulated device)
+#   SEEDS=1-5 bench/compare_modes.sh         each set-up over these seeds (default 1-3)
 #
-# Writes the metrics of every run to bench/out/compare/<dataset>-<mode>-<n>.csv, prints the
-# `hogwild compare` table per dataset, and writes a plot per dataset next to the CSVs.
+# On one device, a `hogwild sweep` per dataset into bench/out/compare/<dataset>/ (1, 2, 4 workers
+# and replicas, both modes, SEEDS): compare's group table (mean, sd, 95% interval, the speed-up over
+# 1 worker, Welch's test between the modes) and its plots beside the CSVs; a sweep stopped and
+# started again goes on. With GPUS, one run per set-up, each into its own CSV, and compare over them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EPOCHS="${1:-5}"
@@ -30,7 +33,7 @@ echo "machine: $(lscpu | sed -n 's/^Model name: *//p') x $(nproc) cores"
 if [ "$DEVICE" != cpu ] || [ -n "$GPUS" ]; then
     echo "gpu: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not found')"
 fi
-echo "command: DEVICE=$DEVICE GPUS=$GPUS bench/compare_modes.sh $EPOCHS   (LeNet, batch 64 per update, lr 0.01, momentum 0.5, seed 1)"
+echo "command: DEVICE=$DEVICE GPUS=$GPUS bench/compare_modes.sh $EPOCHS   (LeNet, batch 64 per update, lr 0.01, momentum 0.5, seeds ${SEEDS:-1-3})"
 for name in ${DATASETS:-mnist fashion-mnist}; do
     target=97
     [ "$name" = fashion-mnist ] && target=80
@@ -54,18 +57,15 @@ for name in ${DATASETS:-mnist fashion-mnist}; do
             --replicas 1 --eval-every 20000 --metrics "$OUT/$name-dataparallel-1-gpu.csv" >/dev/null
         files+=("$OUT/$name-dataparallel-$k-gpus.csv" "$OUT/$name-dataparallel-1-gpu.csv")
     fi
-    for n in 1 2 4; do
-        [ -z "$GPUS" ] || break
-        "$HOGWILD" --quiet --data "data/$name" --epochs "$EPOCHS" --device "$DEVICE" --workers "$n" \
-            --eval-every 20000 --metrics "$OUT/$name-hogwild-$n.csv" >/dev/null
-        "$HOGWILD" --quiet --data "data/$name" --epochs "$EPOCHS" --device "$DEVICE" --mode dataparallel \
-            --replicas "$n" --eval-every 20000 --metrics "$OUT/$name-dataparallel-$n.csv" >/dev/null
-        files+=("$OUT/$name-hogwild-$n.csv" "$OUT/$name-dataparallel-$n.csv")
-    done
     echo
     echo "### $name, $EPOCHS epochs, target $target%"
     echo
     echo '```'
-    "$HOGWILD" compare "${files[@]}" --target "$target" --plot "$OUT/$name.svg"
+    if [ -n "$GPUS" ]; then
+        "$HOGWILD" compare "${files[@]}" --target "$target" --plot "$OUT/$name.svg"
+    else
+        "$HOGWILD" sweep --dir "$OUT/$name" --workers 1,2,4 --mode hogwild,dataparallel --seeds "${SEEDS:-1-3}" \
+            --target "$target" -- --data "data/$name" --epochs "$EPOCHS" --device "$DEVICE" --eval-every 20000
+    fi
     echo '```'
 done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Each copy of the CPU kernels that this CPU runs, timed in turn: is the automatic choice, the copy
-# needing the most that the CPU runs, the fastest here? (src/nn/kernels.c says what was measured;
+# needing the most that the CPU runs, the fastest here? (src/nn/cpu/kernels.c says what was measured;
 # bench/RESULTS.md, issue 28.)
 #
 #   bench/cpu_copies.sh [ROUNDS] [DATA_DIR]        (defaults: 5 rounds, data/mnist)

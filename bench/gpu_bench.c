@@ -19,7 +19,9 @@
 // runs every configuration in a fresh process.
 //
 // The input is random uint8 images of MNIST's shape (throughput does not depend on the pixels).
-#include "hw/cuda.h"
+#include "cuda/device.h"
+#include "cuda/layer_ops.h"
+#include "cuda/runner.h"
 #include "hw/data.h"
 #include "hw/err.h"
 #include "hw/nn.h"

@@ -1,5 +1,9 @@
-# bench/stats.sh: the statistics the bench scripts print, and the check of how many rounds they are
-# asked for, defined once. Sourced (`. bench/stats.sh`), not run.
+# bench/stats.sh: the check of how many rounds a bench script is asked for, and the medians of
+# rounds that are no training runs (bench/cpu_copies.sh and bench/floor_share.sh: paired ratios of
+# steps and copies), defined once. Sourced (`. bench/stats.sh`), not run. The statistics of
+# repeated training runs are `hogwild sweep` and `hogwild compare`'s (mean, sd, 95% interval,
+# speed-up, Welch's test): bench/accuracy.sh, bench/compare_modes.sh and bench/two_workers.sh use
+# those.
 
 # count_arg NAME VALUE: exits 2, naming NAME, unless VALUE is a whole number, 1 or more, without
 # leading zeros (a script's ROUNDS or RUNS: 0 or a word once printed a whole table of nan).

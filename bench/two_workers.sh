@@ -4,22 +4,21 @@
 #   bench/two_workers.sh [RUNS] [DATA_DIR]        (defaults: 5 runs, data/mnist; MODELS="lenet mlp")
 #
 # For each model, one epoch each run, batch 64, default settings:
-#   1 worker, 2 workers     ./hogwild --workers 1 and --workers 2 in turn, RUNS times: whole-run
-#                           samples/s (first fork to last join) and the median of the paired ratios
-#   private pair            two ./hogwild --workers 1 at once, each on its own weights (RUNS times):
-#                           the same per-worker work with nothing shared, summed: what two cores
-#                           allow this run without the sharing (build/bench_compute_floor prints
-#                           the same ceiling for the bare step)
-#   2 epochs                ./hogwild --workers 2 --epochs 2: the parent's evaluation of epoch 1
-#                           (the test set, in the parent) runs while the workers train epoch 2
+#   1 worker, 2 workers     `hogwild sweep --workers 1,2 --seeds 1-RUNS` into bench/out/two_workers/
+#                           <model>/: compare's group table, samples/s (a run's samples over its
+#                           wall time, evaluations included) with its 95% interval, and the speed-up
+#                           of 2 workers over 1 with its interval
+#   private pair            two ./hogwild --workers 1 at once, each on its own weights (RUNS times,
+#                           into <model>-pair/): the same per-worker work with nothing shared,
+#                           summed: twice the group's mean (build/bench_compute_floor prints the
+#                           same ceiling for the bare step)
+#   2 epochs                sweep --workers 2 --epochs 2 (into <model>-2ep/): the parent's evaluation
+#                           of epoch 1 runs while the workers train epoch 2
 #   --measure               at 1 and 2 workers: each worker's forward+backward and SGD update per
 #                           step, in microseconds (the update is --measure's own, which also sums
 #                           what it wrote: slower than the plain update)
 #   batch assembly          build/bench_loader: hw_batch_fill's microseconds per batch
-# and prints them as one markdown table per model, then how the 2-worker run's time splits:
-# the machine's own limit (private pair against twice one worker), the sharing (2 workers
-# against the private pair: cache lines of the shared weights moving between the cores, and
-# the update's share), batch assembly and the parent's evaluation.
+# The means come from compare's --summary-csv; this script computes no statistic of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-5}"
@@ -34,12 +33,11 @@ mkdir -p "$OUT"
 ./hogwild --version >/dev/null || exit 1  # a refused HOGWILD_CPU_PATH or OPENBLAS_CORETYPE, said before any table
 make -s build/bench_loader >/dev/null
 
-rate_of() { sed -n 's/^done: .*training [0-9.]* s (\([0-9]*\) samples\/s).*/\1/p' "$1"; }
-
-run() {  # log args... -> samples/s
-    local log=$1; shift
-    ./hogwild --quiet --data "$DATA" "$@" >"$log" 2>&1 || { echo "failed: ./hogwild $* (see $log)" >&2; exit 1; }
-    rate_of "$log"
+# The mean samples/s of the group of `workers` in compare's summary of folder $1.
+group_rate() {  # dir workers -> samples/s
+    ./hogwild compare "$1" --no-plot --summary-csv "$1.summary.csv" >/dev/null 2>&1
+    awk -F, -v w="$2" 'NR == 1 {for (i = 1; i <= NF; i++) col[$i] = i; next}
+        $col["workers"] == w {printf "%.0f\n", $col["samples_per_s_mean"]}' "$1.summary.csv"
 }
 
 # --measure's "all" row (or worker 0's with one worker): "fwd+bwd us" and "update us", the last two columns
@@ -53,32 +51,38 @@ assembly_us=$(build/bench_loader "$DATA" 2>/dev/null | sed -n 's/^batch assembly
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p') x $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "hogwild: $(./hogwild --version | sed -n 's/^BLAS: //p'); CPU kernels $(./hogwild --version | sed -n 's/^CPU kernels: //p')"
-echo "command: bench/two_workers.sh $RUNS $DATA   (1 epoch, batch 64; medians of $RUNS runs)"
+echo "command: bench/two_workers.sh $RUNS $DATA   (1 epoch, batch 64; means of $RUNS runs, seeds 1-$RUNS)"
 for model in $MODELS; do
-    one=(); two=(); pair=(); ratios=(); epochs2=()
+    flags=(--model "models/$model.model" --data "$DATA")
+    echo
+    echo "$model, 1 and 2 workers, seeds 1-$RUNS:"
+    echo
+    echo '```'
+    ./hogwild sweep --dir "$OUT/$model" --workers 1,2 --mode hogwild --seeds "1-$RUNS" -- "${flags[@]}" |
+        sed -n '/^groups of runs/,$p'
+    echo '```'
+    mkdir -p "$OUT/$model-pair"
     for i in $(seq "$RUNS"); do
-        a=$(run "$OUT/$model-1.log" --model "models/$model.model" --workers 1)
-        b=$(run "$OUT/$model-2.log" --model "models/$model.model" --workers 2)
-        one+=("$a"); two+=("$b")
-        ratios+=("$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", b / a}')")
-        run "$OUT/$model-p1.log" --model "models/$model.model" --workers 1 --seed 1 >/dev/null &
-        run "$OUT/$model-p2.log" --model "models/$model.model" --workers 1 --seed 2 >/dev/null &
+        for side in 1 2; do
+            csv="$OUT/$model-pair/p$i-$side.csv"
+            [ -f "$csv" ] || ./hogwild --quiet "${flags[@]}" --workers 1 --seed $((2 * i + side)) --metrics "$csv" \
+                >/dev/null 2>&1 &
+        done
         wait
-        pair+=("$(( $(rate_of "$OUT/$model-p1.log") + $(rate_of "$OUT/$model-p2.log") ))")
-        epochs2+=("$(run "$OUT/$model-e2.log" --model "models/$model.model" --workers 2 --epochs 2)")
     done
-    r1=$(printf '%s\n' "${one[@]}" | median); r2=$(printf '%s\n' "${two[@]}" | median)
-    rp=$(printf '%s\n' "${pair[@]}" | median); re=$(printf '%s\n' "${epochs2[@]}" | median)
-    ratio=$(printf '%s\n' "${ratios[@]}" | median_range "%.2fx (%.2f-%.2f)")
+    ./hogwild sweep --dir "$OUT/$model-2ep" --workers 2 --mode hogwild --seeds "1-$RUNS" -- "${flags[@]}" \
+        --epochs 2 >/dev/null
+    r1=$(group_rate "$OUT/$model" 1); r2=$(group_rate "$OUT/$model" 2)
+    rp=$(( 2 * $(group_rate "$OUT/$model-pair" 1) )); re=$(group_rate "$OUT/$model-2ep" 2)
     read -r c1 u1 < <(measured "$model" 1)
     read -r c2 u2 < <(measured "$model" 2)
     echo
     echo "$model:"
     echo
-    echo "| 1 worker | 2 workers | 2 / 1: median (range) of pairs | private pair (2 x 1 worker at once) | 2 workers / private pair | 2 workers, 2 epochs |"
-    echo "|---|---|---|---|---|---|"
-    awk -v r1="$r1" -v r2="$r2" -v rp="$rp" -v re="$re" -v ratio="$ratio" \
-        'BEGIN {printf "| %d | %d | %s | %d (%.2fx one worker) | %.0f%% | %d |\n", r1, r2, ratio, rp, rp / r1, 100 * r2 / rp, re}'
+    echo "| 1 worker | 2 workers | private pair (2 x 1 worker at once) | 2 workers / private pair | 2 workers, 2 epochs |"
+    echo "|---|---|---|---|---|"
+    awk -v r1="$r1" -v r2="$r2" -v rp="$rp" -v re="$re" \
+        'BEGIN {printf "| %d | %d | %d (%.2fx one worker) | %.0f%% | %d |\n", r1, r2, rp, rp / r1, 100 * r2 / rp, re}'
     echo
     echo "| per step (us, --measure) | 1 worker | 2 workers |"
     echo "|---|---|---|"

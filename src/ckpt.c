@@ -12,12 +12,14 @@
 #include "hw/ckpt.h"
 
 #include "hw/err.h"
+#include "hw/file.h"
 #include "hw/shm.h"
 
 #include <jansson.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
@@ -116,6 +118,12 @@ static int build_header(const char *path, const hw_model *model, const hw_ckpt_m
     ok = ok && json_object_set_new(metadata, "epoch", decimal_string("%d", meta->epoch)) == 0;
     ok = ok && json_object_set_new(metadata, "samples_seen", decimal_string("%" PRId64, meta->samples_seen)) == 0;
     ok = ok && json_object_set_new(metadata, "seed", decimal_string("%" PRIu64, meta->seed)) == 0;
+    // %.9g: the float's shortest text that reads back as the same float.
+    if (meta->lr > 0) ok = ok && json_object_set_new(metadata, "lr", decimal_string("%.9g", (double)meta->lr)) == 0;
+    if (meta->lr_schedule[0]) {
+        ok = ok && json_object_set_new(metadata, "lr_schedule", json_string(meta->lr_schedule)) == 0;
+        ok = ok && json_object_set_new(metadata, "lr_warmup", decimal_string("%" PRId64, meta->lr_warmup)) == 0;
+    }
     json_decref(metadata);
     uint64_t data_bytes = 0;
     for (int p = 0; ok && p < model->n_params; p++) {
@@ -362,6 +370,14 @@ static int check_header_shape(ckpt_reader *r) {
                              key, type_name(value));
         }
     }
+    // The model text is a model file's text, with a model file's limit: more is no file hogwild wrote.
+    const json_t *text = json_object_get(metadata, "hogwild_model");
+    if (text != NULL && json_string_length(text) > HW_MODEL_FILE_MAX_BYTES) {
+        return ckpt_fail(r->path,
+                         "__metadata__ 'hogwild_model' holds %zu bytes of model text, more than the limit of %llu "
+                         "bytes for a model file",
+                         json_string_length(text), (unsigned long long)HW_MODEL_FILE_MAX_BYTES);
+    }
     r->metadata = metadata;
     return HW_OK;
 }
@@ -444,6 +460,13 @@ static int non_negative_integer(const json_t *value, uint64_t *out) {
     return 1;
 }
 
+// A JSON value as the file spells it, for messages (cut to cap).
+static void format_json_value(const json_t *value, char *buf, size_t cap) {
+    char *text = value ? json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    snprintf(buf, cap, "%s", text ? text : "nothing");
+    free(text);
+}
+
 // Checks one header entry: dtype, shape, offsets within the data section, size matching the shape.
 static int check_entry(const ckpt_reader *r, const char *name, const json_t *tensor, tensor_entry *out) {
     if (!json_is_object(tensor)) {
@@ -471,7 +494,9 @@ static int check_entry(const ckpt_reader *r, const char *name, const json_t *ten
     for (size_t i = 0; i < json_array_size(shape); i++) {
         uint64_t dim;
         if (!non_negative_integer(json_array_get(shape, i), &dim)) {
-            return ckpt_fail(r->path, "tensor '%s': shape entry %zu is not a non-negative integer", name, i);
+            char value[64];
+            format_json_value(json_array_get(shape, i), value, sizeof value);
+            return ckpt_fail(r->path, "tensor '%s': shape entry %zu is %s, not a non-negative integer", name, i, value);
         }
         if (dim != 0 && numel > numel_limit / dim) {
             return ckpt_fail(r->path, "tensor '%s': the shape has too many elements", name);
@@ -483,7 +508,10 @@ static int check_entry(const ckpt_reader *r, const char *name, const json_t *ten
     }
     for (size_t i = 0; i < 2; i++) {
         if (!non_negative_integer(json_array_get(offsets, i), i == 0 ? &out->begin : &out->end)) {
-            return ckpt_fail(r->path, "tensor '%s': data offset %zu is not a non-negative integer", name, i);
+            char value[64];
+            format_json_value(json_array_get(offsets, i), value, sizeof value);
+            return ckpt_fail(r->path, "tensor '%s': its %s data offset is %s, not a non-negative integer", name,
+                             i == 0 ? "first" : "second", value);
         }
     }
     out->name = name;
@@ -596,6 +624,9 @@ static int match_model(const ckpt_reader *r, const hw_model *model, tensor_entry
     return HW_OK;
 }
 
+// The most samples a checkpoint may say it has seen (2^53).
+#define HW_CKPT_MAX_SAMPLES ((int64_t)1 << 53)
+
 // A decimal metadata value into *out (within [min, max] as unsigned or signed); absent keys are 0.
 static int metadata_number(const ckpt_reader *r, const char *key, int is_signed, int64_t min, int64_t max,
                            uint64_t *out) {
@@ -619,19 +650,81 @@ static int metadata_number(const ckpt_reader *r, const char *key, int is_signed,
             *out = (uint64_t)x;
         }
     }
-    if (!ok) return ckpt_fail(r->path, "__metadata__ '%s' is \"%.40s\", expected a whole number", key, s);
+    if (!ok && is_signed) {
+        return ckpt_fail(r->path, "__metadata__ '%s' is \"%.40s\", expected a whole number in [%lld, %lld]", key,
+                         s ? s : "(not a string)", (long long)min, (long long)max);
+    }
+    if (!ok) return ckpt_fail(r->path, "__metadata__ '%s' is \"%.40s\", expected a whole number", key, s ? s : "");
+    return HW_OK;
+}
+
+// The schedule's text, if recorded: letters, digits, ':', '.', '-' and '+' only, shorter than
+// HW_CKPT_SCHEDULE_CAP (what it means is the command line's to check).
+static int metadata_schedule(const ckpt_reader *r, char *out) {
+    out[0] = '\0';
+    const json_t *v = json_object_get(r->metadata, "lr_schedule");
+    if (v == NULL) return HW_OK;
+    const char *s = json_string_value(v);
+    size_t length = json_string_length(v);
+    int ok = length > 0 && length < HW_CKPT_SCHEDULE_CAP;
+    for (size_t i = 0; ok && i < length; i++) {
+        ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || strchr(":.-+eE", s[i]) != NULL;
+    }
+    if (!ok) return ckpt_fail(r->path, "__metadata__ 'lr_schedule' is \"%.40s\", not a learning-rate schedule", s);
+    memcpy(out, s, length + 1);
+    return HW_OK;
+}
+
+// The learning rate, if recorded: a decimal number (no hex, no blanks, no inf or nan) > 0 that
+// a float holds; 0 when absent.
+static int metadata_lr(const ckpt_reader *r, float *out) {
+    *out = 0;
+    const json_t *v = json_object_get(r->metadata, "lr");
+    if (v == NULL) return HW_OK;
+    const char *s = json_string_value(v);
+    size_t length = json_string_length(v);
+    int ok = s && length > 0 && length < 32;
+    for (size_t i = 0; ok && i < length; i++) ok = (s[i] >= '0' && s[i] <= '9') || strchr(".eE-+", s[i]) != NULL;
+    char *end = NULL;
+    errno = 0;
+    double x = ok ? strtod(s, &end) : 0;
+    if (!ok || errno || *end != '\0' || !(x > 0) || x > FLT_MAX) {
+        return ckpt_fail(r->path, "__metadata__ 'lr' is \"%.40s\", expected a learning rate (a decimal number > 0)",
+                         s ? s : "(not a string)");
+    }
+    *out = (float)x;
     return HW_OK;
 }
 
 static int read_meta(const ckpt_reader *r, hw_ckpt_meta *meta) {
-    uint64_t epoch, samples, seed;
+    uint64_t epoch, samples, seed, warmup;
     if (metadata_number(r, "epoch", 1, 0, INT_MAX, &epoch) != HW_OK) return HW_ERR;
-    if (metadata_number(r, "samples_seen", 1, 0, INT64_MAX, &samples) != HW_OK) return HW_ERR;
+    // At most 2^53: a count any run reaches by far, that a resumed run adds to without overflow and
+    // the metrics CSV writes exactly. More is a corrupt file.
+    if (metadata_number(r, "samples_seen", 1, 0, HW_CKPT_MAX_SAMPLES, &samples) != HW_OK) return HW_ERR;
     if (metadata_number(r, "seed", 0, 0, 0, &seed) != HW_OK) return HW_ERR;
+    if (metadata_schedule(r, meta->lr_schedule) != HW_OK) return HW_ERR;
+    if (metadata_lr(r, &meta->lr) != HW_OK) return HW_ERR;
+    if (metadata_number(r, "lr_warmup", 1, 0, INT64_MAX, &warmup) != HW_OK) return HW_ERR;
+    if (!meta->lr_schedule[0] && json_object_get(r->metadata, "lr_warmup") != NULL) {
+        return ckpt_fail(r->path, "__metadata__ has 'lr_warmup' without 'lr_schedule'");
+    }
     meta->epoch = (int)epoch;
     meta->samples_seen = (int64_t)samples;
     meta->seed = seed;
+    meta->has_seed = json_object_get(r->metadata, "seed") != NULL;
+    meta->lr_warmup = (int64_t)warmup;
     return HW_OK;
+}
+
+int hw_ckpt_load_meta(const char *path, hw_ckpt_meta *meta) {
+    ckpt_reader r;
+    if (reader_open(&r, path) != HW_OK) return HW_ERR;
+    hw_ckpt_meta file_meta = {0};
+    int status = read_meta(&r, &file_meta);
+    if (status == HW_OK) *meta = file_meta;
+    reader_close(&r);
+    return status;
 }
 
 int hw_ckpt_load(const char *path, const hw_model *model, float *weights, hw_ckpt_meta *meta) {

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { HW_ERROR_CAP = 1024 };
+// Room for the longest message a run gives: two paths of PATH_MAX (a checkpoint and a dataset, say)
+// with the words around them; a message longer than that is cut, never overflows.
+enum { HW_ERROR_CAP = 3 * 4096 };
 
 // Thread-local so that DataParallel replica threads and prefetch threads keep their own messages.
 static _Thread_local char error_message[HW_ERROR_CAP];

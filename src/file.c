@@ -11,7 +11,9 @@
 #include <limits.h>
 #include <linux/fs.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -133,4 +135,145 @@ int hw_output_check(const char *flag, const char *path, int by_rename) {
     }
     if (fd < 0) return hw_fail_errno(errno, "%s %s: cannot write in the folder %s", flag, path, folder);
     return HW_OK;
+}
+
+// ---- a file written whole ----
+
+// The stream's writes, kept: the first failure's errno stays for the message, as stdio's own
+// error flag does not say why.
+static ssize_t whole_file_write(void *cookie, const char *buf, size_t size) {
+    hw_whole_file *w = cookie;
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = write(w->fd, buf + done, size - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            if (w->error == 0) w->error = n < 0 ? errno : ENOSPC;
+            errno = w->error;
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    return (ssize_t)size;
+}
+
+static int whole_file_close(void *cookie) {
+    (void)cookie;  // the descriptor is closed by hw_whole_file_commit, after its sync
+    return 0;
+}
+
+int hw_whole_file_open(hw_whole_file *w, const char *path, const char *what) {
+    memset(w, 0, sizeof *w);
+    w->fd = -1;
+    if (snprintf(w->path, sizeof w->path, "%s", path) >= (int)sizeof w->path ||
+        snprintf(w->temp, sizeof w->temp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof w->temp) {
+        return hw_fail("cannot write %s %s: the path is too long", what, path);
+    }
+    if (hw_shm_temp_note(w->temp) != HW_OK) return hw_error_prefix("cannot write %s %s", what, path);
+    // O_EXCL: never through a file or link already there; a leftover of a dead run with this pid goes first.
+    w->fd = open(w->temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (w->fd < 0 && errno == EEXIST && unlink(w->temp) == 0) {
+        w->fd = open(w->temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    }
+    if (w->fd < 0) {
+        int err = errno;
+        hw_shm_temp_forget();
+        return hw_fail_errno(err, "cannot write %s %s: cannot create %s", what, path, w->temp);
+    }
+    w->f = fopencookie(w, "w", (cookie_io_functions_t){.write = whole_file_write, .close = whole_file_close});
+    if (!w->f) {
+        int err = errno;
+        close(w->fd);
+        unlink(w->temp);
+        hw_shm_temp_forget();
+        return hw_fail_errno(err, "cannot write %s %s", what, path);
+    }
+    return HW_OK;
+}
+
+int hw_whole_file_commit(hw_whole_file *w, int status, const char *what) {
+    int err = 0;
+    if (fflush(w->f) != 0 || ferror(w->f)) err = w->error ? w->error : EIO;
+    fclose(w->f);
+    w->f = NULL;
+    if (status == HW_OK && err == 0 && fsync(w->fd) != 0 && errno != EINVAL) err = errno;
+    if (close(w->fd) != 0 && err == 0) err = errno;
+    w->fd = -1;
+    if (status == HW_OK && err == 0 && rename(w->temp, w->path) != 0) err = errno;
+    if (status != HW_OK || err != 0) unlink(w->temp);
+    hw_shm_temp_forget();
+    if (status != HW_OK) return HW_ERR;
+    if (err != 0) {
+        return hw_fail("cannot write %s %s: %s%s; the previous file, if any, is unchanged", what, w->path,
+                       strerror(err), err == EFBIG ? " (the file size limit, ulimit -f)" : "");
+    }
+    return HW_OK;
+}
+
+// ---- one writer per output ----
+
+enum { CLAIMS_MAX = 8 };
+static char claim_paths[CLAIMS_MAX][128];
+static pid_t claim_owner;
+static int n_claims;
+
+// A normal exit of the claimer removes its claim files (its lock goes with its descriptors).
+static void claims_remove(void) {
+    if (getpid() != claim_owner) return;  // a forked worker leaves them to the parent
+    for (int i = 0; i < n_claims; i++) unlink(claim_paths[i]);
+}
+
+// The claim file's name for `path`: by its folder's device and inode and its name's FNV-1a hash.
+static int claim_name(const char *path, char *buf, size_t cap) {
+    char folder[PATH_MAX];
+    hw_path_folder(path, folder, sizeof folder);
+    struct stat dir;
+    if (stat(folder, &dir) != 0) return -1;
+    const char *slash = strrchr(path, '/');
+    uint64_t hash = 14695981039346656037ull;
+    for (const unsigned char *c = (const unsigned char *)(slash ? slash + 1 : path); *c; c++) {
+        hash = (hash ^ *c) * 1099511628211ull;
+    }
+    snprintf(buf, cap, "/dev/shm/hogwild-claim-%llx-%llx-%016llx", (unsigned long long)dir.st_dev,
+             (unsigned long long)dir.st_ino, (unsigned long long)hash);
+    return 0;
+}
+
+int hw_output_claim(const char *flag, const char *path) {
+    char name[128];
+    if (claim_name(path, name, sizeof name) != 0) return HW_OK;  // the output check names the folder
+    if (n_claims == CLAIMS_MAX) return hw_fail("%s %s: too many outputs claimed", flag, path);
+    for (int attempt = 0; attempt < 8; attempt++) {
+        int fd = open(name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+        if (fd < 0 && (errno == ENOENT || errno == EACCES || errno == EROFS)) return HW_OK;  // no /dev/shm to use
+        if (fd < 0) return hw_fail_errno(errno, "%s %s: cannot claim it for this run (%s)", flag, path, name);
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            char text[32] = "";
+            ssize_t got = pread(fd, text, sizeof text - 1, 0);
+            text[got > 0 ? got : 0] = '\0';
+            close(fd);
+            return hw_fail("%s %s is being written by another run, process %ld, which is still alive; wait for it to "
+                           "end, or choose another path",
+                           flag, path, strtol(text, NULL, 10));
+        }
+        // Locked; but a claimer that ended meanwhile may have removed this name: then the lock is on
+        // a file nobody else sees, and the claim is made again.
+        struct stat held, named;
+        if (fstat(fd, &held) != 0 || stat(name, &named) != 0 || held.st_ino != named.st_ino) {
+            close(fd);
+            continue;
+        }
+        char text[32];
+        int n = snprintf(text, sizeof text, "%ld\n", (long)getpid());
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)n, 0) != n) {
+            int err = errno;
+            close(fd);
+            return hw_fail_errno(err, "%s %s: cannot claim it for this run (%s)", flag, path, name);
+        }
+        if (n_claims == 0) atexit(claims_remove);
+        claim_owner = getpid();
+        snprintf(claim_paths[n_claims++], sizeof claim_paths[0], "%s", name);
+        return HW_OK;  // fd stays open: the claim lasts as long as this process and its workers
+    }
+    return hw_fail("%s %s: cannot claim it for this run: %s keeps changing", flag, path, name);
 }

@@ -13,6 +13,7 @@
 #include "hw/ckpt.h"   // e2e_exact_losses
 #include "hw/clock.h"  // hw_now
 #include "hw/err.h"
+#include "hw/lr_schedule.h"  // e2e_expect_lr_column
 #include "hw/nn.h"
 
 #include <criterion/criterion.h>
@@ -481,8 +482,10 @@ static inline void e2e_skip_under_asan(void) {
 
 // ---- the metrics CSV ----
 
-#define E2E_METRICS_HEADER \
-    "mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,test_accuracy,skipped_eval_points"
+#define E2E_METRICS_HEADER                                                                                        \
+    "mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,test_accuracy,skipped_eval_points," \
+    "lr,model,"                                                                                                   \
+    "seed,setup"
 
 typedef struct {
     char mode[32];
@@ -495,6 +498,10 @@ typedef struct {
     double test_loss;
     double accuracy;
     long long skipped;  // --eval-every points not evaluated so far
+    double lr;          // the learning rate at the row's samples
+    char model[64];     // the run's identity: the model file's base name, the seed, the setup hash
+    unsigned long long seed;
+    char setup[32];
 } e2e_metrics_row;
 
 static inline double e2e_parse_number(const char *field, int line) {
@@ -511,7 +518,7 @@ static inline long long e2e_parse_integer(const char *field, int line) {
     return x;
 }
 
-// Reads a metrics file: asserts the exact header and 10 well-formed fields on every row; returns
+// Reads a metrics file: asserts the exact header and 14 well-formed fields on every row; returns
 // the number of rows (at most cap are stored). With `diverged`, the last row must be the row that
 // marks a diverged run (README, "Metrics"): a non-finite train_loss, test_loss and test_accuracy
 // nan; every other row a result.
@@ -533,8 +540,8 @@ static inline int e2e_read_metrics_of(const char *path, e2e_metrics_row *rows, i
             if (!p) break;
             *p = '\0';
         }
-        cr_assert_eq(count, 10, "metrics line %d has %d fields, not 10", line_no, count);
-        for (int i = 0; i < 10; i++) {
+        cr_assert_eq(count, 14, "metrics line %d has %d fields, not 14", line_no, count);
+        for (int i = 0; i < 14; i++) {
             cr_assert(fields[i][0] != '\0', "metrics line %d: field %d is empty", line_no, i + 1);
         }
         cr_assert_lt(n, cap, "more than %d metrics rows", cap);
@@ -549,6 +556,12 @@ static inline int e2e_read_metrics_of(const char *path, e2e_metrics_row *rows, i
         row->test_loss = e2e_parse_number(fields[7], line_no);
         row->accuracy = e2e_parse_number(fields[8], line_no);
         row->skipped = e2e_parse_integer(fields[9], line_no);
+        row->lr = e2e_parse_number(fields[10], line_no);
+        snprintf(row->model, sizeof row->model, "%s", fields[11]);
+        row->seed = (unsigned long long)e2e_parse_integer(fields[12], line_no);
+        snprintf(row->setup, sizeof row->setup, "%s", fields[13]);
+        cr_assert(strlen(row->setup) == 16 && strspn(row->setup, "0123456789abcdef") == 16,
+                  "metrics line %d: setup '%s' is not 16 hex digits", line_no, row->setup);
         cr_assert_geq(row->skipped, 0, "metrics line %d: skipped_eval_points %lld", line_no, row->skipped);
         cr_assert(row->wall_seconds >= 0, "metrics line %d: wall %g", line_no, row->wall_seconds);
         if (diverged && strcmp(fields[7], "nan") == 0) {
@@ -571,6 +584,28 @@ static inline int e2e_read_metrics_of(const char *path, e2e_metrics_row *rows, i
 
 static inline int e2e_read_metrics(const char *path, e2e_metrics_row *rows, int cap) {
     return e2e_read_metrics_of(path, rows, cap, 0);
+}
+
+// Every row of the metrics file `csv` of a run of `epochs` epochs of `epoch_samples` has the lr
+// that hw_lr_at gives for `spec`, `warmup` and `lr` at the row's samples (the float, every digit),
+// and the rate changes somewhere.
+static inline void e2e_expect_lr_column(const char *csv, const char *spec, int64_t warmup, double lr, int epochs,
+                                        int64_t epoch_samples) {
+    hw_lr_schedule schedule;
+    cr_assert_eq(hw_lr_schedule_parse(spec, &schedule), HW_OK, "%s", hw_error());
+    schedule.warmup = warmup;
+    e2e_metrics_row rows[64];
+    int n = e2e_read_metrics(csv, rows, 64);
+    cr_assert_geq(n, 2, "%d rows", n);
+    int changed = 0;
+    for (int i = 0; i < n; i++) {
+        float expected =
+            (float)hw_lr_at(&schedule, (float)lr, rows[i].samples, epoch_samples, (int64_t)epochs * epoch_samples);
+        cr_expect_eq((float)rows[i].lr, expected, "%s, row %d at %lld samples: lr %.9g, expected %.9g", spec, i + 1,
+                     rows[i].samples, rows[i].lr, (double)expected);
+        changed += i > 0 && rows[i].lr != rows[i - 1].lr;
+    }
+    cr_expect_gt(changed, 0, "%s: the rate never changed over %d rows", spec, n);
 }
 
 // The loss a diverged run reports, in the message and the metrics row (e2e_exact_losses: set

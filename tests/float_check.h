@@ -4,7 +4,7 @@
 #ifndef HW_TESTS_FLOAT_CHECK_H
 #define HW_TESTS_FLOAT_CHECK_H
 
-#include "hw/cuda.h"  // hw_conv_dims
+#include "cuda/layer_ops.h"  // hw_conv_dims
 #include "hw/rng.h"
 
 #include <criterion/criterion.h>

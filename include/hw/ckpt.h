@@ -4,7 +4,8 @@
 // File layout (https://github.com/huggingface/safetensors):
 //   8 bytes    N, the header length, unsigned little-endian
 //   N bytes    JSON: {"__metadata__": {"format": "pt", "hogwild_model": <model file text>,
-//              "epoch": "3", "samples_seen": "180000", "seed": "1"},
+//              "epoch": "3", "samples_seen": "180000", "seed": "1", "lr": "0.0500000007",
+//              "lr_schedule": "cosine", "lr_warmup": "0"},
 //              "conv1.weight": {"dtype": "F32", "shape": [10, 1, 5, 5], "data_offsets": [0, 1000]}, ...}
 //              padded with spaces so that the data starts at a multiple of 8
 //   the data   every tensor as contiguous little-endian float32, in the model's parameter order;
@@ -16,10 +17,23 @@
 
 #include <stdint.h>
 
+// The lr schedule's longest text and its NUL ("step:1000000:0.123456" is 21 characters).
+enum { HW_CKPT_SCHEDULE_CAP = 32 };
+
 typedef struct {
     int epoch;             // epochs completed
     int64_t samples_seen;  // training samples processed, all workers together
     uint64_t seed;
+    int has_seed;  // read: the file records its seed (one without hogwild's metadata does not)
+    // The learning-rate schedule the run trained with, as the command line reads it ("cosine",
+    // "step:2:0.5"), and its warm-up in samples; "" when none is recorded (written: none is
+    // written; read: a file from before schedules, which trained at a constant rate, or from
+    // another program).
+    char lr_schedule[HW_CKPT_SCHEDULE_CAP];
+    int64_t lr_warmup;
+    // The base learning rate (--lr) the schedule scales; lr 0 when none is recorded (written: none
+    // is written; read: a file from before it was recorded, or another program's).
+    float lr;
 } hw_ckpt_meta;
 
 // Writes `weights` (laid out as `model`, host memory) with the model text and meta (NULL: zeros)
@@ -40,6 +54,12 @@ int hw_ckpt_keep_descriptor(void);
 // safetensors.torch.save_file) load with meta zeroed. meta may be NULL. Tensors may be in any
 // order in the file. On failure `weights` and `meta` are left untouched.
 int hw_ckpt_load(const char *path, const hw_model *model, float *weights, hw_ckpt_meta *meta);
+
+// The metadata of the checkpoint at `path` into *meta, from its header alone (the weights are
+// neither read nor checked: hw_ckpt_load does that). Refuses a file that is no safetensors file,
+// or whose metadata values are malformed, naming the key. A file without hogwild's metadata
+// reads as zeros (has_seed 0, no schedule).
+int hw_ckpt_load_meta(const char *path, hw_ckpt_meta *meta);
 
 // The model file text stored in a checkpoint's metadata (malloc'ed, the caller frees it), or
 // NULL in *text when the file has none. Reads and checks only the header. (--eval-only without

@@ -159,13 +159,17 @@ typedef struct {
     double others_loss_sum;  // the sum of those samples' training losses
     int in_flight;           // a round is in flight: the next poll may apply it, but starts none
                              // (a round reads the live weights only when it starts)
+    int stop_signal;         // a round carried a rank's stop (its signal; 0: none): every rank stops
+    int stop_rank;           // the lowest rank whose stop it carried
 } hw_couple_view;
 
 // The coupling of `live`, n weights written by this node's workers (shared memory). The agreed
 // weights start as a copy of `live`, which must be the same on every rank.
 int hw_couple_open(hw_couple **couple, float *live, size_t n, const hw_couple_plan *plan, const hw_world *world);
-// What a node is doing, sent with its rounds.
-enum { HW_COUPLE_TRAINING = 0, HW_COUPLE_AT_BARRIER = 1, HW_COUPLE_EVALUATING = 2 };
+// What a node is doing, sent with its rounds. A node that stops adds HW_COUPLE_STOP times its stop
+// signal to its state: its next round then starts at once and tells every rank, which all stop
+// after that same round (hw_couple_view.stop_signal), and no round starts after it.
+enum { HW_COUPLE_TRAINING = 0, HW_COUPLE_AT_BARRIER = 1, HW_COUPLE_EVALUATING = 2, HW_COUPLE_STOP = 16 };
 // One pass of the watch loop: completes the round in flight when MPI has (MPI_Test: never
 // waits), or starts the next one when it is due. `state`: HW_COUPLE_AT_BARRIER when every worker
 // of this node has finished the epoch and waits; its rounds then go back to back until a round in

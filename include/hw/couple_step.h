@@ -8,7 +8,7 @@
 
 typedef enum {
     HW_COUPLE_MOMENTUM,  // --sync-rule momentum (the default): block momentum, Nesterov's look-ahead
-    HW_COUPLE_SUM,       // --sync-rule sum: the summed changes added at once (the rule until issue 22)
+    HW_COUPLE_SUM,       // --sync-rule sum: the summed changes added at once (the baseline)
 } hw_couple_rule;
 
 // The rule's constants for `copies` copies: the momentum of the rounds, beta = 1 - 1/R, and the

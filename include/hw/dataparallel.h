@@ -8,20 +8,23 @@
 
 #include <stdint.h>
 
-// The DataParallel step on CPU replicas (threads, src/train/dataparallel.c), exposed for the equivalence tests: the batch
-// is split into `replicas` chunks (sizes differ by at most one; empty when replicas > batch),
-// each replica runs forward and backward on its chunk, and the chunk gradients, weighted by
-// chunk size, are summed onto the primary's buffer (*grads): the gradient of the whole batch's
-// mean loss, as one replica would compute it, up to float rounding. Returns the batch's mean loss.
+// A team of CPU replicas (threads of this process, src/train/dataparallel.c), exposed for the
+// equivalence tests.
 typedef struct hw_dp_team hw_dp_team;
-// Chunk k (src/train/dataparallel_loop.c) of a batch of `batch` samples split over `replicas`: sizes differ by at most one; with
-// replicas > batch some are empty. The one rule of both the CPU and the GPU replicas.
+// Chunk k (src/train/dataparallel_loop.c) of a batch of `batch` samples split over `replicas`:
+// sizes differ by at most one; with replicas > batch some are empty. The one rule of both the CPU
+// and the GPU replicas.
 void hw_dp_chunk(int batch, int replicas, int k, int *offset, int *count);
 // Opens `replicas` replicas (replica 0 is the caller's thread, 1.. are threads) with workspaces for
 // chunks of max_batch / replicas. On failure it names the step and the replica, undoes what it did
 // (no thread left behind) and sets *team to NULL. HOGWILD_FAIL_DP_SETUP (tests only, see
 // dataparallel.c) makes one step of it fail.
 int hw_dp_team_open(hw_dp_team **team, const hw_model *model, int replicas, int max_batch, uint64_t seed);
+// The DataParallel step on the team: the batch is split into the replicas' chunks (hw_dp_chunk),
+// each replica runs forward and backward on its chunk, and the chunk gradients, weighted by chunk
+// size, are summed onto the primary's buffer (*grads): the gradient of the whole batch's mean
+// loss, as one replica would compute it, up to float rounding. Returns the batch's mean loss. No
+// SGD step: the caller takes it.
 float hw_dp_team_step(hw_dp_team *team, const float *x, const uint8_t *y, int batch, const float **grads);
 // After a step: the first replica whose chunk loss was not finite (NaN, inf), or -1.
 int hw_dp_team_diverged(const hw_dp_team *team);

@@ -36,4 +36,35 @@ void hw_path_folder(const char *path, char *buf, size_t cap);
 // the folder's owner or a process with CAP_FOWNER; otherwise the file itself must be writable.
 int hw_output_check(const char *flag, const char *path, int by_rename);
 
+// ---- one writer per output ----
+// Claims `path` (given by `flag`) for this process, so that no two live runs write one output: a
+// file in /dev/shm, "hogwild-claim-<device>-<inode of the folder>-<hash of the name>" (other
+// spellings of the path and links to its folder are caught), locked with flock and holding the
+// claimer's pid. The kernel releases the lock on every exit, SIGKILL included, and on the exit of
+// the forked workers that share it; a claim file left by a dead run is not locked and is taken
+// over; a normal exit removes it. HW_ERR after hw_fail when another live process holds the claim
+// (naming its pid) or the claim cannot be made (ulimit -n); HW_OK, doing nothing, without /dev/shm.
+int hw_output_claim(const char *flag, const char *path);
+
+// ---- a file written whole: through a temporary file, renamed into place ----
+// The writer of one output file: "<path>.tmp.<pid>" (noted while it exists, so that any exit
+// removes it: hw_shm_temp_note) through `f`, renamed over `path` only once all of it is written
+// and synced; a failure leaves any previous file at `path` as it was. The first failed write's
+// reason (disk full, file size limit) is kept for the message.
+typedef struct {
+    FILE *f;          // write here between hw_whole_file_open and hw_whole_file_commit
+    char path[4096];  // the file's name
+    char temp[4096 + 32];
+    int fd;
+    int error;  // the first failed write's errno (0: none)
+} hw_whole_file;
+// Creates the temporary file of `path` (described as `what` in messages): HW_OK, or HW_ERR after
+// hw_fail.
+int hw_whole_file_open(hw_whole_file *w, const char *path, const char *what);
+// Ends the writing: when `status` is HW_OK and every write succeeded, syncs the file and renames
+// it to its path; otherwise, and on any failure (named with its reason: "cannot write the plot
+// x.svg: No space left on device; the previous file, if any, is unchanged"), removes the
+// temporary file. Returns HW_OK or HW_ERR; `status` HW_ERR keeps the caller's message.
+int hw_whole_file_commit(hw_whole_file *w, int status, const char *what);
+
 #endif

@@ -5,8 +5,8 @@
 //
 // A file is one header line, then one row per evaluation, in increasing wall_seconds:
 //
-//   mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,test_accuracy,skipped_eval_points
-//   hogwild,4,cpu,0.000,0,0,nan,2.305100,9.82,0
+//   mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,test_accuracy,skipped_eval_points,lr,model,seed,setup
+//   hogwild,4,cpu,0.000,0,0,nan,2.305100,9.82,0,0.00999999978,lenet,1,5c2f0e9a41d7b388
 //
 // and, with --measure, the measurement's columns after them (updates, ..., staleness_histogram).
 // A reader finds the columns by name (their order is free, extra columns are ignored); the losses
@@ -38,6 +38,13 @@ typedef enum {
     HW_COL_TEST_LOSS,
     HW_COL_TEST_ACCURACY,        // percent
     HW_COL_SKIPPED_EVAL_POINTS,  // --eval-every points passed while an evaluation ran
+    HW_COL_LR,                   // the learning rate at the row's samples (the schedule's)
+    // The run's identity, the same on every row, by which compare groups the runs that differ by
+    // seed alone (files written before them load without them, and are in no group):
+    HW_COL_MODEL,  // the model file's name without its folder and extension: "lenet"
+    HW_COL_SEED,   // the seed of initialisation, shuffling and dropout
+    HW_COL_SETUP,  // 16 hex digits: a hash of every training setting but the seed, the mode and the
+                   // workers or replicas (hw_train_config.setup_hash)
     // --measure's (CPU Hogwild), all workers together, at the row:
     HW_COL_UPDATES,         // updates made
     HW_COL_STALENESS_MEAN,  // other workers' updates between a read of the weights and the write
@@ -99,11 +106,18 @@ typedef struct {
 // "cuda:1023" joined by '+' (159 characters), is written and read back whole.
 enum { HW_METRICS_DEVICE_CAP = 192 };
 
-// What the first three columns say of the run, and whether it has the --measure columns.
+// The model column's longest name and its NUL.
+enum { HW_METRICS_MODEL_CAP = 64 };
+
+// What the first three columns and the identity columns say of the run, and whether it has the
+// --measure columns.
 typedef struct {
     const char *mode;
     int workers;
     const char *device;
+    const char *model;  // HW_COL_MODEL's text (cut at HW_METRICS_MODEL_CAP - 1); NULL: "unknown"
+    uint64_t seed;
+    uint64_t setup;  // HW_COL_SETUP's hash
     int with_measure;
 } hw_metrics_run;
 
@@ -128,9 +142,12 @@ typedef struct {
     char mode[16];
     int workers;
     char device[HW_METRICS_DEVICE_CAP];
+    char model[HW_METRICS_MODEL_CAP];
+    uint64_t seed, setup;
     int with_measure;             // the header has --measure's columns
     hw_metrics_measure measure;   // their values at the next row (set by the trainer)
     int64_t skipped_eval_points;  // --eval-every points not evaluated so far (set by the trainer)
+    double lr;                    // the learning rate at the next row's samples (set by the trainer)
 } hw_metrics;
 int hw_metrics_open(hw_metrics *m, const char *path, const hw_metrics_run *run);
 int hw_metrics_row(hw_metrics *m, double wall_seconds, int epoch, int64_t samples_seen, double train_loss,
@@ -149,9 +166,12 @@ typedef struct {
     char mode[32];                       // "hogwild", "dataparallel"
     int workers;                         // workers (hogwild) or replicas (dataparallel)
     char device[HW_METRICS_DEVICE_CAP];  // "cpu", "cuda:0", "cuda:0+cuda:1"
-    hw_metrics_point *points;            // the rows before any divergence
-    int n_points;                        // >= 1 after a successful read
-    int diverged;                        // the run diverged (see above), at the row diverged_at
+    int identified;                      // the file has the identity columns (model, seed, setup)
+    char model[HW_METRICS_MODEL_CAP];    // identified: the run's identity, else "" and 0
+    uint64_t seed, setup;
+    hw_metrics_point *points;  // the rows before any divergence
+    int n_points;              // >= 1 after a successful read
+    int diverged;              // the run diverged (see above), at the row diverged_at
     hw_metrics_point diverged_at;
     hw_metrics_measure measure;
     long ignored_line;  // a last line cut short (no newline: a run still writing, or killed) that
@@ -164,7 +184,9 @@ typedef struct {
 // Reads a metrics CSV. Fails naming the file (and line) on: a missing or empty file, a header
 // lacking a column (named), a row with the wrong number of fields or a value that is not a number,
 // a mode other than hogwild or dataparallel, wall_seconds above HW_CSV_MAX_WALL_SECONDS, wall_seconds
-// or samples_seen going backwards, mode/workers/device changing between rows, or no data rows. On
+// or samples_seen going backwards, mode/workers/device or the identity changing between rows, some
+// of the identity columns without the others, a seed that is no integer or a setup that is not 16
+// hex digits, or no data rows. On
 // failure `log` holds nothing to free.
 int hw_metrics_table_read(hw_metrics_table *log, const char *path);
 void hw_metrics_table_free(hw_metrics_table *log);

@@ -277,7 +277,7 @@ int hw_exec_pair_forward(const hw_backend *backend, const hw_model *model, const
 int hw_exec_layer_backward(const hw_backend *backend, const hw_model *model, const hw_exec_buffers *b, int i, int batch,
                            int training, int first);
 
-// ---- the CPU kernels (src/nn/kernels.c) ----
+// ---- the CPU kernels (src/nn/cpu/kernels.c) ----
 // The layers' fast kernels exist in one copy per instruction set: "avx512", "avx2" (and FMA),
 // "baseline" (any x86-64 CPU). hw_nn_kernels_select chooses the copy that runs: `name`, or the best
 // this CPU runs for NULL, "" or "auto". It fails, naming what this CPU runs, for an unknown name or

@@ -1,6 +1,7 @@
-// optim: SGD with momentum, nesterov and weight decay, as torch.optim.SGD defines it. The update
-// is the last part of the CPU's training step, so it sits with the rest of the step in
-// src/nn/exec.c.
+// optim: SGD with momentum, nesterov and weight decay, as torch.optim.SGD defines it, over a
+// model's flat buffer on the CPU. The rule for one weight and the check of the settings are
+// include/hw/sgd_update.h's (the GPU's kernel runs the same rule). The update is the last part of
+// the CPU's training step, so it sits with the rest of the step in src/nn/exec.c.
 //
 // The momentum buffer belongs to one worker (it is never shared); the weights it updates may be
 // shared memory written by other workers at the same time: that is the Hogwild algorithm.
@@ -18,10 +19,12 @@ typedef struct {
     int nesterov;
     float *velocity;  // momentum buffer, flat layout, n_weights floats; NULL when momentum == 0.
                       // torch starts the buffer as a copy of the first d; the buffer here starts
-                      // zeroed, and momentum * 0 + d == d exactly
+                      // zeroed, and momentum * 0 + d is d (hw_sgd_update says why a zero's sign
+                      // does not matter)
 } hw_sgd;
 
-// Fails on lr < 0, momentum < 0, weight_decay < 0, or nesterov without momentum.
+// Fails on the settings hw_sgd_check refuses (lr, momentum or weight_decay below 0 or NaN,
+// nesterov without momentum), and when the momentum buffer cannot be allocated.
 int hw_sgd_init(hw_sgd *opt, size_t n, float lr, float momentum, float weight_decay, int nesterov);
 // One step over every trainable parameter of `model`: weights -= lr * direction. Frozen
 // parameters are skipped. `weights` may be shared with other processes; no lock is taken: each

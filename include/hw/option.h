@@ -3,6 +3,8 @@
 // rate") and, where the user must know which setting to change, adds hw_option_hint(HW_OPTION_LR),
 // which is " (--lr)" once the command line has named its options (hw_option_hint_set, from its
 // table of options, src/cli/options.c), and "" in a program that has none (the tests of one module).
+// Every row of ./hogwild's table of options has its id, by which the command line's own rules find
+// it too (cli_given): a misspelt option is then a name that does not compile, not a lookup that fails.
 #ifndef HW_OPTION_H
 #define HW_OPTION_H
 
@@ -19,6 +21,8 @@ typedef enum {
     HW_OPTION_EPOCHS,
     HW_OPTION_BATCH_SIZE,
     HW_OPTION_LR,
+    HW_OPTION_LR_SCHEDULE,
+    HW_OPTION_WARMUP,
     HW_OPTION_MOMENTUM,
     HW_OPTION_WEIGHT_DECAY,
     HW_OPTION_NESTEROV,
@@ -32,6 +36,18 @@ typedef enum {
     HW_OPTION_SYNC_EVERY,
     HW_OPTION_SYNC_RULE,
     HW_OPTION_SYNC_TIMEOUT,
+    HW_OPTION_TEST_BATCH_SIZE,
+    HW_OPTION_PREFETCH,
+    HW_OPTION_SAVE,
+    HW_OPTION_OVERWRITE,
+    HW_OPTION_EVAL_ONLY,
+    HW_OPTION_QUIET,
+    HW_OPTION_SHARING_STRATEGY,
+    HW_OPTION_LIST_SHARING_STRATEGIES,
+    HW_OPTION_CLEAN_SHM,
+    HW_OPTION_HELP,
+    HW_OPTION_VERSION,
+    HW_OPTION_SUMMARY,
     HW_OPTION_COUNT
 } hw_option;
 

@@ -26,6 +26,10 @@ void hw_stop_signals_release(void);
 // The stop signal received since the outermost hw_stop_signals_catch, or 0. Still readable after
 // the release (the command line exits 128 + signal).
 int hw_stop_signal(void);
+// A stop asked for by the program itself, as if `sig` had come (while the stop signals are caught,
+// and none has come yet): across ranks, another rank's stop signal, which a coupling round brought.
+// The run then stops by the same paths as for its own signal, the 20 s grace included.
+void hw_stop_signal_request(int sig);
 // The stop signals (SIGINT, SIGTERM, SIGHUP) as a set: to block them around fork and around the start of
 // a library's threads (threads inherit the mask of the thread that starts them).
 void hw_stop_signal_set(sigset_t *set);

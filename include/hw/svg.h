@@ -9,6 +9,13 @@
 
 #include <stdio.h>
 
+// The second line of every plot `hogwild compare` writes, after the <svg> element's start: an
+// existing file without it is no plot of compare's, and is replaced only with --overwrite.
+#define HW_SVG_MARKER "<desc>a plot written by hogwild compare</desc>"
+// Whether the file at `path` is a plot of compare's: an <svg> line, then HW_SVG_MARKER (0 when it
+// cannot be read).
+int hw_svg_is_compare_plot(const char *path);
+
 // ---- axes (svg.c) ----
 // An axis range on "nice" numbers: lo and hi are multiples of step, step is 1, 2 or 5 times a
 // power of ten, and the ticks are lo, lo + step, ..., hi (n_ticks of them, 2 <= n_ticks <= max_ticks).

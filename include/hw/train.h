@@ -2,14 +2,16 @@
 // inputs and starting weights, src/train/run_inputs.c; the settings ranks agree on,
 // src/train/ranks_settings.c), and the two trainers, Hogwild (src/train/hogwild.c) and
 // DataParallel (src/train/dataparallel.c). What else src/train/ holds has headers of its own:
-// hw/evaluate.h, hw/run_log.h (what a run writes), hw/dataparallel.h (the CPU replicas' step),
-// hw/gpu_train.h (the GPU trainers and the way to them).
+// hw/evaluate.h, hw/run_outputs.h (the bookkeeping between steps: what a run writes),
+// hw/dataparallel.h (the CPU replicas' step), hw/gpu_train.h (the GPU trainers and the way to
+// them), hw/eval_only.h (a checkpoint evaluated alone).
 #ifndef HW_TRAIN_H
 #define HW_TRAIN_H
 
 #include "hw/ckpt.h"
 #include "hw/comm.h"
 #include "hw/data.h"
+#include "hw/lr_schedule.h"
 #include "hw/nn.h"
 #include "hw/shape.h"
 
@@ -40,7 +42,7 @@ typedef struct {
     int epochs;                // epochs to train, counted from 0 (a resumed run continues its count)
     int batch_size;            // training batch of a worker (DataParallel: the whole batch, split)
     int test_batch_size;       // evaluation batch
-    float lr;                  // SGD: learning rate
+    float lr;                  // SGD: learning rate (the schedule's base: lr_schedule)
     float momentum;            // SGD: momentum
     float weight_decay;        // SGD: L2 weight decay
     int nesterov;              // SGD: Nesterov momentum
@@ -69,10 +71,23 @@ typedef struct {
     int64_t sync_most_samples;   // Hogwild's copies on --gpus, by time: a round at the latest every N
                                  // samples of all the workers too (0: none; the default's, below)
     double sync_timeout;         // a coupling round or a DataParallel step's sum not complete in S s is an error
-    int job_metrics;             // the job writes metrics (rank 0 does; the others, which drop the
-                                 // path, take part in its evaluations all the same)
     hw_couple_rule sync_rule;    // what a Hogwild round does with the nodes' changes (src/comm/couple_rule.c)
+    // The rate as a function of the run's samples, its warm-up included (zeros: constant; the
+    // command line's default, --lr-schedule constant, is the same schedule).
+    hw_lr_schedule lr_schedule;
+    uint64_t setup_hash;  // the metrics' setup column: a hash of every setting but the seed, the
+                          // mode and the workers or replicas (the command line's, src/cli/run_identity.c)
 } hw_train_config;
+
+// The rate of a step taken when the run has seen `samples` training samples (all workers and
+// ranks together, a resumed run's earlier ones included), of `epoch_samples` an epoch: config->lr
+// itself while the schedule is constant, so that a constant run computes what it always did, else
+// hw_lr_at over the run's config->epochs epochs.
+static inline float hw_train_lr(const hw_train_config *config, int64_t samples, int64_t epoch_samples) {
+    if (hw_lr_is_constant(&config->lr_schedule)) return config->lr;
+    return (float)hw_lr_at(&config->lr_schedule, config->lr, samples, epoch_samples,
+                           (int64_t)config->epochs * epoch_samples);
+}
 
 // Every field zero (nothing asked for), in one process (rank 0 of 1). The command line's defaults
 // come on top of it (src/cli/train_options.c).

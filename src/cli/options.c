@@ -137,15 +137,121 @@ static const char *given_value(const cli_parsed *parsed, const cli_option *o) {
     return NULL;
 }
 
-static int stops(const cli_option *o, const char *const *stop_at) {
-    for (int i = 0; stop_at && stop_at[i]; i++) {
-        if (strcmp(o->name, stop_at[i]) == 0) return 1;
+// getopt_long's tables of `command`: a struct option per option, its value 256 + its index, into
+// longs[0..n_options] (the last one zeros); the short options into shorts[0..cap).
+static void getopt_tables(const cli_command *command, struct option *longs, char *shorts, size_t cap) {
+    // "+": without operands the first argument that is no option ends the options (it is refused
+    // with the operands, in its place); ":": a missing value is told apart from an unknown option.
+    size_t n_shorts = 0;
+    if (!command->operands) shorts[n_shorts++] = '+';
+    shorts[n_shorts++] = ':';
+    for (int i = 0; i < command->n_options; i++) {
+        const cli_option *o = &command->options[i];
+        longs[i] = (struct option){o->name, o->kind == CLI_SWITCH ? no_argument : required_argument, NULL, 256 + i};
+        if (o->short_name && n_shorts + 2 < cap) shorts[n_shorts++] = o->short_name;
     }
-    return 0;
+    shorts[n_shorts] = '\0';
 }
 
-int cli_parse(const cli_command *command, int argc, char **argv, void *target, const char *const *stop_at,
-              cli_parsed *parsed) {
+// getopt_long found no more options; argv[before] was the argument it looked at last. "--" ends
+// the options: a command with operands takes what follows as operands; the others have no use for
+// it, and refuse it.
+static int options_ended(const cli_command *command, int argc, char **argv, int before, cli_parsed *parsed) {
+    if (!command->operands && before < argc && optind > before && strcmp(argv[before], "--") == 0) {
+        return cli_refuse(parsed->error, sizeof parsed->error,
+                          "unexpected argument '--': it ends the options, and this command takes no other "
+                          "arguments (give every option before it, or drop it)");
+    }
+    return HW_EXIT_OK;
+}
+
+// getopt_long's '?', refused: an unknown long option, or a switch given a value ("--nesterov=1"),
+// which getopt has stepped past; an unknown short one, rebuilt ("-x"), or its whole argument
+// (argv[before]) for a command without operands.
+static int refuse_unknown(const cli_command *command, char **argv, int before, cli_parsed *parsed) {
+    char text[8];
+    const char *given = argv[optind - 1];
+    const cli_option *valued = optopt == 0 || optopt >= 256 ? switch_given_a_value(command, given) : NULL;
+    if (valued) {
+        return cli_refuse(parsed->error, sizeof parsed->error, "option '--%s' takes no value, got '%s'", valued->name,
+                          given);
+    }
+    if (optopt > 0 && optopt < 256) {
+        snprintf(text, sizeof text, "-%c", optopt);
+        given = command->operands ? text : argv[before];
+    }
+    // A long option is named without its value ("--bogus=3": '--bogus'), as a prefix is in take_option.
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", strncmp(given, "--", 2) == 0 ? (int)strcspn(given, "=") : 255, given);
+    return unknown(command, name, parsed);
+}
+
+// getopt_long's ':', refused: the option, the last argument, has no value.
+static int refuse_missing_value(const cli_command *command, char **argv, cli_parsed *parsed) {
+    const cli_option *o = NULL;
+    for (int i = 0; i < command->n_options && !o; i++) {
+        if (names_exactly(&command->options[i], argv[optind - 1])) o = &command->options[i];
+    }
+    if (!o) return unknown(command, argv[optind - 1], parsed);
+    const char *fmt = o->missing ? o->missing : command->missing;
+    char flag[80];
+    snprintf(flag, sizeof flag, "--%s", o->name);
+    return cli_refuse(parsed->error, sizeof parsed->error, fmt, flag);
+}
+
+// getopt_long's option `c` (256 + its index, or its short name), with optarg: recorded in parsed
+// and its value applied to `target`, or refused: a prefix of a name, a value given twice, more
+// than CLI_MAX_GIVEN options, an empty value where the command refuses one.
+static int take_option(const cli_command *command, int c, int argc, char **argv, void *target, cli_parsed *parsed) {
+    const cli_option *o = NULL;
+    for (int i = 0; i < command->n_options && !o; i++) {
+        if (c == 256 + i || (c < 256 && c == command->options[i].short_name)) o = &command->options[i];
+    }
+    // The text given for it: the argument before the value when the value is an argument of its own.
+    const char *text = optarg && optind >= 2 && optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1];
+    // A short option in a cluster ("-hx", "-h=1"): getopt is still inside that argument, at optind.
+    if (c < 256 && optind < argc && in_cluster(argv[optind], (char)c)) text = argv[optind];
+    if (!o || !names_exactly(o, text)) {
+        char given[256];
+        int long_option = strncmp(text, "--", 2) == 0;
+        snprintf(given, sizeof given, "%.*s", long_option ? (int)strcspn(text, "=") : 255, text);
+        return unknown(command, given, parsed);
+    }
+    // An option with a value given twice is refused: which one was meant? A switch given twice
+    // means what it says once.
+    const char *earlier = o->kind == CLI_SWITCH ? NULL : given_value(parsed, o);
+    if (earlier) {
+        return cli_refuse(parsed->error, sizeof parsed->error,
+                          "option '--%s' is given twice ('%s', then '%s'): give it once", o->name, earlier, optarg);
+    }
+    // Past the record's room an option given twice, or one --eval-only refuses, would pass unseen.
+    if (parsed->n_given == CLI_MAX_GIVEN) {
+        return cli_refuse(parsed->error, sizeof parsed->error, "more than %d options given", CLI_MAX_GIVEN);
+    }
+    parsed->values[parsed->n_given] = optarg;
+    parsed->given[parsed->n_given++] = o;
+    // --help, --version: the command does only that, but the rest of the line is still read, so
+    // that a bad option beside it is refused rather than passed over.
+    if (o->stops && !parsed->stop) parsed->stop = o;
+    if (o->kind != CLI_SWITCH && !optarg[0] && command->empty) {
+        char flag[80];
+        snprintf(flag, sizeof flag, "--%s", o->name);
+        return cli_refuse(parsed->error, sizeof parsed->error, command->empty, flag);
+    }
+    return apply(o, o->kind == CLI_SWITCH ? NULL : optarg, target, parsed->error, sizeof parsed->error);
+}
+
+// The arguments after the options, argv[optind..argc): the command's operands, or refused by a
+// command that takes none.
+static int take_operands(const cli_command *command, int argc, char **argv, cli_parsed *parsed) {
+    for (int i = optind ? optind : 1; i < argc; i++) {
+        if (!command->operands) return unknown(command, argv[i], parsed);
+        parsed->operands[parsed->n_operands++] = argv[i];
+    }
+    return HW_EXIT_OK;
+}
+
+int cli_parse(const cli_command *command, int argc, char **argv, void *target, cli_parsed *parsed) {
     memset(parsed, 0, sizeof *parsed);
     parsed->operands = calloc((size_t)(argc > 0 ? argc : 1), sizeof *parsed->operands);
     struct option *longs = calloc((size_t)command->n_options + 1, sizeof *longs);
@@ -153,120 +259,26 @@ int cli_parse(const cli_command *command, int argc, char **argv, void *target, c
         free(longs);
         return cli_refuse(parsed->error, sizeof parsed->error, "out of memory reading the command line");
     }
-    // "+": without operands the first argument that is no option ends the options (it is refused
-    // below, in its place); ":": a missing value is told apart from an unknown option.
-    char shorts[32] = "";
-    size_t n_shorts = 0;
-    if (!command->operands) shorts[n_shorts++] = '+';
-    shorts[n_shorts++] = ':';
-    for (int i = 0; i < command->n_options; i++) {
-        const cli_option *o = &command->options[i];
-        longs[i] = (struct option){o->name, o->kind == CLI_SWITCH ? no_argument : required_argument, NULL, 256 + i};
-        if (o->short_name && n_shorts + 2 < sizeof shorts) shorts[n_shorts++] = o->short_name;
-    }
+    char shorts[32];
+    getopt_tables(command, longs, shorts, sizeof shorts);
     opterr = 0;  // the messages are hogwild's own
     optind = 0;  // GNU getopt starts afresh (a second parse in one process: the tests)
-    int status = HW_EXIT_OK;
-    while (status == HW_EXIT_OK) {
+    int status = HW_EXIT_OK, ended = 0;
+    while (status == HW_EXIT_OK && !ended) {
         int before = optind ? optind : 1;
         int c = getopt_long(argc, argv, shorts, longs, NULL);
         if (c == -1) {
-            // "--" ends the options: a command with operands takes what follows as operands; the
-            // others have no use for it.
-            if (!command->operands && before < argc && optind > before && strcmp(argv[before], "--") == 0) {
-                status = cli_refuse(parsed->error, sizeof parsed->error,
-                                    "unexpected argument '--': it ends the options, and this command takes no "
-                                    "other arguments (give every option before it, or drop it)");
-            }
-            break;
-        }
-        if (c == '?') {
-            // An unknown long option (or one given a value it does not take): getopt has stepped past
-            // it. An unknown short one: rebuilt, or its whole argument.
-            char text[8];
-            const char *given = argv[optind - 1];
-            const cli_option *valued = optopt == 0 || optopt >= 256 ? switch_given_a_value(command, given) : NULL;
-            if (valued) {
-                status = cli_refuse(parsed->error, sizeof parsed->error, "option '--%s' takes no value, got '%s'",
-                                    valued->name, given);
-                break;
-            }
-            if (optopt > 0 && optopt < 256) {
-                snprintf(text, sizeof text, "-%c", optopt);
-                given = command->operands ? text : argv[before];
-            }
-            // A long option is named without its value ("--bogus=3": '--bogus'), as a prefix is below.
-            char name[256];
-            snprintf(name, sizeof name, "%.*s", strncmp(given, "--", 2) == 0 ? (int)strcspn(given, "=") : 255, given);
-            status = unknown(command, name, parsed);
-            break;
-        }
-        const cli_option *o = NULL;
-        if (c == ':') {
-            // The value is missing: the option was the last argument.
-            for (int i = 0; i < command->n_options && !o; i++) {
-                if (names_exactly(&command->options[i], argv[optind - 1])) o = &command->options[i];
-            }
-            if (!o) {
-                status = unknown(command, argv[optind - 1], parsed);
-            } else {
-                const char *fmt = o->missing ? o->missing : command->missing;
-                char flag[80];
-                snprintf(flag, sizeof flag, "--%s", o->name);
-                status = cli_refuse(parsed->error, sizeof parsed->error, fmt, flag);
-            }
-            break;
-        }
-        for (int i = 0; i < command->n_options && !o; i++) {
-            if (c == 256 + i || (c < 256 && c == command->options[i].short_name)) o = &command->options[i];
-        }
-        // The text given for it: the argument before the value when the value is an argument of its own.
-        const char *text = optarg && optind >= 2 && optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1];
-        // A short option in a cluster ("-hx", "-h=1"): getopt is still inside that argument, at optind.
-        if (c < 256 && optind < argc && in_cluster(argv[optind], (char)c)) text = argv[optind];
-        if (!o || !names_exactly(o, text)) {
-            char given[256];
-            int long_option = strncmp(text, "--", 2) == 0;
-            snprintf(given, sizeof given, "%.*s", long_option ? (int)strcspn(text, "=") : 255, text);
-            status = unknown(command, given, parsed);
-            break;
-        }
-        // An option with a value given twice: which one was meant? (`--epochs 5 ... --epochs 1` trained
-        // one epoch without a word.) A switch given twice means what it says once.
-        const char *earlier = o->kind == CLI_SWITCH ? NULL : given_value(parsed, o);
-        if (earlier) {
-            status =
-                cli_refuse(parsed->error, sizeof parsed->error,
-                           "option '--%s' is given twice ('%s', then '%s'): give it once", o->name, earlier, optarg);
-            break;
-        }
-        // Past the record's room an option given twice, or one --eval-only refuses, would pass unseen.
-        if (parsed->n_given == CLI_MAX_GIVEN) {
-            status = cli_refuse(parsed->error, sizeof parsed->error, "more than %d options given", CLI_MAX_GIVEN);
-            break;
-        }
-        parsed->values[parsed->n_given] = optarg;
-        parsed->given[parsed->n_given++] = o;
-        // --help, --version: the command does only that, but the rest of the line is still read, so
-        // that a bad option beside it is refused rather than passed over.
-        if (stops(o, stop_at) && !parsed->stop) parsed->stop = o;
-        if (o->kind != CLI_SWITCH && !optarg[0] && command->empty) {
-            char flag[80];
-            snprintf(flag, sizeof flag, "--%s", o->name);
-            status = cli_refuse(parsed->error, sizeof parsed->error, command->empty, flag);
-            break;
-        }
-        status = apply(o, o->kind == CLI_SWITCH ? NULL : optarg, target, parsed->error, sizeof parsed->error);
-    }
-    if (status == HW_EXIT_OK) {
-        for (int i = optind ? optind : 1; i < argc; i++) {
-            if (!command->operands) {
-                status = unknown(command, argv[i], parsed);
-                break;
-            }
-            parsed->operands[parsed->n_operands++] = argv[i];
+            ended = 1;
+            status = options_ended(command, argc, argv, before, parsed);
+        } else if (c == '?') {
+            status = refuse_unknown(command, argv, before, parsed);
+        } else if (c == ':') {
+            status = refuse_missing_value(command, argv, parsed);
+        } else {
+            status = take_option(command, c, argc, argv, target, parsed);
         }
     }
+    if (status == HW_EXIT_OK) status = take_operands(command, argc, argv, parsed);
     free(longs);
     return status;
 }
@@ -286,9 +298,9 @@ void cli_name_options(const cli_command *command) {
     }
 }
 
-int cli_given(const cli_parsed *parsed, const char *name) {
+int cli_given(const cli_parsed *parsed, hw_option option) {
     for (int i = 0; i < parsed->n_given; i++) {
-        if (strcmp(parsed->given[i]->name, name) == 0) return 1;
+        if (parsed->given[i]->id == option) return 1;
     }
     return 0;
 }
@@ -305,7 +317,7 @@ void cli_print_options(const cli_command *command, FILE *out) {
                                 : snprintf(label, sizeof label, "  --%s", o->name);
         if (o->metavar) len += snprintf(label + len, sizeof label - (size_t)len, " %s", o->metavar);
         // The help starts at its column, or two blanks after a label that reaches it or comes within
-        // one of it ("--sync-rule momentum|sum Hogwild ..." read as one more word of the value).
+        // one of it ("--sync-rule momentum|sum Hogwild ..." would read as one more word of the value).
         fprintf(out, "%s%*s", label, len <= command->help_column - 2 ? command->help_column - len : 2, "");
         char help[1024];
 #pragma GCC diagnostic push

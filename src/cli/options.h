@@ -2,7 +2,9 @@
 // table of options, each with its name, the kind of its value, its default, its help and the field
 // it sets; the help text, the parser (getopt_long) and the defaults all come from that table. The
 // tables themselves are in the files of their commands: train_options.c (./hogwild's training
-// flags), compare_command.c (hogwild compare). Only src/cli/ knows flag names.
+// flags), data_commands.c, synth_command.c and stats_command.c (hogwild download, synth, stats),
+// compare_command.c (hogwild compare).
+// Only src/cli/ knows flag names.
 #ifndef HW_CLI_OPTIONS_H
 #define HW_CLI_OPTIONS_H
 
@@ -47,7 +49,9 @@ struct cli_option {
     cli_parse_fn parse;    // CLI_CUSTOM
     const char *missing;   // the message when the value is missing (a format of the flag), or NULL
     const char *help;      // the help text, a printf format of the default's text; NULL: not listed
-    hw_option id;          // what the rest of the code calls it in its messages (hw/option.h), or none
+    int stops;             // 1: given, the command does only this (--help, --version), cli_parsed.stop
+    hw_option id;          // its name in the code (hw/option.h): in a module's messages and in the
+                           // command line's own rules; HW_OPTION_NONE in the small commands' tables
 };
 
 typedef struct {
@@ -61,7 +65,7 @@ typedef struct {
 
 // The options given, in order, each with its value (NULL for a switch; an option with a value given
 // twice is refused, a switch given twice is listed twice; more than CLI_MAX_GIVEN are refused);
-// `stop` is the first option of cli_parse's stop_at given (--help, --version), else NULL.
+// `stop` is the first option given that stops the command (.stops: --help, --version), else NULL.
 enum { CLI_MAX_GIVEN = 128 };
 typedef struct {
     const cli_option *given[CLI_MAX_GIVEN];
@@ -77,19 +81,18 @@ typedef struct {
 void cli_defaults(const cli_command *command, void *target);
 
 // Parses argv[1..argc) (argv[0] is the command's name) into `target`: HW_EXIT_OK, or HW_EXIT_USAGE
-// with parsed->error set. `stop_at` lists option names that make the command do only that
-// (parsed->stop); the other arguments are still read and checked, so a bad one beside them is refused.
+// with parsed->error set. An option that stops the command (parsed->stop) does not end the parse:
+// the other arguments are still read and checked, so a bad one beside it is refused.
 // parsed->operands points into an array the caller frees with cli_parsed_free.
-int cli_parse(const cli_command *command, int argc, char **argv, void *target, const char *const *stop_at,
-              cli_parsed *parsed);
+int cli_parse(const cli_command *command, int argc, char **argv, void *target, cli_parsed *parsed);
 void cli_parsed_free(cli_parsed *parsed);
 
 // Names every option of the table that has an id by its flag (hw_option_hint_set), so that a module's
 // message about it ends with " (--flag)": the one mapping from the code's terms to the flags.
 void cli_name_options(const cli_command *command);
 
-// Whether the option `name` was given.
-int cli_given(const cli_parsed *parsed, const char *name);
+// Whether the option of id `option` (its row's .id) was given.
+int cli_given(const cli_parsed *parsed, hw_option option);
 
 // The options' help: per section a heading, then "  --name VALUE   help" lines, help wrapped as
 // written (a '\n' in it continues under the help's column).

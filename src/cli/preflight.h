@@ -10,7 +10,7 @@
 
 // Caps --batch-size at what a batch can hold (a Hogwild worker's share of the training data, or
 // all of it in DataParallel) and --test-batch-size at the test set: larger values train and
-// evaluate the same, but allocated their whole size ("out of memory" for --batch-size 1048576).
+// evaluate the same, but would allocate their whole size ("out of memory" for --batch-size 1048576).
 // `note` says what was capped ("" when nothing was).
 void preflight_fit_batches(hw_train_config *config, const hw_train_inputs *in, char *note, size_t cap);
 
@@ -30,7 +30,8 @@ int preflight_outputs(const hw_train_config *config);
 // against RLIMIT_AS (ulimit -v): a run that cannot fit is refused before it starts, naming both.
 double preflight_memory_estimate(const hw_train_config *config, const hw_train_inputs *in, int eval_only);
 // The stack size limit (ulimit -s), which also sizes every thread's stack: below
-// HW_MIN_STACK_BYTES the parent or a worker died of SIGSEGV (at 64 KiB), without a word.
+// HW_MIN_STACK_BYTES the parent or a worker can die of SIGSEGV with no message (64 KiB does), so
+// such a limit is refused, naming it, before the run starts.
 enum { HW_MIN_STACK_BYTES = 512 << 10 };
 int preflight_stack(void);
 int preflight_memory(const hw_train_config *config, const hw_train_inputs *in, int eval_only);

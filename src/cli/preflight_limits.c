@@ -88,11 +88,21 @@ int preflight_memory(const hw_train_config *config, const hw_train_inputs *in, i
     double need = preflight_memory_estimate(config, in, eval_only);
     double limit = (double)rl.rlim_cur;
     if (need <= limit) return HW_OK;
+    // What to lower is what this command takes: --eval-only refuses the workers and the batch size.
+    char advice[160];
+    if (eval_only) {
+        snprintf(advice, sizeof advice, "a smaller test batch%s", hw_option_hint(HW_OPTION_TEST_BATCH_SIZE));
+    } else if (config->mode == HW_MODE_HOGWILD) {
+        snprintf(advice, sizeof advice, "a smaller batch%s or fewer workers%s", hw_option_hint(HW_OPTION_BATCH_SIZE),
+                 hw_option_hint(HW_OPTION_WORKERS));
+    } else {
+        snprintf(advice, sizeof advice, "a smaller batch%s or fewer replicas%s", hw_option_hint(HW_OPTION_BATCH_SIZE),
+                 hw_option_hint(HW_OPTION_REPLICAS));
+    }
     return hw_fail("this %s needs about %.0f MiB of address space per process (of which %.0f MiB per thread for "
                    "OpenBLAS's buffer) but the address space limit (ulimit -v) is %.0f MiB; raise the limit, or "
-                   "use a smaller batch or fewer %s",
-                   eval_only ? "evaluation" : "run", need / MIB, HW_BLAS_BUFFER_BYTES / MIB, limit / MIB,
-                   config->mode == HW_MODE_HOGWILD ? "workers" : "replicas");
+                   "use %s",
+                   eval_only ? "evaluation" : "run", need / MIB, HW_BLAS_BUFFER_BYTES / MIB, limit / MIB, advice);
 }
 
 void preflight_fit_batches(hw_train_config *config, const hw_train_inputs *in, char *note, size_t cap) {

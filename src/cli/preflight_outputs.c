@@ -26,10 +26,11 @@ static int folder_within(const char *dir, const char *root) {
     return strncmp(real_dir, real_root, n) == 0 && (real_dir[n] == '\0' || real_dir[n] == '/');
 }
 
-// The input files `path` must not be: the model and every dataset file, or a place inside the
-// image folders (a file there becomes a sample of the next run).
+// The input files `path` must not be: the model file (none when the model is the text a --resume
+// checkpoint records: then model_path names that checkpoint, which --save may continue) and every
+// dataset file, or a place inside the image folders (a file there becomes a sample of the next run).
 static int check_not_an_input(const char *flag, const char *path, const hw_train_config *config) {
-    if (hw_same_file(path, config->model_path)) {
+    if (!config->model_text && hw_same_file(path, config->model_path)) {
         return hw_fail("%s %s is the model file (--model %s): it would be destroyed; choose another path", flag, path,
                        config->model_path);
     }
@@ -60,7 +61,8 @@ static int check_not_an_input(const char *flag, const char *path, const hw_train
 
 int preflight_outputs(const hw_train_config *config) {
     const char *save = config->save_path, *metrics = config->metrics_path;
-    // A save of this checkpoint killed half-way (SIGKILL) left its "<save>.tmp.<pid>": gone now.
+    // A save of this checkpoint killed half-way (SIGKILL) leaves its "<save>.tmp.<pid>" behind:
+    // removed before this run saves.
     if (save) hw_shm_temp_sweep(save, stderr);
     if (save) {
         if (check_not_an_input("--save", save, config) != HW_OK || hw_output_check("--save", save, 1) != HW_OK) {
@@ -69,6 +71,8 @@ int preflight_outputs(const hw_train_config *config) {
         if (metrics && (strcmp(save, metrics) == 0 || hw_same_file(save, metrics))) {
             return hw_fail("--save and --metrics are the same file (%s); give each its own", save);
         }
+        // No other live run writes it (two runs resuming from one checkpoint and saving it).
+        if (hw_output_claim("--save", save) != HW_OK) return HW_ERR;
         struct stat st;
         int resumed_from_it = config->resume_path && hw_same_file(save, config->resume_path);
         if (stat(save, &st) == 0 && !resumed_from_it && !config->overwrite) {
@@ -85,6 +89,7 @@ int preflight_outputs(const hw_train_config *config) {
         if (hw_same_file(metrics, config->resume_path)) {
             return hw_fail("--metrics %s is the checkpoint given to --resume: it would be destroyed", metrics);
         }
+        if (hw_output_claim("--metrics", metrics) != HW_OK) return HW_ERR;
     }
     return HW_OK;
 }

@@ -94,10 +94,22 @@ static int parse_normalize(const cli_option *o, const char *text, void *target, 
         *norm = (hw_normalize){0, 0};
         return HW_EXIT_OK;
     }
-    float mean, std;
-    char rest;
-    // nan, inf and numbers beyond a float (1e39, read as inf) would train to NaN: refused.
-    if (sscanf(text, "%f,%f%c", &mean, &std, &rest) != 2 || !isfinite(mean) || !isfinite(std) || !(std > 0)) {
+    float mean = 0, std = 0;
+    char *end = NULL;
+    // Decimal, as every number of the command line: no hexadecimal ("0x0.2"), no blanks ("  0.1"),
+    // each part read whole. nan, inf and numbers beyond a float (1e39, read as inf) would train to
+    // NaN: refused.
+    const char *comma = strchr(text, ',');
+    int decimal = comma && !strpbrk(text, "xX") && strspn(text, "0123456789+-.eE,") == strlen(text);
+    if (decimal) {
+        mean = strtof(text, &end);
+        decimal = end != text && end == comma;
+    }
+    if (decimal) {
+        std = strtof(comma + 1, &end);
+        decimal = end != comma + 1 && *end == '\0';
+    }
+    if (!decimal || !isfinite(mean) || !isfinite(std) || !(std > 0)) {
         return cli_refuse(error, cap,
                           "--normalize expects MEAN,STD, finite numbers with STD > 0 (e.g. 0.1307,0.3081) or auto, "
                           "got '%s'",
@@ -145,6 +157,16 @@ static int parse_sync_rule(const cli_option *o, const char *text, void *target, 
     return HW_EXIT_OK;
 }
 
+// --lr-schedule: the schedule's kind and factors; the warm-up is --warmup's, whichever comes first.
+static int parse_lr_schedule(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
+    (void)o;
+    hw_lr_schedule *schedule = &((hw_train_config *)target)->lr_schedule;
+    int64_t warmup = schedule->warmup;
+    if (hw_lr_schedule_parse(text, schedule) != HW_OK) return cli_refuse(error, cap, "--lr-schedule: %s", hw_error());
+    schedule->warmup = warmup;
+    return HW_EXIT_OK;
+}
+
 // The process runtime's setting, not the run's: proc/shm.c keeps it. Its default is the table's,
 // set like any other (cli_defaults); shm.c starts with the same one for a caller of the library.
 static int parse_sharing(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
@@ -188,10 +210,18 @@ static const cli_option train_options[] = {
      .fallback = "1", .help = "epochs (default %s)"},
     {.name = "batch-size", .id = HW_OPTION_BATCH_SIZE, .metavar = "N", .kind = CLI_INT, .field = FIELD(batch_size), .min = 1, .max = 1 << 20,
      .fallback = "64", .help = "training batch per worker; DataParallel: split over replicas (default %s)"},
-    {.name = "test-batch-size", .metavar = "N", .kind = CLI_INT, .field = FIELD(test_batch_size), .min = 1,
+    {.name = "test-batch-size", .id = HW_OPTION_TEST_BATCH_SIZE, .metavar = "N", .kind = CLI_INT, .field = FIELD(test_batch_size), .min = 1,
      .max = 1 << 20, .fallback = "1000", .help = "evaluation batch (default %s)"},
     {.name = "lr", .id = HW_OPTION_LR, .metavar = "X", .kind = CLI_FLOAT, .field = FIELD(lr), .least = 0, .fallback = "0.01",
      .help = "learning rate (default %s)"},
+    {.name = "lr-schedule", .id = HW_OPTION_LR_SCHEDULE, .metavar = "SPEC", .kind = CLI_CUSTOM, .field = FIELD(lr_schedule),
+     .parse = parse_lr_schedule, .fallback = "constant",
+     .help = "the rate over the run's samples (torch.optim.lr_scheduler's):\n"
+             "%s (default), step:EVERY:GAMMA (x GAMMA every EVERY epochs),\n"
+             "exponential:GAMMA (x GAMMA every epoch), linear (to 0 at the\n"
+             "run's end) or cosine (to 0)"},
+    {.name = "warmup", .id = HW_OPTION_WARMUP, .metavar = "N", .kind = CLI_INT64, .field = FIELD(lr_schedule.warmup), .min = 0,
+     .max = LLONG_MAX, .fallback = "0", .help = "the rate rises linearly from 0 over the first N samples (default %s)"},
     {.name = "momentum", .id = HW_OPTION_MOMENTUM, .metavar = "X", .kind = CLI_FLOAT, .field = FIELD(momentum), .least = 0, .fallback = "0.5",
      .help = "SGD momentum (default %s)"},
     {.name = "weight-decay", .id = HW_OPTION_WEIGHT_DECAY, .metavar = "X", .kind = CLI_FLOAT, .field = FIELD(weight_decay), .least = 0,
@@ -203,7 +233,7 @@ static const cli_option train_options[] = {
      .fallback = "0.1307,0.3081", .help = "input mean and std (default MNIST's %s; auto: from the data)"},
     {.name = "freeze", .id = HW_OPTION_FREEZE, .metavar = "NAMES", .kind = CLI_TEXT, .field = FIELD(freeze),
      .help = "parameters not to train, e.g. conv1.weight,conv1.bias"},
-    {.name = "prefetch", .kind = CLI_SWITCH, .field = FIELD(prefetch),
+    {.name = "prefetch", .id = HW_OPTION_PREFETCH, .kind = CLI_SWITCH, .field = FIELD(prefetch),
      .help = "assemble the next batch in a thread while the current one trains\n"
              "(off by default: on the CPU it measured no gain, see bench/RESULTS.md)"},
 
@@ -212,17 +242,18 @@ static const cli_option train_options[] = {
      .help = "also evaluate every N training samples (default: epoch ends only)"},
     {.name = "metrics", .id = HW_OPTION_METRICS, .metavar = "FILE.csv", .kind = CLI_TEXT, .field = FIELD(metrics_path),
      .help = "write one CSV row per evaluation (for hogwild compare)"},
-    {.name = "save", .metavar = "FILE", .kind = CLI_TEXT, .field = FIELD(save_path),
+    {.name = "save", .id = HW_OPTION_SAVE, .metavar = "FILE", .kind = CLI_TEXT, .field = FIELD(save_path),
      .help = "checkpoint (safetensors) at every epoch end, at the end and on Ctrl-C\n"
              "(an existing FILE only if this run resumed from it, or with --overwrite)"},
-    {.name = "overwrite", .kind = CLI_SWITCH, .field = FIELD(overwrite),
+    {.name = "overwrite", .id = HW_OPTION_OVERWRITE, .kind = CLI_SWITCH, .field = FIELD(overwrite),
      .help = "let --save replace an existing checkpoint this run did not resume from"},
     {.name = "resume", .id = HW_OPTION_RESUME, .metavar = "FILE", .kind = CLI_TEXT, .field = FIELD(resume_path),
-     .help = "continue from a checkpoint (weights, epoch, samples seen, seed)"},
-    {.name = "eval-only", .kind = CLI_SWITCH, .field = FIELD(eval_only),
+     .help = "continue from a checkpoint (weights, epoch, samples seen; its seed,\n"
+             "--lr and schedule unless given)"},
+    {.name = "eval-only", .id = HW_OPTION_EVAL_ONLY, .kind = CLI_SWITCH, .field = FIELD(eval_only),
      .help = "with --resume: evaluate the checkpoint on the test set (its own model\n"
              "text unless --model is given)"},
-    {.name = "quiet", .kind = CLI_SWITCH, .field = FIELD(quiet), .help = "no progress line (results are still printed)"},
+    {.name = "quiet", .id = HW_OPTION_QUIET, .kind = CLI_SWITCH, .field = FIELD(quiet), .help = "no progress line (results are still printed)"},
     {.name = "measure", .id = HW_OPTION_MEASURE, .kind = CLI_SWITCH, .field = FIELD(measure),
      .help = "measure what Hogwild does (CPU workers): staleness, lost updates,\n"
              "contention; printed after training and added to --metrics"},
@@ -244,16 +275,16 @@ static const cli_option train_options[] = {
      .help = "a coupling round (Hogwild) or a step's gradient sum (DataParallel) not\n"
              "complete in S seconds ends the job: a rank stuck or gone (default %s)"},
 
-    {.section = "Process runtime", .name = "sharing-strategy", .metavar = "NAME", .kind = CLI_CUSTOM, .field = NONE,
+    {.section = "Process runtime", .name = "sharing-strategy", .id = HW_OPTION_SHARING_STRATEGY, .metavar = "NAME", .kind = CLI_CUSTOM, .field = NONE,
      .parse = parse_sharing, .fallback = "file_descriptor", .help = "%s (default) or file_system"},
-    {.name = "list-sharing-strategies", .kind = CLI_SWITCH, .field = NONE,
+    {.name = "list-sharing-strategies", .id = HW_OPTION_LIST_SHARING_STRATEGIES, .kind = CLI_SWITCH, .field = NONE,
      .help = "list them, the current one marked"},
-    {.name = "clean-shm", .kind = CLI_SWITCH, .field = NONE,
+    {.name = "clean-shm", .id = HW_OPTION_CLEAN_SHM, .kind = CLI_SWITCH, .field = NONE,
      .help = "remove shared memory left by hogwild runs killed with SIGKILL"},
-    {.name = "help", .short_name = 'h', .kind = CLI_SWITCH, .field = NONE,
+    {.name = "help", .id = HW_OPTION_HELP, .short_name = 'h', .kind = CLI_SWITCH, .field = NONE, .stops = 1,
      .help = "this text;  --version  the version"},
-    {.name = "version", .kind = CLI_SWITCH, .field = NONE},
-    {.name = "summary", .kind = CLI_SWITCH, .field = NONE},  // in the usage lines, not among the options
+    {.name = "version", .id = HW_OPTION_VERSION, .kind = CLI_SWITCH, .field = NONE, .stops = 1},
+    {.name = "summary", .id = HW_OPTION_SUMMARY, .kind = CLI_SWITCH, .field = NONE},  // in the usage lines, not among the options
 };
 // clang-format on
 
@@ -261,7 +292,8 @@ const cli_command cli_train_command = {
     .options = train_options,
     .n_options = sizeof train_options / sizeof train_options[0],
     .missing = "option '%s' needs a value",
-    // --save '' passed every check of a file name and failed at the first save, an epoch later.
+    // An empty value is refused at once: --save '' would pass every check of a file name and fail at
+    // the first save, an epoch later.
     .empty = "option '%s' needs a value, got an empty one",
     .help_column = 27,
 };

@@ -18,7 +18,7 @@
 //
 // (the copies train on from the look-ahead point W + beta v of the rounds' weights W). Why:
 //
-// - The sum (step = sum, the rule until issue 22, kept as --sync-rule sum) counts every sample's
+// - The sum (step = sum, --sync-rule sum, the baseline the default is measured against) counts every sample's
 //   step once, as one node with all R x N workers would, but only along directions where the
 //   copies' changes add up. Along a steep direction of the loss each copy corrects the same
 //   error of the agreed weights on its own within a round, and the sum corrects it R times:

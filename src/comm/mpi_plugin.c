@@ -100,7 +100,7 @@ int hw_couple_epoch_agreed(hw_couple *couple, const char *when, int *agreed) {
 
 void hw_couple_view_read(const hw_couple *couple, hw_couple_view *view) {
     if (ops) ops->couple_view_read(couple, view);
-    else *view = (hw_couple_view){0, 0, 0};
+    else *view = (hw_couple_view){0};
 }
 
 void hw_couple_weights(const hw_couple *couple, float *weights) {

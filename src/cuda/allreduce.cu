@@ -9,8 +9,12 @@
 //           staging buffer on its own device (a peer copy; none when both share the GPU) and adds
 //           it with a sum kernel; then every replica copies the sum back. The order of the adds is
 //           fixed, so the result does not depend on timing.
+#include "allreduce.h"
 #include "check.cuh"
+#include "device.h"
+#include "layer_ops.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -3,17 +3,21 @@
 // queues its kernels and GEMMs on the runner's compute stream. The runner (runner.cu) is
 // io->backend. A new kind fails to compile (-Wswitch) until both switches have its case.
 #include "backend.h"
-#include "runner.h"
+#include "dropout_mask.h"
+#include "layer_ops.h"
+#include "runner_state.h"
 
 #include "hw/err.h"
 
 static const hw_cuda_runner *runner_of(const hw_layer_io *io) { return (const hw_cuda_runner *)io->backend; }
 
+// The runner's compute stream and its cuBLAS handle: where every layer of the walk runs.
 static hw_cuda_ctx ctx_of(const hw_layer_io *io) {
     const hw_cuda_runner *r = runner_of(io);
     return (hw_cuda_ctx){r->compute, r->blas};
 }
 
+// Floats of the layer's output for the call's batch.
 static int64_t out_numel(const hw_layer *layer, const hw_layer_io *io) {
     return (int64_t)io->batch * hw_shape_numel(layer->out_shape);
 }
@@ -26,6 +30,8 @@ static int copy_through(float *out, const float *in, const hw_layer *layer, cons
     return hw_cuda_memcpy_d2d(out, in, (size_t)out_numel(layer, io) * sizeof(float), runner_of(io)->compute);
 }
 
+// The forward of `layer`'s kind on the GPU, queued on the runner's compute stream; HW_ERR when
+// an operation refuses its arguments or a launch fails.
 static int gpu_forward(const hw_layer *layer, const hw_layer_io *io) {
     const hw_cuda_runner *r = runner_of(io);
     switch (layer->kind) {
@@ -61,6 +67,7 @@ static int gpu_forward(const hw_layer *layer, const hw_layer_io *io) {
     return hw_fail("GPU: no layer of kind %d", (int)layer->kind);
 }
 
+// The backward of `layer`'s kind on the GPU, likewise: it overwrites the gradients io asks for.
 static int gpu_backward(const hw_layer *layer, const hw_layer_io *io) {
     const hw_cuda_runner *r = runner_of(io);
     switch (layer->kind) {
@@ -100,4 +107,4 @@ static int gpu_backward(const hw_layer *layer, const hw_layer_io *io) {
     return hw_fail("GPU: no layer of kind %d", (int)layer->kind);
 }
 
-const hw_backend hw_cuda_layers = {.forward = gpu_forward, .backward = gpu_backward};
+const hw_backend hw_cuda_backend = {.forward = gpu_forward, .backward = gpu_backward};

@@ -8,7 +8,7 @@ extern "C" {
 #endif
 #include "hw/nn.h"
 
-extern const hw_backend hw_cuda_layers;
+extern const hw_backend hw_cuda_backend;
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,5 @@
 // blas: cuBLAS handles and the row-major SGEMM wrapper (the CPU BLAS is src/blas.c).
+#include "blas.h"
 #include "check.cuh"
 #include "kernels.cuh"
 #include "launch.h"

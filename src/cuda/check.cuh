@@ -8,7 +8,9 @@
 #include <nccl.h>
 #endif
 
-#include "hw/cuda.h"
+extern "C" {
+#include "hw/err.h"
+}
 #include "kernels.cuh"  // HW_THREADS
 
 // The three libraries report failure with their own status types; one overload each gives the

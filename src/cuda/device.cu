@@ -1,6 +1,12 @@
 // device: device selection, device and pinned memory, streams, events, copies, CUDA IPC.
 #include "check.cuh"
+#include "device.h"
 
+extern "C" {
+#include "hw/option.h"  // hw_option_hint: option.h has no C++ guards of its own
+}
+
+#include <stdio.h>
 #include <string.h>
 
 static const size_t MIB = 1024 * 1024;

@@ -3,8 +3,10 @@
 // which kernels and GEMMs make a layer, and in what order, is in layer_ops.c. Every reduction runs in a
 // fixed order, so a result does not change from run to run.
 #include "check.cuh"
+#include "device.h"
 #include "kernels.cuh"
 #include "launch.h"
+#include "layer_ops.h"
 
 // Kernels and GEMMs this process has queued: bench/gpu_bench.c divides it by the steps it ran.
 static long launches;
@@ -150,8 +152,8 @@ __device__ static inline void conv2d_direct_taps(float *patch, const float *xb, 
 
 // conv2d_direct_column's sums, fast: the weights in shared memory, a position's taps in
 // registers (conv2d_direct_taps), then for each oc the sum over the taps
-// in order. (The first version, conv2d_direct_column itself per thread, was instruction-bound:
-// 68 us for LeNet's conv1 at batch 512 on an H100.)
+// in order. (conv2d_direct_column itself per thread is instruction-bound: 68 us for LeNet's conv1
+// at batch 512 on an H100.)
 __global__ static void conv2d_direct(float *y, const float *x, const float *w, const float *bias, hw_conv_dims d,
                                      int oh, int ow, int64_t columns) {
     __shared__ float weights[CONV_DIRECT_WEIGHTS];
@@ -433,9 +435,10 @@ __global__ static void normalize_u8(float *x, const uint8_t *bytes, int64_t n, f
     GRID_STRIDE(i, n) normalize_u8_element(i, x, bytes, mean, std);
 }
 
-__global__ static void sgd_step(float *w, const float *g, float *velocity, int64_t n, float lr, float momentum,
-                                float weight_decay, int nesterov, int started) {
-    GRID_STRIDE(i, n) sgd_step_element(i, w, g, velocity, lr, momentum, weight_decay, nesterov, started);
+// Its arguments are counted in launch.h (SGD_KERNEL_ARGS, SGD_LR_ARG) for the runner's graph.
+__global__ static void sgd_step(float *w, const float *g, float *velocity, int64_t n, hw_sgd_variant variant, float lr,
+                                float momentum, float weight_decay, int first) {
+    GRID_STRIDE(i, n) sgd_step_element(i, w, g, velocity, variant, lr, momentum, weight_decay, first);
 }
 
 __global__ static void scale(float *x, int64_t n, float alpha) { GRID_STRIDE(i, n) scale_element(i, x, alpha); }
@@ -464,9 +467,9 @@ extern "C" int normalize_u8_launch(hw_cuda_stream stream, float *x, const uint8_
     return launched("normalize_u8");
 }
 
-extern "C" int sgd_step_launch(hw_cuda_stream stream, float *w, const float *g, float *velocity, int64_t n, float lr,
-                               float momentum, float weight_decay, int nesterov, int started) {
-    sgd_step<<<hw_blocks(n), HW_THREADS, 0, stream>>>(w, g, velocity, n, lr, momentum, weight_decay, nesterov, started);
+extern "C" int sgd_step_launch(hw_cuda_stream stream, float *w, const float *g, float *velocity, int64_t n,
+                               hw_sgd_variant variant, float lr, float momentum, float weight_decay, int first) {
+    sgd_step<<<hw_blocks(n), HW_THREADS, 0, stream>>>(w, g, velocity, n, variant, lr, momentum, weight_decay, first);
     return launched("sgd_step");
 }
 
@@ -561,9 +564,10 @@ extern "C" int count_correct_launch(hw_cuda_stream stream, int32_t *count, const
     return launched("count_correct");
 }
 
-// ---- the runner's CUDA graph: the kernel whose argument changes at every replay ----
+// ---- the runner's CUDA graph: the kernels whose arguments change between replays ----
 
 extern "C" const void *dropout_kernel(void) { return (const void *)dropout_apply; }
+extern "C" const void *sgd_kernel(void) { return (const void *)sgd_step; }
 
 // ---- can the current device run these kernels? ----
 

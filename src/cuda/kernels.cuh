@@ -14,8 +14,20 @@
 #ifndef HW_CUDA_KERNELS_CUH
 #define HW_CUDA_KERNELS_CUH
 
+#include "dropout_mask.h"    // hw_dropout_uniform
 #include "hw/couple_step.h"  // hw_couple_step, the rule of the copies' rounds
-#include "hw/cuda.h"         // hw_conv_dims, HW_HOST_DEVICE, hw_dropout_uniform
+#include "hw/host_device.h"  // HW_HOST_DEVICE
+#include "hw/sgd_update.h"   // hw_sgd_update, the rule of the SGD step
+#include "layer_ops.h"       // hw_conv_dims
+
+// err.h has no C++ guards of its own: the .cu files see it through this block.
+#ifdef __cplusplus
+extern "C" {
+#endif
+#include "hw/err.h"  // the argument checks' hw_fail
+#ifdef __cplusplus
+}
+#endif
 
 #include <math.h>
 #include <stdint.h>
@@ -400,11 +412,6 @@ static inline int normalize_args_check(float std) {
     return std > 0.0f ? HW_OK : hw_fail("normalize: std = %g must be > 0", (double)std);
 }
 
-static inline int sgd_args_check(float momentum, const float *velocity) {
-    if (momentum != 0.0f && !velocity) return hw_fail("sgd: momentum %g needs a velocity buffer", (double)momentum);
-    return HW_OK;
-}
-
 // A NaN passes, as in torch.relu, and -0 stays -0, as in the CPU layer.
 static inline HW_HOST_DEVICE void relu_forward_element(int64_t i, float *y, const float *x) {
     y[i] = x[i] < 0.0f ? 0.0f : x[i];
@@ -431,18 +438,14 @@ static inline HW_HOST_DEVICE void normalize_u8_element(int64_t i, float *x, cons
     x[i] = ((float)bytes[i] / 255.0f - mean) / std;
 }
 
-// torch.optim.SGD for weight i (see hw_cuda_sgd_step).
-static inline HW_HOST_DEVICE void sgd_step_element(int64_t i, float *w, const float *g, float *velocity, float lr,
-                                                   float momentum, float weight_decay, int nesterov, int started) {
-    float weight = w[i];  // Hogwild: other workers may write this weight between read and write
-    float d = g[i];
-    if (weight_decay != 0.0f) d += weight_decay * weight;
-    if (momentum != 0.0f) {
-        float v = started ? momentum * velocity[i] + d : d;
-        velocity[i] = v;
-        d = nesterov ? d + momentum * v : v;
-    }
-    w[i] = weight - lr * d;
+// torch.optim.SGD for weight i: THE rule, hw_sgd_update (include/hw/sgd_update.h), in form
+// `variant`; `first`: the velocity holds no step yet. The weight is read once and written once
+// (Hogwild: other workers may write it in between).
+static inline HW_HOST_DEVICE void sgd_step_element(int64_t i, float *w, const float *g, float *velocity,
+                                                   hw_sgd_variant variant, float lr, float momentum, float weight_decay,
+                                                   int first) {
+    float *v = variant == HW_SGD_PLAIN ? NULL : &velocity[i];
+    w[i] = hw_sgd_update(variant, w[i], g[i], v, lr, momentum, weight_decay, first);
 }
 
 // x *= alpha (a replica weighs its gradient by its share of the batch) and y += x (the

@@ -13,7 +13,10 @@
 #ifndef HW_CUDA_LAUNCH_H
 #define HW_CUDA_LAUNCH_H
 
-#include "hw/cuda.h"
+#include "device.h"          // hw_cuda_stream
+#include "hw/couple_step.h"  // hw_couple_rule
+#include "hw/sgd_update.h"   // hw_sgd_variant
+#include "layer_ops.h"       // hw_conv_dims
 
 #include <stdint.h>
 
@@ -63,8 +66,10 @@ int relu_backward_launch(hw_cuda_stream stream, float *dx, const float *dy, cons
 int dropout_launch(hw_cuda_stream stream, float *out, const float *in, int64_t n, int64_t plane, float p, uint64_t seed,
                    uint64_t step);
 int normalize_u8_launch(hw_cuda_stream stream, float *x, const uint8_t *bytes, int64_t n, float mean, float std);
-int sgd_step_launch(hw_cuda_stream stream, float *w, const float *g, float *velocity, int64_t n, float lr,
-                    float momentum, float weight_decay, int nesterov, int started);
+// The SGD rule in form `variant` over n weights (sgd_step_element); `first`: the velocity holds
+// no step yet.
+int sgd_step_launch(hw_cuda_stream stream, float *w, const float *g, float *velocity, int64_t n, hw_sgd_variant variant,
+                    float lr, float momentum, float weight_decay, int first);
 int scale_launch(hw_cuda_stream stream, float *x, int64_t n, float alpha);
 int add_launch(hw_cuda_stream stream, float *y, const float *x, int64_t n);
 
@@ -102,6 +107,11 @@ void launch_counted(void);
 // captures no graphs.
 const void *dropout_kernel(void);
 enum { DROPOUT_KERNEL_ARGS = 8, DROPOUT_STEP_ARG = 7 };
+// The SGD kernel likewise, and the place of its learning rate among its SGD_KERNEL_ARGS: a
+// schedule changes the rate between steps (--lr-schedule), and the graph's SGD nodes take the new
+// one before the replay instead of a new capture. NULL on the simulated device.
+const void *sgd_kernel(void);
+enum { SGD_KERNEL_ARGS = 9, SGD_LR_ARG = 5 };
 
 #ifdef __cplusplus
 }

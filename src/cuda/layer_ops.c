@@ -1,13 +1,15 @@
-// ops: the GPU's layer, loss, optimiser and all-reduce operations (the hw_cuda_* functions of
-// hw/cuda.h after the runner's): for each, its argument checks and the kernels (launch.h) and
+// layer_ops: the GPU's layer, loss, optimiser and all-reduce operations (layer_ops.h): for each,
+// its argument checks and the kernels (launch.h) and
 // GEMMs (hw_cuda_sgemm) it queues on the stream, in order, on the scratch layout it uses. The
 // math is the CPU layers' (src/nn/); what each kernel computes for one index is in kernels.cuh.
 //
 // Plain C: on a GPU the launchers are kernels.cu's; on the simulated device of the tests they are
 // host loops over the same per-index code (tests/simcuda/kernels.c). This file runs unchanged on
 // both, so the sequence that makes each layer is written here only.
-#include "hw/cuda.h"
+#include "layer_ops.h"
+
 #include "hw/err.h"
+#include "hw/sgd_update.h"
 #include "kernels.cuh"
 #include "launch.h"
 
@@ -204,8 +206,12 @@ int hw_cuda_count_correct(hw_cuda_stream stream, int32_t *count_dev, const float
 
 int hw_cuda_sgd_step(hw_cuda_stream stream, float *w, const float *g, float *velocity, int64_t n, float lr,
                      float momentum, float weight_decay, int nesterov, int started) {
-    if (sgd_args_check(momentum, velocity) != HW_OK) return HW_ERR;
-    return n > 0 ? sgd_step_launch(stream, w, g, velocity, n, lr, momentum, weight_decay, nesterov, started) : HW_OK;
+    if (hw_sgd_check(lr, momentum, weight_decay, nesterov) != HW_OK) return HW_ERR;
+    hw_sgd_variant variant = hw_sgd_variant_of(momentum, nesterov);
+    if (variant != HW_SGD_PLAIN && !velocity) {
+        return hw_fail("sgd: momentum %g needs a velocity buffer", (double)momentum);
+    }
+    return n > 0 ? sgd_step_launch(stream, w, g, velocity, n, variant, lr, momentum, weight_decay, !started) : HW_OK;
 }
 
 int hw_cuda_normalize_u8(hw_cuda_stream stream, float *x, const uint8_t *bytes, int64_t n, float mean, float std) {

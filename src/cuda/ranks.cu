@@ -1,4 +1,4 @@
-// ranks: DataParallel's gradient sum across the GPU ranks of an mpirun job (include/hw/cuda.h,
+// ranks: DataParallel's gradient sum across the GPU ranks of an mpirun job (ranks.h,
 // hw_cuda_ranks_*). One NCCL communicator holds one GPU per rank, replica 0's; the rank's other
 // replicas (on its GPU) get copies of the sum. The unique id travels by MPI (the caller's
 // hw_comm_bcast): this file calls NCCL and CUDA only.
@@ -11,6 +11,11 @@
 // queuing the SGD step, which costs a kernel launch's latency per step against queuing it behind
 // the sum; in exchange no rank ever hangs.
 #include "check.cuh"
+#include "ranks.h"
+
+extern "C" {
+#include "hw/option.h"  // hw_option_hint: option.h has no C++ guards of its own
+}
 
 #include <stdio.h>
 #include <stdlib.h>

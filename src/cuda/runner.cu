@@ -6,8 +6,9 @@
 // (copy_done), and the next upload into a slot waits until the forward has read it (slot_free).
 #include "backend.h"
 #include "check.cuh"
+#include "hw/sgd_update.h"
 #include "launch.h"
-#include "runner.h"
+#include "runner_state.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@ static void collect_ranges(hw_cuda_runner *r, const hw_model *model) {
     }
 }
 
+// Makes the runner's device current for the calling thread (every entry point does, first).
 static int use_device(const hw_cuda_runner *r) {
     HW_CHECK(cudaSetDevice(r->device.index));
     return HW_OK;
@@ -101,6 +103,8 @@ static size_t round_up(size_t n) { return (n + 63) & ~(size_t)63; }  // keeps ev
 // Floats of one sample's output of `layer`.
 static size_t out_numel(const hw_layer *layer) { return (size_t)hw_shape_numel(layer->out_shape); }
 
+// hw_cuda_runner_create's work on a zeroed runner: the checks, then every allocation; on failure
+// the caller frees what was made (hw_cuda_runner_free).
 static int runner_init(hw_cuda_runner *r, const hw_model *model, const hw_cuda_runner_config *c) {
     if (c->max_batch < 1) return hw_fail("GPU runner: max_batch %d must be at least 1", c->max_batch);
     if (!(c->std > 0.0f)) return hw_fail("GPU runner: input std %g must be > 0", (double)c->std);
@@ -300,6 +304,7 @@ extern "C" int hw_cuda_runner_upload_f32(hw_cuda_runner *r, const float *x, cons
 
 // ---- forward, backward, step ----
 
+// Adds the last timed compute span (when there is one) to compute_ms; waits for its end.
 static int take_compute_time(hw_cuda_runner *r) {
     if (!r->compute_timed) return HW_OK;
     float ms = 0.0f;
@@ -310,12 +315,13 @@ static int take_compute_time(hw_cuda_runner *r) {
     return HW_OK;
 }
 
+// With timing on, records the end of the compute queued so far.
 static int mark_compute_end(hw_cuda_runner *r) {
     if (r->timing) HW_CHECK(cudaEventRecord(r->compute_end, r->compute));
     return HW_OK;
 }
 
-// The runner's device buffers as the executor (src/nn/exec.c) walks them with hw_cuda_layers.
+// The runner's device buffers as the executor (src/nn/exec.c) walks them with hw_cuda_backend.
 static hw_exec_buffers buffers_of(hw_cuda_runner *r) {
     hw_exec_buffers b = {};
     b.weights = r->weights;
@@ -377,7 +383,7 @@ static int end_input(hw_cuda_runner *r, int s) {
 // The layers' forward over acts[0], and the training loss summed on the device.
 static int queue_forward(hw_cuda_runner *r) {
     hw_exec_buffers b = buffers_of(r);
-    if (hw_exec_forward(&hw_cuda_layers, &r->model, &b, r->batch, r->training) != HW_OK) return HW_ERR;
+    if (hw_exec_forward(&hw_cuda_backend, &r->model, &b, r->batch, r->training) != HW_OK) return HW_ERR;
     if (r->training && r->has_labels &&
         hw_cuda_accumulate_loss(r->compute, r->train_loss_sum_dev, r->loss_dev, r->batch) != HW_OK) {
         return HW_ERR;
@@ -401,9 +407,10 @@ extern "C" int hw_cuda_runner_forward(hw_cuda_runner *r, int training, float *lo
     return HW_OK;
 }
 
+// The layers' backward, queued on the compute stream, down to the first trainable layer.
 static int queue_backward(hw_cuda_runner *r) {
     hw_exec_buffers b = buffers_of(r);
-    return hw_exec_backward(&hw_cuda_layers, &r->model, &b, r->batch, r->training, r->first_trainable);
+    return hw_exec_backward(&hw_cuda_backend, &r->model, &b, r->batch, r->training, r->first_trainable);
 }
 
 extern "C" int hw_cuda_runner_backward(hw_cuda_runner *r) {
@@ -413,14 +420,6 @@ extern "C" int hw_cuda_runner_backward(hw_cuda_runner *r) {
     if (use_device(r) != HW_OK) return HW_ERR;
     if (queue_backward(r) != HW_OK) return HW_ERR;
     return mark_compute_end(r);
-}
-
-static int sgd_args_check(float lr, float momentum, float weight_decay, int nesterov) {
-    if (!(lr >= 0.0f)) return hw_fail("sgd: learning rate %g must be >= 0", (double)lr);
-    if (!(momentum >= 0.0f)) return hw_fail("sgd: momentum %g must be >= 0", (double)momentum);
-    if (!(weight_decay >= 0.0f)) return hw_fail("sgd: weight decay %g must be >= 0", (double)weight_decay);
-    if (nesterov && momentum <= 0.0f) return hw_fail("sgd: nesterov momentum needs a momentum > 0");
-    return HW_OK;
 }
 
 // The SGD kernels, one per trainable range; `started`: the momentum buffer holds a first step.
@@ -436,7 +435,7 @@ static int queue_sgd(hw_cuda_runner *r, float lr, float momentum, float weight_d
 }
 
 extern "C" int hw_cuda_runner_sgd_step(hw_cuda_runner *r, float lr, float momentum, float weight_decay, int nesterov) {
-    if (sgd_args_check(lr, momentum, weight_decay, nesterov) != HW_OK) return HW_ERR;
+    if (hw_sgd_check(lr, momentum, weight_decay, nesterov) != HW_OK) return HW_ERR;
     if (use_device(r) != HW_OK) return HW_ERR;
     if (queue_sgd(r, lr, momentum, weight_decay, nesterov, r->sgd_started) != HW_OK) return HW_ERR;
     if (momentum != 0.0f) r->sgd_started = 1;
@@ -448,9 +447,10 @@ extern "C" int hw_cuda_runner_sgd_step(hw_cuda_runner *r, float lr, float moment
 // A step of a small model is dozens of short kernels (LeNet: about 40), and launched one by one
 // the host's cost per launch can exceed the kernel's own time. A graph is the step captured once
 // and replayed with one launch: the same kernels on the same buffers. A capture is per input slot
-// (the slot's device buffers are baked in) and per step_key (the scalars baked in). The dropout
-// step is the one argument that changes every step: it is set on the graph's dropout nodes
-// before each replay.
+// (the slot's device buffers are baked in) and per step_key (the scalars baked in). Two arguments
+// change between steps without a new capture: the dropout step, set on the graph's dropout nodes
+// before each replay, and the learning rate of a schedule, set on its SGD nodes when it differs
+// from the one they hold.
 
 // Turns graphs off for this runner, saying why; the steps run launch by launch from then on.
 static void graph_give_up(hw_cuda_runner *r, const char *why) {
@@ -461,14 +461,16 @@ static void graph_give_up(hw_cuda_runner *r, const char *why) {
     cudaGetLastError();
 }
 
-// The dropout kernels of the captured graph: their nodes, so that each replay can set its step.
-static int graph_find_dropout(step_graph *g) {
+// The dropout and SGD kernels of the captured graph: their nodes, so that a replay can set the
+// dropout step and the learning rate.
+static int graph_find_nodes(step_graph *g) {
     size_t count = 0;
     HW_CHECK(cudaGraphGetNodes((cudaGraph_t)g->graph, NULL, &count));
     cudaGraphNode_t nodes[1024];
     if (count > sizeof nodes / sizeof nodes[0]) return hw_fail("a captured step has %zu nodes, over 1024", count);
     HW_CHECK(cudaGraphGetNodes((cudaGraph_t)g->graph, nodes, &count));
     g->n_dropout = 0;
+    g->n_sgd = 0;
     for (size_t i = 0; i < count; i++) {
         cudaGraphNodeType type;
         HW_CHECK(cudaGraphNodeGetType(nodes[i], &type));
@@ -477,6 +479,13 @@ static int graph_find_dropout(step_graph *g) {
         // cuBLAS's own kernels may not answer through the runtime: they are not dropout anyway.
         if (cudaGraphKernelNodeGetParams(nodes[i], &params) != cudaSuccess) {
             cudaGetLastError();
+            continue;
+        }
+        if (params.func == sgd_kernel()) {
+            if (g->n_sgd == (int)(sizeof g->sgd_nodes / sizeof g->sgd_nodes[0])) {
+                return hw_fail("a captured step has more than %d SGD kernels", g->n_sgd);
+            }
+            g->sgd_nodes[g->n_sgd++] = nodes[i];
             continue;
         }
         if (params.func != dropout_kernel()) continue;
@@ -499,14 +508,14 @@ static int dropout_launches(const hw_cuda_runner *r) {
 }
 
 // Captures slot s's step: its input, forward, loss, backward and SGD kernels, without running them.
-static int graph_capture(hw_cuda_runner *r, int s, const step_key *key) {
+static int graph_capture(hw_cuda_runner *r, int s, const step_key *key, float lr) {
     step_graph *g = &r->graphs[s];
     graph_drop(g);
     HW_CHECK(cudaStreamBeginCapture(r->compute, cudaStreamCaptureModeThreadLocal));
     int rc = queue_input(r, s);
     if (rc == HW_OK) rc = queue_forward(r);
     if (rc == HW_OK) rc = queue_backward(r);
-    if (rc == HW_OK) rc = queue_sgd(r, key->lr, key->momentum, key->weight_decay, key->nesterov, key->started);
+    if (rc == HW_OK) rc = queue_sgd(r, lr, key->momentum, key->weight_decay, key->nesterov, key->started);
     cudaGraph_t graph = NULL;
     cudaError_t ended = cudaStreamEndCapture(r->compute, &graph);
     g->graph = graph;
@@ -516,11 +525,42 @@ static int graph_capture(hw_cuda_runner *r, int s, const step_key *key) {
     HW_CHECK(cudaGraphInstantiate(&exec, graph, 0));
     g->exec = exec;
     g->key = *key;
-    if (graph_find_dropout(g) != HW_OK) return HW_ERR;
+    g->lr = lr;
+    if (graph_find_nodes(g) != HW_OK) return HW_ERR;
     if (g->n_dropout != dropout_launches(r)) {
         return hw_fail("the captured step has %d dropout kernels, the model launches %d", g->n_dropout,
                        dropout_launches(r));
     }
+    if (g->n_sgd != r->n_ranges) {
+        return hw_fail("the captured step has %d SGD kernels, the model's trainable ranges are %d", g->n_sgd,
+                       r->n_ranges);
+    }
+    return HW_OK;
+}
+
+// Argument `arg` of each of the n kernel nodes (of n_args arguments) set to *value in the
+// instantiated graph `exec`: how a replay changes one scalar of the captured step without a new
+// capture (the dropout kernels' step, the SGD kernels' learning rate).
+static int graph_nodes_set_arg(void *exec, void *const *nodes, int n, int n_args, int arg, void *value) {
+    void *args[(int)SGD_KERNEL_ARGS > (int)DROPOUT_KERNEL_ARGS ? (int)SGD_KERNEL_ARGS : (int)DROPOUT_KERNEL_ARGS];
+    for (int i = 0; i < n; i++) {
+        cudaGraphNode_t node = (cudaGraphNode_t)nodes[i];
+        cudaKernelNodeParams params;
+        HW_CHECK(cudaGraphKernelNodeGetParams(node, &params));
+        memcpy(args, params.kernelParams, (size_t)n_args * sizeof args[0]);
+        args[arg] = value;
+        params.kernelParams = args;
+        HW_CHECK(cudaGraphExecKernelNodeSetParams((cudaGraphExec_t)exec, node, &params));
+    }
+    return HW_OK;
+}
+
+// The learning rate `lr` set on slot s's SGD nodes, where they hold another one.
+static int graph_set_lr(hw_cuda_runner *r, int s, float lr) {
+    step_graph *g = &r->graphs[s];
+    if (memcmp(&g->lr, &lr, sizeof lr) == 0) return HW_OK;
+    if (graph_nodes_set_arg(g->exec, g->sgd_nodes, g->n_sgd, SGD_KERNEL_ARGS, SGD_LR_ARG, &lr) != HW_OK) return HW_ERR;
+    g->lr = lr;
     return HW_OK;
 }
 
@@ -528,15 +568,9 @@ static int graph_capture(hw_cuda_runner *r, int s, const step_key *key) {
 static int graph_replay(hw_cuda_runner *r, int s) {
     step_graph *g = &r->graphs[s];
     uint64_t step = r->step;
-    for (int i = 0; i < g->n_dropout; i++) {
-        cudaGraphNode_t node = (cudaGraphNode_t)g->dropout_nodes[i];
-        cudaKernelNodeParams params;
-        HW_CHECK(cudaGraphKernelNodeGetParams(node, &params));
-        void *args[DROPOUT_KERNEL_ARGS];
-        memcpy(args, params.kernelParams, sizeof args);
-        args[DROPOUT_STEP_ARG] = &step;
-        params.kernelParams = args;
-        HW_CHECK(cudaGraphExecKernelNodeSetParams((cudaGraphExec_t)g->exec, node, &params));
+    if (graph_nodes_set_arg(g->exec, g->dropout_nodes, g->n_dropout, DROPOUT_KERNEL_ARGS, DROPOUT_STEP_ARG, &step) !=
+        HW_OK) {
+        return HW_ERR;
     }
     HW_CHECK(cudaGraphLaunch((cudaGraphExec_t)g->exec, r->compute));
     return HW_OK;
@@ -546,7 +580,8 @@ extern "C" const char *hw_cuda_runner_graph_off(const hw_cuda_runner *r) { retur
 
 extern "C" int hw_cuda_runner_train_step(hw_cuda_runner *r, float lr, float momentum, float weight_decay,
                                          int nesterov) {
-    if (sgd_args_check(lr, momentum, weight_decay, nesterov) != HW_OK) return HW_ERR;
+    // Checked before a capture: a graph is never captured for settings the step refuses.
+    if (hw_sgd_check(lr, momentum, weight_decay, nesterov) != HW_OK) return HW_ERR;
     if (r->queued == 0) return hw_fail("GPU runner: a training step without a batch (upload one first)");
     int s = r->next_forward;
     if (!r->slot_has_labels[s]) return hw_fail("GPU runner: a training step needs a batch with labels");
@@ -556,7 +591,6 @@ extern "C" int hw_cuda_runner_train_step(hw_cuda_runner *r, float lr, float mome
         memset(&key, 0, sizeof key);  // no padding bytes left unset: keys are compared with memcmp
         key.batch = r->slot_batch[s];
         key.u8 = r->slot_u8[s];
-        key.lr = lr;
         key.momentum = momentum;
         key.weight_decay = weight_decay;
         key.nesterov = nesterov;
@@ -566,7 +600,7 @@ extern "C" int hw_cuda_runner_train_step(hw_cuda_runner *r, float lr, float mome
             r->batch = key.batch;  // what the layers' walk reads while it is captured
             r->has_labels = 1;
             r->training = 1;
-            if (graph_capture(r, s, &key) != HW_OK) {
+            if (graph_capture(r, s, &key, lr) != HW_OK) {
                 char why[256];
                 snprintf(why, sizeof why, "the step could not be captured as a CUDA graph: %s", hw_error());
                 graph_give_up(r, why);
@@ -577,6 +611,7 @@ extern "C" int hw_cuda_runner_train_step(hw_cuda_runner *r, float lr, float mome
         if (hw_cuda_runner_forward(r, 1, NULL) != HW_OK || hw_cuda_runner_backward(r) != HW_OK) return HW_ERR;
         return hw_cuda_runner_sgd_step(r, lr, momentum, weight_decay, nesterov);
     }
+    if (graph_set_lr(r, s, lr) != HW_OK) return HW_ERR;
     if (begin_forward(r, 1, &s) != HW_OK || graph_replay(r, s) != HW_OK || end_input(r, s) != HW_OK) return HW_ERR;
     if (momentum != 0.0f) r->sgd_started = 1;
     return mark_compute_end(r);

@@ -1,92 +1,96 @@
-// runner.h: the GPU runner's state, private to src/cuda/ (runner.cu, and backend.c, whose layer
-// functions launch on its stream) and the tests (which read the last forward's log-probabilities
-// from it: no trainer needs them on the host).
-#ifndef HW_CUDA_RUNNER_PRIVATE_H
-#define HW_CUDA_RUNNER_PRIVATE_H
+// runner: the GPU model runner (runner.cu), one worker's forward, backward and SGD step on one
+// device. The GPU trainers (cuda/train/) drive it; its state is runner_state.h's. Private to
+// src/cuda/, the tests and the benchmarks.
+//
+// Runs an hw_model description on the GPU. The weights are a device copy of the flat buffer
+// (possibly opened through IPC and shared with other processes: Hogwild on one GPU); gradients,
+// momentum, activations for max_batch, scratch and two pinned staging slots are the runner's
+// own, allocated once in create. A copy stream feeds the input while a compute stream runs: the
+// next batch's upload overlaps the current batch's forward/backward/step.
+#ifndef HW_CUDA_RUNNER_H
+#define HW_CUDA_RUNNER_H
 
-#include "hw/cuda.h"
+#include "device.h"
+
+#include <stdint.h>
+
+// nn.h has no C++ guards of its own: the .cu files see it through this block.
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "hw/nn.h"
+
+typedef struct hw_cuda_runner hw_cuda_runner;
 
 typedef struct {
-    size_t offset, count;
-} flat_range;
-
-// What a captured training step bakes into its kernels' arguments besides the buffers: a change
-// of any of these needs a new capture.
-typedef struct {
-    int batch, u8;
-    float lr, momentum, weight_decay;
-    int nesterov, started;
-} step_key;
-
-// One input slot's captured training step (runner.cu, "the training step as a CUDA graph").
-typedef struct {
-    void *graph, *exec;  // cudaGraph_t and cudaGraphExec_t; NULL until captured
-    step_key key;
-    int n_dropout;                           // its dropout kernels, whose step is set at each replay
-    void *dropout_nodes[2 * HW_MAX_LAYERS];  // cudaGraphNode_t
-} step_graph;
-
-struct hw_cuda_runner {
-    hw_device device;
-    int selected;  // the device exists and was made current: there is something to free
+    hw_device device;  // cuda:N
     int max_batch;
-    int n_layers;
-    hw_model model;                 // the layers and parameter views it runs (no text, no weights)
-    uint8_t *saved[HW_MAX_LAYERS];  // per layer, what forward keeps for backward: maxpool2d's argmax
-    int first_trainable;            // backward stops at this layer; n_layers when nothing trains
-    int n_classes;
-    int64_t in_numel;
-    size_t n_weights;
-    int n_ranges;  // trainable parts of the flat buffer, for the SGD step
-    flat_range ranges[HW_MAX_PARAMS];
+    float *weights_dev;  // device flat weights to use (e.g. from hw_cuda_ipc_open); NULL: the
+                         // runner allocates its own and uploads model->weights (when set)
+    float mean, std;     // normalisation of uint8 input: (b/255 - mean) / std
+    uint64_t seed;       // dropout masks (give each worker its own)
+    int timing;          // 1: time copies and compute with events (hw_cuda_runner_timing)
+    int graph;           // 1: hw_cuda_runner_train_step replays the step as a CUDA graph
+                         // (hw_cuda_runner_graph_off says when and why it cannot)
+} hw_cuda_runner_config;
 
-    float *weights;  // device; shared with other processes when opened by IPC
-    int owns_weights;
-    float *grads, *velocity;  // device, private
-    int sgd_started;
+// Checks the model (layer kinds, shapes, a log_softmax last), selects the device, checks there is
+// enough free memory and allocates everything.
+int hw_cuda_runner_create(hw_cuda_runner **runner, const hw_model *model, const hw_cuda_runner_config *config);
+void hw_cuda_runner_free(hw_cuda_runner *runner);
 
-    float *arena;                    // one allocation: activations, gradients, scratch, loss
-    float *acts[HW_MAX_LAYERS + 1];  // acts[i]: input of layer i; acts[n_layers]: log-probabilities
-    float *grad_acts[HW_MAX_LAYERS + 1];
-    float *scratch;  // conv2d im2col and GEMM output
-    float *row_loss, *loss_dev;
-    double *train_loss_sum_dev;  // loss x batch summed over the training forwards, on the GPU
-    int32_t *argmax_arena, *correct_dev;
-    uint8_t *labels_dev;  // the labels of the batch last run forward
+// Queues a batch: copies it into the next free pinned slot and starts its H2D copy on the copy
+// stream. At most two batches are queued; forward takes the oldest. labels may be NULL (no loss).
+int hw_cuda_runner_upload_u8(hw_cuda_runner *r, const uint8_t *x, const uint8_t *labels, int batch);
+// The same with an already normalised float batch [batch, input numel].
+int hw_cuda_runner_upload_f32(hw_cuda_runner *r, const float *x, const uint8_t *labels, int batch);
+// Forward over the oldest queued batch (training = 1: dropout on, the dropout step advances).
+// With loss != NULL waits for the result and stores the mean NLL; with NULL nothing waits.
+int hw_cuda_runner_forward(hw_cuda_runner *r, int training, float *loss);
+// Backward of the mean loss of the last forward (which had labels): overwrites the gradients of
+// trainable parameters; stops at the first layer with a trainable parameter.
+int hw_cuda_runner_backward(hw_cuda_runner *r);
+// torch.optim.SGD step with the runner's momentum buffer on the shared device weights (frozen
+// parameters are skipped). Fails on the settings hw_sgd_check refuses (include/hw/sgd_update.h).
+int hw_cuda_runner_sgd_step(hw_cuda_runner *r, float lr, float momentum, float weight_decay, int nesterov);
+// One training step over the oldest queued batch (which has labels): forward, backward and
+// hw_cuda_runner_sgd_step, queued without waiting. With config.graph the step's kernels and
+// GEMMs are captured once per input slot into a CUDA graph and replayed with one launch (the same
+// kernels on the same buffers, so the same results); a new capture happens when the batch size,
+// the input kind or the SGD settings but the learning rate change (a schedule's new rate is set
+// on the graph's SGD nodes). Where a graph cannot be captured (the simulated
+// device captures none) the step runs launch by launch, and hw_cuda_runner_graph_off says why.
+int hw_cuda_runner_train_step(hw_cuda_runner *r, float lr, float momentum, float weight_decay, int nesterov);
+// NULL while config.graph is on and working; otherwise why the steps are not graphs.
+const char *hw_cuda_runner_graph_off(const hw_cuda_runner *r);
+// Correct predictions of the last forward (waits).
+int hw_cuda_runner_count_correct(hw_cuda_runner *r, int *correct);
+// Waits for all queued work.
+int hw_cuda_runner_sync(hw_cuda_runner *r);
 
-    hw_cuda_stream copy, compute;
-    hw_cublas blas;
+// The device flat weights (for hw_cuda_ipc_export when the runner allocated them).
+float *hw_cuda_runner_weights(hw_cuda_runner *r);
+// Host <-> device copies of the whole flat buffer (checkpoints, evaluation); they wait.
+int hw_cuda_runner_weights_upload(hw_cuda_runner *r, const float *host);
+int hw_cuda_runner_weights_download(hw_cuda_runner *r, float *host);
+// Milliseconds spent so far in H2D input copies and in compute (forward to step), measured with
+// events when config.timing = 1; waits for the work in flight.
+int hw_cuda_runner_timing(hw_cuda_runner *r, double *copy_ms, double *compute_ms);
+// The device gradient buffer (flat, the weights' layout), written by backward and read by the
+// SGD step: DataParallel scales and all-reduces it in between.
+float *hw_cuda_runner_grads(hw_cuda_runner *r);
+// The stream the runner computes on (forward, backward, step): work queued on it is ordered
+// with the runner's own.
+hw_cuda_stream hw_cuda_runner_stream(hw_cuda_runner *r);
+// The mean loss of the last forward with labels (waits for the runner's stream).
+int hw_cuda_runner_loss(hw_cuda_runner *r, float *loss);
+// The sum of loss x batch over every training forward with labels since the runner was created,
+// summed on the GPU (waits for the runner's stream): read it now and then, not every step.
+int hw_cuda_runner_train_loss_sum(hw_cuda_runner *r, double *sum);
 
-    // staging: two pinned host slots and two device slots, filled in turn
-    size_t slot_bytes;
-    void *host_x[2], *dev_x[2];
-    uint8_t *host_labels[2], *dev_labels[2];
-    int slot_batch[2], slot_u8[2], slot_has_labels[2];
-    hw_cuda_event copy_start[2], copy_done[2], slot_free[2];
-    int copy_timed[2];
-    int queued, next_upload, next_forward;
-    float *host_scalar;  // pinned: the loss or the correct count on its way back
-
-    // the last forward
-    int batch, has_labels, training;
-    uint64_t seed, step;
-    float mean, std;
-
-    int graph;              // config.graph, until a capture fails
-    const char *graph_off;  // NULL, or why the training steps run launch by launch
-    char graph_off_text[256];
-    step_graph graphs[2];  // per input slot
-
-    int timing;
-    hw_cuda_event compute_start, compute_end;
-    int compute_timed;
-    double copy_ms, compute_ms;
-};
-
-// A conv2d layer's sizes as the kernels take them, for `batch` samples.
-static inline hw_conv_dims runner_conv_dims(const hw_conv2d_dims *d, int batch) {
-    hw_conv_dims c = {batch, d->in_c, d->in_h, d->in_w, d->out_c, d->k, d->stride, d->pad};
-    return c;
+#ifdef __cplusplus
 }
+#endif
 
 #endif

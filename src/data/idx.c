@@ -2,6 +2,8 @@
 //
 // A header is never trusted with memory: the payload is read in growing chunks, so a header that
 // claims 2^31 images costs at most twice the bytes the file really holds before it is refused.
+#include "sparse_io.h"
+
 #include "hw/data.h"
 #include "hw/err.h"
 #include "hw/file.h"
@@ -316,22 +318,15 @@ static int ends_with(const char *s, const char *suffix) {
     return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
 }
 
-// Writes one IDX file: the magic, the sizes, the payload. Gzipped when the path ends in .gz. It is
-// written as "<path>.tmp.<pid>" (noted, so that a signal removes it: src/proc/shm.c) and renamed into
-// place whole: an interrupted `hogwild synth` leaves no truncated dataset file.
-static int write_idx(const char *path, uint32_t magic, const uint32_t *dims, int n_dims, const uint8_t *data,
-                     uint64_t bytes) {
-    char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-        return hw_fail("cannot create %s: the path is too long", path);
-    }
-    int noted = hw_shm_temp_note(tmp) == HW_OK;
-    int status = write_idx_to(tmp, ends_with(path, ".gz"), magic, dims, n_dims, data, bytes);
-    if (status == HW_OK && rename(tmp, path) != 0) {
-        status = hw_fail_errno(errno, "cannot write %s (renaming %s)", path, tmp);
-        unlink(tmp);
-    }
-    if (noted) hw_shm_temp_forget();
+// Writes one IDX file of `set` (its temporary name; file_set_commit renames it): the magic, the
+// sizes, the payload. Gzipped when the path ends in .gz.
+static int write_idx(file_set *set, const char *path, uint32_t magic, const uint32_t *dims, int n_dims,
+                     const uint8_t *data, uint64_t bytes) {
+    int slot;
+    if (file_set_add(set, path, &slot) != HW_OK) return HW_ERR;
+    if (file_set_begin(set, slot) != HW_OK) return HW_ERR;
+    int status = write_idx_to(set->temp[slot], ends_with(path, ".gz"), magic, dims, n_dims, data, bytes);
+    file_set_end(set, slot);
     return status;
 }
 
@@ -365,7 +360,7 @@ static int write_idx_to(const char *path, int gz, uint32_t magic, const uint32_t
     return HW_OK;
 }
 
-int hw_idx_save(const hw_dataset *ds, const char *images_path, const char *labels_path) {
+int idx_save_into(file_set *set, const hw_dataset *ds, const char *images_path, const char *labels_path) {
     if (ds->channels != 1) return hw_fail("%s: IDX holds one channel, the dataset has %d", images_path, ds->channels);
     if (ds->n <= 0 || ds->n > UINT32_MAX || ds->height <= 0 || ds->width <= 0 || ds->height > IDX_MAX_SIDE ||
         ds->width > IDX_MAX_SIDE) {
@@ -374,7 +369,12 @@ int hw_idx_save(const hw_dataset *ds, const char *images_path, const char *label
     }
     uint32_t idims[3] = {(uint32_t)ds->n, (uint32_t)ds->height, (uint32_t)ds->width};
     uint64_t bytes = (uint64_t)ds->n * (uint64_t)ds->height * (uint64_t)ds->width;
-    if (write_idx(images_path, IDX_IMAGES_MAGIC, idims, 3, ds->images, bytes) != HW_OK) return HW_ERR;
+    if (write_idx(set, images_path, IDX_IMAGES_MAGIC, idims, 3, ds->images, bytes) != HW_OK) return HW_ERR;
     uint32_t ldims[1] = {(uint32_t)ds->n};
-    return write_idx(labels_path, IDX_LABELS_MAGIC, ldims, 1, ds->labels, (uint64_t)ds->n);
+    return write_idx(set, labels_path, IDX_LABELS_MAGIC, ldims, 1, ds->labels, (uint64_t)ds->n);
+}
+
+int hw_idx_save(const hw_dataset *ds, const char *images_path, const char *labels_path) {
+    file_set set = {0};
+    return file_set_commit(&set, idx_save_into(&set, ds, images_path, labels_path));
 }

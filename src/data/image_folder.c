@@ -243,22 +243,73 @@ static int list_samples(const char *root, name_list *paths, uint8_t **labels_out
     return HW_OK;
 }
 
+// Big-endian and little-endian 32-bit and 16-bit fields of a header.
+static uint32_t be32(const uint8_t *b) {
+    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+static uint32_t le32(const uint8_t *b) {
+    return (uint32_t)b[3] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[1] << 8 | b[0];
+}
+static unsigned be16(const uint8_t *b) { return (unsigned)b[0] << 8 | b[1]; }
+
+// The size a PNG, JPEG or BMP header claims, read from its bytes (`n` of them): 1 with *kind set,
+// or 0 for another format or a header too short to say. stb_image's own check refuses a size
+// beyond its limits and then says "unknown image type", which names neither the size nor ours.
+static int claimed_size(const uint8_t *b, size_t n, uint64_t *w, uint64_t *h, const char **kind) {
+    if (n >= 24 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0 && memcmp(b + 12, "IHDR", 4) == 0) {
+        *kind = "PNG", *w = be32(b + 16), *h = be32(b + 20);
+        return 1;
+    }
+    if (n >= 26 && b[0] == 'B' && b[1] == 'M') {
+        int32_t height = (int32_t)le32(b + 22);  // negative: rows stored top-down
+        *kind = "BMP", *w = (int32_t)le32(b + 18) < 0 ? UINT32_MAX : le32(b + 18);
+        *h = height < 0 ? (uint64_t)(-(int64_t)height) : (uint64_t)height;
+        return 1;
+    }
+    // JPEG: the markers after SOI up to the first start of frame (SOF0-SOF15 but DHT, JPG, DAC).
+    for (size_t at = 2; n >= 4 && b[0] == 0xFF && b[1] == 0xD8 && at + 9 <= n && b[at] == 0xFF;) {
+        unsigned marker = b[at + 1];
+        if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) {
+            *kind = "JPEG", *h = be16(b + at + 5), *w = be16(b + at + 7);
+            return 1;
+        }
+        at += 2 + be16(b + at + 2);
+    }
+    return 0;
+}
+
 // Decodes one image to grayscale, after checking that it is a regular file of at most
-// HW_IMAGE_FILE_MAX_BYTES and, from its header alone (stbi_info), that its size is within
-// HW_IMAGE_MAX_SIDE and HW_IMAGE_MAX_PIXELS: a small file can claim a huge image (a
-// decompression bomb), refused before a byte of it is decoded. NULL after hw_fail.
+// HW_IMAGE_FILE_MAX_BYTES and, from its header alone, that its size is within HW_IMAGE_MAX_SIDE
+// and HW_IMAGE_MAX_PIXELS and not empty: a small file can claim a huge image (a decompression
+// bomb), refused before a byte of it is decoded. NULL after hw_fail.
 static uint8_t *load_image(const char *path, int *w, int *h, int *channels) {
     FILE *f = hw_fopen_regular(path, "image", HW_IMAGE_FILE_MAX_BYTES, NULL);
     if (!f) return NULL;
+    uint8_t head[65536];
+    size_t n = fread(head, 1, sizeof head, f);
+    rewind(f);
+    uint64_t cw = 0, ch = 0;
+    const char *kind = "";
+    int claimed = claimed_size(head, n, &cw, &ch, &kind);
     uint8_t *pixels = NULL;
-    if (!stbi_info_from_file(f, w, h, channels)) {
+    if (claimed && (cw == 0 || ch == 0)) {
+        hw_fail("%s: the %s header claims an image of %llu x %llu (width x height): an image needs at least one pixel",
+                path, kind, (unsigned long long)cw, (unsigned long long)ch);
+    } else if (claimed && (cw > HW_IMAGE_MAX_SIDE || ch > HW_IMAGE_MAX_SIDE || cw * ch > HW_IMAGE_MAX_PIXELS)) {
+        hw_fail("%s: the %s header claims an image of %llu x %llu (width x height), beyond the limit of %d x %d "
+                "pixels; not decoded",
+                path, kind, (unsigned long long)cw, (unsigned long long)ch, HW_IMAGE_MAX_SIDE, HW_IMAGE_MAX_SIDE);
+    } else if (!stbi_info_from_file(f, w, h, channels)) {
         hw_fail("%s: cannot decode image (stb_image: %s)", path, stbi_failure_reason());
     } else if (*w > HW_IMAGE_MAX_SIDE || *h > HW_IMAGE_MAX_SIDE || (uint64_t)*w * (uint64_t)*h > HW_IMAGE_MAX_PIXELS) {
         hw_fail("%s: the image is %d x %d (width x height), beyond the limit of %d x %d pixels; not decoded", path, *w,
                 *h, HW_IMAGE_MAX_SIDE, HW_IMAGE_MAX_SIDE);
     } else {
         pixels = stbi_load_from_file(f, w, h, channels, 1);
-        if (!pixels) hw_fail("%s: cannot decode image (stb_image: %s)", path, stbi_failure_reason());
+        if (!pixels) {
+            hw_fail("%s: cannot decode the %s%simage of %d x %d: its data is damaged or cut short (stb_image: %s)",
+                    path, kind, claimed ? " " : "", *w, *h, stbi_failure_reason());
+        }
     }
     fclose(f);
     return pixels;

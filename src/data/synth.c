@@ -7,6 +7,8 @@
 // their distance to each pixel centre. A tenth of the samples are drawn carelessly (larger jitter
 // and rotation, sometimes a stroke broken off), which makes some of them honestly ambiguous, so a
 // model learns the set well but not perfectly. Sample i depends only on (seed, stream, i).
+#include "sparse_io.h"
+
 #include "hw/data.h"
 #include "hw/err.h"
 #include "hw/rng.h"
@@ -435,15 +437,21 @@ int hw_synth_write(const char *dir, int64_t n_train, int64_t n_test, uint64_t se
         {"t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"},
     };
     int64_t counts[2] = {n_train, n_test};
-    for (int set = 0; set < 2; set++) {
+    // The four files are one dataset: all written under temporary names, then renamed together, so
+    // that a full disk leaves the old dataset whole rather than new train files beside old test ones.
+    file_set files = {0};
+    int status = HW_OK;
+    for (int set = 0; set < 2 && status == HW_OK; set++) {
         hw_dataset ds;
-        if (generate(&ds, counts[set], seed, set ? TEST_STREAM_BASE : 0) != HW_OK) return HW_ERR;
+        if (generate(&ds, counts[set], seed, set ? TEST_STREAM_BASE : 0) != HW_OK) {
+            status = HW_ERR;
+            break;
+        }
         char images[1024], labels[1024];
         snprintf(images, sizeof images, "%s/%s", dir, names[set][0]);
         snprintf(labels, sizeof labels, "%s/%s", dir, names[set][1]);
-        int rc = hw_idx_save(&ds, images, labels);
+        status = idx_save_into(&files, &ds, images, labels);
         hw_dataset_free(&ds);
-        if (rc != HW_OK) return HW_ERR;
     }
-    return HW_OK;
+    return file_set_commit(&files, status);
 }

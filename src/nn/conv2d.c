@@ -6,8 +6,9 @@
 // by 250 x 64) on its small-matrix kernels at ~110 GFLOP/s, twice the rate it reaches on one big
 // GEMM over the whole batch (bench/nn_step.md). A training forward keeps every sample's column
 // matrix (the layer's saved state), so that backward's weight gradient does not build it again.
-#include "kernels.h"
-#include "layer_util.h"
+#include "cpu/kernels.h"
+#include "cpu_layers.h"
+#include "layer_type.h"
 
 #include "hw/blas.h"
 #include "hw/err.h"

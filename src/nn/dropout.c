@@ -1,7 +1,8 @@
 // dropout: in training, zeroes each element with probability p and scales the kept ones by
 // 1/(1-p) (torch.nn.Dropout); the identity in evaluation. dims.dropout.p: 0.5 when not given. The mask
 // comes from the workspace RNG and is kept for backward.
-#include "layer_util.h"
+#include "cpu_layers.h"
+#include "layer_type.h"
 
 #include "hw/err.h"
 

@@ -1,7 +1,8 @@
 // dropout2d: in training, zeroes whole channels of each sample with probability p and scales the
 // kept ones by 1/(1-p) (torch.nn.Dropout2d on [N, C, H, W]); the identity in evaluation.
 // dims.dropout.p: 0.5 when not given. One mask byte per (sample, channel), kept for backward.
-#include "layer_util.h"
+#include "cpu_layers.h"
+#include "layer_type.h"
 
 #include "hw/err.h"
 

@@ -12,12 +12,13 @@
 // layer's activations, its parameters' views into the flat buffers, which gradients are wanted.
 // A backend (hw_backend) passes those buffers to the function of the layer's kind: the CPU's,
 // first below, to the math of src/nn/<kind>.c; the GPU's (src/cuda/backend.c) to its kernels.
-// (The GPU runner, src/cuda/runner.cu, fuses the loss into its log_softmax and has its own SGD
-// kernel.)
-#include "layer_util.h"
+// (The GPU runner, src/cuda/runner.cu, fuses the loss into its log_softmax, and its SGD kernel
+// runs the same rule, include/hw/sgd_update.h.)
+#include "cpu_layers.h"
 
 #include "hw/err.h"
 #include "hw/optim.h"
+#include "hw/sgd_update.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -34,6 +35,8 @@ static size_t numel_of(const hw_layer *layer, const hw_layer_io *io) {
 // evaluation forward, backward builds them again.
 static float *conv2d_cols(const hw_layer_io *io) { return io->training ? (float *)io->saved : NULL; }
 
+// The forward of `layer`'s kind on the CPU, with the call's buffers as its arguments. The CPU's
+// layers cannot fail: HW_ERR only for a layer of no kind.
 static int cpu_forward(const hw_layer *layer, const hw_layer_io *io) {
     switch (layer->kind) {
     case HW_LINEAR: linear_forward(io->out, io->in, io->weight, io->bias, &layer->dims.linear, io->batch); return HW_OK;
@@ -60,6 +63,7 @@ static int cpu_forward(const hw_layer *layer, const hw_layer_io *io) {
     return hw_fail("no layer of kind %d", (int)layer->kind);
 }
 
+// The backward of `layer`'s kind on the CPU, likewise: it overwrites the gradients io asks for.
 static int cpu_backward(const hw_layer *layer, const hw_layer_io *io) {
     switch (layer->kind) {
     case HW_LINEAR:
@@ -97,6 +101,7 @@ static int cpu_pairs(const hw_layer *layer, const hw_layer *next, int training) 
     return training && layer->kind == HW_CONV2D && next->kind == HW_DROPOUT2D;
 }
 
+// The pair's forward: the dropout2d's mask, the convolution of the channels it keeps, the dropout2d.
 static int cpu_forward_pair(const hw_layer *layer, const hw_layer_io *io, const hw_layer *next,
                             const hw_layer_io *next_io) {
     const hw_dropout_dims *drop = &next->dims.dropout;
@@ -124,6 +129,8 @@ static float *grad_in(const hw_model *model, const hw_layer *layer, int i, float
     return grads + model->params[layer->first_param + i].offset;
 }
 
+// What layer i's forward works on: its input and output activations, its parameters' views into
+// the weights, its saved state and scratch (backward adds the gradients).
 static hw_layer_io io_of(const hw_model *model, const hw_exec_buffers *b, int i, int batch, int training) {
     const hw_layer *layer = &model->layers[i];
     return (hw_layer_io){
@@ -297,27 +304,22 @@ int hw_cpu_backward(const hw_model *model, hw_workspace *ws, const uint8_t *labe
     return hw_exec_backward(&hw_cpu_backend, model, &bufs, batch, ws->training, first);
 }
 
-// ---- the update: torch.optim.SGD (PyTorch 1.13, dampening 0, maximize off) over the flat buffer ----
+// ---- the update: torch.optim.SGD over the flat buffer ----
 //
-// For each trainable element, with g its gradient and w its weight:
-//   d   = g + weight_decay * w
-//   buf = d                          on the first step (torch clones the first d_p)
-//   buf = momentum * buf + d         afterwards
-//   d   = d + momentum * buf         with nesterov, else d = buf (when momentum != 0)
-//   w   = w - lr * d
+// THE rule for one weight is hw_sgd_update (include/hw/sgd_update.h, which the GPU's kernel runs
+// too). Here it runs over the trainable ranges of the flat buffer, in loops that the compiler
+// vectorises: one loop per form of the rule (plain, momentum, Nesterov, and each of the three
+// again for --measure), each with the form as a constant.
 //
 // The weights may be shared memory that other worker processes update at the same time (that is
-// Hogwild). Each kernel below therefore reads every weight once into a register and writes it
-// once, and takes no lock: a concurrent update that lands between our read and our write is
-// overwritten, which is the lost-update race the algorithm tolerates. Three kernels, one per case,
-// keep the inner loops free of branches so that the compiler vectorises them.
+// Hogwild). Each loop therefore reads every weight once into a register and writes it once, and
+// takes no lock: a concurrent update that lands between our read and our write is overwritten,
+// which is the lost-update race the algorithm tolerates.
 //
-// torch starts the momentum buffer as a copy of the first d rather than from zero. With dampening
-// 0 that is the same thing: the buffer is allocated zeroed, and momentum * 0 + d == d exactly, so
-// the first step needs no kernel of its own.
+// The velocity starts zeroed, so every step, the first included, is momentum * v + d (first = 0):
+// one loop for all steps.
 
-int hw_sgd_init(hw_sgd *opt, size_t n, float lr, float momentum, float weight_decay, int nesterov) {
-    memset(opt, 0, sizeof *opt);
+int hw_sgd_check(float lr, float momentum, float weight_decay, int nesterov) {
     // The negated comparisons also refuse NaN.
     if (!(lr >= 0.0f)) return hw_fail("SGD: the learning rate must be >= 0, got %g", (double)lr);
     if (!(momentum >= 0.0f)) return hw_fail("SGD: the momentum must be >= 0, got %g", (double)momentum);
@@ -325,6 +327,12 @@ int hw_sgd_init(hw_sgd *opt, size_t n, float lr, float momentum, float weight_de
     if (nesterov && momentum == 0.0f) {
         return hw_fail("SGD: Nesterov momentum needs a momentum > 0 (torch refuses nesterov with momentum 0)");
     }
+    return HW_OK;
+}
+
+int hw_sgd_init(hw_sgd *opt, size_t n, float lr, float momentum, float weight_decay, int nesterov) {
+    memset(opt, 0, sizeof *opt);
+    if (hw_sgd_check(lr, momentum, weight_decay, nesterov) != HW_OK) return HW_ERR;
     opt->lr = lr;
     opt->momentum = momentum;
     opt->weight_decay = weight_decay;
@@ -343,85 +351,75 @@ void hw_sgd_free(hw_sgd *opt) {
     opt->velocity = NULL;
 }
 
-// The kernels write each new weight into `copy` too when it is not NULL (the worker's private
-// copy, see hw_sgd_step_and_copy). The test on `copy` is loop-invariant: the compiler makes two
-// loops of each kernel (-funswitch-loops at -O3), both vectorised.
-static void sgd_plain(float *restrict w, float *restrict copy, const float *restrict g, size_t n, float lr, float wd) {
+// One pass of the rule in form `variant` over n weights: w[i] takes its new value (read once,
+// written once), and so does copy[i] when `copy` is not NULL (the worker's private copy, see
+// hw_sgd_step_and_copy). With `measured`, applied[i] also gets the increment written into the
+// weight, (double)written - (double)read, exact: --measure sums them to find what concurrent
+// writers overwrote (src/train/hogwild_measure.h). v is the velocity (NULL for HW_SGD_PLAIN).
+// `variant` and `measured` are constants at every call, so each call inlines into a loop of its
+// own with no branch on them; the test on `copy` is loop-invariant, and the compiler makes two
+// loops of each (-funswitch-loops at -O3), every one vectorised.
+static inline void sgd_pass(hw_sgd_variant variant, int measured, float *restrict w, float *restrict copy,
+                            float *restrict v, const float *restrict g, double *restrict applied, size_t n, float lr,
+                            float momentum, float wd) {
     for (size_t i = 0; i < n; i++) {
         float wi = w[i];
-        float d = g[i] + wd * wi;
-        float updated = wi - lr * d;
+        float updated = hw_sgd_update(variant, wi, g[i], variant == HW_SGD_PLAIN ? NULL : &v[i], lr, momentum, wd, 0);
         w[i] = updated;
         if (copy) copy[i] = updated;
+        if (measured) applied[i] += (double)updated - (double)wi;
     }
+}
+
+// The three forms of the step, and --measure's: the same three passes, which also sum `applied`,
+// with the same float arithmetic, so that the weights come out bit-identical.
+static void sgd_plain(float *restrict w, float *restrict copy, const float *restrict g, size_t n, float lr, float wd) {
+    sgd_pass(HW_SGD_PLAIN, 0, w, copy, NULL, g, NULL, n, lr, 0.0f, wd);
 }
 
 static void sgd_momentum(float *restrict w, float *restrict copy, float *restrict v, const float *restrict g, size_t n,
                          float lr, float wd, float momentum) {
-    for (size_t i = 0; i < n; i++) {
-        float wi = w[i];
-        float d = g[i] + wd * wi;
-        float b = momentum * v[i] + d;
-        v[i] = b;
-        float updated = wi - lr * b;
-        w[i] = updated;
-        if (copy) copy[i] = updated;
-    }
+    sgd_pass(HW_SGD_MOMENTUM, 0, w, copy, v, g, NULL, n, lr, momentum, wd);
 }
 
 static void sgd_nesterov(float *restrict w, float *restrict copy, float *restrict v, const float *restrict g, size_t n,
                          float lr, float wd, float momentum) {
-    for (size_t i = 0; i < n; i++) {
-        float wi = w[i];
-        float d = g[i] + wd * wi;
-        float b = momentum * v[i] + d;
-        v[i] = b;
-        float updated = wi - lr * (d + momentum * b);
-        w[i] = updated;
-        if (copy) copy[i] = updated;
-    }
+    sgd_pass(HW_SGD_NESTEROV, 0, w, copy, v, g, NULL, n, lr, momentum, wd);
 }
 
-// The three kernels in one, which also adds the increment it wrote into each weight to
-// applied[i], in double: (double)written - (double)read, exact. --measure sums them to find what
-// concurrent writers overwrote (src/train/hogwild_measure.h). The float arithmetic is the kernels' own,
-// expression for expression, so the weights come out bit-identical. Its branches are loop-invariant:
-// the compiler unswitches the loop into one per case and vectorises each.
-static void sgd_measured(const hw_sgd *opt, float *restrict w, float *restrict copy, float *restrict v,
-                         const float *restrict g, double *restrict applied, size_t n) {
+static void sgd_measured(hw_sgd_variant variant, const hw_sgd *opt, float *restrict w, float *restrict copy,
+                         float *restrict v, const float *restrict g, double *restrict applied, size_t n) {
     const float lr = opt->lr, wd = opt->weight_decay, momentum = opt->momentum;
-    const int nesterov = opt->nesterov;
-    for (size_t i = 0; i < n; i++) {
-        float wi = w[i];
-        float d = g[i] + wd * wi;
-        float updated;
-        if (v == NULL) {
-            updated = wi - lr * d;
-        } else {
-            float b = momentum * v[i] + d;
-            v[i] = b;
-            updated = nesterov ? wi - lr * (d + momentum * b) : wi - lr * b;
-        }
-        w[i] = updated;
-        if (copy) copy[i] = updated;
-        applied[i] += (double)updated - (double)wi;
+    switch (variant) {
+    case HW_SGD_PLAIN: sgd_pass(HW_SGD_PLAIN, 1, w, copy, NULL, g, applied, n, lr, 0.0f, wd); return;
+    case HW_SGD_MOMENTUM: sgd_pass(HW_SGD_MOMENTUM, 1, w, copy, v, g, applied, n, lr, momentum, wd); return;
+    case HW_SGD_NESTEROV: sgd_pass(HW_SGD_NESTEROV, 1, w, copy, v, g, applied, n, lr, momentum, wd); return;
     }
 }
 
+// The step over weights [begin, begin + count): the loop of the optimizer's form.
 static void sgd_range(hw_sgd *opt, float *w, float *copy, const float *g, double *applied, size_t begin, size_t count) {
     float *v = opt->velocity ? opt->velocity + begin : NULL;
     float *c = copy ? copy + begin : NULL;
+    // No velocity is momentum 0 (hw_sgd_init allocates one for any other).
+    hw_sgd_variant variant = v == NULL ? HW_SGD_PLAIN : opt->nesterov ? HW_SGD_NESTEROV : HW_SGD_MOMENTUM;
     if (applied != NULL) {
-        sgd_measured(opt, w + begin, c, v, g + begin, applied + begin, count);
-    } else if (v == NULL) {
-        sgd_plain(w + begin, c, g + begin, count, opt->lr, opt->weight_decay);
-    } else if (opt->nesterov) {
-        sgd_nesterov(w + begin, c, v, g + begin, count, opt->lr, opt->weight_decay, opt->momentum);
-    } else {
+        sgd_measured(variant, opt, w + begin, c, v, g + begin, applied + begin, count);
+        return;
+    }
+    switch (variant) {
+    case HW_SGD_PLAIN: sgd_plain(w + begin, c, g + begin, count, opt->lr, opt->weight_decay); return;
+    case HW_SGD_MOMENTUM:
         sgd_momentum(w + begin, c, v, g + begin, count, opt->lr, opt->weight_decay, opt->momentum);
+        return;
+    case HW_SGD_NESTEROV:
+        sgd_nesterov(w + begin, c, v, g + begin, count, opt->lr, opt->weight_decay, opt->momentum);
+        return;
     }
 }
 
+// The step over every trainable parameter of `model` (copy and applied as in sgd_pass; either
+// may be NULL).
 static void sgd_step(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy,
                      double *applied) {
     // Consecutive trainable parameters that sit next to each other in the flat buffer (the usual

@@ -1,5 +1,6 @@
 // flatten: [C, H, W] -> [C*H*W] in NCHW order (torch's x.view(-1, C*H*W)); data unchanged.
-#include "layer_util.h"
+#include "cpu_layers.h"
+#include "layer_type.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 // The layer table and the parsing of one layer line. A new layer type is one source file defining
 // a `const hw_layer_type` and its CPU forward and backward, one row in the table below, and one
 // case in each switch of every backend (src/nn/exec.c, src/cuda/backend.c).
-#include "layer_util.h"
+#include "hw/nn.h"
 
 #include "hw/err.h"
 

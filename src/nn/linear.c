@@ -1,7 +1,8 @@
 // linear: y = x W^T + b, as torch.nn.Linear. dims.linear = {in, out} features;
 // weight [out, in], bias [out].
-#include "kernels.h"
-#include "layer_util.h"
+#include "cpu/kernels.h"
+#include "cpu_layers.h"
+#include "layer_type.h"
 
 #include "hw/blas.h"
 #include "hw/err.h"
@@ -28,7 +29,7 @@ static int linear_configure(hw_layer *layer, hw_shape *params) {
 void linear_forward(float *out, const float *in, const float *weight, const float *bias, const hw_linear_dims *d,
                     int batch) {
     int n_in = d->in, n_out = d->out;
-    if (nn_linear_direct(d)) {  // the CPU kernels (kernels_linear.h says why not the BLAS)
+    if (nn_linear_direct(d)) {  // the CPU kernels (cpu/linear.h says why not the BLAS)
         nn_kernels_in_use()->linear_forward(out, in, weight, bias, n_in, n_out, batch);
         return;
     }

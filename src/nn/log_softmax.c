@@ -2,7 +2,8 @@
 // stably as x - max - log(sum(exp(x - max))). The model's loss, the mean negative log-likelihood
 // of the labels (F.nll_loss), is taken on this output, so it must be the last layer; the model
 // seeds its backward with d(mean NLL)/d(log-probs) = -onehot/batch.
-#include "layer_util.h"
+#include "cpu_layers.h"
+#include "layer_type.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -2,8 +2,9 @@
 // dims.maxpool2d = {c, k, stride, in_h, in_w, out_h, out_w}; stride defaults to kernel. Forward keeps, per output,
 // where in the input plane its maximum was (the first one on ties; a NaN wins, as in PyTorch's CPU
 // kernel); backward sends the gradient there.
-#include "kernels.h"
-#include "layer_util.h"
+#include "cpu/kernels.h"
+#include "cpu_layers.h"
+#include "layer_type.h"
 
 #include "hw/err.h"
 

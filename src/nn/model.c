@@ -1,6 +1,6 @@
 // The model: parsing a model file into layers and a flat parameter layout, the parameter
 // buffer, initialisation, freezing, the summary.
-#include "layer_util.h"
+#include "hw/nn.h"
 
 #include "hw/err.h"
 #include "hw/file.h"
@@ -276,8 +276,14 @@ static int for_each_named(hw_model *model, const char *names, int apply) {
         size_t len = strcspn(p, ",");
         char name[HW_NAME_CAP + 1];
         clean_line(p, len, name, sizeof name);
+        // An empty name (",,", a comma at an end, blanks alone) is a slip, not a request to freeze
+        // nothing: refused as an unknown name is.
+        if (!name[0]) {
+            return hw_fail("'%s' has an empty name at character %zu; give names separated by single commas", names,
+                           (size_t)(p - names) + 1);
+        }
         p += len + (p[len] == ',');
-        if (!name[0]) continue;
+        if (!*p && p[-1] == ',') return hw_fail("'%s' ends with a comma; give names separated by single commas", names);
         int param = hw_model_find_param(model, name);
         int layer = param < 0 ? find_layer(model, name) : -1;
         if (param < 0 && (layer < 0 || model->layers[layer].n_params == 0)) return fail_unknown_param(model, name);

@@ -1,6 +1,7 @@
 // relu: max(x, 0) elementwise; backward lets the gradient through where the output is positive
 // (torch's threshold_backward on the result).
-#include "layer_util.h"
+#include "cpu_layers.h"
+#include "layer_type.h"
 
 #include <stdio.h>
 

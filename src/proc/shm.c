@@ -531,6 +531,19 @@ int hw_shm_clean(FILE *report, int *removed) {
     return HW_OK;
 }
 
+// The record (/dev/shm/hogwild-<pid>-tmp) of a dead process's temporary file called `name`, once
+// the file is gone: a link to nothing that --clean-shm would otherwise find later.
+static void record_remove(pid_t pid, const char *name) {
+    char record[PATH_CAP], target[PATH_MAX];
+    snprintf(record, sizeof record, SHM_DIR "/" NAME_PREFIX "%ld" TEMP_RECORD_SUFFIX, (long)pid);
+    ssize_t n = readlink(record, target, sizeof target - 1);
+    if (n <= 0) return;
+    target[n] = '\0';
+    const char *slash = strrchr(target, '/');
+    const char *why;
+    if (strcmp(slash ? slash + 1 : target, name) == 0 && maker_gone(pid, record, &why)) unlink(record);
+}
+
 int hw_shm_temp_sweep(const char *path, FILE *report) {
     char folder[PATH_MAX];
     const char *slash = strrchr(path, '/');
@@ -559,6 +572,7 @@ int hw_shm_temp_sweep(const char *path, FILE *report) {
         snprintf(what, sizeof what, "the temporary file of a save of %s that process %lld did not finish (%s)", path,
                  pid, why);
         remove_reported(&t, file, what);
+        record_remove((pid_t)pid, name);
     }
     closedir(dir);
     return HW_OK;

@@ -96,6 +96,13 @@ void hw_stop_signals_release(void) {
 
 int hw_stop_signal(void) { return received_signal; }
 
+void hw_stop_signal_request(int sig) {
+    if (catch_depth == 0 || received_signal) return;
+    cleanup_on_stop();
+    received_signal = sig;
+    alarm(STOP_GRACE_SECONDS);
+}
+
 const char *hw_stop_signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM"; }
 
 // ---- in a worker ----

@@ -3,7 +3,7 @@
 #include "hw/compare.h"
 #include "hw/err.h"
 #include "hw/file.h"
-#include "hw/run_log.h"
+#include "hw/run_outputs.h"
 
 #include <stdlib.h>
 #include <string.h>

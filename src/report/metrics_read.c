@@ -98,6 +98,13 @@ static int map_header(char **fields, int n_fields, const char *path, int *col, i
         }
         return hw_fail("%s:1: the header lacks the column '%s' (expected %s)", path, name_of(c), expected);
     }
+    int identity = (col[HW_COL_MODEL] >= 0) + (col[HW_COL_SEED] >= 0) + (col[HW_COL_SETUP] >= 0);
+    for (int c = HW_COL_MODEL; c <= HW_COL_SETUP && identity > 0; c++) {
+        if (col[c] < 0) {
+            return hw_fail("%s:1: the header has some of the run's identity columns (%s,%s,%s) but not '%s'", path,
+                           name_of(HW_COL_MODEL), name_of(HW_COL_SEED), name_of(HW_COL_SETUP), name_of(c));
+        }
+    }
     *measured = found_measure > 0;
     for (int c = HW_METRICS_FIRST_MEASURE; c < HW_METRICS_N_COLUMNS && found_measure > 0; c++) {
         if (col[c] < 0) {
@@ -183,6 +190,44 @@ static int parse_row(hw_metrics_table *log, char **fields, const int *col, const
     if (pt->samples_seen < prev->samples_seen) {
         return hw_fail("%s:%ld: %s goes backwards (%lld after %lld)", path, line_no, name_of(HW_COL_SAMPLES_SEEN),
                        (long long)pt->samples_seen, (long long)prev->samples_seen);
+    }
+    return HW_OK;
+}
+
+// ---- the run's identity, when the header has it ----
+
+// The identity columns of one row: the first row's into log, and every later one must say the same
+// (one file is one run). Nothing to do in a file without them.
+static int parse_identity(hw_metrics_table *log, char **fields, const int *col, const char *path, long line_no) {
+    if (col[HW_COL_MODEL] < 0) return HW_OK;
+    const char *model = fields[col[HW_COL_MODEL]], *seed_text = fields[col[HW_COL_SEED]];
+    const char *setup_text = fields[col[HW_COL_SETUP]];
+    if (*model == '\0' || strlen(model) >= sizeof log->model) {
+        return hw_fail("%s:%ld: %s is empty or longer than %d characters: '%s'", path, line_no, name_of(HW_COL_MODEL),
+                       (int)sizeof log->model - 1, model);
+    }
+    int64_t seed;
+    if (parse_int(seed_text, 0, &seed) != HW_OK) {
+        return hw_fail("%s:%ld: %s is not an integer >= 0: '%s'", path, line_no, name_of(HW_COL_SEED), seed_text);
+    }
+    char *end;
+    unsigned long long setup = strtoull(setup_text, &end, 16);
+    if (strlen(setup_text) != 16 || *end != '\0' || strspn(setup_text, "0123456789abcdefABCDEF") != 16) {
+        return hw_fail("%s:%ld: %s is not 16 hexadecimal digits: '%s'", path, line_no, name_of(HW_COL_SETUP),
+                       setup_text);
+    }
+    if (!log->identified) {
+        log->identified = 1;
+        strcpy(log->model, model);
+        log->seed = (uint64_t)seed;
+        log->setup = setup;
+        return HW_OK;
+    }
+    if (strcmp(model, log->model) != 0 || (uint64_t)seed != log->seed || setup != log->setup) {
+        return hw_fail("%s:%ld: %s, %s or %s changed from the rows above (%s,%llu,%016llx to %s,%s,%s); one file "
+                       "must hold one run",
+                       path, line_no, name_of(HW_COL_MODEL), name_of(HW_COL_SEED), name_of(HW_COL_SETUP), log->model,
+                       (unsigned long long)log->seed, (unsigned long long)log->setup, model, seed_text, setup_text);
     }
     return HW_OK;
 }
@@ -295,7 +340,8 @@ static int read_lines(hw_metrics_table *log, FILE *f, const char *path) {
         if (is_blank(line)) continue;
         int n = split_fields(line, fields);
         hw_metrics_point pt;
-        if (cut_short && (n != n_header || parse_row(log, fields, col, path, line_no, &pt) != HW_OK)) {
+        if (cut_short && (n != n_header || parse_row(log, fields, col, path, line_no, &pt) != HW_OK ||
+                          parse_identity(log, fields, col, path, line_no) != HW_OK)) {
             log->ignored_line = line_no;
             break;
         }
@@ -305,6 +351,7 @@ static int read_lines(hw_metrics_table *log, FILE *f, const char *path) {
             break;
         }
         if ((rc = parse_row(log, fields, col, path, line_no, &pt)) != HW_OK) break;
+        if ((rc = parse_identity(log, fields, col, path, line_no)) != HW_OK) break;
         int first_row = log->n_points == 0 && !log->diverged;
         if (!log->diverged && row_diverged(&pt)) {
             // Where the run diverged; it and any row after it are no results (not points).

@@ -81,6 +81,13 @@ int hw_metrics_open(hw_metrics *m, const char *path, const hw_metrics_run *run) 
     snprintf(m->mode, sizeof m->mode, "%s", run->mode);
     m->workers = run->workers;
     snprintf(m->device, sizeof m->device, "%s", run->device);
+    // A comma or a blank would split or be trimmed from the field: the name is written without them.
+    snprintf(m->model, sizeof m->model, "%s", run->model && run->model[0] ? run->model : "unknown");
+    for (char *c = m->model; *c; c++) {
+        if (*c == ',' || *c == ' ' || *c == '\t' || *c == '\r' || *c == '\n') *c = '_';
+    }
+    m->seed = run->seed;
+    m->setup = run->setup;
     m->with_measure = run->with_measure;
     hw_metrics_measure_none(&m->measure);
     char line[1024];
@@ -96,13 +103,23 @@ int hw_metrics_open(hw_metrics *m, const char *path, const hw_metrics_run *run) 
     return HW_OK;
 }
 
-// A write that failed: no more rows, said now and in the summary.
+// A write that failed: no more rows, said now and in the summary, with what the file holds: a
+// failure at the commit (the first write) leaves it empty, a later one the header and the rows
+// before it.
 static void stop_writing(hw_metrics *m, int err) {
     m->failed = 1;
-    snprintf(m->failure, sizeof m->failure,
-             "the metrics file %s%s: writing stopped after %d row(s): %s; the file holds "
-             "those rows, whole; training goes on without metrics",
-             m->path, hw_option_hint(HW_OPTION_METRICS), m->rows, strerror(err));
+    const char *file = m->path, *hint = hw_option_hint(HW_OPTION_METRICS), *why = strerror(err);
+    if (m->committed && m->bytes > 0) {
+        snprintf(m->failure, sizeof m->failure,
+                 "the metrics file %s%s: writing stopped after %d row(s): %s; the file holds its header and those "
+                 "rows, whole; training goes on without metrics",
+                 file, hint, m->rows, why);
+    } else {
+        snprintf(
+            m->failure, sizeof m->failure,
+            "the metrics file %s%s: writing it failed: %s; %s; training goes on without metrics", file, hint, why,
+            m->committed ? "the file is empty (not even its header could be written)" : "nothing was written to it");
+    }
     fprintf(stderr, "hogwild: warning: %s\n", m->failure);
 }
 
@@ -115,6 +132,7 @@ void hw_metrics_commit(hw_metrics *m) {
     free(m->pending);
     m->pending = NULL;
     m->pending_len = 0;
+    if (err) m->rows = 0;
     if (err) stop_writing(m, err);
 }
 
@@ -141,6 +159,10 @@ static void format_column(const hw_metrics *m, const hw_metrics_point *pt, int c
     case HW_COL_TEST_LOSS: format_value(buf, cap, f, pt->test_loss); return;
     case HW_COL_TEST_ACCURACY: format_value(buf, cap, f, pt->test_accuracy); return;
     case HW_COL_SKIPPED_EVAL_POINTS: snprintf(buf, cap, f, (long long)m->skipped_eval_points); return;
+    case HW_COL_LR: format_value(buf, cap, f, m->lr); return;
+    case HW_COL_MODEL: snprintf(buf, cap, f, m->model); return;
+    case HW_COL_SEED: snprintf(buf, cap, f, (unsigned long long)m->seed); return;
+    case HW_COL_SETUP: snprintf(buf, cap, f, (unsigned long long)m->setup); return;
     case HW_COL_UPDATES: snprintf(buf, cap, f, (long long)v->updates); return;
     case HW_COL_STALENESS_MEAN: snprintf(buf, cap, f, v->staleness_mean); return;
     case HW_COL_STALENESS_MEDIAN: snprintf(buf, cap, f, (long long)v->staleness_median); return;

@@ -1,6 +1,8 @@
 // progress: the live line of a run (epoch, samples, samples/s, running loss, ETA).
 #include "hw/progress.h"
 
+#include "hw/std_streams.h"
+
 #include <stdio.h>
 
 #include <errno.h>
@@ -63,9 +65,10 @@ void hw_progress_message(hw_progress *p, const char *fmt, ...) {
     va_start(ap, fmt);
     vfprintf(stdout, fmt, ap);
     va_end(ap);
-    if (fflush(stdout) != 0 && errno == EPIPE) {
-        // Whoever read stdout is gone (`| head -1`); SIGPIPE is ignored (main.c), so the run goes
-        // on: it trains, saves its checkpoint and writes its metrics, and prints nothing more.
+    if (hw_stdout_flush() != 0 && hw_stdout_reader_gone(errno)) {
+        // Whoever read stdout is gone (`| head -1`, or stdout closed: `>&-`); SIGPIPE is ignored
+        // (main.c), so the run goes on: it trains, saves its checkpoint and writes its metrics,
+        // and prints nothing more.
         p->stdout_closed = 1;
         clearerr(stdout);
         if (!p->quiet) fprintf(stderr, "hogwild: stdout was closed; training goes on without printing results\n");

@@ -83,7 +83,7 @@ void svg_put_legend_text(FILE *out, double x, double y, const hw_metrics_table *
 void svg_begin(FILE *out, int width, int height, const char *title) {
     fprintf(out,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-            "font-family=\"DejaVu Sans, Arial, Helvetica, sans-serif\" font-size=\"12\">\n",
+            "font-family=\"DejaVu Sans, Arial, Helvetica, sans-serif\" font-size=\"12\">\n" HW_SVG_MARKER "\n",
             width, height, width, height);
     fprintf(out, "<title>");
     svg_put_text(out, title);
@@ -111,4 +111,15 @@ void svg_put_text(FILE *out, const char *text) {
         }
         s++;
     }
+}
+
+int hw_svg_is_compare_plot(const char *path) {
+    char head[1024 + sizeof HW_SVG_MARKER] = "";
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = '\0';
+    const char *line = strchr(head, '\n');
+    return strncmp(head, "<svg ", 5) == 0 && line && strncmp(line + 1, HW_SVG_MARKER, strlen(HW_SVG_MARKER)) == 0;
 }

@@ -3,6 +3,7 @@
 #include "svg_internal.h"
 
 #include "hw/err.h"
+#include "hw/file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -170,13 +171,10 @@ int hw_compare_plot_svg(FILE *out, const hw_metrics_table *runs, int n_runs, dou
 }
 
 int hw_compare_write_plot(const char *path, const hw_metrics_table *runs, int n_runs, double target) {
-    FILE *f = fopen(path, "w");
-    if (!f) return hw_fail_errno(errno, "cannot write the plot %s", path);
-    int rc = hw_compare_plot_svg(f, runs, n_runs, target);
-    if (rc != HW_OK) {
-        fclose(f);
-        return hw_error_prefix("%s", path);
-    }
-    if (fclose(f) != 0) return hw_fail_errno(errno, "cannot write the plot %s", path);
-    return HW_OK;
+    hw_whole_file w;
+    if (hw_whole_file_open(&w, path, "the plot") != HW_OK) return HW_ERR;
+    int drawn = hw_compare_plot_svg(w.f, runs, n_runs, target);
+    // A failed write is the commit's to name, with its reason (disk full, file size limit).
+    if (drawn != HW_OK && !w.error) drawn = hw_error_prefix("%s", path);
+    return hw_whole_file_commit(&w, w.error ? HW_OK : drawn, "the plot");
 }

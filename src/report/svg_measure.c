@@ -4,6 +4,7 @@
 #include "svg_internal.h"
 
 #include "hw/err.h"
+#include "hw/file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -179,13 +180,10 @@ int hw_compare_plot_measure_svg(FILE *out, const hw_metrics_table *runs, int n_r
 }
 
 int hw_compare_write_measure_plot(const char *path, const hw_metrics_table *runs, int n_runs) {
-    FILE *f = fopen(path, "w");
-    if (!f) return hw_fail_errno(errno, "cannot write the plot %s", path);
-    int rc = hw_compare_plot_measure_svg(f, runs, n_runs);
-    if (rc != HW_OK) {
-        fclose(f);
-        return hw_error_prefix("%s", path);
-    }
-    if (fclose(f) != 0) return hw_fail_errno(errno, "cannot write the plot %s", path);
-    return HW_OK;
+    hw_whole_file w;
+    if (hw_whole_file_open(&w, path, "the plot") != HW_OK) return HW_ERR;
+    int drawn = hw_compare_plot_measure_svg(w.f, runs, n_runs);
+    // A failed write is the commit's to name, with its reason (disk full, file size limit).
+    if (drawn != HW_OK && !w.error) drawn = hw_error_prefix("%s", path);
+    return hw_whole_file_commit(&w, w.error ? HW_OK : drawn, "the plot");
 }

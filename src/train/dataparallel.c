@@ -8,7 +8,7 @@
 #include "hw/train.h"
 #include "hw/dataparallel.h"
 #include "hw/gpu_train.h"
-#include "hw/run_log.h"
+#include "hw/run_outputs.h"
 
 #include "dataparallel_loop.h"
 #include "hw/comm.h"
@@ -30,8 +30,8 @@ typedef struct dp_replica dp_replica;
 // The replica threads wait at `launch` until the set-up is complete: GO, they join the barriers;
 // ABORT (a later part of the set-up failed), they leave without touching them. So a set-up that
 // fails half-way never leaves a thread waiting on a barrier sized for threads that never started.
-// They sleep on a condition variable meanwhile: polling (every 50 us), 1024 threads on 2 cores
-// took 97 s of CPU before the first step while the later ones were still being created.
+// They sleep on a condition variable meanwhile, never polling: a thousand threads polling on two
+// cores spend more CPU than the set-up itself while the later ones are still being created.
 enum { LAUNCH_WAIT = 0, LAUNCH_GO = 1, LAUNCH_ABORT = 2 };
 
 struct hw_dp_team {
@@ -245,7 +245,7 @@ typedef struct {
     const hw_train_config *config;
     const hw_train_inputs *in;
     hw_loader *loader;  // this epoch's batches
-    float *rank_sum;    // across ranks: the weighted gradient, then the tail (hw_dp_ranks_tail)
+    float *rank_sum;    // across ranks: the weighted gradient, then the step's outcome (hw_dp_outcome_write)
     int64_t steps;      // steps taken in this run
     int stop_agreed;    // across ranks: the stop signal some rank saw, agreed at the last step
 } cpu_trainer;
@@ -275,12 +275,12 @@ static int ranks_step(cpu_trainer *t, const float *x, const uint8_t *y, int batc
     } else {
         memset(sum, 0, sizeof(float) * n);  // more ranks than samples in this (last) batch
     }
-    // The gradient and the tail (loss, divergence, stop: hw_dp_ranks_tail) in one sum.
-    hw_dp_ranks_tail(sum + n, local_loss_sum, local_diverged);
-    if (hw_comm_sum(sum, n + HW_DP_TAIL, t->config->sync_timeout) != HW_OK) return -1;
-    *loss = sum[n] / (float)batch;
-    if (hw_dp_ranks_settle(sum + n, local_diverged, world, t->config->replicas, &t->stop_agreed, diverged,
-                           &diverged_loss) != HW_OK) {
+    // The gradient and the step's outcome (loss, divergence, stop: hw_dp_outcome_write) in one sum.
+    hw_dp_outcome_write(sum + n, local_loss_sum, local_diverged);
+    if (hw_comm_sum(sum, n + HW_DP_OUTCOME_FLOATS, t->config->sync_timeout) != HW_OK) return -1;
+    *loss = sum[n + HW_DP_OUTCOME_LOSS_SUM] / (float)batch;
+    if (hw_dp_outcome_agree(sum + n, local_diverged, world, t->config->replicas, &t->stop_agreed, diverged,
+                            &diverged_loss) != HW_OK) {
         return -1;
     }
     if (*diverged >= 0) {  // no step: the weights stay the last finite ones
@@ -291,14 +291,17 @@ static int ranks_step(cpu_trainer *t, const float *x, const uint8_t *y, int batc
     return batch;
 }
 
-static int cpu_begin_epoch(cpu_trainer *t, const int64_t *order, int64_t n) {
+// ---- hw_dp_trainer: the steps the epoch driver takes (dataparallel_loop.h) ----
+
+static int cpu_begin_epoch(void *ctx, const int64_t *order, int64_t n) {
+    cpu_trainer *t = ctx;
     return hw_loader_open(&t->loader, &t->in->train, order, n, t->config->batch_size, t->in->norm, t->config->prefetch);
 }
 
-// One synchronous step over the epoch's next batch, SGD step included. Returns the batch size, 0
-// when the epoch is used up, -1 on error; *loss gets the batch's mean loss. When a replica's loss
-// is not finite, *diverged gets that replica (the first): no step then.
-static int cpu_step(cpu_trainer *t, float *loss, int *diverged) {
+// One synchronous step over the epoch's next batch (hw_dp_trainer.step), on the team's replicas.
+static int cpu_step(void *ctx, float lr, float *loss, int *diverged) {
+    cpu_trainer *t = ctx;
+    t->opt.lr = lr;
     const float *x;
     const uint8_t *y;
     int batch = hw_loader_next(t->loader, &x, &y);
@@ -319,45 +322,31 @@ static int cpu_step(cpu_trainer *t, float *loss, int *diverged) {
     return batch;
 }
 
-static void cpu_end_epoch(cpu_trainer *t) {
+static void cpu_end_epoch(void *ctx) {
+    cpu_trainer *t = ctx;
     hw_loader_close(t->loader);
     t->loader = NULL;
 }
 
-// The stop signal the loop obeys: across ranks the one agreed at the last step (ranks_step), so
-// that every rank leaves after the same step.
-static int cpu_stop(const cpu_trainer *t) { return t->config->world.size > 1 ? t->stop_agreed : hw_stop_signal(); }
+// Across ranks the stop signal agreed at the last step (ranks_step).
+static int cpu_stop(void *ctx) {
+    const cpu_trainer *t = ctx;
+    return t->config->world.size > 1 ? t->stop_agreed : hw_stop_signal();
+}
 
-static int cpu_snapshot(void *arg, hw_train_outputs *log) {
-    cpu_trainer *t = arg;
-    // Across ranks, every evaluation point (every epoch end among them) checks that the ranks
-    // still hold the same weights, bit for bit: they took the same steps from the same sums. Not
-    // the snapshot of a stopped run, which only rank 0 takes (to save it).
+// The primary's weights, which every replica reads. Across ranks, every evaluation point (every
+// epoch end among them) first checks that the ranks still hold the same weights, bit for bit:
+// they took the same steps from the same sums. Not the snapshot of a stopped run, which only rank
+// 0 takes (to save it).
+static int cpu_snapshot(void *ctx, hw_run_outputs *outputs) {
+    cpu_trainer *t = ctx;
     if (t->config->world.size > 1 && !t->stop_agreed) {
         char when[96];
         snprintf(when, sizeof when, "an evaluation point (%lld steps into the run)", (long long)t->steps);
         if (hw_comm_weights_agree(t->model->weights, t->model->n_weights, when) != HW_OK) return HW_ERR;
     }
-    hw_train_outputs_snapshot(log, t->model->weights);
+    hw_run_outputs_snapshot(outputs, t->model->weights);
     return HW_OK;
-}
-
-// The epochs (dataparallel_loop.h), each step a call of cpu_step.
-static int cpu_train(cpu_trainer *t, int first_epoch, hw_train_outputs *log, hw_train_result *result) {
-    hw_dp_loop loop;
-    int status = hw_dp_loop_open(&loop, t->in, first_epoch, log, cpu_snapshot, t);
-    while (hw_dp_loop_next_epoch(&loop, &status, cpu_stop(t))) {
-        status = cpu_begin_epoch(t, loop.order, t->in->train.n);
-        if (status != HW_OK) break;
-        float loss = 0;
-        int batch = 0, diverged = -1;
-        while (status == HW_OK && !cpu_stop(t) && (batch = cpu_step(t, &loss, &diverged)) > 0) {
-            status = hw_dp_loop_step(&loop, batch, loss, diverged);
-        }
-        cpu_end_epoch(t);
-        status = hw_dp_loop_end_epoch(&loop, batch < 0 ? HW_ERR : status, cpu_stop(t));
-    }
-    return hw_dp_loop_close(&loop, status, cpu_stop(t), result);
 }
 
 int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
@@ -370,7 +359,7 @@ int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw
     if (hw_train_start_weights(config, model, &first_epoch, &samples_before) != HW_OK) return HW_ERR;
 
     cpu_trainer t = {.model = model, .config = config, .in = in};
-    hw_train_outputs log = {0};
+    hw_run_outputs outputs = {0};
     const hw_world *world = &config->world;
     int status =
         hw_sgd_init(&t.opt, model->n_weights, config->lr, config->momentum, config->weight_decay, config->nesterov);
@@ -384,17 +373,23 @@ int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw
         rank_batch = (config->batch_size + world->size - 1) / world->size;
         // Rank 0's replicas draw the masks of a single process's; the others' differ (rank in the high bits).
         team_seed = config->seed ^ ((uint64_t)world->rank << 40);
-        t.rank_sum = malloc(sizeof(float) * (model->n_weights + HW_DP_TAIL));
+        t.rank_sum = malloc(sizeof(float) * (model->n_weights + HW_DP_OUTCOME_FLOATS));
         if (status == HW_OK && !t.rank_sum) status = hw_fail("out of memory for the gradient sum across ranks");
         if (status == HW_OK) status = hw_comm_weights_agree(model->weights, model->n_weights, "the start");
     }
-    if (status == HW_OK) status = hw_train_outputs_open(&log, config, in, first_epoch, samples_before);
-    log.distributed = config->world.size > 1;  // every rank evaluates a share: none waits for rank 0
+    if (status == HW_OK) status = hw_run_outputs_open(&outputs, config, in, first_epoch, samples_before);
+    outputs.distributed = config->world.size > 1;  // every rank evaluates a share: none waits for rank 0
     if (status == HW_OK) status = hw_dp_team_open(&t.team, model, config->replicas, rank_batch, team_seed);
-    if (status == HW_OK) status = hw_train_outputs_first_point(&log, model->weights, first_epoch);
-    if (status == HW_OK) status = cpu_train(&t, first_epoch, &log, result);
+    if (status == HW_OK) status = hw_run_outputs_first_point(&outputs, model->weights, first_epoch);
+    hw_dp_trainer steps = {.ctx = &t,
+                           .begin_epoch = cpu_begin_epoch,
+                           .step = cpu_step,
+                           .end_epoch = cpu_end_epoch,
+                           .stop = cpu_stop,
+                           .snapshot = cpu_snapshot};
+    if (status == HW_OK) status = hw_dp_loop_run(&steps, in, first_epoch, &outputs, result);
     hw_dp_team_close(t.team);
-    hw_train_outputs_close(&log);
+    hw_run_outputs_close(&outputs);
     hw_sgd_free(&t.opt);
     free(t.rank_sum);
     return status;

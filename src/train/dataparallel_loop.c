@@ -1,4 +1,5 @@
-// dataparallel_loop: the epoch loop of a DataParallel run, shared by the CPU and GPU trainers.
+// dataparallel_loop: the epoch driver of a DataParallel run, shared by the CPU and GPU trainers
+// (src/train/dataparallel_loop.h).
 #include "dataparallel_loop.h"
 
 #include "hw/comm.h"
@@ -10,25 +11,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-// Ctrl-C (a stop signal, src/proc/signals.c): the step under way finishes, then the loop saves and leaves.
-
 void hw_dp_chunk(int batch, int replicas, int k, int *offset, int *count) {
     int base = batch / replicas, extra = batch % replicas;
     *count = base + (k < extra ? 1 : 0);
     *offset = k * base + (k < extra ? k : extra);
 }
 
-void hw_dp_ranks_tail(float tail[HW_DP_TAIL], float loss_sum, int local_diverged) {
-    tail[0] = loss_sum;
-    tail[1] = local_diverged >= 0 ? 1.0f : 0.0f;
-    tail[2] = (float)hw_stop_signal();  // the signals' numbers, summed: any nonzero sum is a stop
+void hw_dp_outcome_write(float outcome[HW_DP_OUTCOME_FLOATS], float loss_sum, int local_diverged) {
+    outcome[HW_DP_OUTCOME_LOSS_SUM] = loss_sum;
+    outcome[HW_DP_OUTCOME_DIVERGED] = local_diverged >= 0 ? 1.0f : 0.0f;
+    // The signals' numbers, summed: any nonzero sum is a stop.
+    outcome[HW_DP_OUTCOME_STOP] = (float)hw_stop_signal();
 }
 
-int hw_dp_ranks_settle(const float tail[HW_DP_TAIL], int local_diverged, const hw_world *world, int replicas,
-                       int *stop_agreed, int *diverged, float *diverged_loss) {
-    if (tail[2] > 0) *stop_agreed = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
+int hw_dp_outcome_agree(const float outcome[HW_DP_OUTCOME_FLOATS], int local_diverged, const hw_world *world,
+                        int replicas, int *stop_agreed, int *diverged, float *diverged_loss) {
+    if (outcome[HW_DP_OUTCOME_STOP] > 0) *stop_agreed = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
     *diverged = -1;
-    if (tail[1] > 0) {
+    if (outcome[HW_DP_OUTCOME_DIVERGED] > 0) {
         int first = local_diverged >= 0 ? world->rank * replicas + local_diverged : INT_MAX;
         if (hw_comm_min_int(&first) != HW_OK) return HW_ERR;
         *diverged = first;
@@ -39,19 +39,38 @@ int hw_dp_ranks_settle(const float tail[HW_DP_TAIL], int local_diverged, const h
     return HW_OK;
 }
 
-int hw_dp_loop_open(hw_dp_loop *loop, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
-                    hw_snapshot_fn snapshot, void *ctx) {
-    *loop = (hw_dp_loop){.in = in, .first_epoch = first_epoch, .epoch = first_epoch - 1, .epochs_done = first_epoch};
+// One run of the driver: where it is in the epochs.
+typedef struct {
+    hw_run_outputs *outputs;
+    const hw_train_inputs *in;
+    int first_epoch;
+    int epoch;                  // the epoch under way (0-based)
+    int64_t *order;             // its samples in order, in->train.n of them
+    int64_t epoch_end_samples;  // this run's samples at its end
+    int64_t samples;            // this run's samples so far
+    double loss_sum;
+    int epochs_done;  // counted from 0, as a checkpoint counts them
+    int stopped;      // a stop signal ended an epoch
+} dp_loop;
+
+// Training starts (hw_run_outputs_start, with the stop signals caught). HW_ERR when out of
+// memory: then loop_close all the same.
+static int loop_open(dp_loop *loop, const hw_train_inputs *in, int first_epoch, hw_run_outputs *outputs,
+                     hw_snapshot_fn snapshot, void *ctx) {
+    *loop = (dp_loop){
+        .outputs = outputs, .in = in, .first_epoch = first_epoch, .epoch = first_epoch - 1, .epochs_done = first_epoch};
     hw_stop_signals_catch();
-    hw_run_loop_start(&loop->run, log, snapshot, ctx);  // the replicas (GPUs, ranks) are set up: training starts
-    log->started = hw_now();
+    hw_run_outputs_start(outputs, snapshot, ctx);  // the replicas (GPUs, ranks) are set up: training starts
+    outputs->started = hw_now();
     loop->order = malloc(sizeof(int64_t) * (size_t)in->train.n);
     if (!loop->order) return hw_fail("out of memory for the sample order");
     return HW_OK;
 }
 
-int hw_dp_loop_next_epoch(hw_dp_loop *loop, int *status, int stop) {
-    const hw_train_config *config = loop->run.config;
+// 1 when the next epoch is to be trained (loop->epoch, over loop->order); 0 when the run is over:
+// every epoch trained, a stop, or an error in *status.
+static int loop_next_epoch(dp_loop *loop, int *status, int stop) {
+    const hw_train_config *config = loop->outputs->config;
     if (*status != HW_OK || loop->stopped || stop || loop->epoch + 1 >= config->epochs) return 0;
     loop->epoch++;
     const int64_t n = loop->in->train.n;
@@ -60,9 +79,17 @@ int hw_dp_loop_next_epoch(hw_dp_loop *loop, int *status, int stop) {
     return *status == HW_OK;
 }
 
-int hw_dp_loop_step(hw_dp_loop *loop, int batch, float loss, int diverged) {
-    const hw_train_config *config = loop->run.config;
-    hw_train_outputs *log = loop->run.log;
+// The rate of the next step: the schedule at the run's samples so far, a resumed run's included.
+static float loop_lr(const dp_loop *loop) {
+    return hw_train_lr(loop->outputs->config, loop->outputs->samples_base + loop->samples, loop->in->train.n);
+}
+
+// After a step that trained `batch` samples with the mean loss `loss`; `diverged`: the first
+// replica whose loss diverged, or -1. HW_ERR ends the run (a divergence, an evaluation that
+// failed); an --eval-every point due is evaluated here.
+static int loop_step(dp_loop *loop, int batch, float loss, int diverged) {
+    const hw_train_config *config = loop->outputs->config;
+    hw_run_outputs *outputs = loop->outputs;
     if (diverged >= 0 || hw_loss_diverged(loss)) {
         char who[48];
         int replica = diverged >= 0 ? diverged : 0;
@@ -72,20 +99,23 @@ int hw_dp_loop_step(hw_dp_loop *loop, int batch, float loss, int diverged) {
         } else {
             snprintf(who, sizeof who, "replica %d", replica);
         }
-        return hw_run_loop_diverged(&loop->run, who, loss, loop->epoch + 1, loop->epochs_done, loop->samples);
+        return hw_run_outputs_loss_diverged(loop->outputs, who, loss, loop->epoch + 1, loop->epochs_done,
+                                            loop->samples);
     }
-    hw_train_outputs_loss(log, loss);
+    hw_run_outputs_loss(outputs, loss);
     loop->samples += batch;
     loop->loss_sum += (double)loss * batch;
-    hw_progress_update(&log->progress, loop->epoch + 1, config->epochs, loop->samples, loss);
-    if (!hw_run_loop_point_due(&loop->run, loop->samples, loop->epoch_end_samples)) return HW_OK;
+    hw_progress_update(&outputs->progress, loop->epoch + 1, config->epochs, loop->samples, loss);
+    if (!hw_run_outputs_point_due(loop->outputs, loop->samples, loop->epoch_end_samples)) return HW_OK;
     // A batch larger than --eval-every passes several points: one row for them all.
-    int status = hw_run_loop_point(&loop->run, loop->samples, 0);
-    if (status == HW_OK) status = hw_train_outputs_evaluate(log, loop->epoch, loop->samples, loop->loss_sum, 0);
+    int status = hw_run_outputs_point(loop->outputs, loop->samples, 0);
+    if (status == HW_OK) status = hw_run_outputs_evaluate(outputs, loop->epoch, loop->samples, loop->loss_sum, 0);
     return status;
 }
 
-int hw_dp_loop_end_epoch(hw_dp_loop *loop, int status, int stop) {
+// After the epoch's last step (or a stop, or an error in `status`): the epoch-end evaluation and
+// checkpoint.
+static int loop_end_epoch(dp_loop *loop, int status, int stop) {
     if (status != HW_OK) return status;
     // A signal after the epoch's last step: the epoch is done all the same.
     if (loop->samples == loop->epoch_end_samples) loop->epochs_done = loop->epoch + 1;
@@ -93,27 +123,54 @@ int hw_dp_loop_end_epoch(hw_dp_loop *loop, int status, int stop) {
         loop->stopped = 1;
         return HW_OK;
     }
-    hw_train_outputs *log = loop->run.log;
-    if (loop->epochs_done == loop->run.config->epochs) log->trained = hw_now();
-    status = hw_run_loop_point(&loop->run, loop->samples, 1);
-    if (status == HW_OK) status = hw_train_outputs_evaluate(log, loop->epochs_done, loop->samples, loop->loss_sum, 1);
+    hw_run_outputs *outputs = loop->outputs;
+    if (loop->epochs_done == loop->outputs->config->epochs) outputs->trained = hw_now();
+    status = hw_run_outputs_point(loop->outputs, loop->samples, 1);
+    if (status == HW_OK) status = hw_run_outputs_evaluate(outputs, loop->epochs_done, loop->samples, loop->loss_sum, 1);
     return status;
 }
 
-int hw_dp_loop_close(hw_dp_loop *loop, int status, int stop, hw_train_result *result) {
+// The end of the run: the save on a stop signal, or the summary of a finished run.
+static int loop_close(dp_loop *loop, int status, int stop, hw_train_result *result) {
     free(loop->order);
     loop->order = NULL;
     hw_stop_signals_release();
-    hw_train_outputs *log = loop->run.log;
+    hw_run_outputs *outputs = loop->outputs;
     int stopped_by = stop;
     // A stop signal that cut an evaluation short stops this process even before the ranks have
     // agreed on it (rank 0 alone evaluates: the others stop at the next step's sum, or have ended).
-    if (!stopped_by && log->interrupted) stopped_by = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
+    if (!stopped_by && outputs->interrupted) stopped_by = hw_stop_signal() ? hw_stop_signal() : SIGTERM;
     if (status == HW_OK && stopped_by) {
         result->interrupted_by = stopped_by;
-        status = hw_run_loop_save_stopped(&loop->run, stopped_by, loop->epochs_done, loop->samples);
+        status = hw_run_outputs_save_stopped(loop->outputs, stopped_by, loop->epochs_done, loop->samples);
     } else if (status == HW_OK) {
-        hw_train_outputs_finish(log, loop->samples, result);
+        hw_run_outputs_finish(outputs, loop->samples, result);
     }
     return status;
+}
+
+int hw_dp_loop_run(const hw_dp_trainer *trainer, const hw_train_inputs *in, int first_epoch, hw_run_outputs *outputs,
+                   hw_train_result *result) {
+    void *ctx = trainer->ctx;
+    if (outputs->config->world.size == 1) {
+        // A stop in the set-up or the first evaluation: no epoch is begun (across ranks the first
+        // step's sum agrees on the stop).
+        int status = hw_run_outputs_stop_before_training(outputs, in->model.weights, first_epoch, result);
+        if (status != HW_OK || result->interrupted_by) return status;
+    }
+    dp_loop loop;
+    int status = loop_open(&loop, in, first_epoch, outputs, trainer->snapshot, ctx);
+    while (loop_next_epoch(&loop, &status, trainer->stop(ctx))) {
+        status = trainer->begin_epoch(ctx, loop.order, in->train.n);
+        if (status != HW_OK) break;
+        float loss = 0;
+        int batch = 0, diverged = -1;
+        while (status == HW_OK && !trainer->stop(ctx) &&
+               (batch = trainer->step(ctx, loop_lr(&loop), &loss, &diverged)) > 0) {
+            status = loop_step(&loop, batch, loss, diverged);
+        }
+        trainer->end_epoch(ctx);
+        status = loop_end_epoch(&loop, batch < 0 ? HW_ERR : status, trainer->stop(ctx));
+    }
+    return loop_close(&loop, status, trainer->stop(ctx), result);
 }

@@ -7,8 +7,10 @@
 // Everything else that is shared (counters, flags) is a C11 atomic.
 #include "hw/train.h"
 #include "hw/gpu_train.h"
-#include "hw/run_log.h"
+#include "hw/run_outputs.h"
 
+#include "fault.h"
+#include "hogwild_protocol.h"
 #include "hogwild_watch.h"
 #include "hogwild_measure.h"
 #include "hw/comm.h"
@@ -49,17 +51,14 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
     int64_t samples = 0;
     double loss_sum = 0, last_finite_loss = NAN;
     int batches = 0;
-    const int world_workers = config->workers * config->world.size;
-    const int world_rank = config->world.rank * config->workers + rank;
     measure_worker measured, *measure = NULL;  // --measure
     if (job->measure) measure_worker_open(measure = &measured, job->measure, rank);
     for (int epoch = job->first_epoch; epoch < config->epochs; epoch++) {
         if (!hw_hogwild_wait_for_epoch(job->control, epoch)) return HW_OK;
         memcpy(local->weights, model->weights, sizeof(float) * model->n_weights);
         if (measure) measure_weights_read(measure);
-        // Across ranks the world is R x N workers, each with a shard of its own.
-        int64_t count = hw_sampler_shard_size(train->n, world_workers, world_rank);
-        if (hw_sampler_shard(shard, train->n, world_workers, world_rank, epoch, config->seed) != HW_OK) return HW_ERR;
+        int64_t count;
+        if (hw_hogwild_shard(config, train->n, rank, epoch, shard, &count) != HW_OK) return HW_ERR;
         hw_loader *loader;
         if (hw_loader_open(&loader, train, shard, count, config->batch_size, job->in->norm, config->prefetch) !=
             HW_OK) {
@@ -69,6 +68,7 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
         const uint8_t *y;
         int batch;
         while ((batch = hw_loader_next(loader, &x, &y)) > 0) {
+            opt->lr = hw_hogwild_step_lr(job->control, config, train->n, batch);
             if (measure) measure_step_begin(measure);
             // One step, all of it in src/nn/exec.c: forward and the loss, backward, the update.
             float loss = hw_cpu_forward(local, ws, x, y, batch, 1);
@@ -94,16 +94,16 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
 
             samples += batch;
             loss_sum += (double)loss * batch;
-            hogwild_report(slot, samples, loss_sum);
+            hw_hogwild_report_progress(slot, samples, loss_sum);
             if (hw_fault_check(&job->fault, rank, ++batches) != HW_OK) {
                 hw_loader_close(loader);
                 return HW_ERR;
             }
-            if (atomic_load_explicit(&job->control->stop, memory_order_relaxed)) break;
+            if (hw_hogwild_stopping(job->control)) break;
         }
         hw_loader_close(loader);
         if (atomic_load(&job->control->stop)) return HW_OK;
-        atomic_store(&slot->epochs_done, epoch - job->first_epoch + 1);
+        hw_hogwild_report_epoch(slot, epoch - job->first_epoch + 1);
     }
     return HW_OK;
 }
@@ -114,12 +114,10 @@ static int hogwild_worker(int rank, void *arg) {
     const hw_model *model = &job->in->model;
     hw_workspace ws = {0};
     hw_sgd opt = {0};
-    const int world_workers = config->workers * config->world.size;
-    const int world_rank = config->world.rank * config->workers + rank;
-    int64_t *shard = malloc(sizeof(int64_t) * (size_t)hw_sampler_shard_size(job->in->train.n, world_workers, 0));
+    int64_t *shard = hw_hogwild_shard_alloc(config, job->in->train.n);
     int status = shard ? HW_OK : hw_fail("worker %d: out of memory for its shard", rank);
     if (status == HW_OK) {
-        status = hw_workspace_alloc(&ws, model, config->batch_size, hw_worker_seed(config->seed, world_rank));
+        status = hw_workspace_alloc(&ws, model, config->batch_size, hw_hogwild_worker_seed(config, rank));
     }
     if (status == HW_OK) {
         status =
@@ -141,25 +139,44 @@ static int hogwild_worker(int rank, void *arg) {
 
 // ---- the parent ----
 
-// The weights are in host shared memory: a snapshot is a copy.
-static int snapshot_shared_weights(void *weights, hw_train_outputs *log) {
-    hw_train_outputs_snapshot(log, weights);
+// hogwild_weights.snapshot: the weights are in host shared memory, and a snapshot is a copy.
+static int snapshot_shared_weights(void *weights, hw_run_outputs *outputs) {
+    hw_run_outputs_snapshot(outputs, weights);
     return HW_OK;
 }
 
-// Hogwild across ranks (src/comm/mpi/hogwild_coupling.c): after the fork, since MPI_Init starts threads and the
-// workers never call MPI. The ranks start from the same weights (checked), then the workers go.
-static int couple_ranks(const hw_train_config *config, hw_train_inputs *in, hogwild_control *control, int first_epoch,
-                        int64_t samples_before, hw_measure *measure, hw_couple **couple) {
-    // --measure: the coupling's changes to the live weights are applied updates, not lost ones.
-    double *applied = NULL;
-    if (measure && !(applied = measure_coupled(measure))) return HW_ERR;
-    if (hw_comm_init(&config->world, config->sync_timeout) != HW_OK ||
-        hw_hogwild_couple_open(config, in, first_epoch, samples_before, in->model.weights, applied, couple) != HW_OK) {
-        return HW_ERR;
+// After the fork: across ranks MPI (its threads start only now, and the workers never call MPI),
+// the checks that the ranks start alike and the coupling (src/comm/mpi/hogwild_coupling.c), which
+// releases the workers; then the parent's loop over the shared weights. A failure before the loop
+// stops the workers. The caller frees `spawn` and closes *couple.
+static int watch_workers(const hw_train_config *config, hw_train_inputs *in, const hogwild_job *job,
+                         int64_t samples_before, hw_spawn_ctx *spawn, hw_couple **couple, hw_run_outputs *outputs,
+                         hw_train_result *result) {
+    int status = HW_OK;
+    if (config->world.size > 1) {
+        // --measure: the coupling's changes to the live weights are applied updates, not lost ones.
+        double *applied = NULL;
+        if (job->measure && !(applied = measure_coupled(job->measure))) status = HW_ERR;
+        if (status == HW_OK) status = hw_comm_init(&config->world, config->sync_timeout);
+        if (status == HW_OK) {
+            status = hw_hogwild_couple_open(config, in, job->control, job->first_epoch, samples_before,
+                                            in->model.weights, applied, couple);
+        }
+        outputs->started = hw_now();  // the workers start now, not at the fork: MPI_Init is set-up
     }
-    atomic_store(&control->released_epoch, first_epoch);
-    return HW_OK;
+    if (status != HW_OK) {
+        hw_hogwild_stop(job->control);
+        hw_spawn_stop(spawn);
+        return status;
+    }
+    hogwild_watch watch = {.config = config,
+                           .control = job->control,
+                           .n_train = in->train.n,
+                           .first_epoch = job->first_epoch,
+                           .weights = {.ctx = in->model.weights, .snapshot = snapshot_shared_weights},
+                           .measure = job->measure,
+                           .couple = *couple};
+    return hw_hogwild_watch_run(&watch, spawn, outputs, result);
 }
 
 int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
@@ -172,58 +189,37 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
     size_t head = hw_hogwild_control_bytes(config->workers);
     hw_shm shm;
     if (hw_shm_open(&shm, head + sizeof(float) * model->n_weights) != HW_OK) return HW_ERR;
-    hogwild_control *control = shm.data;
+    hogwild_job job = {.config = config, .in = in, .control = shm.data};
     hw_model_bind_weights(model, (float *)((char *)shm.data + head));
-
-    hogwild_job job = {.config = config, .in = in, .control = control};
     hw_fault_read(&job.fault);
     int64_t samples_before = 0;
-    hw_train_outputs log = {0};
+    hw_run_outputs outputs = {0};
     hw_measure measure = {0};
     int status = hw_train_start_weights(config, model, &job.first_epoch, &samples_before);
-    atomic_store(&control->released_epoch, job.first_epoch);
+    hw_hogwild_release_first(job.control, config, job.first_epoch);
+    hw_hogwild_schedule_start(job.control, samples_before);
     if (status == HW_OK && config->measure && (status = measure_open(&measure, model, config->workers)) == HW_OK) {
         job.measure = &measure;
     }
-    if (status == HW_OK) status = hw_train_outputs_open(&log, config, in, job.first_epoch, samples_before);
-    if (job.measure) measure_metrics_values(job.measure, &log.metrics.measure);
-    if (status == HW_OK) status = hw_train_outputs_first_point(&log, model->weights, job.first_epoch);
+    if (status == HW_OK) status = hw_run_outputs_open(&outputs, config, in, job.first_epoch, samples_before);
+    if (job.measure) measure_metrics_values(job.measure, &outputs.metrics.measure);
+    if (status == HW_OK) status = hw_run_outputs_first_point(&outputs, model->weights, job.first_epoch);
+    // A stop in the set-up or the first evaluation: no worker is started (across ranks the coupling
+    // agrees on the stop).
+    if (status == HW_OK && config->world.size == 1) {
+        status = hw_run_outputs_stop_before_training(&outputs, model->weights, job.first_epoch, result);
+    }
     hw_spawn_ctx spawn;
     hw_couple *couple = NULL;
-    // Across ranks the workers wait until the node is coupled to the others (couple_ranks).
-    if (config->world.size > 1) atomic_store(&control->released_epoch, job.first_epoch - 1);
-    log.started = hw_now();  // training is timed from the first fork to the last join
-    if (status == HW_OK) status = hw_spawn(&spawn, hogwild_worker, &job, config->workers);
-    if (status == HW_OK) {
-        if (config->world.size > 1) {
-            status = couple_ranks(config, in, control, job.first_epoch, samples_before, job.measure, &couple);
-            log.started = hw_now();  // the workers start now, not at the fork: MPI_Init is set-up
-        }
-        hogwild_watch watch = {.config = config,
-                               .control = control,
-                               .n_train = in->train.n,
-                               .first_epoch = job.first_epoch,
-                               .snapshot = snapshot_shared_weights,
-                               .snapshot_ctx = model->weights,
-                               .measure = job.measure,
-                               .couple = couple};
-        if (status == HW_OK) {
-            status = hw_hogwild_watch_run(&watch, &spawn, &log, result);
-        } else {
-            atomic_store(&control->stop, 1);
-            hw_spawn_stop(&spawn);
-        }
+    outputs.started = hw_now();  // training is timed from the first fork to the last join
+    if (status == HW_OK && !result->interrupted_by) status = hw_spawn(&spawn, hogwild_worker, &job, config->workers);
+    if (status == HW_OK && !result->interrupted_by) {
+        status = watch_workers(config, in, &job, samples_before, &spawn, &couple, &outputs, result);
         hw_spawn_free(&spawn);
-        if (status == HW_OK && !result->interrupted_by && job.measure) measure_report(job.measure, &log.progress);
-        if (status == HW_OK && !result->interrupted_by && couple) {
-            char text[1024];
-            hw_couple_report(couple, text, sizeof text);
-            hw_progress_message(&log.progress, "%s", text);
-        }
     }
     hw_couple_close(couple);
     measure_close(&measure);
-    hw_train_outputs_close(&log);
+    hw_run_outputs_close(&outputs);
     hw_model_bind_weights(model, NULL);
     hw_shm_close(&shm);
     return status;

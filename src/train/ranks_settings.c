@@ -3,8 +3,8 @@
 //
 // The ranks train one model: they split the world's data by --workers (or --replicas) and rank,
 // take the same steps (DataParallel) or add each other's changes (Hogwild), and meet at the same
-// epoch ends and evaluation points. A rank started with another value of any of these trained
-// something else under a header that described rank 0, or waited for a round that never came. The
+// epoch ends and evaluation points. A rank started with another value of any of these would train
+// something else under a header that describes rank 0, or wait for a round that never comes. The
 // dataset and the model are compared by content (a hash), not by path: the hosts of a job may keep
 // them in other places.
 #include "hw/train.h"
@@ -120,6 +120,10 @@ int hw_run_check_ranks(const hw_train_config *config, const hw_train_inputs *in,
     add_number(list, &n, "the number of epochs", HW_OPTION_EPOCHS, config->epochs);
     add_number(list, &n, "the batch size", HW_OPTION_BATCH_SIZE, config->batch_size);
     add_number(list, &n, "the learning rate", HW_OPTION_LR, config->lr);
+    char schedule[32];  // "step:1000000:0.123456" at the longest
+    hw_lr_schedule_format(&config->lr_schedule, schedule, sizeof schedule);
+    snprintf(key, sizeof key, "%s, warm-up %lld", schedule, (long long)config->lr_schedule.warmup);
+    add(list, &n, "the learning-rate schedule", HW_OPTION_LR_SCHEDULE, key, NULL);
     add_number(list, &n, "the momentum", HW_OPTION_MOMENTUM, config->momentum);
     add_number(list, &n, "the weight decay", HW_OPTION_WEIGHT_DECAY, config->weight_decay);
     add_number(list, &n, "Nesterov momentum", HW_OPTION_NESTEROV, config->nesterov);
@@ -138,7 +142,10 @@ int hw_run_check_ranks(const hw_train_config *config, const hw_train_inputs *in,
         snprintf(key, sizeof key, "none");
     }
     add(list, &n, "the checkpoint resumed from", HW_OPTION_RESUME, key, NULL);
-    // DataParallel's ranks evaluate together, also the first point that only --metrics asks for.
-    add(list, &n, "whether metrics are written", HW_OPTION_METRICS, config->job_metrics ? "given" : "not given", NULL);
+    // Every rank's workers count their races or none do: a rank's --measure alone would count its
+    // node's only, under a summary that reads as the job's. (--metrics is rank 0's alone: the
+    // others drop it, and follow rank 0's in the evaluations they share, hw_run_outputs_first_point.)
+    add(list, &n, "whether the races are measured", HW_OPTION_MEASURE, config->measure ? "measured" : "not measured",
+        NULL);
     return hw_comm_settings_agree(list, n);
 }

@@ -1,7 +1,7 @@
 // inputs: the model and the data of a run, loaded in the parent before any fork, and checked
 // against each other (input shape, number of classes).
 #include "hw/train.h"
-#include "hw/run_log.h"
+#include "hw/run_outputs.h"
 
 #include "hw/ckpt.h"
 #include "hw/err.h"

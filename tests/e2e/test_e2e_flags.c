@@ -93,7 +93,7 @@ Test(e2e_flags, download_and_synth_have_help) {
     e2e_run(&r, NULL, "synth", "-h");
     e2e_assert_exit(&r, 0);
     e2e_assert_contains(r.out, "usage: hogwild synth", "stdout");
-    e2e_assert_contains(r.out, "--train N        training images (default 60000)", "stdout");
+    e2e_assert_contains(r.out, "--train N        training examples (digits: default 60000; sparse: 20000)", "stdout");
     e2e_run(&r, NULL, "synth", "--help", "--bogus");
     e2e_assert_exit(&r, 2);
     e2e_assert_contains(r.err, "unknown option '--bogus'", "stderr");
@@ -223,6 +223,22 @@ Test(e2e_flags, summary_counts_lenets_parameters) {
     e2e_run(&r, NULL, "--model", e2e.mlp, "--summary");
     e2e_assert_exit(&r, 0);
     e2e_assert_contains(r.out, "total parameters: 101770\n", "stdout");
+    e2e_run(&r, NULL, "--model", e2e.lenet, "--summary", "--freeze", "conv1");
+    e2e_assert_exit(&r, 0);
+}
+
+// Issue 44: --summary printed the model and ignored a training flag beside it in silence.
+Test(e2e_flags, summary_refuses_the_training_flags_it_would_ignore) {
+    const char *const ignored[][2] = {{"--epochs", "5"}, {"--workers", "4"}, {"--save", "x.safetensors"}};
+    for (size_t k = 0; k < sizeof ignored / sizeof ignored[0]; k++) {
+        e2e_run_result r;
+        e2e_run(&r, NULL, "--model", e2e.lenet, "--summary", ignored[k][0], ignored[k][1]);
+        e2e_assert_exit(&r, 2);
+        char said[96];
+        snprintf(said, sizeof said, "%s does not apply to --summary", ignored[k][0]);
+        e2e_assert_contains(r.err, said, "stderr");
+        cr_expect_null(strstr(r.out, "total parameters"), "the summary was printed: %s", r.out);
+    }
 }
 
 // --clean-shm scans /dev/shm, where other tests (test_shm's own clean-up test, other runs on the
@@ -340,11 +356,12 @@ Test(e2e_flags, download_and_synth_refuse_bad_arguments) {
 
 // --normalize takes MEAN,STD or auto (checked like every flag, before anything is loaded).
 Test(e2e_flags, normalize_values_and_auto_are_accepted) {
+    // A run of one step (--summary refuses the training flags, --normalize among them: issue 44).
+    char *data = e2e_synth_n("data", 26, 64, 64);
     e2e_run_result r;
-    e2e_run(&r, NULL, "--model", e2e.mlp, "--normalize", "0.5,0.25", "--summary");
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--normalize", "0.5,0.25", "--quiet");
     e2e_assert_exit(&r, 0);
-    e2e_assert_contains(r.out, "total parameters: 101770\n", "stdout");
-    e2e_run(&r, NULL, "--model", e2e.mlp, "--normalize", "auto", "--summary");
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--normalize", "auto", "--quiet");
     e2e_assert_exit(&r, 0);
 }
 

@@ -6,7 +6,7 @@
 //
 // A test that needs a GPU skips, saying why, where there is none ("no CUDA device found: ...").
 // The device-error test runs on every CUDA build. A build without CUDA does not build this suite.
-#include "hw/cuda.h"
+#include "cuda/runner.h"
 #include "hw/data.h"
 #include "hw/err.h"
 #include "hw/nn.h"
@@ -14,7 +14,7 @@
 #include "hw/rng.h"
 #include "float_check.h"
 #include "gpu_tests.h"
-#include "cuda/runner.h"  // the runner's state: its last log-probabilities
+#include "cuda/runner_state.h"  // the runner's state: its last log-probabilities
 
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>

@@ -18,7 +18,7 @@
 // contraction, expf and logf) and cuBLAS itself.
 #include "cuda/kernels.cuh"  // col_major_gemm_of: the GEMM mapping's leading dimensions
 
-#include "hw/cuda.h"
+#include "cuda/layer_ops.h"
 #include "hw/data.h"
 #include "hw/err.h"
 #include "hw/nn.h"

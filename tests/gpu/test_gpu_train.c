@@ -8,7 +8,7 @@
 #include "e2e_util.h"
 #include "gpu_tests.h"
 #include "hw/ckpt.h"
-#include "hw/cuda.h"
+#include "cuda/allreduce.h"
 #include "hw/err.h"
 #include "hw/nn.h"
 #include "hw/train.h"
@@ -521,4 +521,63 @@ Test(gpu_train, scale_and_add_kernels) {
     for (int i = 0; i < N; i++) cr_assert_eq(out[i], y[i] + x[i] * 0.25f, "element %d: %g", i, (double)out[i]);
     hw_cuda_free(dx);
     hw_cuda_free(dy);
+}
+
+// ---- learning-rate schedules on the GPU ----
+
+// Checkpoint files a and b hold the same bytes.
+static void expect_same_checkpoint(const char *a, const char *b, const char *why) {
+    size_t na, nb;
+    uint8_t *ba = e2e_own(read_bytes(a, &na)), *bb = e2e_own(read_bytes(b, &nb));
+    cr_assert_eq(na, nb, "%s: %zu and %zu bytes", why, na, nb);
+    cr_expect_eq(memcmp(ba, bb, na), 0, "%s: the checkpoints differ", why);
+}
+
+// GPU Hogwild's steps take the schedule's rate at the shared count, as the CPU's do: the rows'
+// lr is hw_lr_at's; the captured steps (CUDA graphs) take each new rate as the steps launched one
+// by one do (HOGWILD_CUDA_GRAPHS=0), bit for bit; and one worker stopped after epoch 1 and resumed
+// (momentum 0, the MLP: no state a checkpoint lacks) ends with the unbroken run's weights.
+Test(gpu_train, hogwild_cuda_follows_the_schedule_and_resumes_exactly, .init = e2e_setup, .fini = e2e_teardown) {
+    skip_without_gpu();
+    char *data = e2e_synth_n("data", 1, 2000, 200);
+    char *whole = e2e_path("whole.safetensors"), *launched = e2e_path("launched.safetensors");
+    char *cut = e2e_path("cut.safetensors"), *resumed = e2e_path("resumed.safetensors");
+    char *csv = e2e_path("cosine.csv");
+    e2e_run_result r;
+    e2e_run_within(&r, 120, NULL, "--data", data, "--model", e2e.mlp, "--device", "cuda", "--workers", "1", "--epochs",
+                   "2", "--momentum", "0", "--seed", "5", "--lr", "0.05", "--lr-schedule", "cosine", "--warmup", "300",
+                   "--eval-every", "500", "--metrics", csv, "--save", whole, "--quiet");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_left_nothing(&r);
+    e2e_expect_lr_column(csv, "cosine", 300, 0.05, 2, 2000);
+    e2e_run_within(&r, 120, "HOGWILD_CUDA_GRAPHS=0", "--data", data, "--model", e2e.mlp, "--device", "cuda",
+                   "--workers", "1", "--epochs", "2", "--momentum", "0", "--seed", "5", "--lr", "0.05", "--lr-schedule",
+                   "cosine", "--warmup", "300", "--save", launched, "--quiet");
+    e2e_assert_exit(&r, 0);
+    expect_same_checkpoint(whole, launched, "graphs and launches");
+    // 2000 samples of batch 64: 32 batches an epoch; the worker fails after batch 33, the first
+    // of epoch 2, once epoch 1's checkpoint is saved.
+    e2e_run_within(&r, 120, "HOGWILD_FAIL_WORKER=0:33", "--data", data, "--model", e2e.mlp, "--device", "cuda",
+                   "--workers", "1", "--epochs", "2", "--momentum", "0", "--seed", "5", "--lr", "0.05", "--lr-schedule",
+                   "cosine", "--warmup", "300", "--save", cut, "--quiet");
+    e2e_assert_exit(&r, 1);
+    e2e_run_within(&r, 120, NULL, "--data", data, "--model", e2e.mlp, "--device", "cuda", "--workers", "1", "--epochs",
+                   "2", "--momentum", "0", "--lr", "0.05", "--resume", cut, "--save", resumed, "--quiet");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_left_nothing(&r);
+    expect_same_checkpoint(whole, resumed, "resumed after epoch 1");
+}
+
+// DataParallel on the GPU hands every step the schedule's rate.
+Test(gpu_train, dataparallel_cuda_follows_the_schedule, .init = e2e_setup, .fini = e2e_teardown) {
+    skip_without_gpu();
+    char *data = e2e_synth_n("data", 1, 2000, 200);
+    char *csv = e2e_path("step.csv");
+    e2e_run_result r;
+    e2e_run_within(&r, 120, NULL, "--data", data, "--model", e2e.mlp, "--mode", "dataparallel", "--device", "cuda",
+                   "--replicas", "2", "--epochs", "3", "--lr", "0.05", "--lr-schedule", "step:1:0.5", "--warmup", "100",
+                   "--eval-every", "700", "--metrics", csv, "--quiet");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_left_nothing(&r);
+    e2e_expect_lr_column(csv, "step:1:0.5", 100, 0.05, 3, 2000);
 }

@@ -2,7 +2,7 @@
 // misuse a GPU would punish, so that the GPU suites passing on it mean something. They run only on
 // the simulated device (anywhere else they skip: a real GPU does not report misuse this way), and
 // each sends the refusals it provokes to a file of its own instead of make sim's log.
-#include "hw/cuda.h"
+#include "cuda/layer_ops.h"  // and the device, memory and streams (cuda/device.h)
 #include "hw/err.h"
 
 #include <criterion/criterion.h>

@@ -244,10 +244,10 @@ int normalize_u8_launch(hw_cuda_stream stream, float *x, const uint8_t *bytes, i
     return HW_OK;
 }
 
-int sgd_step_launch(hw_cuda_stream stream, float *w, const float *g, float *velocity, int64_t n, float lr,
-                    float momentum, float weight_decay, int nesterov, int started) {
-    CHECK_LAUNCH("sgd_step", stream, writes(w, n), reads(g, n), writes(momentum != 0.0f ? velocity : NULL, n));
-    for (int64_t i = 0; i < n; i++) sgd_step_element(i, w, g, velocity, lr, momentum, weight_decay, nesterov, started);
+int sgd_step_launch(hw_cuda_stream stream, float *w, const float *g, float *velocity, int64_t n, hw_sgd_variant variant,
+                    float lr, float momentum, float weight_decay, int first) {
+    CHECK_LAUNCH("sgd_step", stream, writes(w, n), reads(g, n), writes(variant != HW_SGD_PLAIN ? velocity : NULL, n));
+    for (int64_t i = 0; i < n; i++) sgd_step_element(i, w, g, velocity, variant, lr, momentum, weight_decay, first);
     return HW_OK;
 }
 
@@ -336,3 +336,4 @@ int empty_launch(hw_cuda_stream stream) {
 // The simulated device captures no graphs (cudaStreamBeginCapture refuses), so no graph node
 // is ever this kernel.
 const void *dropout_kernel(void) { return NULL; }
+const void *sgd_kernel(void) { return NULL; }

@@ -175,7 +175,7 @@ Test(ckpt, round_trip_is_bit_exact) {
     cr_assert_eq(hw_ckpt_save(path, m, w, &meta), HW_OK, "%s", hw_error());
 
     float *back = pattern_buffer(m->n_weights);
-    hw_ckpt_meta meta_back = {-1, -1, 1};
+    hw_ckpt_meta meta_back = {.epoch = -1, .samples_seen = -1, .seed = 1};
     cr_assert_eq(hw_ckpt_load(path, m, back, &meta_back), HW_OK, "%s", hw_error());
     cr_expect_eq(memcmp(back, w, m->n_weights * sizeof *w), 0, "weights differ after the round trip");
     cr_expect_eq(meta_back.epoch, 7);
@@ -205,7 +205,7 @@ Test(ckpt, file_layout_is_safetensors) {
     hw_model *m = lenet(50);
     m->text = (char *)lenet_text;
     float *w = random_weights(m->n_weights, 2);
-    hw_ckpt_meta meta = {3, 180000, 42};
+    hw_ckpt_meta meta = {.epoch = 3, .samples_seen = 180000, .seed = 42};
     cr_assert_eq(hw_ckpt_save(path, m, w, &meta), HW_OK, "%s", hw_error());
     size_t size;
     unsigned char *bytes = read_bytes(path, &size);
@@ -262,7 +262,7 @@ Test(ckpt, no_text_and_no_meta) {
     hw_model *m = lenet(50);
     float *w = random_weights(m->n_weights, 3);
     cr_assert_eq(hw_ckpt_save(path, m, w, NULL), HW_OK, "%s", hw_error());
-    hw_ckpt_meta meta = {9, 9, 9};
+    hw_ckpt_meta meta = {.epoch = 9, .samples_seen = 9, .seed = 9};
     float *back = pattern_buffer(m->n_weights);
     cr_assert_eq(hw_ckpt_load(path, m, back, &meta), HW_OK, "%s", hw_error());
     cr_expect_eq(meta.epoch, 0);
@@ -282,8 +282,10 @@ Test(ckpt, overwrite_replaces_the_previous_file) {
     scratch_path(&s, "ck.safetensors", path, sizeof path);
     hw_model *m = lenet(50);
     float *a = random_weights(m->n_weights, 4), *b = random_weights(m->n_weights, 5);
-    cr_assert_eq(hw_ckpt_save(path, m, a, &(hw_ckpt_meta){1, 10, 0}), HW_OK, "%s", hw_error());
-    cr_assert_eq(hw_ckpt_save(path, m, b, &(hw_ckpt_meta){2, 20, 0}), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_ckpt_save(path, m, a, &(hw_ckpt_meta){.epoch = 1, .samples_seen = 10, .seed = 0}), HW_OK, "%s",
+                 hw_error());
+    cr_assert_eq(hw_ckpt_save(path, m, b, &(hw_ckpt_meta){.epoch = 2, .samples_seen = 20, .seed = 0}), HW_OK, "%s",
+                 hw_error());
     float *back = pattern_buffer(m->n_weights);
     hw_ckpt_meta meta;
     cr_assert_eq(hw_ckpt_load(path, m, back, &meta), HW_OK, "%s", hw_error());
@@ -299,7 +301,7 @@ Test(ckpt, overwrite_replaces_the_previous_file) {
 
 static void expect_refused(const char *path, const hw_model *m, const char *needle, const char *why) {
     float *back = pattern_buffer(m->n_weights);
-    hw_ckpt_meta meta = {5, 5, 5};
+    hw_ckpt_meta meta = {.epoch = 5, .samples_seen = 5, .seed = 5};
     hw_error_clear();
     cr_expect_eq(hw_ckpt_load(path, m, back, &meta), HW_ERR, "%s: accepted", why);
     cr_expect(strstr(hw_error(), path) != NULL, "%s: the message names the file: %s", why, hw_error());
@@ -351,7 +353,8 @@ Test(ckpt, corrupted_header_bytes_refused_or_harmless) {
     hw_model *m = lenet(50);
     m->text = (char *)"conv1 conv2d 10 5\n";
     float *w = random_weights(m->n_weights, 7);
-    cr_assert_eq(hw_ckpt_save(path, m, w, &(hw_ckpt_meta){1, 2, 3}), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_ckpt_save(path, m, w, &(hw_ckpt_meta){.epoch = 1, .samples_seen = 2, .seed = 3}), HW_OK, "%s",
+                 hw_error());
     size_t size;
     unsigned char *bytes = read_bytes(path, &size);
     size_t end = 8 + (size_t)header_length_of(bytes);
@@ -459,7 +462,7 @@ Test(ckpt, any_tensor_order_and_foreign_metadata) {
               "\"epoch\":\"12\"},\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[16,40]}}      ",
               data, sizeof data);
     float *back = pattern_buffer(m->n_weights);
-    hw_ckpt_meta meta = {-1, -1, 1};
+    hw_ckpt_meta meta = {.epoch = -1, .samples_seen = -1, .seed = 1};
     cr_assert_eq(hw_ckpt_load(path, m, back, &meta), HW_OK, "%s", hw_error());
     cr_expect_eq(memcmp(back, small_data, sizeof small_data), 0);
     cr_expect(meta.epoch == 12 && meta.samples_seen == 0 && meta.seed == 0);
@@ -515,7 +518,8 @@ static void failed_save_keeps_previous_file(rlim_t limit) {
     scratch_path(&s, "ck.safetensors", path, sizeof path);
     hw_model *m = lenet(50);
     float *a = random_weights(m->n_weights, 9), *b = random_weights(m->n_weights, 10);
-    cr_assert_eq(hw_ckpt_save(path, m, a, &(hw_ckpt_meta){1, 1, 1}), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_ckpt_save(path, m, a, &(hw_ckpt_meta){.epoch = 1, .samples_seen = 1, .seed = 1}), HW_OK, "%s",
+                 hw_error());
     size_t size_before;
     unsigned char *before = read_bytes(path, &size_before);
     int fds[2];
@@ -527,7 +531,7 @@ static void failed_save_keeps_previous_file(rlim_t limit) {
         signal(SIGXFSZ, SIG_IGN);
         struct rlimit rl = {limit, limit};
         if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(3);
-        int rc = hw_ckpt_save(path, m, b, &(hw_ckpt_meta){2, 2, 2});
+        int rc = hw_ckpt_save(path, m, b, &(hw_ckpt_meta){.epoch = 2, .samples_seen = 2, .seed = 2});
         const char *msg = hw_error();
         if (write(fds[1], msg, strlen(msg)) < 0) _exit(4);
         _exit(rc == HW_ERR ? 0 : 1);
@@ -604,7 +608,8 @@ Test(ckpt, torch_reads_ours_and_we_read_torchs) {
     hw_model *m = lenet(50);
     m->text = (char *)lenet_text;
     float *w = random_weights(m->n_weights, 11);
-    cr_assert_eq(hw_ckpt_save(ours, m, w, &(hw_ckpt_meta){4, 240000, 1}), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_ckpt_save(ours, m, w, &(hw_ckpt_meta){.epoch = 4, .samples_seen = 240000, .seed = 1}), HW_OK, "%s",
+                 hw_error());
     snprintf(cmd, sizeof cmd, "'%s' " TORCH_SCRIPT " --check %s --roundtrip %s >%s/out.txt 2>&1", python, ours, theirs,
              s.dir);
     int rc = system(cmd);
@@ -701,5 +706,139 @@ Test(ckpt, model_text_that_is_not_utf8_is_stored_as_utf8) {
     cr_expect_eq(hw_ckpt_load(path, m, back, NULL), HW_OK, "%s", hw_error());
     cr_expect_eq(memcmp(back, w, m->n_weights * sizeof *w), 0);
     free(text), free(back), free(w), free(m);
+    scratch_close(&s);
+}
+
+// ---- the run's settings in the metadata ----
+
+// The seed, the learning rate, the schedule and its warm-up come back from the header alone (hw_ckpt_load_meta) and
+// with the weights; a file without them says so (has_seed 0, no schedule).
+Test(ckpt, schedule_and_seed_round_trip) {
+    scratch s;
+    scratch_open(&s);
+    char path[256], plain[256];
+    scratch_path(&s, "sched.safetensors", path, sizeof path);
+    scratch_path(&s, "plain.safetensors", plain, sizeof plain);
+    hw_model *m = small_model();
+    hw_ckpt_meta meta = {.epoch = 2, .samples_seen = 6000, .seed = 7, .lr_warmup = 500, .lr = 0.1f};
+    snprintf(meta.lr_schedule, sizeof meta.lr_schedule, "step:3:0.25");
+    cr_assert_eq(hw_ckpt_save(path, m, small_data, &meta), HW_OK, "%s", hw_error());
+    hw_ckpt_meta back;
+    cr_assert_eq(hw_ckpt_load_meta(path, &back), HW_OK, "%s", hw_error());
+    cr_expect_eq(back.epoch, 2);
+    cr_expect_eq(back.samples_seen, 6000);
+    cr_expect_eq(back.seed, 7u);
+    cr_expect(back.has_seed);
+    cr_expect_str_eq(back.lr_schedule, "step:3:0.25");
+    cr_expect_eq(back.lr_warmup, 500);
+    cr_expect_eq(back.lr, 0.1f, "the float 0.1 exactly, read %.9g", (double)back.lr);
+    float weights[10];
+    cr_assert_eq(hw_ckpt_load(path, m, weights, &back), HW_OK, "%s", hw_error());
+    cr_expect_str_eq(back.lr_schedule, "step:3:0.25");
+    cr_assert_eq(hw_ckpt_save(plain, m, small_data, NULL), HW_OK, "%s", hw_error());
+    write_raw(plain,
+              "{\"__metadata__\":{\"format\":\"pt\"},\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
+              "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[24,40]}}",
+              small_data, sizeof small_data);
+    cr_assert_eq(hw_ckpt_load_meta(plain, &back), HW_OK, "%s", hw_error());
+    cr_expect(!back.has_seed);
+    cr_expect_str_eq(back.lr_schedule, "");
+    cr_expect_eq(back.lr, 0.0f);
+    free(m);
+    scratch_close(&s);
+}
+
+// A schedule that is no schedule's text, a warm-up that is no whole number, a warm-up without a
+// schedule, a learning rate that is no decimal number > 0 a float holds: refused, naming the key.
+Test(ckpt, malformed_schedule_metadata_is_refused) {
+    scratch s;
+    scratch_open(&s);
+    char path[256];
+    scratch_path(&s, "bad.safetensors", path, sizeof path);
+    hw_model *m = small_model();
+    const char *tensors =
+        "\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},\"b\":{\"dtype\":\"F32\",\"shape\":[4],"
+        "\"data_offsets\":[24,40]}}";
+    const struct {
+        const char *metadata, *needle;
+    } cases[] = {
+        {"{\"__metadata__\":{\"lr_schedule\":\"cos ine\"},", "lr_schedule"},
+        {"{\"__metadata__\":{\"lr_schedule\":\"\"},", "lr_schedule"},
+        {"{\"__metadata__\":{\"lr_schedule\":\"cosine\",\"lr_warmup\":\"-5\"},", "lr_warmup"},
+        {"{\"__metadata__\":{\"lr_schedule\":\"cosine\",\"lr_warmup\":\"1.5\"},", "lr_warmup"},
+        {"{\"__metadata__\":{\"lr_warmup\":\"5\"},", "lr_warmup"},
+        {"{\"__metadata__\":{\"lr\":\"0x1p-4\"},", "'lr'"},
+        {"{\"__metadata__\":{\"lr\":\"-0.1\"},", "'lr'"},
+        {"{\"__metadata__\":{\"lr\":\"1e39\"},", "'lr'"},
+        {"{\"__metadata__\":{\"lr\":\" 0.1\"},", "'lr'"},
+        {"{\"__metadata__\":{\"lr\":0.1},", "'lr'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char header[512];
+        snprintf(header, sizeof header, "%s%s", cases[i].metadata, tensors);
+        write_raw(path, header, small_data, sizeof small_data);
+        expect_refused(path, m, cases[i].needle, header);
+        hw_ckpt_meta meta;
+        cr_expect_eq(hw_ckpt_load_meta(path, &meta), HW_ERR, "%s: accepted by hw_ckpt_load_meta", header);
+    }
+    free(m);
+    scratch_close(&s);
+}
+
+// What a hand-written header gets wrong is named with the value the file holds: the tensor and
+// its offset as written, a samples_seen no run reaches (beyond 2^53, where a resumed run's count
+// would overflow), and model text beyond a model file's limit.
+Test(ckpt, refusals_name_the_field_and_the_value) {
+    scratch s;
+    scratch_open(&s);
+    char path[256];
+    scratch_path(&s, "bad.safetensors", path, sizeof path);
+    hw_model *m = small_model();
+    const char *A = "\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}";
+    struct {
+        const char *b;  // tensor b's entry
+        const char *metadata;
+        const char *needle;
+    } cases[] = {
+        {"\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[407040.0,40]}", "{}",
+         "'b': its first data offset is 407040.0"},
+        {"\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[24,-4]}", "{}", "'b': its second data offset is -4"},
+        {"\"b\":{\"dtype\":\"F32\",\"shape\":[\"4\"],\"data_offsets\":[24,40]}", "{}", "shape entry 0 is \"4\""},
+        {"\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[24,40]}",
+         "{\"samples_seen\":\"9223372036854775807\"}",
+         "'samples_seen' is \"9223372036854775807\", expected a whole number in [0, 9007199254740992]"},
+        {"\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[24,40]}", "{\"samples_seen\":\"9007199254740993\"}",
+         "'samples_seen'"},
+    };
+    char header[1024];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(header, sizeof header, "{\"__metadata__\":%s,%s,%s}", cases[i].metadata, A, cases[i].b);
+        write_raw(path, header, small_data, sizeof small_data);
+        expect_refused(path, m, cases[i].needle, header);
+    }
+    // 2^53 itself is accepted.
+    snprintf(header, sizeof header,
+             "{\"__metadata__\":{\"samples_seen\":\"9007199254740992\"},%s,\"b\":{\"dtype\":\"F32\",\"shape\":[4],"
+             "\"data_offsets\":[24,40]}}",
+             A);
+    write_raw(path, header, small_data, sizeof small_data);
+    float back[10];
+    hw_ckpt_meta meta;
+    cr_expect_eq(hw_ckpt_load(path, m, back, &meta), HW_OK, "%s", hw_error());
+    cr_expect_eq(meta.samples_seen, (int64_t)1 << 53);
+    // Model text of 3 MiB, where a model file may hold 1 MiB.
+    size_t text_bytes = 3u << 20;
+    char *big = malloc(text_bytes + 4096);
+    cr_assert_not_null(big);
+    int n = snprintf(big, 4096, "{\"__metadata__\":{\"hogwild_model\":\"");
+    memset(big + n, '#', text_bytes);
+    snprintf(big + n + text_bytes, 4096, "\"},%s,\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[24,40]}}", A);
+    write_raw(path, big, small_data, sizeof small_data);
+    free(big);
+    expect_refused(path, m, "more than the limit of 1048576 bytes for a model file", "3 MiB of model text");
+    char *text = NULL;
+    cr_expect_eq(hw_ckpt_load_model_text(path, &text), HW_ERR, "the model text of 3 MiB was read");
+    free(text);
+    free(m);
     scratch_close(&s);
 }

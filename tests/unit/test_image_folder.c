@@ -275,3 +275,76 @@ Test(image_folder, dataset_open_train_without_test) {
     cr_assert_eq(hw_dataset_open(dir, &train, &test), HW_ERR);
     expect_error(dir, "no test/ image folder");
 }
+
+// A real image of `rel`'s format whose header is patched to claim w x h (`w` < 0: unchanged).
+static void write_claiming(const char *rel, int64_t w, int64_t h) {
+    write_image(rel, 3, 3, 7);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    size_t n;
+    uint8_t *b = read_bytes(path, &n);
+    const char *ext = strrchr(rel, '.');
+    if (strcasecmp(ext, ".png") == 0) {
+        for (int i = 0; i < 4; i++)
+            b[16 + i] = (uint8_t)((uint64_t)w >> (24 - 8 * i)), b[20 + i] = (uint8_t)((uint64_t)h >> (24 - 8 * i));
+    } else if (strcasecmp(ext, ".bmp") == 0) {
+        for (int i = 0; i < 4; i++)
+            b[18 + i] = (uint8_t)((uint64_t)w >> (8 * i)), b[22 + i] = (uint8_t)((uint64_t)h >> (8 * i));
+    } else {
+        size_t at = 2;
+        while (at + 9 < n && !(b[at] == 0xFF && b[at + 1] == 0xC0)) at += 2 + ((size_t)b[at + 2] << 8 | b[at + 3]);
+        cr_assert_lt(at + 9, n, "no SOF0 in the JPEG");
+        b[at + 5] = (uint8_t)(h >> 8), b[at + 6] = (uint8_t)h, b[at + 7] = (uint8_t)(w >> 8), b[at + 8] = (uint8_t)w;
+    }
+    write_bytes(path, b, n);
+    free(b);
+}
+
+// A header that claims 100000 x 100000, 20000000 x 1 or 0 x 0 got "stb_image: unknown image type"
+// (stb_image's own limit refused it without a word of the size): now the limit's own message,
+// naming the claimed size, before anything is decoded.
+Test(image_folder, a_header_claiming_a_size_beyond_the_limit_or_none_is_named) {
+    struct {
+        const char *name;
+        int64_t w, h;
+        const char *needle;
+    } cases[] = {
+        {"cat/big.png", 100000, 100000, "claims an image of 100000 x 100000"},
+        {"cat/wide.png", 20000000, 1, "claims an image of 20000000 x 1"},
+        {"cat/empty.png", 0, 0, "at least one pixel"},
+        {"cat/big.bmp", 100000, 100000, "claims an image of 100000 x 100000"},
+        {"cat/empty.bmp", 0, 0, "at least one pixel"},
+        {"cat/big.jpg", 60000, 60000, "claims an image of 60000 x 60000"},
+        {"cat/empty.jpg", 0, 0, "at least one pixel"},
+    };
+    make_folder("cat");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_claiming(cases[i].name, cases[i].w, cases[i].h);
+        hw_dataset ds;
+        cr_expect_eq(hw_image_folder_load(&ds, dir, 0, 0), HW_ERR, "%s was read", cases[i].name);
+        expect_error(cases[i].name, cases[i].needle);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, cases[i].name);
+        unlink(path);
+    }
+}
+
+// A PNG cut short got "cannot decode image (stb_image: IDAT)".
+Test(image_folder, a_truncated_png_says_its_data_is_cut_short) {
+    make_folder("cat");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/cat/cut.png", dir);
+    enum { SIDE = 64 };
+    uint8_t *noise = malloc(SIDE * SIDE * 3);
+    for (int i = 0; i < SIDE * SIDE * 3; i++) noise[i] = (uint8_t)(i * 2654435761u >> 13);
+    cr_assert(stbi_write_png(path, SIDE, SIDE, 3, noise, SIDE * 3));
+    free(noise);
+    size_t n;
+    uint8_t *b = read_bytes(path, &n);
+    write_bytes(path, b, n / 2);
+    free(b);
+    hw_dataset ds;
+    cr_assert_eq(hw_image_folder_load(&ds, dir, 0, 0), HW_ERR);
+    expect_error("cut.png", "damaged or cut short");
+    expect_error("PNG image of 64 x 64", NULL);
+}

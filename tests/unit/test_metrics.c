@@ -4,7 +4,7 @@
 #include "hw/compare.h"
 #include "hw/err.h"
 #include "hw/train.h"
-#include "hw/run_log.h"
+#include "hw/run_outputs.h"
 #include "data_util.h"
 
 #include <criterion/criterion.h>
@@ -20,7 +20,7 @@ static void write_and_read(const hw_train_config *config, hw_metrics_table *tabl
     hw_metrics m;
     char device[64];
     hw_metrics_run run;
-    hw_train_metrics_run(config, device, sizeof device, &run);
+    hw_run_outputs_metrics_run(config, device, sizeof device, &run);
     cr_assert_eq(hw_metrics_open(&m, path, &run), HW_OK, "%s", hw_error());
     cr_assert_eq(hw_metrics_row(&m, 0.5, 0, 0, NAN, 2.3, 10.0), HW_OK);
     hw_metrics_commit(&m);

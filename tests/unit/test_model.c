@@ -542,6 +542,13 @@ Test(model_frozen, freeze_by_name_and_unknown_names) {
     cr_expect_eq(hw_model_freeze(&m, "fc1"), HW_OK, "a layer name freezes its parameters");
     cr_expect(m.params[4].frozen && m.params[5].frozen);
     cr_expect_eq(hw_model_freeze(&m, "relu1"), HW_ERR, "a layer without parameters");
+    // An empty name is refused, not read as nothing to freeze.
+    const char *empty[] = {",,", ",", "fc2.bias,,fc1", "fc2.bias,", ",fc2.bias", " , fc2.bias"};
+    for (size_t i = 0; i < sizeof empty / sizeof empty[0]; i++) {
+        cr_expect_eq(hw_model_freeze(&m, empty[i]), HW_ERR, "'%s' accepted", empty[i]);
+        cr_expect(strstr(hw_error(), "single commas") != NULL, "%s", hw_error());
+    }
+    cr_expect_eq(m.params[hw_model_find_param(&m, "fc2.bias")].frozen, 0, "a refused list freezes nothing");
     hw_model_free(&m);
 }
 

@@ -3,7 +3,7 @@
 // forward/backward against values PyTorch computed (tests/torch_reference.h).
 #include "hw/err.h"
 #include "hw/nn.h"
-#include "../src/nn/kernels.h"
+#include "../src/nn/cpu/kernels.h"
 #include "skip_report.h"
 
 #include <criterion/criterion.h>
@@ -780,7 +780,7 @@ Test(nn_layers, setup_sets_the_kind_and_named_sizes) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The CPU kernels (src/nn/kernels.h), one copy per instruction set. Each copy this CPU can run is
+// The CPU kernels (src/nn/cpu/kernels.h), one copy per instruction set. Each copy this CPU can run is
 // chosen as HOGWILD_CPU_PATH chooses it (hw_nn_kernels_select) and run through the layers' own
 // functions, as training runs it: the gradient check on sizes that take the kernels, the whole
 // LeNet against PyTorch, and every layer against the baseline copy, the product's own reference
@@ -951,7 +951,7 @@ static void conv_forward_skips_dropped_channels(const char *path, const char *li
 // table: a copy's functions called directly, with the scratch it asks for; NULL: the layer's own
 // functions on the copy in use, with the scratch the layer asks for (the most of any copy's).
 // sparse: dy mostly zeros (1 value in 8, and whole channels), as a convolution before max-pooling
-// and dropout2d gets it: the weight gradient then sums over the nonzeros (kernels_impl.h).
+// and dropout2d gets it: the weight gradient then sums over the nonzeros (src/nn/cpu/conv_pool.h).
 static void conv_stays_in_bounds_with(const char *path, const nn_kernels *table, int sparse) {
     static const int shapes[][5] = {
         // in_c, out_c, k, out_h, out_w
@@ -1059,7 +1059,7 @@ Test(nn_kernels, avx512_stays_in_bounds) { kernels_stay_in_bounds("avx512"); }
 Test(nn_kernels, avx2_stays_in_bounds) { kernels_stay_in_bounds("avx2"); }
 Test(nn_kernels, baseline_stays_in_bounds) { kernels_stay_in_bounds("baseline"); }
 
-// Every copy's linear kernels (kernels_linear.h), called straight from the copy's table as
+// Every copy's linear kernels (src/nn/cpu/linear.h), called straight from the copy's table as
 // linear.c calls them, on sizes around their tiles, vectors and batch blocks: input features
 // below, at and past a vector (16, 8 or 4 floats) and a weight gradient tile's vectors, outputs
 // and samples around the tiles (4 x 5, 3 x 4) and past a block of 64 samples. The forward and the

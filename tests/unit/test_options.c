@@ -15,8 +15,7 @@ static int parse(hw_train_config *config, cli_parsed *parsed, const char **argv)
     int argc = 0;
     while (argv[argc]) argc++;
     cli_train_defaults(config);
-    static const char *const stop_at[] = {"help", "version", NULL};
-    int status = cli_parse(&cli_train_command, argc, (char **)argv, config, stop_at, parsed);
+    int status = cli_parse(&cli_train_command, argc, (char **)argv, config, parsed);
     cli_parsed_free(parsed);
     return status;
 }
@@ -56,7 +55,7 @@ Test(options, values_land_in_their_fields) {
     cr_expect_eq(c.sync_every_samples, 300);
     cr_expect_eq(c.sync_every_ms, 0.0);
     cr_expect_str_eq(c.save_path, "x.safetensors");
-    cr_expect(cli_given(&p, "workers") && cli_given(&p, "quiet") && !cli_given(&p, "epochs"));
+    cr_expect(cli_given(&p, HW_OPTION_WORKERS) && cli_given(&p, HW_OPTION_QUIET) && !cli_given(&p, HW_OPTION_EPOCHS));
 }
 
 // getopt_long takes an unambiguous prefix; hogwild does not (a typo must not pick a flag).

@@ -55,3 +55,16 @@ Test(err, prefix_and_errno) {
     hw_fail_errno(2, "cannot open %s", "f");
     cr_expect_str_eq(hw_error(), "cannot open f: No such file or directory");
 }
+
+// A message naming two long paths (a checkpoint and a dataset, each near PATH_MAX) is kept whole:
+// --eval-only's verdict on a blown-up checkpoint names both, and its advice comes last.
+Test(err, a_message_with_two_long_paths_is_kept_whole) {
+    static char a[4000], b[4000];
+    memset(a, 'a', sizeof a - 1);
+    memset(b, 'b', sizeof b - 1);
+    hw_fail("the checkpoint %s gives a test loss of nan on %s: use an earlier checkpoint", a, b);
+    hw_error_prefix("hogwild");
+    size_t want = strlen("hogwild: the checkpoint  gives a test loss of nan on : use an earlier checkpoint") + 2 * 3999;
+    cr_expect_eq(strlen(hw_error()), want);
+    cr_expect(strstr(hw_error(), ": use an earlier checkpoint") != NULL, "the message's end was cut");
+}

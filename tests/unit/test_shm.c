@@ -303,3 +303,36 @@ Test(shm, clean_stale_removes_dead_pids_names_only) {
     }
     for (int i = 0; i < 2; i++) shm_unlink(stale[i]);
 }
+
+// A save killed by SIGKILL leaves its temporary file and its record, the /dev/shm link to it; the
+// next save of the same file removes both, not the file alone (a dangling link was left).
+Test(shm, the_sweep_of_a_dead_saves_temporary_file_removes_its_record_too) {
+    pid_t dead = fork();
+    cr_assert_neq(dead, -1);
+    if (dead == 0) _exit(0);
+    cr_assert_eq(waitpid(dead, NULL, 0), dead);
+    char folder[] = "/tmp/hw-sweep-XXXXXX";
+    cr_assert_not_null(mkdtemp(folder));
+    char ckpt[128], temp[160], record[64], other_record[64];
+    snprintf(ckpt, sizeof ckpt, "%s/x.st", folder);
+    snprintf(temp, sizeof temp, "%s.tmp.%d", ckpt, (int)dead);
+    snprintf(record, sizeof record, "/dev/shm/hogwild-%d-tmp", (int)dead);
+    // A live process's record is never touched.
+    snprintf(other_record, sizeof other_record, "/dev/shm/hogwild-%d-tmp", (int)getppid());
+    int fd = open(temp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    unlink(record);
+    cr_assert_eq(symlink(temp, record), 0, "%s: %s", record, strerror(errno));
+    int other = symlink(temp, other_record) == 0;
+    cr_expect_eq(hw_shm_temp_sweep(ckpt, NULL), HW_OK);
+    cr_expect_neq(access(temp, F_OK), 0, "the temporary file is removed");
+    struct stat st;
+    cr_expect_neq(lstat(record, &st), 0, "the record %s of the dead save is removed", record);
+    if (other) {
+        cr_expect_eq(lstat(other_record, &st), 0, "a live process's record is kept");
+        unlink(other_record);
+    }
+    unlink(record);
+    rmdir(folder);
+}

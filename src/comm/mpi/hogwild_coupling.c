@@ -39,7 +39,7 @@
 // two per rank, each rank filling its own (its samples, and its state, HW_COUPLE_*): how an
 // epoch end's wait tells a rank that is slow from one that is stuck.
 enum { COUNT_SAMPLES, COUNT_LOSS_SUM, COUNT_AT_BARRIER, N_COUNTS };
-enum { RANK_SAMPLES, RANK_STATE, PER_RANK };
+enum { RANK_SAMPLES, RANK_STATE, RANK_STOP, PER_RANK };
 
 struct hw_couple {
     float *live;                     // the node's shared weights, written by its workers
@@ -129,6 +129,8 @@ int comm_mpi_couple_open(hw_couple **out, float *live, size_t n, const hw_couple
 }
 
 static int round_start(hw_couple *c, int state, int64_t samples, double loss_sum, double now) {
+    const int stop = state / HW_COUPLE_STOP;
+    state %= HW_COUPLE_STOP;
     hw_couple_pack(c->send_wire, c->send, c->live, c->agreed, c->n);
     c->count_send[COUNT_SAMPLES] = (double)samples;
     c->count_send[COUNT_LOSS_SUM] = loss_sum;
@@ -136,6 +138,7 @@ static int round_start(hw_couple *c, int state, int64_t samples, double loss_sum
     double *mine = c->count_send + N_COUNTS + PER_RANK * c->world.rank;
     mine[RANK_SAMPLES] = (double)samples;
     mine[RANK_STATE] = state;
+    mine[RANK_STOP] = stop;
     int code =
         MPI_Iallreduce(c->send_wire, c->sum_wire, (int)c->n, MPI_UINT16_T, c->wire_sum, MPI_COMM_WORLD, &c->request[0]);
     if (code == MPI_SUCCESS) {
@@ -166,6 +169,10 @@ static void round_apply(hw_couple *c, double now) {
             c->rank_progress[r] = now;
         }
         c->rank_samples[r] = rank_samples;
+        if (theirs[RANK_STOP] > 0 && !c->view.stop_signal) {
+            c->view.stop_signal = (int)theirs[RANK_STOP];
+            c->view.stop_rank = r;
+        }
     }
     c->in_flight = c->view.in_flight = 0;
     double flight = now - c->round_started;
@@ -194,7 +201,7 @@ static int check_others_progress(const hw_couple *c) {
 }
 
 int comm_mpi_couple_poll(hw_couple *c, int state, int64_t samples, double loss_sum) {
-    const int at_barrier = state == HW_COUPLE_AT_BARRIER;
+    const int at_barrier = state % HW_COUPLE_STOP == HW_COUPLE_AT_BARRIER, stopping = state >= HW_COUPLE_STOP;
     double entered = now_seconds(), cpu_entered = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
     int status = HW_OK;
     if (c->in_flight) {
@@ -218,11 +225,12 @@ int comm_mpi_couple_poll(hw_couple *c, int state, int64_t samples, double loss_s
         // collective is then the weights check. (Rank 0 polls with at_barrier 0 while it
         // evaluates, and an evaluation begun just before that round landed once started a round
         // here that met the others' weights check: mismatched collectives, a rank's stack
-        // overwritten by the round's floats, SIGSEGV.)
-        int due = c->all_at_barrier           ? 0
-                  : at_barrier                ? 1
-                  : c->plan.every_samples > 0 ? samples - c->last_samples >= c->plan.every_samples
-                                              : (entered - c->last_start) * 1000 >= c->plan.every_ms;
+        // overwritten by the round's floats, SIGSEGV.) A stop goes at once, and once one has landed
+        // no rank starts another round: every rank stops after that one.
+        int due = c->view.stop_signal || c->all_at_barrier ? 0
+                  : at_barrier || stopping                 ? 1
+                  : c->plan.every_samples > 0              ? samples - c->last_samples >= c->plan.every_samples
+                                                           : (entered - c->last_start) * 1000 >= c->plan.every_ms;
         if (due) status = round_start(c, state, samples, loss_sum, now_seconds());
     }
     if (status == HW_OK && at_barrier && !c->all_at_barrier) status = check_others_progress(c);

@@ -12,7 +12,7 @@
 //   2. each replica scales its gradient by count_k / B, and the gradients are all-reduced
 //      (summed), so every replica holds the gradient of the whole batch's mean loss: NCCL across
 //      distinct GPUs, peer/device copies and a sum kernel where NCCL cannot be used (two replicas
-//      on one GPU; see hw_cuda_allreduce in cuda.h);
+//      on one GPU; see hw_cuda_allreduce in src/cuda/allreduce.h);
 //   3. every replica applies the same SGD step to its own weights and momentum, as torch's
 //      DistributedDataParallel does: the replicas start from the same weights and apply the same
 //      reduced gradient with the same kernel, so they stay equal without a weight broadcast.
@@ -39,12 +39,17 @@
 #include "hw/train.h"
 #include "hw/dataparallel.h"
 #include "hw/gpu_train.h"
-#include "hw/run_log.h"
+#include "hw/run_outputs.h"
 
 #include "train/dataparallel_loop.h"
 #include "hw/comm.h"
-#include "hw/cuda.h"
+#include "cuda/allreduce.h"
+#include "cuda/device.h"
+#include "cuda/layer_ops.h"
+#include "cuda/ranks.h"
+#include "cuda/runner.h"
 #include "hw/err.h"
+#include "hw/option.h"
 #include "hw/signals.h"
 #include "gpu_batch.h"
 
@@ -63,7 +68,7 @@ typedef struct {
     size_t n_weights;
     size_t sample_bytes;  // one uint8 sample
     uint8_t *x, *y;       // a gathered batch, host memory
-    // This epoch, for dataparallel_loop.c:
+    // This epoch, for the epoch driver (dataparallel_loop.c):
     const hw_train_config *config;
     const hw_dataset *train;
     const int64_t *order;  // the epoch's sample order
@@ -216,22 +221,22 @@ static int use_replica(const gpu_team *team, int k) {
     return hw_cuda_select((hw_device){HW_DEVICE_CUDA, team->devices[k]});
 }
 
-// Across ranks, after the step: the tails (hw_dp_ranks_tail) summed over the ranks (MPI, within
-// --sync-timeout), so that every rank ends the run, or leaves on Ctrl-C, after the same step.
-// *loss_sum, *diverged and *diverged_loss are the world's on return.
+// Across ranks, after the step: the step's outcomes (hw_dp_outcome_write) summed over the ranks
+// (MPI, within --sync-timeout), so that every rank ends the run, or leaves on Ctrl-C, after the
+// same step. *loss_sum, *diverged and *diverged_loss are the world's on return.
 static int ranks_agree(gpu_team *team, float *loss_sum, int *diverged, float *diverged_loss) {
-    float tail[HW_DP_TAIL];
-    hw_dp_ranks_tail(tail, *loss_sum, *diverged);
-    if (hw_comm_sum(tail, HW_DP_TAIL, team->config->sync_timeout) != HW_OK) return HW_ERR;
-    *loss_sum = tail[0];
-    return hw_dp_ranks_settle(tail, *diverged, &team->world, team->replicas, &team->stop_agreed, diverged,
-                              diverged_loss);
+    float outcome[HW_DP_OUTCOME_FLOATS];
+    hw_dp_outcome_write(outcome, *loss_sum, *diverged);
+    if (hw_comm_sum(outcome, HW_DP_OUTCOME_FLOATS, team->config->sync_timeout) != HW_OK) return HW_ERR;
+    *loss_sum = outcome[HW_DP_OUTCOME_LOSS_SUM];
+    return hw_dp_outcome_agree(outcome, *diverged, &team->world, team->replicas, &team->stop_agreed, diverged,
+                               diverged_loss);
 }
 
 // One synchronous step over the oldest queued batch of `batch` samples (the global batch: this
 // rank's chunk of it across ranks); *loss gets the mean loss over the whole batch, or where a
-// replica diverged its loss (hw_dp_ranks_settle says why).
-static int team_step(gpu_team *team, const hw_train_config *config, int batch, float *loss, int *diverged) {
+// replica diverged its loss (hw_dp_outcome_agree says why). The SGD step's rate is `lr`.
+static int team_step(gpu_team *team, const hw_train_config *config, int batch, float lr, float *loss, int *diverged) {
     const int K = team->replicas;
     const int64_t n = (int64_t)team->n_weights;
     int rank_offset, rank_count;
@@ -259,8 +264,8 @@ static int team_step(gpu_team *team, const hw_train_config *config, int batch, f
         return HW_ERR;
     }
     for (int k = 0; k < K; k++) {
-        if (hw_cuda_runner_sgd_step(team->runner[k], config->lr, config->momentum, config->weight_decay,
-                                    config->nesterov) != HW_OK) {
+        if (hw_cuda_runner_sgd_step(team->runner[k], lr, config->momentum, config->weight_decay, config->nesterov) !=
+            HW_OK) {
             return hw_error_prefix("replica %d", k);
         }
     }
@@ -297,9 +302,10 @@ static int team_download(gpu_team *team, float *host) {
     return HW_OK;
 }
 
-// ---- the epochs (src/train/dataparallel_loop.h), each step a call of gpu_step ----
+// ---- hw_dp_trainer: the steps the epoch driver takes (src/train/dataparallel_loop.h) ----
 
-static int gpu_begin_epoch(gpu_team *team, const int64_t *order, int64_t n) {
+static int gpu_begin_epoch(void *ctx, const int64_t *order, int64_t n) {
+    gpu_team *team = ctx;
     team->order = order;
     team->n = n;
     team->pos = 0;
@@ -307,54 +313,42 @@ static int gpu_begin_epoch(gpu_team *team, const int64_t *order, int64_t n) {
     return team->queued < 0 ? HW_ERR : HW_OK;
 }
 
-// The queued batch's step; the next batch is queued first, so its copies overlap this compute.
-// Returns the batch size, 0 when the epoch is used up, -1 on error.
-static int gpu_step(gpu_team *team, float *loss, int *diverged) {
+// The queued batch's step (hw_dp_trainer.step); the next batch is queued first, so its copies
+// overlap this compute.
+static int gpu_step(void *ctx, float lr, float *loss, int *diverged) {
+    gpu_team *team = ctx;
     int batch = team->queued;
     if (batch <= 0) return batch;
     team->queued = team_queue(team, team->train, team->order, team->n, &team->pos, team->config->batch_size);
-    if (team->queued < 0 || team_step(team, team->config, batch, loss, diverged) != HW_OK) return -1;
+    if (team->queued < 0 || team_step(team, team->config, batch, lr, loss, diverged) != HW_OK) return -1;
     team->steps++;
     return batch;
 }
 
-// The stop signal the loop obeys: across ranks the one agreed at the last step (ranks_agree).
-static int gpu_stop(const gpu_team *team) {
+static void gpu_end_epoch(void *ctx) {
+    gpu_team *team = ctx;
+    team->queued = 0;
+}
+
+// Across ranks the stop signal agreed at the last step (ranks_agree).
+static int gpu_stop(void *ctx) {
+    const gpu_team *team = ctx;
     return team->config->world.size > 1 ? team->stop_agreed : hw_stop_signal();
 }
 
-static void gpu_end_epoch(gpu_team *team) { team->queued = 0; }
-
-static int gpu_snapshot(void *arg, hw_train_outputs *log) {
-    gpu_team *team = arg;
+// Replica 0's weights, downloaded. Across ranks, every evaluation point (every epoch end among
+// them) checks that the ranks hold the same weights, bit for bit; not the snapshot of a stopped
+// run, which rank 0 alone takes.
+static int gpu_snapshot(void *ctx, hw_run_outputs *outputs) {
+    gpu_team *team = ctx;
     if (team_download(team, team->host_weights) != HW_OK) return HW_ERR;
-    // Across ranks, every evaluation point (every epoch end among them) checks that the ranks hold
-    // the same weights, bit for bit; not the snapshot of a stopped run, which rank 0 alone takes.
     if (team->ranks && !team->stop_agreed) {
         char when[96];
         snprintf(when, sizeof when, "an evaluation point (%lld steps into the run)", (long long)team->steps);
         if (hw_comm_weights_agree(team->host_weights, team->n_weights, when) != HW_OK) return HW_ERR;
     }
-    hw_train_outputs_snapshot(log, team->host_weights);
+    hw_run_outputs_snapshot(outputs, team->host_weights);
     return HW_OK;
-}
-
-static int gpu_train(gpu_team *team, const hw_train_inputs *in, int first_epoch, hw_train_outputs *log,
-                     hw_train_result *result) {
-    hw_dp_loop loop;
-    int status = hw_dp_loop_open(&loop, in, first_epoch, log, gpu_snapshot, team);
-    while (hw_dp_loop_next_epoch(&loop, &status, gpu_stop(team))) {
-        status = gpu_begin_epoch(team, loop.order, in->train.n);
-        if (status != HW_OK) break;
-        float loss = 0;
-        int batch = 0, diverged = -1;
-        while (status == HW_OK && !gpu_stop(team) && (batch = gpu_step(team, &loss, &diverged)) > 0) {
-            status = hw_dp_loop_step(&loop, batch, loss, diverged);
-        }
-        gpu_end_epoch(team);
-        status = hw_dp_loop_end_epoch(&loop, batch < 0 ? HW_ERR : status, gpu_stop(team));
-    }
-    return hw_dp_loop_close(&loop, status, gpu_stop(team), result);
 }
 
 int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
@@ -368,7 +362,7 @@ int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *i
     if (hw_train_start_weights(config, model, &first_epoch, &samples_before) != HW_OK) return HW_ERR;
 
     gpu_team team = {0};
-    hw_train_outputs log = {0};
+    hw_run_outputs outputs = {0};
     int status = HW_OK;
     if (config->world.size > 1) {
         // MPI first: a rank that fails after it ends the whole job (MPI_Abort), not only itself.
@@ -376,22 +370,28 @@ int hw_train_dataparallel_cuda(const hw_train_config *config, hw_train_inputs *i
         if (status == HW_OK) status = hw_run_check_ranks(config, in, first_epoch, samples_before);
         if (status == HW_OK) status = hw_comm_weights_agree(model->weights, model->n_weights, "the start");
     }
-    if (status == HW_OK) status = hw_train_outputs_open(&log, config, in, first_epoch, samples_before);
-    log.distributed = config->world.size > 1;  // every rank evaluates a share: none waits for rank 0
+    if (status == HW_OK) status = hw_run_outputs_open(&outputs, config, in, first_epoch, samples_before);
+    outputs.distributed = config->world.size > 1;  // every rank evaluates a share: none waits for rank 0
     if (status == HW_OK) status = team_open(&team, config, in);
     if (status == HW_OK && !config->quiet && team.ranks) {
-        hw_progress_message(&log.progress,
+        hw_progress_message(&outputs.progress,
                             "DataParallel on %d GPU ranks x %d replica(s), each rank on the GPU of its local rank; "
                             "gradient sum: on a rank %s, across ranks %s\n",
                             config->world.size, K, hw_cuda_allreduce_method(team.reduce),
                             hw_cuda_ranks_method(team.ranks));
     } else if (status == HW_OK && !config->quiet) {
-        hw_progress_message(&log.progress, "DataParallel on %d GPU replica(s), gradient all-reduce: %s\n", K,
+        hw_progress_message(&outputs.progress, "DataParallel on %d GPU replica(s), gradient all-reduce: %s\n", K,
                             hw_cuda_allreduce_method(team.reduce));
     }
-    if (status == HW_OK) status = hw_train_outputs_first_point(&log, model->weights, first_epoch);
-    if (status == HW_OK) status = gpu_train(&team, in, first_epoch, &log, result);
+    if (status == HW_OK) status = hw_run_outputs_first_point(&outputs, model->weights, first_epoch);
+    hw_dp_trainer steps = {.ctx = &team,
+                           .begin_epoch = gpu_begin_epoch,
+                           .step = gpu_step,
+                           .end_epoch = gpu_end_epoch,
+                           .stop = gpu_stop,
+                           .snapshot = gpu_snapshot};
+    if (status == HW_OK) status = hw_dp_loop_run(&steps, in, first_epoch, &outputs, result);
     team_close(&team);
-    hw_train_outputs_close(&log);
+    hw_run_outputs_close(&outputs);
     return status;
 }

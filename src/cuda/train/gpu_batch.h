@@ -2,7 +2,6 @@
 #ifndef HW_TRAIN_CUDA_PRIVATE_H
 #define HW_TRAIN_CUDA_PRIVATE_H
 
-#include "hw/cuda.h"
 #include "hw/data.h"
 #include "hw/err.h"
 

@@ -16,6 +16,8 @@
 // parent's alone, so what a race loses only changes the next round's sent_c.
 #include "gpu_copies.h"
 
+#include "cuda/layer_ops.h"
+
 #include "hw/clock.h"
 #include "hw/err.h"
 #include "hw/option.h"
@@ -257,7 +259,8 @@ int gpu_copies_poll(gpu_copies *g, int settle, int64_t samples) {
 double gpu_copies_wait(const gpu_copies *g) {
     if (g->copies < 2) return 0.01;
     // An interval in samples is seen only when the parent looks: every millisecond, so that a
-    // round starts within a millisecond's samples of it (at 10 ms, --sync-every 256 gave 1429).
+    // round starts within a millisecond's samples of it (in 10 ms the workers pass several
+    // intervals of a few hundred samples).
     if (g->plan.every_samples > 0 || g->plan.most_samples > 0) return 0.001;
     double left = g->last_round + g->plan.every_ms / 1000 - hw_now();
     return left < 0.001 ? 0.001 : left > 0.01 ? 0.01 : left;

@@ -6,8 +6,9 @@
 #ifndef HW_GPU_COPIES_H
 #define HW_GPU_COPIES_H
 
+#include "cuda/allreduce.h"
+#include "cuda/device.h"
 #include "hw/comm.h"
-#include "hw/cuda.h"
 #include "hw/train.h"
 
 #include <stddef.h>

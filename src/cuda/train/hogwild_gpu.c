@@ -10,7 +10,7 @@
 //
 // A process that has initialised CUDA cannot hand CUDA to a child it forks, so the order is:
 //   1. before fork, no CUDA call at all: with the model and the data loaded already (by the
-//      command line, src/cli/main.c's command_train), the parent initialises (or --resume loads)
+//      command line, cli_train_run in src/cli/train_command.c), the parent initialises (or --resume loads)
 //      the weights in host memory and maps the shared control block (hw_shm):
 //      per-worker progress atomics and the handle channel {state, handle, error text};
 //   2. it forks the workers, and only then selects the device, allocates the weights, uploads
@@ -22,7 +22,7 @@
 //      progress slots; it closes the handle before it returns;
 //   4. the parent watches with the CPU trainer's loop (hogwild_watch.c); at an evaluation point
 //      it copies the device weights to host memory (pinned, on its own stream) and evaluates them
-//      on the CPU with hw_train_outputs: metrics rows, epoch results and checkpoints are the CPU's;
+//      on the CPU with hw_run_outputs: metrics rows, epoch results and checkpoints are the CPU's;
 //   5. it frees the device memory only after every worker has been reaped, however the run ends:
 //      a worker that returns has closed its handle, and one that was killed (a failure elsewhere,
 //      Ctrl-C) lost its mapping with its process, so no process maps the weights any more (CUDA
@@ -32,11 +32,14 @@
 // -d), which lets their kernels run at the same time.
 #include "hw/train.h"
 #include "hw/gpu_train.h"
-#include "hw/run_log.h"
+#include "hw/run_outputs.h"
 
+#include "train/fault.h"
+#include "train/hogwild_protocol.h"
 #include "train/hogwild_watch.h"
 #include "hw/comm.h"
-#include "hw/cuda.h"
+#include "cuda/device.h"
+#include "cuda/runner.h"
 #include "hw/err.h"
 #include "hw/shm.h"
 #include "hw/signals.h"
@@ -127,11 +130,8 @@ static int train_shard(int rank, gpu_job *job, hw_cuda_runner *runner, int64_t *
     int batches = 0;
     for (int epoch = job->first_epoch; epoch < config->epochs; epoch++) {
         if (!hw_hogwild_wait_for_epoch(control, epoch)) return HW_OK;
-        // Across ranks the world is R x N workers, each with a shard of its own.
-        const int world_workers = config->workers * config->world.size;
-        const int world_rank = config->world.rank * config->workers + rank;
-        int64_t count = hw_sampler_shard_size(train->n, world_workers, world_rank);
-        if (hw_sampler_shard(shard, train->n, world_workers, world_rank, epoch, config->seed) != HW_OK) return HW_ERR;
+        int64_t count;
+        if (hw_hogwild_shard(config, train->n, rank, epoch, shard, &count) != HW_OK) return HW_ERR;
         int64_t pos = 0;
         int batch = queue_batch(runner, train, shard, count, &pos, config->batch_size, x, y);
         while (batch > 0) {
@@ -139,8 +139,9 @@ static int train_shard(int rank, gpu_job *job, hw_cuda_runner *runner, int64_t *
             int next = queue_batch(runner, train, shard, count, &pos, config->batch_size, x, y);
             if (next < 0) return HW_ERR;
             // Forward, backward and THE Hogwild update: straight onto the shared device weights, no lock.
-            if (hw_cuda_runner_train_step(runner, config->lr, config->momentum, config->weight_decay,
-                                          config->nesterov) != HW_OK) {
+            float lr = hw_hogwild_step_lr(control, config, train->n, batch);
+            if (hw_cuda_runner_train_step(runner, lr, config->momentum, config->weight_decay, config->nesterov) !=
+                HW_OK) {
                 return HW_ERR;
             }
             samples += batch;
@@ -158,23 +159,23 @@ static int train_shard(int rank, gpu_job *job, hw_cuda_runner *runner, int64_t *
                 if (!isfinite(loss_sum) || hw_loss_diverged(window)) {
                     // Diverged within these batches: the parent ends the run naming this worker.
                     // Their samples were trained (their steps are in the weights): they count.
-                    hogwild_report(slot, samples, reported_sum);
+                    hw_hogwild_report_progress(slot, samples, reported_sum);
                     hw_hogwild_report_diverged(slot, epoch, isfinite(loss_sum) ? window : loss_sum, last_finite_loss);
                     return hw_cuda_runner_sync(runner);
                 }
                 if (samples > reported_samples) last_finite_loss = window;
                 reported_samples = samples;
                 reported_sum = loss_sum;
-                hogwild_report(slot, samples, loss_sum);
+                hw_hogwild_report_progress(slot, samples, loss_sum);
             }
             if (hw_fault_check(&job->fault, rank, batches) != HW_OK) return HW_ERR;
-            if (atomic_load_explicit(&control->stop, memory_order_relaxed)) return HW_OK;
+            if (hw_hogwild_stopping(control)) return HW_OK;
             batch = next;
         }
         if (batch < 0) return HW_ERR;
         // The epoch's last step must have landed in the shared weights before the parent copies them.
         if (hw_cuda_runner_sync(runner) != HW_OK) return HW_ERR;
-        atomic_store(&slot->epochs_done, epoch - job->first_epoch + 1);
+        hw_hogwild_report_epoch(slot, epoch - job->first_epoch + 1);
     }
     return HW_OK;
 }
@@ -195,8 +196,7 @@ static int gpu_worker(int rank, void *arg) {
         return hw_error_prefix("opening the shared device weights");
     }
     const size_t sample = (size_t)train->channels * (size_t)train->height * (size_t)train->width;
-    const int world_workers = config->workers * config->world.size;
-    int64_t *shard = malloc(sizeof(int64_t) * (size_t)(hw_sampler_shard_size(train->n, world_workers, 0) + 1));
+    int64_t *shard = hw_hogwild_shard_alloc(config, train->n);
     uint8_t *x = malloc(sample * (size_t)config->batch_size);
     uint8_t *y = malloc((size_t)config->batch_size);
     hw_cuda_runner *runner = NULL;
@@ -206,7 +206,7 @@ static int gpu_worker(int rank, void *arg) {
         .weights_dev = weights,
         .mean = job->in->norm.mean,
         .std = job->in->norm.std,
-        .seed = hw_worker_seed(config->seed, config->world.rank * config->workers + rank),
+        .seed = hw_hogwild_worker_seed(config, rank),
         // Each step one CUDA graph launch (runner.cu): up to 3x the steps of a lone worker on an
         // H100, even with four (bench/RESULTS.md, "GPU"). HOGWILD_CUDA_GRAPHS=0 launches kernel by kernel.
         .graph = graphs_wanted(),
@@ -233,7 +233,7 @@ static int gpu_worker(int rank, void *arg) {
     return closed;
 }
 
-// ---- the parent ----
+// ---- the device set-up ----
 
 // Step 2 above: after the fork, the copies of the weights (gpu_copies.c), their handles exported.
 // On failure the channel says FAILED with the message.
@@ -259,18 +259,37 @@ static int parent_device_open(gpu_copies *copies, const gpu_job *job, const hw_m
     return HW_OK;
 }
 
-// hogwild_watch's snapshot: the device weights on one GPU; on several, the rounds' weights that the
-// copies agree on (gpu_copies_snapshot), which every copy is at an epoch end.
-static int snapshot_device_weights(void *ctx, hw_train_outputs *log) {
+// ---- hogwild_weights: the copies of the weights on the GPUs (gpu_copies.c) ----
+
+// The device weights on one GPU; on several, the rounds' weights that the copies agree on
+// (gpu_copies_snapshot), which every copy is at an epoch end.
+static int snapshot_device_weights(void *ctx, hw_run_outputs *outputs) {
     gpu_copies *copies = ctx;
     if (gpu_copies_snapshot(copies) != HW_OK) return hw_error_prefix("copying the device weights for an evaluation");
-    hw_train_outputs_snapshot(log, copies->host[0]);
+    hw_run_outputs_snapshot(outputs, copies->host[0]);
     return HW_OK;
 }
 
-// hogwild_watch's rounds between the copies.
-static int poll_copies(void *ctx, int settle, int64_t samples) { return gpu_copies_poll(ctx, settle, samples); }
+static int round_copies(void *ctx, int settle, int64_t samples) { return gpu_copies_poll(ctx, settle, samples); }
 static double wait_copies(void *ctx) { return gpu_copies_wait(ctx); }
+static int pull_mirror(void *ctx) { return gpu_copies_pull(ctx); }
+static int push_mirror(void *ctx, int settled) { return gpu_copies_push(ctx, settled); }
+static void report_copies(void *ctx, char *text, size_t cap) { gpu_copies_report(ctx, text, cap); }
+
+// Where the parent's loop finds the weights: `copies` on their GPUs, with rounds between them
+// where there are several, and the host mirror of the device weights where the ranks couple them.
+static hogwild_weights device_weights(gpu_copies *copies, int coupled) {
+    const int several = copies->copies > 1;
+    return (hogwild_weights){.ctx = copies,
+                             .snapshot = snapshot_device_weights,
+                             .copies_round = several ? round_copies : NULL,
+                             .copies_wait = several ? wait_copies : NULL,
+                             .mirror_pull = coupled ? pull_mirror : NULL,
+                             .mirror_push = coupled ? push_mirror : NULL,
+                             .report = several ? report_copies : NULL};
+}
+
+// ---- the parent ----
 
 // The device set-up failed: the workers see FAILED and leave with the parent's message; wait for
 // them (stopping any that lingers) and report the parent's own message.
@@ -282,48 +301,27 @@ static int fail_setup(hw_spawn_ctx *spawn) {
     return hw_fail("%s", message);
 }
 
-// hogwild_watch's host mirror of the device weights, for the ranks' coupling.
-static int pull_mirror(void *ctx) { return gpu_copies_pull(ctx); }
-static int push_mirror(void *ctx, int settled) { return gpu_copies_push(ctx, settled); }
-
-// The watch loop, with the copies' rounds (several GPUs) or the ranks' coupling (GPU ranks).
+// The parent's loop over the copies on the GPUs, coupled to the other ranks by `couple` (GPU
+// ranks) or not (NULL).
 static int watch_workers(const hw_train_config *config, hw_train_inputs *in, gpu_job *job, gpu_copies *copies,
-                         hw_couple *couple, hw_spawn_ctx *spawn, hw_train_outputs *log, hw_train_result *result) {
+                         hw_couple *couple, hw_spawn_ctx *spawn, hw_run_outputs *outputs, hw_train_result *result) {
     hogwild_watch watch = {.config = config,
                            .control = job->control,
                            .n_train = in->train.n,
                            .first_epoch = job->first_epoch,
-                           .snapshot = snapshot_device_weights,
-                           .snapshot_ctx = copies,
+                           .weights = device_weights(copies, couple != NULL),
                            .couple = couple,
                            // Named where the GPU is not the one --device names.
                            .worker_gpu = config->n_gpus > 0 || config->world.size > 1 ? job->worker_gpu : NULL};
-    if (copies->copies > 1) {
-        watch.copies_poll = poll_copies;
-        watch.copies_wait = wait_copies;
-        watch.copies_ctx = copies;
-    }
-    if (couple) {
-        watch.mirror_pull = pull_mirror;
-        watch.mirror_push = push_mirror;
-        watch.mirror_ctx = copies;
-    }
-    int status = hw_hogwild_watch_run(&watch, spawn, log, result);
-    if (status == HW_OK && !result->interrupted_by && (copies->copies > 1 || couple)) {
-        char text[1024];
-        if (couple) hw_couple_report(couple, text, sizeof text);
-        else gpu_copies_report(copies, text, sizeof text);
-        hw_progress_message(&log->progress, "%s", text);
-    }
-    return status;
+    return hw_hogwild_watch_run(&watch, spawn, outputs, result);
 }
 
 // After the fork: MPI across ranks, the device set up, then hogwild_watch's loop with snapshots
 // from the device.
 static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_job *job, int64_t samples_before,
-                       hw_train_outputs *log, hw_train_result *result) {
+                       hw_run_outputs *outputs, hw_train_result *result) {
     hw_spawn_ctx spawn;
-    log->started = hw_now();  // timed from the first fork, as on the CPU: the set-up below counts
+    outputs->started = hw_now();  // timed from the first fork, as on the CPU: the set-up below counts
     if (hw_spawn(&spawn, gpu_worker, job, config->workers) != HW_OK) return HW_ERR;
     // Across ranks MPI comes first (its threads after the fork, as on the CPU), so that a failure
     // of this rank's device set-up ends the whole job (MPI_Abort) instead of leaving the others in
@@ -331,7 +329,7 @@ static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_j
     gpu_copies copies = {0};
     int opened = HW_ERR;
     if (config->world.size > 1 && hw_comm_init(&config->world, config->sync_timeout) != HW_OK) {
-        atomic_store(&job->control->stop, 1);  // the workers, still waiting for the weights, leave
+        hw_hogwild_stop(job->control);  // the workers, still waiting for the weights, leave
     } else {
         // From here on this process may use CUDA. Its first calls start the runtime's helper
         // threads, which inherit this thread's signal mask: with SIGINT and SIGTERM blocked
@@ -351,14 +349,14 @@ static int run_workers(const hw_train_config *config, hw_train_inputs *in, gpu_j
         status = HW_OK;
         if (config->world.size > 1) {
             // The workers wait at the barrier until this node is coupled to the others.
-            status = hw_hogwild_couple_open(config, in, job->first_epoch, samples_before, copies.mirror, NULL, &couple);
-            if (status == HW_OK) atomic_store(&job->control->released_epoch, job->first_epoch);
-            log->started = hw_now();  // the workers start now: MPI and the checks were set-up
+            status = hw_hogwild_couple_open(config, in, job->control, job->first_epoch, samples_before, copies.mirror,
+                                            NULL, &couple);
+            outputs->started = hw_now();  // the workers start now: MPI and the checks were set-up
         }
         if (status == HW_OK) {
-            status = watch_workers(config, in, job, &copies, couple, &spawn, log, result);
+            status = watch_workers(config, in, job, &copies, couple, &spawn, outputs, result);
         } else {
-            atomic_store(&job->control->stop, 1);
+            hw_hogwild_stop(job->control);
             hw_spawn_stop(&spawn);
         }
     }
@@ -413,15 +411,22 @@ int hw_train_hogwild_cuda(const hw_train_config *config, hw_train_inputs *in, hw
     job.control = shm.data;
     job.channel = (handle_channel *)((char *)shm.data + head);
     // Across ranks the workers wait until the node is coupled to the others (run_workers).
-    atomic_store(&job.control->released_epoch, config->world.size > 1 ? job.first_epoch - 1 : job.first_epoch);
+    hw_hogwild_release_first(job.control, config, job.first_epoch);
+    hw_hogwild_schedule_start(job.control, samples_before);
     atomic_store(&job.channel->state, HANDLE_WAIT);
 
-    hw_train_outputs log = {0};
-    int status = hw_train_outputs_open(&log, config, in, job.first_epoch, samples_before);
+    hw_run_outputs outputs = {0};
+    int status = hw_run_outputs_open(&outputs, config, in, job.first_epoch, samples_before);
     // The weights are still on the host.
-    if (status == HW_OK) status = hw_train_outputs_first_point(&log, model->weights, job.first_epoch);
-    if (status == HW_OK) status = run_workers(config, in, &job, samples_before, &log, result);
-    hw_train_outputs_close(&log);
+    if (status == HW_OK) status = hw_run_outputs_first_point(&outputs, model->weights, job.first_epoch);
+    // A stop in the set-up or the first evaluation: no worker is started (across ranks the coupling
+    // agrees on the stop).
+    if (status == HW_OK && config->world.size == 1) {
+        status = hw_run_outputs_stop_before_training(&outputs, model->weights, job.first_epoch, result);
+    }
+    if (status == HW_OK && !result->interrupted_by)
+        status = run_workers(config, in, &job, samples_before, &outputs, result);
+    hw_run_outputs_close(&outputs);
     hw_shm_close(&shm);
     return status;
 }

@@ -1,0 +1,118 @@
+// resume_settings: the settings --resume restores from a checkpoint's metadata
+// (src/cli/resume_settings.h). The weights, the epoch and the samples seen are restored where the
+// trainer loads the weights (hw_train_start_weights); the seed, the rate and the schedule must be known
+// before that, since the initialisation, the shuffling, the workers' seeds and every step's rate
+// come from them.
+#include "cli/resume_settings.h"
+
+#include "cli/usage.h"
+#include "hw/ckpt.h"
+#include "hw/err.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The model text restored from the checkpoint: config->model_text points at it for the rest of
+// the process.
+static char *restored_model_text;
+
+// The model: the text the checkpoint records unless --model is given, as --eval-only reads it: the
+// default model file would be a network the checkpoint was perhaps never trained as, and one of
+// the same shapes (another activation) would load without a word. A checkpoint that records none
+// (another program's) keeps --model's file, to whose shapes its tensors must fit.
+static int restore_model(hw_train_config *config, const cli_parsed *given) {
+    if (cli_given(given, HW_OPTION_MODEL)) return HW_EXIT_OK;
+    char *text = NULL;
+    if (hw_ckpt_load_model_text(config->resume_path, &text) != HW_OK) return cli_failure("hogwild");
+    if (!text) return HW_EXIT_OK;
+    free(restored_model_text);
+    restored_model_text = text;
+    config->model_text = text;
+    config->model_path = config->resume_path;
+    return HW_EXIT_OK;
+}
+
+// The seed: the checkpoint's unless --seed is given. A checkpoint that records none (written by
+// another program) leaves the run's, which stderr names: nothing restores it.
+static void restore_seed(hw_train_config *config, const cli_parsed *given, const hw_ckpt_meta *meta, int say) {
+    int seed_given = cli_given(given, HW_OPTION_SEED);
+    if (!meta->has_seed) {
+        if (say) {
+            fprintf(stderr, "hogwild: the checkpoint %s records no seed: this run uses seed %" PRIu64 "%s\n",
+                    config->resume_path, config->seed, seed_given ? " as given" : " (--seed's default)");
+        }
+        return;
+    }
+    if (!seed_given) {
+        config->seed = meta->seed;
+        return;
+    }
+    if (config->seed != meta->seed && say) {
+        fprintf(stderr,
+                "hogwild: the checkpoint %s was trained with seed %" PRIu64 "; this run uses --seed %" PRIu64
+                " as given (its shuffling and dropout are not those of the run that saved it)\n",
+                config->resume_path, meta->seed, config->seed);
+    }
+}
+
+// The base learning rate: the checkpoint's unless --lr is given. One that records none (from
+// before it was recorded, or another program's) leaves the run's, which stderr names.
+static void restore_lr(hw_train_config *config, const cli_parsed *given, const hw_ckpt_meta *meta, int say) {
+    int lr_given = cli_given(given, HW_OPTION_LR);
+    if (!(meta->lr > 0)) {
+        if (say) {
+            fprintf(stderr, "hogwild: the checkpoint %s records no learning rate: this run uses --lr %g%s\n",
+                    config->resume_path, (double)config->lr, lr_given ? " as given" : " (its default)");
+        }
+        return;
+    }
+    if (!lr_given) {
+        config->lr = meta->lr;
+        return;
+    }
+    if (config->lr != meta->lr && say) {
+        fprintf(stderr, "hogwild: the checkpoint %s was trained with --lr %g; this run uses --lr %g as given\n",
+                config->resume_path, (double)meta->lr, (double)config->lr);
+    }
+}
+
+// The schedule and its warm-up: each the checkpoint's unless given. A checkpoint from before
+// schedules records none, and trained at a constant rate: the run's own (the default, constant)
+// stands.
+static int restore_schedule(hw_train_config *config, const cli_parsed *given, const hw_ckpt_meta *meta, int say) {
+    if (!meta->lr_schedule[0]) return HW_EXIT_OK;
+    hw_lr_schedule recorded;
+    if (hw_lr_schedule_parse(meta->lr_schedule, &recorded) != HW_OK) {
+        fprintf(stderr, "hogwild: the checkpoint %s records a learning-rate schedule this hogwild cannot read: %s\n",
+                config->resume_path, hw_error());
+        return HW_EXIT_FAILURE;
+    }
+    recorded.warmup = meta->lr_warmup;
+    hw_lr_schedule *schedule = &config->lr_schedule;
+    int64_t warmup = cli_given(given, HW_OPTION_WARMUP) ? schedule->warmup : recorded.warmup;
+    if (!cli_given(given, HW_OPTION_LR_SCHEDULE)) *schedule = recorded;
+    schedule->warmup = warmup;
+    char was[64], now[64];
+    hw_lr_schedule_format(&recorded, was, sizeof was);
+    hw_lr_schedule_format(schedule, now, sizeof now);
+    if (say && (strcmp(was, now) != 0 || recorded.warmup != schedule->warmup)) {
+        fprintf(stderr,
+                "hogwild: the checkpoint %s was trained with the learning-rate schedule %s (warm-up %" PRId64
+                " samples); this run uses %s (warm-up %" PRId64 " samples) as given\n",
+                config->resume_path, was, recorded.warmup, now, schedule->warmup);
+    }
+    return HW_EXIT_OK;
+}
+
+int cli_resume_settings(hw_train_config *config, const cli_parsed *given) {
+    if (!config->resume_path || config->eval_only) return HW_EXIT_OK;
+    hw_ckpt_meta meta;
+    if (hw_ckpt_load_meta(config->resume_path, &meta) != HW_OK) return cli_failure("hogwild");
+    int say = config->world.rank == 0;
+    restore_seed(config, given, &meta, say);
+    restore_lr(config, given, &meta, say);
+    int status = restore_schedule(config, given, &meta, say);
+    return status == HW_EXIT_OK ? restore_model(config, given) : status;
+}

@@ -1,0 +1,166 @@
+// sparse_train_command: a training run of a sparse model (src/cli/sparse_train_command.h): the
+// checks of what such a run does not do yet, the model and the data loaded and fitted together,
+// the trainer (hw_train_sparse), and the lines printed.
+#include "cli/sparse_train_command.h"
+
+#include "cli/options.h"
+#include "cli/preflight.h"
+#include "cli/usage.h"
+#include "hw/ckpt.h"
+#include "hw/err.h"
+#include "hw/file.h"
+#include "hw/shm.h"
+#include "hw/sparse_train.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int cli_sparse_model_is(const char *model_path) {
+    static char text[HW_MODEL_FILE_MAX_BYTES + 1];
+    if (!model_path || hw_sparse_model_read(model_path, text, sizeof text) != HW_OK) return 0;
+    return hw_sparse_model_text_is(text);
+}
+
+int cli_sparse_model_given(const hw_train_config *config) {
+    if (config->model_text) return hw_sparse_model_text_is(config->model_text);
+    return cli_sparse_model_is(config->model_path);
+}
+
+// The run's model: a checkpoint's text (--eval-only without --model), else the model file.
+static int model_load(hw_sparse_model *model, const hw_train_config *config) {
+    static char text[HW_MODEL_FILE_MAX_BYTES + 1];
+    if (config->model_text) return hw_sparse_model_parse(model, config->model_text, config->model_path);
+    if (hw_sparse_model_read(config->model_path, text, sizeof text) != HW_OK) return HW_ERR;
+    return hw_sparse_model_parse(model, text, config->model_path);
+}
+
+// What a sparse run refuses, naming why, before it loads anything: the GPU (its sparse kernels
+// are later work) and the outputs and modes the sparse trainer does not have yet.
+static int sparse_unsupported(const hw_train_config *c) {
+    const char *what = c->device.type == HW_DEVICE_CUDA ? "--device cuda (the GPU has no sparse kernels yet)"
+                       : c->n_gpus                      ? "--gpus (the GPU has no sparse kernels yet)"
+                       : c->world.size > 1              ? "mpirun ranks"
+                       : c->metrics_path                ? "--metrics"
+                       : c->measure                     ? "--measure"
+                       : c->freeze                      ? "--freeze"
+                       : c->eval_every                  ? "--eval-every"
+                                                        : NULL;
+    if (!what) return HW_OK;
+    return hw_fail("the sparse model %s cannot run with %s: the sparse trainer has no such part yet", c->model_path,
+                   what);
+}
+
+int cli_sparse_summary_print(const hw_train_config *config) {
+    hw_sparse_model model;
+    if (model_load(&model, config) != HW_OK) return cli_failure("hogwild");
+    // With a sparse --data folder the dimension is known: the data's, or the file's checked against it.
+    if (config->data_dir && hw_sparse_dataset_kind(config->data_dir) != HW_SPARSE_NONE) {
+        hw_sparse_set train = {0}, test = {0};
+        int fits = hw_sparse_dataset_open_dim(config->data_dir, model.input_dim, &train, &test) == HW_OK &&
+                   hw_sparse_model_fit(&model, &train) == HW_OK;
+        hw_sparse_set_free(&train);
+        hw_sparse_set_free(&test);
+        if (!fits) return cli_failure("hogwild");
+    }
+    hw_sparse_model_summary(&model, stdout);
+    return HW_EXIT_OK;
+}
+
+static void header_print(const hw_train_config *c, const hw_sparse_model *m, const hw_sparse_set *train,
+                         const hw_sparse_set *test) {
+    if (c->quiet) return;
+    int hogwild = c->mode == HW_MODE_HOGWILD;
+    char schedule[96] = "";
+    if (!hw_lr_is_constant(&c->lr_schedule)) {
+        char text[64];
+        hw_lr_schedule_format(&c->lr_schedule, text, sizeof text);
+        snprintf(schedule, sizeof schedule, " (%s, warm-up %lld samples)", text, (long long)c->lr_schedule.warmup);
+    }
+    printf("hogwild: %s, %s %d, %s on %s (%lld train / %lld test examples, %lld features), %d epoch(s), batch %d, "
+           "lr %g%s, momentum %g, weight decay %g, %zu parameters, sharing %s\n",
+           hogwild ? "Hogwild" : "DataParallel", hogwild ? "workers" : "replicas", hogwild ? c->workers : c->replicas,
+           c->model_path, c->data_dir, (long long)train->n, (long long)test->n, (long long)m->dims.dim, c->epochs,
+           c->batch_size, (double)c->lr, schedule, (double)c->momentum, (double)c->weight_decay,
+           hw_fm_n_weights(&m->dims), hw_sharing_strategy_get());
+    fflush(stdout);
+}
+
+static void result_print(const hw_train_config *c, const hw_sparse_model *m, const hw_train_result *r) {
+    if (m->loss == HW_LOSS_SQUARED) {
+        printf("done: test MSE %.5f, RMSE %.5f, %.0f examples/s over %.2f s of training\n", r->test_loss,
+               sqrt(r->test_loss), r->samples_per_second, r->train_seconds);
+    } else {
+        printf("done: test loss %.5f, accuracy %.2f%%, %.0f examples/s over %.2f s of training\n", r->test_loss,
+               r->test_accuracy, r->samples_per_second, r->train_seconds);
+    }
+    (void)c;
+}
+
+// The model and the data, fitted together. HW_EXIT_OK, or HW_EXIT_FAILURE with the message
+// printed and nothing to free.
+static int inputs_load(hw_train_config *config, hw_sparse_model *model, hw_sparse_set *train, hw_sparse_set *test) {
+    if (sparse_unsupported(config) != HW_OK || model_load(model, config) != HW_OK) return cli_failure("hogwild");
+    if (hw_sparse_dataset_kind(config->data_dir) == HW_SPARSE_NONE) {
+        fprintf(stderr,
+                "hogwild: the sparse model %s needs a sparse dataset folder (train.libsvm and test.libsvm, or "
+                "ratings as train.tsv and test.tsv), and %s holds none: write one with `hogwild synth --kind sparse "
+                "--dir %s`\n",
+                config->model_path, config->data_dir, config->data_dir);
+        return HW_EXIT_FAILURE;
+    }
+    if (hw_sparse_dataset_open_dim(config->data_dir, model->input_dim, train, test) != HW_OK ||
+        hw_sparse_model_fit(model, train) != HW_OK) {
+        hw_sparse_set_free(train);
+        hw_sparse_set_free(test);
+        return cli_failure("hogwild");
+    }
+    return HW_EXIT_OK;
+}
+
+int cli_sparse_train_run(hw_train_config *config) {
+    hw_sparse_model model;
+    hw_sparse_set train = {0}, test = {0};
+    int status = inputs_load(config, &model, &train, &test);
+    if (status != HW_EXIT_OK) return status;
+    if (preflight_outputs(config) != HW_OK || (config->save_path && hw_ckpt_keep_descriptor() != HW_OK)) {
+        hw_sparse_set_free(&train);
+        hw_sparse_set_free(&test);
+        return cli_failure("hogwild");
+    }
+    header_print(config, &model, &train, &test);
+    hw_train_result result;
+    status = hw_train_sparse(config, &model, &train, &test, &result);
+    hw_sparse_set_free(&train);
+    hw_sparse_set_free(&test);
+    if (status != HW_OK) return cli_failure("hogwild");
+    result_print(config, &model, &result);
+    return HW_EXIT_OK;
+}
+
+int cli_sparse_eval_only_run(hw_train_config *config) {
+    hw_sparse_model model;
+    hw_sparse_set train = {0}, test = {0};
+    int status = inputs_load(config, &model, &train, &test);
+    if (status != HW_EXIT_OK) return status;
+    hw_model view;
+    hw_sparse_model_ckpt_view(&model, &view);
+    float *weights = malloc(view.n_weights * sizeof *weights);
+    hw_ckpt_meta meta;
+    if (!weights || hw_ckpt_load(config->resume_path, &view, weights, &meta) != HW_OK) {
+        status = cli_failure("hogwild");
+    } else {
+        double loss;
+        int64_t correct;
+        hw_sparse_evaluate(&model, weights, &test, &loss, &correct);
+        printf("%s (epoch %d, %lld samples seen): test %s %.5f", config->resume_path, meta.epoch,
+               (long long)meta.samples_seen, model.loss == HW_LOSS_SQUARED ? "MSE" : "loss", loss);
+        if (model.loss == HW_LOSS_SQUARED) printf(", RMSE %.5f", sqrt(loss));
+        if (model.loss != HW_LOSS_SQUARED) printf(", accuracy %.2f%%", 100.0 * (double)correct / (double)test.n);
+        printf(" on %lld examples of %s\n", (long long)test.n, config->data_dir);
+    }
+    free(weights);
+    hw_sparse_set_free(&train);
+    hw_sparse_set_free(&test);
+    return status;
+}

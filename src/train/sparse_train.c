@@ -1,0 +1,245 @@
+// sparse_train: the trainers of the sparse models (include/hw/sparse_train.h).
+//
+// Hogwild: the weights are one shared mapping (hw_shm_open) made before the workers are forked.
+// Each epoch the parent draws one permutation of the training examples (seeded by the seed and
+// the epoch), forks the workers, each of which takes its share of it and, batch by batch, runs
+// the forward on the shared weights as it reads them, its backward into its own sparse gradient,
+// and the step onto the shared weights, writing the touched rows only, with no lock (the race
+// between workers is the algorithm). The join is the epoch's barrier; the parent then evaluates
+// the weights, which nobody writes until the next fork. A worker's momentum lives for one epoch.
+// With one worker the run is a plain SGD loop, bit for bit the same every time.
+//
+// The learning-rate schedule (--lr-schedule, --warmup) is a function of the run's samples, as
+// the dense trainers': the Hogwild workers add each batch to one count in the shared mapping and
+// take the rate at the count before their step; DataParallel counts its steps' batches.
+//
+// DataParallel: in one process, each step's batch (the whole batch, of batch_size examples of
+// the permutation) is split between the replicas; each replica computes its part's gradient of
+// the batch's mean loss into its own sparse gradient, the replicas' gradients are summed into the
+// first (over the union of their touched features) and one step is taken, as the dense
+// DataParallel trainer does.
+#include "hw/ckpt.h"
+#include "hw/clock.h"
+#include "hw/err.h"
+#include "hw/rng.h"
+#include "hw/shm.h"
+#include "hw/spawn.h"
+#include "hw/sparse_train.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EVAL_BATCH = 256 };
+
+void hw_sparse_evaluate(const hw_sparse_model *model, const float *weights, const hw_sparse_set *set, double *loss,
+                        int64_t *correct) {
+    int64_t rows[EVAL_BATCH];
+    float z[EVAL_BATCH], *s = malloc((hw_fm_scratch_floats(&model->dims, EVAL_BATCH) + 1) * sizeof *s);
+    double sum = 0;
+    *correct = 0;
+    for (int64_t e = 0; e < set->n; e += EVAL_BATCH) {
+        int batch = (int)(set->n - e < EVAL_BATCH ? set->n - e : EVAL_BATCH);
+        for (int k = 0; k < batch; k++) rows[k] = e + k;
+        hw_sparse_batch x = {batch, rows, set->row_start, set->index, set->value};
+        hw_fm_forward(z, s, weights, &x, &model->dims);
+        sum += hw_sparse_loss_forward(model->loss, z, set->label + e, batch) * batch;
+        *correct += hw_sparse_loss_correct(model->loss, z, set->label + e, batch);
+    }
+    free(s);
+    *loss = sum / (double)set->n;
+}
+
+// What the workers of one epoch share: the model, the data, the epoch's permutation, the weights.
+typedef struct {
+    const hw_train_config *config;
+    const hw_sparse_model *model;
+    const hw_sparse_set *train;
+    const int64_t *order;
+    float *weights;
+    atomic_llong *samples;  // the run's training samples so far, all workers, earlier runs' included
+} sparse_job;
+
+// The rate of a step over `batch` examples about to be taken: the schedule at the samples before
+// it, which the batch is added to (config->lr, the count untouched, for a constant schedule).
+static float step_lr(const sparse_job *job, int batch) {
+    const hw_train_config *c = job->config;
+    if (hw_lr_is_constant(&c->lr_schedule)) return c->lr;
+    int64_t seen = atomic_fetch_add_explicit(job->samples, batch, memory_order_relaxed);
+    return hw_train_lr(c, seen, job->train->n);
+}
+
+// The examples order[begin .. end) in batches of `batch`, each a step (one replica).
+static int shard_train(const sparse_job *job, int64_t begin, int64_t end) {
+    const hw_train_config *c = job->config;
+    const hw_fm_dims *d = &job->model->dims;
+    hw_sparse_grad g;
+    hw_sgd opt;
+    if (hw_sparse_grad_alloc(&g, d) != HW_OK) return HW_ERR;
+    if (hw_sgd_init(&opt, hw_fm_n_weights(d), c->lr, c->momentum, c->weight_decay, c->nesterov) != HW_OK) {
+        hw_sparse_grad_free(&g);
+        return HW_ERR;
+    }
+    int b = c->batch_size;
+    float *buf = malloc(((size_t)b * 3 + hw_fm_scratch_floats(d, b) + 1) * sizeof *buf);
+    float *z = buf, *y = buf + b, *dz = buf + 2 * b, *s = buf + 3 * b;
+    for (int64_t at = begin; at < end; at += b) {
+        int batch = (int)(end - at < b ? end - at : b);
+        hw_sparse_batch x = {batch, job->order + at, job->train->row_start, job->train->index, job->train->value};
+        for (int k = 0; k < batch; k++) y[k] = job->train->label[x.rows[k]];
+        hw_fm_forward(z, s, job->weights, &x, d);
+        hw_sparse_loss_backward(job->model->loss, dz, z, y, batch);
+        hw_fm_backward(&g, dz, s, job->weights, &x);
+        opt.lr = step_lr(job, batch);
+        hw_sparse_grad_step(&g, &opt, job->weights, NULL, NULL);
+    }
+    free(buf);
+    hw_sgd_free(&opt);
+    hw_sparse_grad_free(&g);
+    return HW_OK;
+}
+
+static int hogwild_worker(int rank, void *arg) {
+    const sparse_job *job = arg;
+    int64_t n = job->train->n, workers = job->config->workers;
+    return shard_train(job, n * rank / workers, n * (rank + 1) / workers);
+}
+
+static int hogwild_epoch(sparse_job *job) {
+    hw_spawn_ctx ctx;
+    if (hw_spawn(&ctx, hogwild_worker, job, job->config->workers) != HW_OK) return HW_ERR;
+    hw_join_status status = hw_join(&ctx, -1);
+    char why[1200];
+    int rc = HW_OK;
+    if (status == HW_JOIN_FAILED) rc = hw_fail("%s", hw_spawn_describe_failure(&ctx, why, sizeof why));
+    if (status == HW_JOIN_INTERRUPTED) rc = hw_fail("interrupted by signal %d", ctx.interrupt_signal);
+    hw_spawn_free(&ctx);
+    return rc;
+}
+
+// One DataParallel epoch: steps of batch_size examples, split between the replicas.
+static int dataparallel_epoch(sparse_job *job) {
+    const hw_train_config *c = job->config;
+    const hw_fm_dims *d = &job->model->dims;
+    int replicas = c->replicas, b = c->batch_size, rc = HW_OK;
+    hw_sparse_grad *g = calloc((size_t)replicas, sizeof *g);
+    float *buf = malloc(((size_t)b * 3 + hw_fm_scratch_floats(d, b) + 1) * sizeof *buf);
+    hw_sgd opt;
+    int have_opt = hw_sgd_init(&opt, hw_fm_n_weights(d), c->lr, c->momentum, c->weight_decay, c->nesterov) == HW_OK;
+    for (int r = 0; r < replicas && have_opt && rc == HW_OK; r++) rc = hw_sparse_grad_alloc(&g[r], d);
+    if (!have_opt || rc != HW_OK || !buf) rc = hw_fail("cannot allocate the replicas' gradients");
+    float *z = buf, *y = buf + b, *dz = buf + 2 * b, *s = buf + 3 * b;
+    for (int64_t at = 0; rc == HW_OK && at < job->train->n; at += b) {
+        int batch = (int)(job->train->n - at < b ? job->train->n - at : b);
+        for (int r = 0; r < replicas; r++) {
+            int first = batch * r / replicas, part = batch * (r + 1) / replicas - first;
+            if (part == 0) continue;
+            hw_sparse_batch x = {part, job->order + at + first, job->train->row_start, job->train->index,
+                                 job->train->value};
+            for (int k = 0; k < part; k++) y[k] = job->train->label[x.rows[k]];
+            hw_fm_forward(z, s, job->weights, &x, d);
+            hw_sparse_loss_backward(job->model->loss, dz, z, y, part);
+            for (int k = 0; k < part; k++) dz[k] *= (float)part / (float)batch;  // the whole batch's mean
+            hw_fm_backward(&g[r], dz, s, job->weights, &x);
+        }
+        for (int r = 1; r < replicas; r++) hw_sparse_grad_add(&g[0], &g[r]);
+        opt.lr = step_lr(job, batch);
+        hw_sparse_grad_step(&g[0], &opt, job->weights, NULL, NULL);
+    }
+    for (int r = 0; r < replicas; r++) hw_sparse_grad_free(&g[r]);
+    if (have_opt) hw_sgd_free(&opt);
+    free(g);
+    free(buf);
+    return rc;
+}
+
+// The epoch's order of the training examples: a permutation drawn from the seed and the epoch.
+static void order_draw(int64_t *order, int64_t n, uint64_t seed, int epoch) {
+    hw_rng rng;
+    hw_rng_seed(&rng, seed, 1000 + (uint64_t)epoch);
+    for (int64_t i = 0; i < n; i++) order[i] = i;
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)(((uint64_t)hw_rng_u32(&rng) << 32 | hw_rng_u32(&rng)) % (uint64_t)(i + 1));
+        int64_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
+static void epoch_print(const hw_sparse_model *model, int epoch, int epochs, double loss, int64_t correct, int64_t n,
+                        double seconds, int64_t examples) {
+    if (model->loss == HW_LOSS_SQUARED) {
+        printf("epoch %d/%d: test MSE %.5f, RMSE %.5f (%.2f s, %.0f examples/s)\n", epoch, epochs, loss, sqrt(loss),
+               seconds, (double)examples / seconds);
+    } else {
+        printf("epoch %d/%d: test loss %.5f, accuracy %.2f%% (%.2f s, %.0f examples/s)\n", epoch, epochs, loss,
+               100.0 * (double)correct / (double)n, seconds, (double)examples / seconds);
+    }
+    fflush(stdout);
+}
+
+// The weights a run starts from: the seeded initialisation, or --resume's checkpoint, whose epoch
+// count the run continues.
+static int start_weights(const hw_train_config *config, const hw_sparse_model *model, hw_model *view, float *weights,
+                         int *first_epoch, int64_t *samples_seen) {
+    hw_sparse_model_ckpt_view(model, view);
+    hw_fm_init(weights, &model->dims, 0.1f, config->seed);
+    if (!config->resume_path) return HW_OK;
+    hw_ckpt_meta meta;
+    if (hw_ckpt_load(config->resume_path, view, weights, &meta) != HW_OK) return HW_ERR;
+    *first_epoch = meta.epoch;
+    *samples_seen = meta.samples_seen;
+    return HW_OK;
+}
+
+int hw_train_sparse(const hw_train_config *config, const hw_sparse_model *model, const hw_sparse_set *train,
+                    const hw_sparse_set *test, hw_train_result *result) {
+    memset(result, 0, sizeof *result);
+    size_t n_weights = hw_fm_n_weights(&model->dims);
+    // The weights, then the schedule's count on a cache line of its own.
+    size_t count_offset = (n_weights * sizeof(float) + 63) & ~(size_t)63;
+    hw_shm shm;
+    if (hw_shm_open(&shm, count_offset + 64) != HW_OK) return HW_ERR;
+    int64_t *order = malloc((size_t)train->n * sizeof *order);
+    if (!order) {
+        hw_shm_close(&shm);
+        return hw_fail("cannot allocate the order of %lld training examples", (long long)train->n);
+    }
+    sparse_job job = {config, model, train, order, shm.data, (atomic_llong *)((char *)shm.data + count_offset)};
+    hw_model *view = malloc(sizeof *view);
+    int first_epoch = 0, rc = view ? HW_OK : hw_fail("out of memory");
+    if (rc == HW_OK) rc = start_weights(config, model, view, job.weights, &first_epoch, &result->samples_seen);
+    int64_t samples_before = result->samples_seen;
+    atomic_store(job.samples, samples_before);
+    double start = hw_now();
+    for (int epoch = first_epoch; epoch < config->epochs && rc == HW_OK; epoch++) {
+        order_draw(order, train->n, config->seed, epoch);
+        double t0 = hw_now();
+        rc = config->mode == HW_MODE_HOGWILD ? hogwild_epoch(&job) : dataparallel_epoch(&job);
+        double seconds = hw_now() - t0;
+        if (rc != HW_OK) break;
+        result->train_seconds += seconds;
+        result->samples_seen += train->n;
+        int64_t correct;
+        hw_sparse_evaluate(model, job.weights, test, &result->test_loss, &correct);
+        result->test_accuracy = 100.0 * (double)correct / (double)test->n;
+        hw_ckpt_meta meta = {.epoch = epoch + 1,
+                             .samples_seen = result->samples_seen,
+                             .seed = config->seed,
+                             .lr = config->lr,
+                             .lr_warmup = config->lr_schedule.warmup};
+        hw_lr_schedule_format(&config->lr_schedule, meta.lr_schedule, sizeof meta.lr_schedule);
+        if (config->save_path) rc = hw_ckpt_save(config->save_path, view, job.weights, &meta);
+        if (!config->quiet)
+            epoch_print(model, epoch + 1, config->epochs, result->test_loss, correct, test->n, seconds, train->n);
+    }
+    result->wall_seconds = hw_now() - start;
+    double this_run = (double)(result->samples_seen - samples_before);
+    result->samples_per_second = result->train_seconds > 0 ? this_run / result->train_seconds : 0;
+    free(order);
+    free(view);
+    hw_shm_close(&shm);
+    return rc;
+}

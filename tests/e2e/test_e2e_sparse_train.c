@@ -1,0 +1,175 @@
+// End-to-end tests of the sparse models on data `hogwild synth` plants: the logistic regression
+// and the linear SVM learn the planted classification in both modes, one worker the same run
+// every time; matrix factorisation of rank 10 reaches a test RMSE within 1.1 sigma of planted
+// rank-10 ratings; a run saved, resumed and evaluated alone gives the uninterrupted run's
+// figures; --summary shows the input's dimension; what a sparse run cannot do is refused
+// by name before it starts.
+#include "e2e_util.h"
+
+TestSuite(e2e_sparse_train, .init = e2e_setup, .fini = e2e_teardown, .timeout = 300);
+
+// The number after `key` on the run's "done:" line.
+static double done_figure(const char *out, const char *key) {
+    const char *done = strstr(out, "done: ");
+    cr_assert_not_null(done, "no done line in:\n%s", out);
+    const char *at = strstr(done, key);
+    cr_assert_not_null(at, "no '%s' in the done line: %s", key, done);
+    return strtod(at + strlen(key), NULL);
+}
+
+static char *planted_classes(void) {
+    char *dir = e2e_path("sp");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "synth", "--kind", "sparse", "--dir", dir, "--train", "8000", "--test", "2000", "--features",
+            "300", "--nnz", "10", "--noise", "0");
+    e2e_assert_exit(&r, 0);
+    return dir;
+}
+
+// The figures of the done line up to the speed: the same run twice prints the same.
+static void done_results(const char *out, char *buf, size_t cap) {
+    const char *done = strstr(out, "done: ");
+    cr_assert_not_null(done);
+    size_t n = strcspn(done, "%");
+    snprintf(buf, cap, "%.*s", (int)n, done);
+}
+
+Test(e2e_sparse_train, logistic_and_svm_learn_the_planted_labels_in_both_modes) {
+    char *data = planted_classes();
+    e2e_run_result r;
+    char first[256], again[256];
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--workers", "1", "--epochs", "8", "--lr",
+            "0.5", "--batch-size", "10");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "300 features", "stdout");
+    e2e_assert_contains(r.out, "301 parameters", "stdout");
+    double one = done_figure(r.out, "accuracy ");
+    cr_expect_gt(one, 93.0, "one worker's test accuracy on noiseless planted labels: %.2f%%", one);
+    done_results(r.out, first, sizeof first);
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--workers", "1", "--epochs", "8", "--lr",
+            "0.5", "--batch-size", "10");
+    done_results(r.out, again, sizeof again);
+    cr_expect_str_eq(first, again, "one worker: the same run twice");
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--workers", "2", "--epochs", "8", "--lr",
+            "0.5", "--batch-size", "10");
+    e2e_assert_exit(&r, 0);
+    double two = done_figure(r.out, "accuracy ");
+    cr_expect_gt(two, one - 1.5, "two workers %.2f%% against one's %.2f%%", two, one);
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--mode", "dataparallel", "--replicas", "2",
+            "--epochs", "8", "--lr", "0.5", "--batch-size", "10");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "DataParallel, replicas 2", "stdout");
+    double dp = done_figure(r.out, "accuracy ");
+    cr_expect_gt(dp, one - 1.5, "DataParallel %.2f%% against one worker's %.2f%%", dp, one);
+    e2e_run(&r, NULL, "--model", "models/svm.model", "--data", data, "--workers", "2", "--epochs", "8", "--lr", "0.1",
+            "--batch-size", "10", "--weight-decay", "0.0001");
+    e2e_assert_exit(&r, 0);
+    double svm = done_figure(r.out, "accuracy ");
+    cr_expect_gt(svm, 90.0, "the linear SVM's test accuracy: %.2f%%", svm);
+}
+
+Test(e2e_sparse_train, matrix_factorisation_within_1_1_sigma) {
+    char *data = e2e_path("mf");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "synth", "--kind", "ratings", "--dir", data, "--users", "600", "--items", "400", "--density",
+            "0.4", "--sigma", "0.5", "--rank", "10");
+    e2e_assert_exit(&r, 0);
+    e2e_run_within(&r, 240, NULL, "--model", "models/mf.model", "--data", data, "--workers", "2", "--epochs", "30",
+                   "--lr", "0.01", "--momentum", "0", "--batch-size", "1", "--weight-decay", "0.01", "--quiet");
+    e2e_assert_exit(&r, 0);
+    double rmse = done_figure(r.out, "RMSE ");
+    cr_expect_leq(rmse, 1.1 * 0.5, "test RMSE %.4f against sigma 0.5", rmse);
+    cr_expect_gt(rmse, 0.45, "no better than the noise allows: %.4f", rmse);
+    double mse = done_figure(r.out, "test MSE ");
+    cr_expect_float_eq(sqrt(mse), rmse, 1e-4, "the test loss is the MSE");
+}
+
+Test(e2e_sparse_train, summary_and_refusals) {
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", "models/mf.model", "--summary");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "input   sparse, dimension from the data", "stdout");
+    e2e_assert_contains(r.out, "fm      rank 10", "stdout");
+    e2e_assert_contains(r.out, "loss    squared", "stdout");
+    char *data = planted_classes();
+    e2e_run(&r, NULL, "--model", "models/svm.model", "--data", data, "--summary");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "input   sparse, dimension 300 (the data's)", "stdout");
+    e2e_assert_contains(r.out, "parameters: 301", "stdout");
+    e2e_run(&r, NULL, "--model", "models/svm.model", "--data", data, "--device", "cuda");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "--device cuda (the GPU has no sparse kernels yet)", "stderr");
+    e2e_run(&r, NULL, "--model", "models/svm.model", "--data", data, "--metrics", e2e_path("x.csv"));
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "cannot run with --metrics", "stderr");
+    char *digits = e2e_synth_n("digits", 1, 50, 20);
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", digits);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "needs a sparse dataset folder", "stderr");
+    char *ratings = e2e_path("r");
+    e2e_run(&r, NULL, "synth", "--kind", "ratings", "--dir", ratings, "--users", "50", "--items", "40");
+    e2e_assert_exit(&r, 0);
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", ratings);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "a logistic loss needs binary labels", "stderr");
+}
+
+// Two epochs saved, then resumed to four, give the four epochs' run; --eval-only of the
+// checkpoint, with its own model text, prints the same test loss.
+Test(e2e_sparse_train, checkpoint_resume_and_eval_only) {
+    char *data = planted_classes();
+    char *ckpt = e2e_path("lr.safetensors");
+    e2e_run_result r;
+    char straight[256], resumed[256];
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--workers", "1", "--epochs", "4", "--lr",
+            "0.5", "--batch-size", "10");
+    e2e_assert_exit(&r, 0);
+    done_results(r.out, straight, sizeof straight);
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--workers", "1", "--epochs", "2", "--lr",
+            "0.5", "--batch-size", "10", "--save", ckpt);
+    e2e_assert_exit(&r, 0);
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--workers", "1", "--epochs", "4", "--lr",
+            "0.5", "--batch-size", "10", "--save", ckpt, "--resume", ckpt);
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "epoch 3/4", "stdout");
+    cr_expect(strstr(r.out, "epoch 1/4") == NULL, "the resumed run starts at epoch 3:\n%s", r.out);
+    done_results(r.out, resumed, sizeof resumed);
+    cr_expect_str_eq(resumed, straight, "resumed and straight runs end alike");
+    double loss = done_figure(r.out, "test loss ");
+    e2e_run(&r, NULL, "--eval-only", "--resume", ckpt, "--data", data);
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "(epoch 4, 32000 samples seen)", "stdout");
+    char want[64];
+    snprintf(want, sizeof want, "test loss %.5f", loss);
+    e2e_assert_contains(r.out, want, "stdout");
+}
+
+// The schedule is the dense trainers': step:1:0.5 over 2 epochs trains epoch 2 at half the rate,
+// as a run of one epoch at --lr 0.5 resumed for the second at --lr 0.25 does (one worker; a sparse
+// worker's momentum lives for one epoch), in both modes; the constant rate ends elsewhere.
+Test(e2e_sparse_train, a_step_schedule_trains_as_a_run_resumed_at_the_stepped_rate) {
+    char *data = planted_classes();
+    char *ckpt = e2e_path("first.safetensors");
+    const char *modes[][4] = {{"--workers", "1", "--mode", "hogwild"}, {"--replicas", "2", "--mode", "dataparallel"}};
+    for (int m = 0; m < 2; m++) {
+        e2e_run_result r;
+        char stepped[256], resumed[256], constant[256];
+        e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, modes[m][0], modes[m][1], modes[m][2],
+                modes[m][3], "--epochs", "2", "--lr", "0.5", "--lr-schedule", "step:1:0.5", "--batch-size", "10");
+        e2e_assert_exit(&r, 0);
+        done_results(r.out, stepped, sizeof stepped);
+        e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, modes[m][0], modes[m][1], modes[m][2],
+                modes[m][3], "--epochs", "1", "--lr", "0.5", "--batch-size", "10", "--save", ckpt, "--overwrite");
+        e2e_assert_exit(&r, 0);
+        e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, modes[m][0], modes[m][1], modes[m][2],
+                modes[m][3], "--epochs", "2", "--lr", "0.25", "--batch-size", "10", "--resume", ckpt);
+        e2e_assert_exit(&r, 0);
+        done_results(r.out, resumed, sizeof resumed);
+        cr_expect_str_eq(stepped, resumed, "%s: the stepped run and the one resumed at the lower rate", modes[m][3]);
+        e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, modes[m][0], modes[m][1], modes[m][2],
+                modes[m][3], "--epochs", "2", "--lr", "0.5", "--batch-size", "10");
+        e2e_assert_exit(&r, 0);
+        done_results(r.out, constant, sizeof constant);
+        cr_expect_str_neq(stepped, constant, "%s: the schedule changed nothing", modes[m][3]);
+    }
+}
