@@ -294,6 +294,9 @@ const char *hw_nn_kernels_info(void);
 // `seed` seeds its dropout RNG. The workspace does not depend on the weights (bind at will).
 int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, uint64_t seed);
 void hw_workspace_free(hw_workspace *ws);
+// Seeds the workspace's dropout RNG with `seed`, as hw_workspace_alloc does: the simulator's
+// virtual workers (src/train/simulate.c) each start their own generator as a real worker's.
+void hw_workspace_seed(hw_workspace *ws, uint64_t seed);
 // Keeps the workspace's buffers out of every process this one forks later (MADV_DONTFORK): for
 // the parent's evaluation workspace, which workers never use. Inherited, it would be copied into
 // each worker page by page as the parent wrote it during the run.

@@ -134,7 +134,9 @@ int hw_workspace_alloc(hw_workspace *ws, const hw_model *model, int max_batch, u
         hw_workspace_free(ws);
         return hw_fail("workspace for %s: out of memory (batch %d)", model->path, max_batch);
     }
-    hw_rng_seed(&ws->rng, seed, 0x64726f70 /* "drop" */);
+    hw_workspace_seed(ws, seed);
     ws->first_trainable = 0;
     return HW_OK;
 }
+
+void hw_workspace_seed(hw_workspace *ws, uint64_t seed) { hw_rng_seed(&ws->rng, seed, 0x64726f70 /* "drop" */); }
