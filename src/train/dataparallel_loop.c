@@ -49,8 +49,9 @@ typedef struct {
     int64_t epoch_end_samples;  // this run's samples at its end
     int64_t samples;            // this run's samples so far
     double loss_sum;
-    int epochs_done;  // counted from 0, as a checkpoint counts them
-    int stopped;      // a stop signal ended an epoch
+    int epochs_done;   // counted from 0, as a checkpoint counts them
+    int stopped;       // a stop signal ended an epoch
+    const char *unit;  // what a diverged index names (hw_dp_trainer.unit)
 } dp_loop;
 
 // Training starts (hw_run_outputs_start, with the stop signals caught). HW_ERR when out of
@@ -97,7 +98,7 @@ static int loop_step(dp_loop *loop, int batch, float loss, int diverged) {
             // Across ranks the replica is counted over the world: rank r holds r*K .. r*K+K-1.
             snprintf(who, sizeof who, "rank %d replica %d", replica / config->replicas, replica % config->replicas);
         } else {
-            snprintf(who, sizeof who, "replica %d", replica);
+            snprintf(who, sizeof who, "%s %d", loop->unit ? loop->unit : "replica", replica);
         }
         return hw_run_outputs_loss_diverged(loop->outputs, who, loss, loop->epoch + 1, loop->epochs_done,
                                             loop->samples);
@@ -160,6 +161,7 @@ int hw_dp_loop_run(const hw_dp_trainer *trainer, const hw_train_inputs *in, int 
     }
     dp_loop loop;
     int status = loop_open(&loop, in, first_epoch, outputs, trainer->snapshot, ctx);
+    loop.unit = trainer->unit;
     while (loop_next_epoch(&loop, &status, trainer->stop(ctx))) {
         status = trainer->begin_epoch(ctx, loop.order, in->train.n);
         if (status != HW_OK) break;

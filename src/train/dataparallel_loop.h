@@ -53,6 +53,9 @@ typedef struct {
     int (*stop)(void *ctx);
     // Copies the trainer's current weights into outputs->snapshot (an hw_snapshot_fn).
     int (*snapshot)(void *ctx, hw_run_outputs *outputs);
+    // What the index a step reports as diverged counts, for the message ("virtual worker"); NULL:
+    // "replica".
+    const char *unit;
 } hw_dp_trainer;
 
 // The epochs of a DataParallel run, first_epoch .. config->epochs - 1, each trainer's steps taken
