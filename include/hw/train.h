@@ -14,6 +14,7 @@
 #include "hw/lr_schedule.h"
 #include "hw/nn.h"
 #include "hw/shape.h"
+#include "hw/simulate.h"
 
 #include <stdint.h>
 
@@ -57,6 +58,8 @@ typedef struct {
     int quiet;                 // no progress line
     int prefetch;              // a loader thread per worker
     int measure;               // measure staleness, lost updates, contention (CPU Hogwild)
+    int simulate;              // N > 0: N virtual Hogwild workers in one process (src/train/simulate.c)
+    hw_delay delay;            // simulate: the delay each step's gradient is computed at (hw/simulate.h)
     hw_device device;          // where the workers or replicas compute
     int gpus[HW_MAX_GPUS];     // these GPUs (n_gpus of them): DataParallel, a replica each; Hogwild, a
                                // copy of the weights each (src/cuda/train/gpu_copies.c)
@@ -141,5 +144,8 @@ int hw_train_load_checkpoint(const char *path, hw_model *model, hw_ckpt_meta *me
 int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
 // Trains with K synchronous replicas (src/train/dataparallel.c).
 int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
+// Trains config->simulate virtual Hogwild workers in this process, each gradient on the weights as
+// they were config->delay updates earlier (src/train/simulate.c). CPU, one process only.
+int hw_train_simulate(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);
 
 #endif

@@ -56,6 +56,12 @@ double preflight_memory_estimate(const hw_train_config *config, const hw_train_i
     if (eval_only) return need + eval;
     // The CPU trainers; a GPU run keeps its big buffers on the device.
     int gpu = config->device.type == HW_DEVICE_CUDA;
+    if (config->simulate) {
+        // One process: the weights, K old copies of them, gradients and momentum, one workspace,
+        // the epoch's order, the snapshot and the evaluation.
+        return need + (3.0 + config->delay.max) * weights + workspace_bytes(model, config->batch_size) +
+               8.0 * (double)in->train.n + HW_BLAS_BUFFER_BYTES + weights + eval;
+    }
     if (config->mode == HW_MODE_HOGWILD) {
         // The parent: shared weights, snapshot, evaluation. A worker (a fork of it): its local
         // copy, gradients, momentum, its shard and its workspace, its own BLAS buffer.

@@ -43,6 +43,7 @@ static int sparse_unsupported(const hw_train_config *c) {
                        : c->world.size > 1              ? "mpirun ranks"
                        : c->metrics_path                ? "--metrics"
                        : c->measure                     ? "--measure"
+                       : c->simulate                    ? "--simulate"
                        : c->freeze                      ? "--freeze"
                        : c->eval_every                  ? "--eval-every"
                                                         : NULL;

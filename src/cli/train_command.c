@@ -53,12 +53,24 @@ static void print_run_header(const hw_train_config *config, const hw_train_input
         hw_lr_schedule_format(&config->lr_schedule, spec, sizeof spec);
         snprintf(schedule, sizeof schedule, " (%s, warm-up %lld samples)", spec, (long long)config->lr_schedule.warmup);
     }
-    printf("hogwild: %s, %s%s %d, %s on %s (%lld train / %lld test samples), %d epoch(s), batch %d, lr %g%s, "
+    // A simulation names its workers and their delay model.
+    char simulated[HW_DELAY_SPEC_CAP + 64] = "";
+    if (config->simulate) {
+        snprintf(simulated, sizeof simulated, " (delay %s: mean %.3g, at most %d updates)", config->delay.spec,
+                 hw_delay_mean(&config->delay), config->delay.max);
+    }
+    printf("hogwild: %s, %s%s %d%s, %s on %s (%lld train / %lld test samples), %d epoch(s), batch %d, lr %g%s, "
            "momentum %g, %zu parameters, sharing %s\n",
-           hogwild ? "Hogwild" : "DataParallel", ranks, hogwild ? "workers" : "replicas",
-           hogwild ? config->workers : config->replicas, config->model_path, config->data_dir, (long long)in->train.n,
-           (long long)in->test.n, config->epochs, config->batch_size, (double)config->lr, schedule,
-           (double)config->momentum, in->model.n_weights, hw_sharing_strategy_get());
+           config->simulate ? "simulated Hogwild"
+           : hogwild        ? "Hogwild"
+                            : "DataParallel",
+           ranks,
+           config->simulate ? "virtual workers"
+           : hogwild        ? "workers"
+                            : "replicas",
+           hogwild ? config->workers : config->replicas, simulated, config->model_path, config->data_dir,
+           (long long)in->train.n, (long long)in->test.n, config->epochs, config->batch_size, (double)config->lr,
+           schedule, (double)config->momentum, in->model.n_weights, hw_sharing_strategy_get());
     printf("hogwild: BLAS %s; CPU kernels %s\n", hw_blas_info(), hw_nn_kernels_info());
     fflush(stdout);
 }
@@ -91,8 +103,9 @@ static int train_run(hw_train_config *config) {
     }
     print_run_header(config, &in, capped);
     hw_train_result result;
-    int status = config->mode == HW_MODE_HOGWILD ? hw_train_hogwild(config, &in, &result)
-                                                 : hw_train_dataparallel(config, &in, &result);
+    int status = config->simulate                  ? hw_train_simulate(config, &in, &result)
+                 : config->mode == HW_MODE_HOGWILD ? hw_train_hogwild(config, &in, &result)
+                                                   : hw_train_dataparallel(config, &in, &result);
     hw_train_inputs_free(&in);
     if (status != HW_OK) return run_failure(config);
     hw_comm_finalize();

@@ -167,6 +167,15 @@ static int parse_lr_schedule(const cli_option *o, const char *text, void *target
     return HW_EXIT_OK;
 }
 
+// --delay: the delay model of --simulate's virtual workers (hw_delay_parse; measured:FILE reads FILE now).
+static int parse_delay(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
+    (void)o;
+    if (hw_delay_parse(text, &((hw_train_config *)target)->delay) != HW_OK) {
+        return cli_refuse(error, cap, "--delay %s", hw_error());
+    }
+    return HW_EXIT_OK;
+}
+
 // The process runtime's setting, not the run's: proc/shm.c keeps it. Its default is the table's,
 // set like any other (cli_defaults); shm.c starts with the same one for a caller of the library.
 static int parse_sharing(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
@@ -236,6 +245,14 @@ static const cli_option train_options[] = {
     {.name = "prefetch", .id = HW_OPTION_PREFETCH, .kind = CLI_SWITCH, .field = FIELD(prefetch),
      .help = "assemble the next batch in a thread while the current one trains\n"
              "(off by default: on the CPU it measured no gain, see bench/RESULTS.md)"},
+    {.name = "simulate", .id = HW_OPTION_SIMULATE, .metavar = "N", .kind = CLI_INT, .field = FIELD(simulate), .min = 1, .max = 65536,
+     .help = "N virtual Hogwild workers in one process, in a seeded interleaving,\n"
+             "each gradient on the weights of --delay updates earlier"},
+    {.name = "delay", .id = HW_OPTION_DELAY, .metavar = "MODEL", .kind = CLI_CUSTOM, .field = FIELD(delay), .parse = parse_delay,
+     .fallback = "fixed:0",
+     .help = "--simulate's delay: %s (default), uniform:K (0..K), geometric:P\n"
+             "(P(D=d) = (1-P)^d P) or measured:FILE (the staleness histogram of\n"
+             "a --measure run's metrics); K at most 1024"},
 
     {.section = "Evaluation, checkpoints, output", .name = "eval-every", .id = HW_OPTION_EVAL_EVERY, .metavar = "N", .kind = CLI_INT64,
      .field = FIELD(eval_every), .min = 1, .max = LLONG_MAX,

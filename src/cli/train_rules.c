@@ -53,6 +53,46 @@ static int mode_counts_its_own(hw_train_config *config, const cli_parsed *given)
     return HW_EXIT_OK;
 }
 
+// --simulate N trains N virtual Hogwild workers in this process, on the CPU (src/train/simulate.c):
+// --delay is its own, and what would change the workers' count, mode, device or what they do
+// beside training is refused, not ignored. The metrics' workers column is then N.
+static int simulate_alone(hw_train_config *config, const cli_parsed *given) {
+    if (!config->simulate) {
+        if (cli_given(given, HW_OPTION_DELAY)) {
+            return cli_usage_error("--delay sets the staleness of --simulate's virtual workers: give --simulate N");
+        }
+        return HW_EXIT_OK;
+    }
+    if (config->mode == HW_MODE_DATAPARALLEL) {
+        return cli_usage_error("--simulate runs virtual Hogwild workers; it does not run with --mode dataparallel");
+    }
+    if (cli_given(given, HW_OPTION_WORKERS) && config->workers > 1) {
+        return cli_usage_error("--simulate %d runs %d virtual workers in one process: drop --workers %d",
+                               config->simulate, config->simulate, config->workers);
+    }
+    if (config->device.type == HW_DEVICE_CUDA || config->n_gpus > 0) {
+        return cli_usage_error("--simulate runs on the CPU, in one process: drop %s",
+                               config->n_gpus > 0 ? "--gpus" : "--device cuda");
+    }
+    if (config->measure) {
+        return cli_usage_error("--measure measures the races of real workers; --simulate's staleness is its --delay");
+    }
+    if (config->prefetch)
+        return cli_usage_error("--prefetch starts a loader thread per real worker, not for --simulate");
+    config->workers = config->simulate;
+    return HW_EXIT_OK;
+}
+
+// A simulation is one process: mpirun's ranks would each run the whole of it.
+static int simulate_in_one_process(hw_train_config *config, const cli_parsed *given) {
+    (void)given;
+    if (config->simulate && config->world.size > 1) {
+        return cli_usage_error("--simulate runs in one process: run it without mpirun (rank %d of %d here)",
+                               config->world.rank, config->world.size);
+    }
+    return HW_EXIT_OK;
+}
+
 // DataParallel on --gpus LIST: a replica on each entry, so --replicas would say the count twice.
 static int dataparallel_gpus(hw_train_config *config, const cli_parsed *given) {
     if (config->mode != HW_MODE_DATAPARALLEL || config->n_gpus == 0) return HW_EXIT_OK;
@@ -189,10 +229,12 @@ static const train_rule rules[] = {
     eval_only_flags_apply,
     nesterov_has_momentum,
     mode_counts_its_own,
+    simulate_alone,
     dataparallel_gpus,
     hogwild_gpus,
     measure_in_cpu_hogwild,
     world_detected,
+    simulate_in_one_process,
     copies_round,
     sync_flags_couple_something,
     job_has_mpi,
