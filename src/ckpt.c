@@ -124,6 +124,10 @@ static int build_header(const char *path, const hw_model *model, const hw_ckpt_m
         ok = ok && json_object_set_new(metadata, "lr_schedule", json_string(meta->lr_schedule)) == 0;
         ok = ok && json_object_set_new(metadata, "lr_warmup", decimal_string("%" PRId64, meta->lr_warmup)) == 0;
     }
+    if (meta->simulate > 0) {
+        ok = ok && json_object_set_new(metadata, "simulate", decimal_string("%d", meta->simulate)) == 0;
+        ok = ok && json_object_set_new(metadata, "delay", utf8_string(meta->delay)) == 0;
+    }
     json_decref(metadata);
     uint64_t data_bytes = 0;
     for (int p = 0; ok && p < model->n_params; p++) {
@@ -696,6 +700,28 @@ static int metadata_lr(const ckpt_reader *r, float *out) {
     return HW_OK;
 }
 
+// A simulation's record, if any: "simulate", a whole number of virtual workers >= 1, with "delay",
+// printable ASCII shorter than HW_CKPT_DELAY_CAP (what it means is the command line's to check).
+static int metadata_simulation(const ckpt_reader *r, hw_ckpt_meta *meta) {
+    uint64_t workers;
+    meta->simulate = 0;
+    meta->delay[0] = '\0';
+    if (metadata_number(r, "simulate", 1, 1, INT_MAX, &workers) != HW_OK) return HW_ERR;
+    const json_t *v = json_object_get(r->metadata, "delay");
+    if (workers == 0) {
+        if (v != NULL) return ckpt_fail(r->path, "__metadata__ has 'delay' without 'simulate'");
+        return HW_OK;
+    }
+    const char *s = json_string_value(v);
+    size_t length = json_string_length(v);
+    int ok = s && length > 0 && length < HW_CKPT_DELAY_CAP;
+    for (size_t i = 0; ok && i < length; i++) ok = s[i] > ' ' && s[i] < 0x7f;
+    if (!ok) return ckpt_fail(r->path, "__metadata__ 'simulate' needs 'delay', a delay model such as \"uniform:8\"");
+    meta->simulate = (int)workers;
+    memcpy(meta->delay, s, length + 1);
+    return HW_OK;
+}
+
 static int read_meta(const ckpt_reader *r, hw_ckpt_meta *meta) {
     uint64_t epoch, samples, seed, warmup;
     if (metadata_number(r, "epoch", 1, 0, INT_MAX, &epoch) != HW_OK) return HW_ERR;
@@ -705,6 +731,7 @@ static int read_meta(const ckpt_reader *r, hw_ckpt_meta *meta) {
     if (metadata_number(r, "seed", 0, 0, 0, &seed) != HW_OK) return HW_ERR;
     if (metadata_schedule(r, meta->lr_schedule) != HW_OK) return HW_ERR;
     if (metadata_lr(r, &meta->lr) != HW_OK) return HW_ERR;
+    if (metadata_simulation(r, meta) != HW_OK) return HW_ERR;
     if (metadata_number(r, "lr_warmup", 1, 0, INT64_MAX, &warmup) != HW_OK) return HW_ERR;
     if (!meta->lr_schedule[0] && json_object_get(r->metadata, "lr_warmup") != NULL) {
         return ckpt_fail(r->path, "__metadata__ has 'lr_warmup' without 'lr_schedule'");

@@ -5,7 +5,8 @@
 //   8 bytes    N, the header length, unsigned little-endian
 //   N bytes    JSON: {"__metadata__": {"format": "pt", "hogwild_model": <model file text>,
 //              "epoch": "3", "samples_seen": "180000", "seed": "1", "lr": "0.0500000007",
-//              "lr_schedule": "cosine", "lr_warmup": "0"},
+//              "lr_schedule": "cosine", "lr_warmup": "0", and for a simulated run
+//              "simulate": "8", "delay": "uniform:8"},
 //              "conv1.weight": {"dtype": "F32", "shape": [10, 1, 5, 5], "data_offsets": [0, 1000]}, ...}
 //              padded with spaces so that the data starts at a multiple of 8
 //   the data   every tensor as contiguous little-endian float32, in the model's parameter order;
@@ -19,6 +20,8 @@
 
 // The lr schedule's longest text and its NUL ("step:1000000:0.123456" is 21 characters).
 enum { HW_CKPT_SCHEDULE_CAP = 32 };
+// A simulation's delay model's longest text and its NUL (hw/simulate.h's HW_DELAY_SPEC_CAP).
+enum { HW_CKPT_DELAY_CAP = 256 };
 
 typedef struct {
     int epoch;             // epochs completed
@@ -34,6 +37,11 @@ typedef struct {
     // The base learning rate (--lr) the schedule scales; lr 0 when none is recorded (written: none
     // is written; read: a file from before it was recorded, or another program's).
     float lr;
+    // A simulated run's virtual workers and delay model ("uniform:8"), hw/simulate.h; 0 and "" for
+    // a real run (written: nothing is written; read: a real run's file, one from before
+    // simulations, or another program's).
+    int simulate;
+    char delay[HW_CKPT_DELAY_CAP];
 } hw_ckpt_meta;
 
 // Writes `weights` (laid out as `model`, host memory) with the model text and meta (NULL: zeros)

@@ -106,13 +106,37 @@ static int restore_schedule(hw_train_config *config, const cli_parsed *given, co
     return HW_EXIT_OK;
 }
 
+// How a run trained, for the message of same_simulation: "--simulate 8 --delay uniform:8" or
+// "real workers".
+static void simulation_describe(int simulate, const char *delay, char *out, size_t cap) {
+    if (simulate) snprintf(out, cap, "--simulate %d --delay %s", simulate, delay);
+    else snprintf(out, cap, "real workers (no --simulate)");
+}
+
+// A simulation's checkpoint goes on as the same simulation, and a real run's as a real run: the
+// weights of one are not where the other would have been, and a resumed run's metrics would mix
+// the two. Refused when they differ (a checkpoint that records no seed is another program's, and
+// says nothing of how it trained).
+static int same_simulation(const hw_train_config *config, const hw_ckpt_meta *meta) {
+    if (!meta->has_seed) return HW_EXIT_OK;
+    const char *delay = config->simulate ? config->delay.spec : "";
+    if (meta->simulate == config->simulate && strcmp(meta->delay, delay) == 0) return HW_EXIT_OK;
+    char was[HW_CKPT_DELAY_CAP + 64], now[HW_CKPT_DELAY_CAP + 64];
+    simulation_describe(meta->simulate, meta->delay, was, sizeof was);
+    simulation_describe(config->simulate, delay, now, sizeof now);
+    return cli_usage_error("the checkpoint %s was trained by %s; this run asks for %s: resume it as it trained",
+                           config->resume_path, was, now);
+}
+
 int cli_resume_settings(hw_train_config *config, const cli_parsed *given) {
     if (!config->resume_path || config->eval_only) return HW_EXIT_OK;
     hw_ckpt_meta meta;
     if (hw_ckpt_load_meta(config->resume_path, &meta) != HW_OK) return cli_failure("hogwild");
     int say = config->world.rank == 0;
+    int status = same_simulation(config, &meta);
+    if (status != HW_EXIT_OK) return status;
     restore_seed(config, given, &meta, say);
     restore_lr(config, given, &meta, say);
-    int status = restore_schedule(config, given, &meta, say);
+    status = restore_schedule(config, given, &meta, say);
     return status == HW_EXIT_OK ? restore_model(config, given) : status;
 }

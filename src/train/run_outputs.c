@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert((int)HW_DELAY_SPEC_CAP <= (int)HW_CKPT_DELAY_CAP, "a checkpoint holds any delay model's text");
+
 void hw_run_outputs_metrics_run(const hw_train_config *config, char *device, size_t cap, hw_metrics_run *run) {
     int hogwild = config->mode == HW_MODE_HOGWILD;
     device[0] = '\0';
@@ -140,6 +142,11 @@ int hw_run_outputs_save(hw_run_outputs *outputs, const float *weights, int epoch
                          .lr = outputs->config->lr,
                          .lr_warmup = outputs->config->lr_schedule.warmup};
     hw_lr_schedule_format(&outputs->config->lr_schedule, meta.lr_schedule, sizeof meta.lr_schedule);
+    // A simulation's weights are no real run's: --resume goes on only as the same simulation.
+    if (outputs->config->simulate) {
+        meta.simulate = outputs->config->simulate;
+        snprintf(meta.delay, sizeof meta.delay, "%s", outputs->config->delay.spec);
+    }
     if (hw_ckpt_save(outputs->config->save_path, &outputs->in->model, weights, &meta) != HW_OK) return HW_ERR;
     return HW_OK;
 }
