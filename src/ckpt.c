@@ -701,7 +701,7 @@ static int metadata_lr(const ckpt_reader *r, float *out) {
 }
 
 // A simulation's record, if any: "simulate", a whole number of virtual workers >= 1, with "delay",
-// printable ASCII shorter than HW_CKPT_DELAY_CAP (what it means is the command line's to check).
+// text without control characters (a file name may hold blanks and UTF-8) shorter than HW_CKPT_DELAY_CAP (what it means is the command line's to check).
 static int metadata_simulation(const ckpt_reader *r, hw_ckpt_meta *meta) {
     uint64_t workers;
     meta->simulate = 0;
@@ -715,7 +715,7 @@ static int metadata_simulation(const ckpt_reader *r, hw_ckpt_meta *meta) {
     const char *s = json_string_value(v);
     size_t length = json_string_length(v);
     int ok = s && length > 0 && length < HW_CKPT_DELAY_CAP;
-    for (size_t i = 0; ok && i < length; i++) ok = s[i] > ' ' && s[i] < 0x7f;
+    for (size_t i = 0; ok && i < length; i++) ok = (unsigned char)s[i] >= ' ' && s[i] != 0x7f;
     if (!ok) return ckpt_fail(r->path, "__metadata__ 'simulate' needs 'delay', a delay model such as \"uniform:8\"");
     meta->simulate = (int)workers;
     memcpy(meta->delay, s, length + 1);

@@ -785,6 +785,49 @@ Test(ckpt, malformed_schedule_metadata_is_refused) {
     scratch_close(&s);
 }
 
+// A simulation's record (its virtual workers and delay model) comes back; a real run's file has
+// none; "delay" without "simulate", "simulate" without a delay, or one that is no whole number
+// >= 1, are refused naming the key.
+Test(ckpt, simulation_round_trips_and_malformed_is_refused) {
+    scratch s;
+    scratch_open(&s);
+    char path[256];
+    scratch_path(&s, "sim.safetensors", path, sizeof path);
+    hw_model *m = small_model();
+    hw_ckpt_meta meta = {.epoch = 1, .samples_seen = 10, .seed = 3, .simulate = 64};
+    snprintf(meta.delay, sizeof meta.delay, "measured:runs/hw 4.csv");
+    cr_assert_eq(hw_ckpt_save(path, m, small_data, &meta), HW_OK, "%s", hw_error());
+    hw_ckpt_meta back;
+    cr_assert_eq(hw_ckpt_load_meta(path, &back), HW_OK, "%s", hw_error());
+    cr_expect_eq(back.simulate, 64);
+    cr_expect_str_eq(back.delay, "measured:runs/hw 4.csv");
+    meta.simulate = 0;
+    cr_assert_eq(hw_ckpt_save(path, m, small_data, &meta), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_ckpt_load_meta(path, &back), HW_OK, "%s", hw_error());
+    cr_expect_eq(back.simulate, 0, "a real run records no simulation");
+    cr_expect_str_eq(back.delay, "");
+    const char *tensors =
+        "\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},\"b\":{\"dtype\":\"F32\",\"shape\":[4],"
+        "\"data_offsets\":[24,40]}}";
+    const struct {
+        const char *metadata, *needle;
+    } cases[] = {
+        {"{\"__metadata__\":{\"delay\":\"fixed:2\"},", "'delay' without 'simulate'"},
+        {"{\"__metadata__\":{\"simulate\":\"4\"},", "'simulate' needs 'delay'"},
+        {"{\"__metadata__\":{\"simulate\":\"4\",\"delay\":\"\"},", "'simulate' needs 'delay'"},
+        {"{\"__metadata__\":{\"simulate\":\"0\",\"delay\":\"fixed:2\"},", "'simulate'"},
+        {"{\"__metadata__\":{\"simulate\":\"x\",\"delay\":\"fixed:2\"},", "'simulate'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char header[512];
+        snprintf(header, sizeof header, "%s%s", cases[i].metadata, tensors);
+        write_raw(path, header, small_data, sizeof small_data);
+        expect_refused(path, m, cases[i].needle, header);
+    }
+    free(m);
+    scratch_close(&s);
+}
+
 // What a hand-written header gets wrong is named with the value the file holds: the tensor and
 // its offset as written, a samples_seen no run reaches (beyond 2^53, where a resumed run's count
 // would overflow), and model text beyond a model file's limit.
