@@ -8,6 +8,8 @@
 
 static const char *usage_text =
     "usage: hogwild [options]                      train (Hogwild by default)\n"
+    "       hogwild --simulate N --delay MODEL     N virtual workers in one process, each gradient\n"
+    "                                              on stale weights (README, \"Simulated staleness\")\n"
     "       hogwild --model FILE --summary         print a model's layers and parameter counts\n"
     "       hogwild download NAME [--dir DIR]      get mnist or fashion-mnist (md5-checked)\n"
     "       hogwild synth [--kind digits|sparse|ratings] [--preset rcv1|netflix] [--dir DIR] ...\n"
