@@ -54,6 +54,12 @@ Test(e2e_simulate, one_virtual_worker_at_delay_0_is_one_worker_bit_for_bit) {
     e2e_assert_exit(&r, 0);
     cr_expect(same_weights(sim, real), "--simulate 1 --delay fixed:0 trained other weights than --workers 1");
     expect_same_results(sim_csv, real_csv, "--simulate 1 against --workers 1");
+    // The same results, yet another setup: compare does not count the simulation as a real run.
+    e2e_metrics_row sim_rows[MAX_ROWS], real_rows[MAX_ROWS];
+    e2e_read_metrics(sim_csv, sim_rows, MAX_ROWS);
+    e2e_read_metrics(real_csv, real_rows, MAX_ROWS);
+    cr_expect_str_neq(sim_rows[0].setup, real_rows[0].setup, "a simulation has a real run's setup hash");
+    cr_expect_eq(sim_rows[0].workers, 1);
     // --simulate 1 with no --delay is delay 0 too.
     char *plain = e2e_path("plain.safetensors");
     e2e_run(&r, NULL, "--data", data, "--epochs", "2", "--simulate", "1", "--quiet", "--save", plain);
@@ -87,6 +93,13 @@ Test(e2e_simulate, a_simulated_run_replays_bit_for_bit) {
     e2e_run(&r, NULL, "--data", data, "--epochs", "2", "--simulate", "8", "--delay", "fixed:0", "--quiet", "--save", c);
     e2e_assert_exit(&r, 0);
     cr_expect(!same_weights(a, c), "uniform:8 trained what delay 0 trains");
+    char *c_csv = e2e_path("c.csv");
+    e2e_run(&r, NULL, "--data", data, "--epochs", "2", "--simulate", "8", "--delay", "fixed:0", "--quiet",
+            "--eval-every", "1000", "--metrics", c_csv);
+    e2e_assert_exit(&r, 0);
+    e2e_metrics_row other[MAX_ROWS];
+    e2e_read_metrics(c_csv, other, MAX_ROWS);
+    cr_expect_str_neq(rows[0].setup, other[0].setup, "two delay models share a setup hash");
     e2e_run(&r, NULL, "--data", data, "--epochs", "2", "--simulate", "8", "--delay", "uniform:8", "--seed", "2",
             "--quiet", "--save", d);
     e2e_assert_exit(&r, 0);
@@ -184,6 +197,26 @@ Test(e2e_simulate, a_divergence_names_the_virtual_worker) {
     e2e_assert_exit(&r, 1);
     e2e_assert_contains(r.err, "virtual worker ", "stderr");
     e2e_assert_contains(r.err, "training diverged", "stderr");
+}
+
+// Ctrl-C stops a simulated run as any run: exit 130, the current weights saved, a checkpoint that
+// records the simulation and resumes as it.
+Test(e2e_simulate, ctrl_c_saves_and_the_save_resumes) {
+    char *data = e2e_synth(68);
+    char *ckpt = e2e_path("stopped.safetensors"), *csv = e2e_path("stopped.csv");
+    const char *args[] = {"--data",       data,  "--epochs",  "1000", "--simulate", "8",  "--delay", "uniform:8",
+                          "--eval-every", "500", "--metrics", csv,    "--save",     ckpt, "--quiet", NULL};
+    e2e_run_result r;
+    e2e_interrupt_once_training(&r, args, csv);
+    hw_ckpt_meta meta;
+    cr_assert_eq(hw_ckpt_load_meta(ckpt, &meta), HW_OK, "%s", hw_error());
+    cr_expect_eq(meta.simulate, 8);
+    cr_expect_str_eq(meta.delay, "uniform:8");
+    char epochs[16];
+    snprintf(epochs, sizeof epochs, "%d", meta.epoch + 1);
+    e2e_run(&r, NULL, "--data", data, "--epochs", epochs, "--simulate", "8", "--delay", "uniform:8", "--quiet",
+            "--resume", ckpt);
+    e2e_assert_exit(&r, 0);
 }
 
 // ---- the refusals ----
