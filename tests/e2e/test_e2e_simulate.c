@@ -258,6 +258,13 @@ Test(e2e_simulate, what_does_not_apply_is_refused_before_any_work) {
         e2e_assert_contains(r.err, cases[i].says, "stderr");
         cr_expect_null(strstr(r.out, "epoch"), "case %zu: nothing trains:\n%s", i, r.out);
     }
+    // The sparse models have a trainer of their own, without a simulation (exit 1, before any work).
+    char sparse[1200];
+    snprintf(sparse, sizeof sparse, "%s/models/logreg.model", e2e.root);
+    e2e_run_result sp;
+    e2e_run(&sp, NULL, "--model", sparse, "--data", data, "--quiet", "--simulate", "2");
+    e2e_assert_exit(&sp, 1);
+    e2e_assert_contains(sp.err, "cannot run with --simulate", "stderr");
     // --workers 1 says what --simulate 1 means: allowed.
     e2e_run_result r;
     e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--quiet", "--simulate", "1", "--workers", "1");
