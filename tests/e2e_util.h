@@ -485,7 +485,7 @@ static inline void e2e_skip_under_asan(void) {
 #define E2E_METRICS_HEADER                                                                                        \
     "mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,test_accuracy,skipped_eval_points," \
     "lr,model,"                                                                                                   \
-    "seed,setup"
+    "seed,setup,settings"
 
 typedef struct {
     char mode[32];
@@ -502,6 +502,7 @@ typedef struct {
     char model[64];     // the run's identity: the model file's base name, the seed, the setup hash
     unsigned long long seed;
     char setup[32];
+    char settings[256];  // the settings not at their defaults, as text ("" when none)
 } e2e_metrics_row;
 
 static inline double e2e_parse_number(const char *field, int line) {
@@ -518,7 +519,7 @@ static inline long long e2e_parse_integer(const char *field, int line) {
     return x;
 }
 
-// Reads a metrics file: asserts the exact header and 14 well-formed fields on every row; returns
+// Reads a metrics file: asserts the exact header and 15 well-formed fields on every row; returns
 // the number of rows (at most cap are stored). With `diverged`, the last row must be the row that
 // marks a diverged run (README, "Metrics"): a non-finite train_loss, test_loss and test_accuracy
 // nan; every other row a result.
@@ -540,8 +541,8 @@ static inline int e2e_read_metrics_of(const char *path, e2e_metrics_row *rows, i
             if (!p) break;
             *p = '\0';
         }
-        cr_assert_eq(count, 14, "metrics line %d has %d fields, not 14", line_no, count);
-        for (int i = 0; i < 14; i++) {
+        cr_assert_eq(count, 15, "metrics line %d has %d fields, not 15", line_no, count);
+        for (int i = 0; i < 14; i++) {  // all but the settings, empty at the defaults
             cr_assert(fields[i][0] != '\0', "metrics line %d: field %d is empty", line_no, i + 1);
         }
         cr_assert_lt(n, cap, "more than %d metrics rows", cap);
@@ -560,6 +561,7 @@ static inline int e2e_read_metrics_of(const char *path, e2e_metrics_row *rows, i
         snprintf(row->model, sizeof row->model, "%s", fields[11]);
         row->seed = (unsigned long long)e2e_parse_integer(fields[12], line_no);
         snprintf(row->setup, sizeof row->setup, "%s", fields[13]);
+        snprintf(row->settings, sizeof row->settings, "%s", fields[14]);
         cr_assert(strlen(row->setup) == 16 && strspn(row->setup, "0123456789abcdef") == 16,
                   "metrics line %d: setup '%s' is not 16 hex digits", line_no, row->setup);
         cr_assert_geq(row->skipped, 0, "metrics line %d: skipped_eval_points %lld", line_no, row->skipped);

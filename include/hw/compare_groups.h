@@ -20,6 +20,13 @@ typedef struct {
     int workers;
     char model[HW_METRICS_MODEL_CAP];
     uint64_t setup;
+    int has_settings;  // the runs have the settings column (a file from before it has not)
+    char settings[HW_METRICS_SETTINGS_CAP];
+    // What tells the group from the others of another setup: the settings that not every group
+    // shares, "lr-schedule=cosine", with "name=default" for one the group leaves at its default;
+    // the setup's hash where the settings do not tell (files without them, a text cut short); ""
+    // when all groups have one setup.
+    char setup_name[HW_METRICS_SETTINGS_CAP];
     int *members;  // indices into the runs of the runs counted, in the runs' order
     int n_members;
     hw_stats_summary final_accuracy, best_accuracy, samples_per_s;

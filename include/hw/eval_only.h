@@ -14,6 +14,7 @@ typedef struct {
     int64_t n_test;        // test samples evaluated
     double loss;           // mean test loss
     double accuracy;       // test accuracy, percent
+    int interrupted_by;    // a stop signal (hw_stop_signal) ended the evaluation early: no result
 } hw_eval_only_result;
 
 // Allocates in->model's weights, loads the checkpoint config->resume_path into them and evaluates
@@ -21,7 +22,8 @@ typedef struct {
 // *result, or HW_ERR (hw_fail) for a checkpoint that does not load or whose weights are not finite
 // (hw_train_load_checkpoint), and for one whose test loss diverged (hw_loss_diverged): finite
 // weights can still have blown up (1e30 everywhere gives NaN logits), and their accuracy would be
-// chance's printed as a result. in->model is then bound to the weights; hw_train_inputs_free frees them.
+// chance's printed as a result. A stop signal caught by the caller (hw_stop_signals_catch) ends
+// the evaluation between two batches: HW_OK with only result->interrupted_by set. in->model is then bound to the weights; hw_train_inputs_free frees them.
 int hw_eval_only_run(const hw_train_config *config, hw_train_inputs *in, hw_eval_only_result *result);
 
 #endif

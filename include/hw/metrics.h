@@ -41,10 +41,13 @@ typedef enum {
     HW_COL_LR,                   // the learning rate at the row's samples (the schedule's)
     // The run's identity, the same on every row, by which compare groups the runs that differ by
     // seed alone (files written before them load without them, and are in no group):
-    HW_COL_MODEL,  // the model file's name without its folder and extension: "lenet"
-    HW_COL_SEED,   // the seed of initialisation, shuffling and dropout
-    HW_COL_SETUP,  // 16 hex digits: a hash of every training setting but the seed, the mode and the
-                   // workers or replicas (hw_train_config.setup_hash)
+    HW_COL_MODEL,     // the model file's name without its folder and extension: "lenet"
+    HW_COL_SEED,      // the seed of initialisation, shuffling and dropout
+    HW_COL_SETUP,     // 16 hex digits: a hash of every training setting but the seed, the mode and the
+                      // workers or replicas (hw_train_config.setup_hash)
+    HW_COL_SETTINGS,  // the same settings as text, what compare names a group by: "epochs=10
+                      // lr-schedule=cosine" (a comma, blank or '%' in a value as %XX; "" at the
+                      // defaults; files from before it have no such column and are named by setup)
     // --measure's (CPU Hogwild), all workers together, at the row:
     HW_COL_UPDATES,         // updates made
     HW_COL_STALENESS_MEAN,  // other workers' updates between a read of the weights and the write
@@ -109,6 +112,9 @@ enum { HW_METRICS_DEVICE_CAP = 192 };
 // The model column's longest name and its NUL.
 enum { HW_METRICS_MODEL_CAP = 64 };
 
+// The settings column's longest text and its NUL (src/cli/run_identity.c cuts a longer one).
+enum { HW_METRICS_SETTINGS_CAP = 256 };
+
 // What the first three columns and the identity columns say of the run, and whether it has the
 // --measure columns.
 typedef struct {
@@ -117,7 +123,8 @@ typedef struct {
     const char *device;
     const char *model;  // HW_COL_MODEL's text (cut at HW_METRICS_MODEL_CAP - 1); NULL: "unknown"
     uint64_t seed;
-    uint64_t setup;  // HW_COL_SETUP's hash
+    uint64_t setup;        // HW_COL_SETUP's hash
+    const char *settings;  // HW_COL_SETTINGS's text (NULL: ""), as escaped by the command line
     int with_measure;
 } hw_metrics_run;
 
@@ -144,6 +151,7 @@ typedef struct {
     char device[HW_METRICS_DEVICE_CAP];
     char model[HW_METRICS_MODEL_CAP];
     uint64_t seed, setup;
+    char settings[HW_METRICS_SETTINGS_CAP];
     int with_measure;             // the header has --measure's columns
     hw_metrics_measure measure;   // their values at the next row (set by the trainer)
     int64_t skipped_eval_points;  // --eval-every points not evaluated so far (set by the trainer)
@@ -169,9 +177,11 @@ typedef struct {
     int identified;                      // the file has the identity columns (model, seed, setup)
     char model[HW_METRICS_MODEL_CAP];    // identified: the run's identity, else "" and 0
     uint64_t seed, setup;
-    hw_metrics_point *points;  // the rows before any divergence
-    int n_points;              // >= 1 after a successful read
-    int diverged;              // the run diverged (see above), at the row diverged_at
+    int has_settings;                        // the file has the settings column
+    char settings[HW_METRICS_SETTINGS_CAP];  // its text, "" without it
+    hw_metrics_point *points;                // the rows before any divergence
+    int n_points;                            // >= 1 after a successful read
+    int diverged;                            // the run diverged (see above), at the row diverged_at
     hw_metrics_point diverged_at;
     hw_metrics_measure measure;
     long ignored_line;  // a last line cut short (no newline: a run still writing, or killed) that

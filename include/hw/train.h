@@ -78,8 +78,9 @@ typedef struct {
     // The rate as a function of the run's samples, its warm-up included (zeros: constant; the
     // command line's default, --lr-schedule constant, is the same schedule).
     hw_lr_schedule lr_schedule;
-    uint64_t setup_hash;  // the metrics' setup column: a hash of every setting but the seed, the
-                          // mode and the workers or replicas (the command line's, src/cli/run_identity.c)
+    uint64_t setup_hash;   // the metrics' setup column: a hash of every setting but the seed, the
+                           // mode and the workers or replicas (the command line's, src/cli/run_identity.c)
+    const char *settings;  // the metrics' settings column: the same settings as text (NULL: "")
 } hw_train_config;
 
 // The rate of a step taken when the run has seen `samples` training samples (all workers and

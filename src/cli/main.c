@@ -15,6 +15,7 @@
 #include "cli/usage.h"
 #include "hw/comm.h"
 #include "hw/err.h"
+#include "hw/metrics.h"
 #include "hw/std_streams.h"
 
 #include <signal.h>
@@ -60,7 +61,9 @@ static int train_main(int argc, char **argv) {
     if (cli_given(&given, HW_OPTION_LIST_SHARING_STRATEGIES)) return cli_strategies_print();
     if (cli_given(&given, HW_OPTION_CLEAN_SHM)) return cli_shm_clean_run();
     if (cli_given(&given, HW_OPTION_SUMMARY)) return cli_summary_print(&config, &given);
-    config.setup_hash = cli_run_setup_hash(&cli_train_command, &given);
+    static char settings[HW_METRICS_SETTINGS_CAP];  // the run's: config.settings points here
+    config.setup_hash = cli_run_setup(&cli_train_command, &given, settings, sizeof settings);
+    config.settings = settings;
     int status = cli_train_rules_check(&config, &given);
     if (status != HW_EXIT_OK) return status;
     if (config.eval_only) return cli_eval_only_run(&config, cli_given(&given, HW_OPTION_MODEL));

@@ -8,6 +8,7 @@
 #include "cli/usage.h"
 #include "hw/ckpt.h"
 #include "hw/err.h"
+#include "hw/signals.h"
 #include "hw/file.h"
 #include "hw/shm.h"
 #include "hw/sparse_train.h"
@@ -148,12 +149,19 @@ int cli_sparse_eval_only_run(hw_train_config *config) {
     hw_sparse_model_ckpt_view(&model, &view);
     float *weights = malloc(view.n_weights * sizeof *weights);
     hw_ckpt_meta meta;
+    double loss = NAN;
+    int64_t correct = 0;
     if (!weights || hw_ckpt_load(config->resume_path, &view, weights, &meta) != HW_OK) {
         status = cli_failure("hogwild");
     } else {
-        double loss;
-        int64_t correct;
         hw_sparse_evaluate(&model, weights, &test, &loss, &correct);
+    }
+    if (status == HW_EXIT_OK && hw_stop_signal()) {
+        // A stop signal (caught by cli_eval_only_run) came while loading or evaluating: no result.
+        fprintf(stderr, "hogwild: interrupted by %s: the evaluation of %s stopped before its end; no result\n",
+                hw_stop_signal_name(hw_stop_signal()), config->resume_path);
+        status = 128 + hw_stop_signal();
+    } else if (status == HW_EXIT_OK) {
         printf("%s (epoch %d, %lld samples seen): test %s %.5f", config->resume_path, meta.epoch,
                (long long)meta.samples_seen, model.loss == HW_LOSS_SQUARED ? "MSE" : "loss", loss);
         if (model.loss == HW_LOSS_SQUARED) printf(", RMSE %.5f", sqrt(loss));

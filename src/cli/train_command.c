@@ -152,7 +152,7 @@ static int eval_only_model(hw_train_config *config, int model_given, char **text
     return HW_EXIT_OK;
 }
 
-int cli_eval_only_run(hw_train_config *config, int model_given) {
+static int eval_only_run(hw_train_config *config, int model_given) {
     char *model_text = NULL;
     int status = preflight_stack() != HW_OK || libraries_open() != HW_OK ? cli_failure("hogwild") : HW_EXIT_OK;
     if (status == HW_EXIT_OK) status = eval_only_model(config, model_given, &model_text);
@@ -174,6 +174,10 @@ int cli_eval_only_run(hw_train_config *config, int model_given) {
     if (loaded == HW_OK) preflight_fit_batches(config, &in, capped, sizeof capped);
     if (loaded != HW_OK || preflight_memory(config, &in, 1) != HW_OK || hw_eval_only_run(config, &in, &r) != HW_OK) {
         status = cli_failure("hogwild");
+    } else if (r.interrupted_by) {
+        fprintf(stderr, "hogwild: interrupted by %s: the evaluation of %s stopped before its end; no result\n",
+                hw_stop_signal_name(r.interrupted_by), config->resume_path);
+        status = 128 + r.interrupted_by;
     } else {
         printf("%s (epoch %d, %lld samples seen): test loss %.4f, accuracy %.2f%% on %lld samples of %s\n",
                config->resume_path, r.epoch, (long long)r.samples_seen, r.loss, r.accuracy, (long long)r.n_test,
@@ -182,5 +186,14 @@ int cli_eval_only_run(hw_train_config *config, int model_given) {
     hw_train_inputs_free(&in);
     free(model_text);
     config->model_text = NULL;
+    return status;
+}
+
+int cli_eval_only_run(hw_train_config *config, int model_given) {
+    // A stop signal is a request to stop here as in a training run, at every phase: the evaluation
+    // stops between two batches, and the command says so and exits 128 + the signal.
+    hw_stop_signals_catch();
+    int status = eval_only_run(config, model_given);
+    hw_stop_signals_release();
     return status;
 }

@@ -36,6 +36,8 @@ static int group_of(hw_compare_groups *groups, const hw_metrics_table *run, int 
     g->workers = run->workers;
     snprintf(g->model, sizeof g->model, "%s", run->model);
     g->setup = run->setup;
+    g->has_settings = run->has_settings;
+    snprintf(g->settings, sizeof g->settings, "%s", run->settings);
     g->baseline = g->other_mode = -1;
     g->members = malloc((size_t)n_runs * sizeof *g->members);
     if (!g->members) return -1;
@@ -150,6 +152,90 @@ static void groups_relate(hw_compare_groups *groups) {
     }
 }
 
+// ---- naming the setups ----
+
+// Whether the blank-separated list `settings` holds the setting `token` whole ("name=value").
+static int settings_have(const char *settings, const char *token, size_t len) {
+    for (const char *p = settings; *p;) {
+        size_t n = strcspn(p, " ");
+        if (n == len && strncmp(p, token, len) == 0) return 1;
+        p += n;
+        p += *p == ' ';
+    }
+    return 0;
+}
+
+// The value of setting `name` (name_len bytes) in `settings`, its length in *value_len; NULL when
+// the list does not hold it (the setting is at its default).
+static const char *settings_value(const char *settings, const char *name, size_t name_len, size_t *value_len) {
+    for (const char *p = settings; *p;) {
+        size_t n = strcspn(p, " ");
+        if (n > name_len && p[name_len] == '=' && strncmp(p, name, name_len) == 0) {
+            *value_len = n - name_len - 1;
+            return p + name_len + 1;
+        }
+        p += n;
+        p += *p == ' ';
+    }
+    return NULL;
+}
+
+// The names of the settings that not every group has with the same value, into names[cap] joined
+// by blanks, in the order the groups list them.
+static void differing_names(const hw_compare_groups *groups, char *names, size_t cap) {
+    names[0] = '\0';
+    for (int a = 0; a < groups->n_groups; a++) {
+        const char *list = groups->groups[a].settings;
+        for (const char *p = list; *p;) {
+            size_t n = strcspn(p, " "), name_len = strcspn(p, "=");
+            if (name_len > n) name_len = n;
+            int shared = 1;
+            for (int b = 0; b < groups->n_groups && shared; b++)
+                shared = settings_have(groups->groups[b].settings, p, n);
+            size_t used = strlen(names);
+            if (!shared && !settings_have(names, p, name_len) && used + name_len + 2 <= cap) {
+                snprintf(names + used, cap - used, "%s%.*s", used ? " " : "", (int)name_len, p);
+            }
+            p += n;
+            p += *p == ' ';
+        }
+    }
+}
+
+// Each group's setup_name (see hw_compare_group); by hash when one group has no settings column,
+// when the settings tell no two groups apart, or when two groups come out with one name.
+static void groups_name_setups(hw_compare_groups *groups) {
+    if (groups->n_setups <= 1) return;
+    int by_settings = 1;
+    for (int a = 0; a < groups->n_groups; a++) by_settings &= groups->groups[a].has_settings;
+    char names[HW_METRICS_SETTINGS_CAP];
+    if (by_settings) differing_names(groups, names, sizeof names);
+    if (by_settings && names[0] == '\0') by_settings = 0;
+    for (int a = 0; a < groups->n_groups && by_settings; a++) {
+        hw_compare_group *g = &groups->groups[a];
+        size_t used = 0, cap = sizeof g->setup_name;
+        g->setup_name[0] = '\0';
+        for (const char *p = names; *p && used < cap;) {
+            size_t n = strcspn(p, " "), value_len = 0;
+            const char *value = settings_value(g->settings, p, n, &value_len);
+            used += (size_t)snprintf(g->setup_name + used, cap - used, "%s%.*s=%.*s", used ? " " : "", (int)n, p,
+                                     value ? (int)value_len : 7, value ? value : "default");
+            p += n;
+            p += *p == ' ';
+        }
+    }
+    for (int a = 0; a < groups->n_groups && by_settings; a++) {
+        for (int b = 0; b < a; b++) {
+            const hw_compare_group *g = &groups->groups[a], *h = &groups->groups[b];
+            if (g->setup != h->setup && strcmp(g->setup_name, h->setup_name) == 0) by_settings = 0;
+        }
+    }
+    for (int a = 0; a < groups->n_groups && !by_settings; a++) {
+        hw_compare_group *g = &groups->groups[a];
+        snprintf(g->setup_name, sizeof g->setup_name, "setup %016llx", (unsigned long long)g->setup);
+    }
+}
+
 int hw_compare_groups_build(hw_compare_groups *groups, const hw_metrics_table *runs, int n_runs, double target) {
     memset(groups, 0, sizeof *groups);
     int cap = n_runs > 0 ? n_runs : 1;
@@ -177,6 +263,7 @@ int hw_compare_groups_build(hw_compare_groups *groups, const hw_metrics_table *r
         for (int h = 0; h < g; h++) seen |= groups->groups[h].setup == groups->groups[g].setup;
         groups->n_setups += !seen;
     }
+    if (rc == HW_OK) groups_name_setups(groups);
     free(scratch);
     if (rc != HW_OK) hw_compare_groups_free(groups);
     return rc;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { CELL = 128, MAX_COLS = 8 };
+enum { CELL = 384, MAX_COLS = 8 };  // a label: mode, workers, model and setup name
 
 // "mean ±sd [lo, hi]" with `decimals`; one value: "value (n=1)"; none: "-".
 static void stat_cell(char *buf, const hw_stats_summary *s, int decimals) {
@@ -21,10 +21,11 @@ static void stat_cell(char *buf, const hw_stats_summary *s, int decimals) {
     }
 }
 
-// The group's name in a table: "hogwild 2 mlp", and its setup when the groups have several.
+// The group's name in a table: "hogwild 2 mlp", and what tells its setup from the others' when the
+// groups have several ("hogwild 2 lenet lr-schedule=cosine").
 static void group_label(char *buf, const hw_compare_groups *groups, const hw_compare_group *g) {
     if (groups->n_setups > 1) {
-        snprintf(buf, CELL, "%s %d %s %016llx", g->mode, g->workers, g->model, (unsigned long long)g->setup);
+        snprintf(buf, CELL, "%s %d %s %s", g->mode, g->workers, g->model, g->setup_name);
     } else {
         snprintf(buf, CELL, "%s %d %s", g->mode, g->workers, g->model);
     }
@@ -141,7 +142,7 @@ int hw_compare_groups_write_csv(const char *path, const hw_compare_groups *group
                "samples_per_s_mean,samples_per_s_ci_low,samples_per_s_ci_high,target,reached,"
                "seconds_to_target_mean,seconds_to_target_ci_low,seconds_to_target_ci_high,samples_to_target_mean,"
                "samples_to_target_ci_low,samples_to_target_ci_high,final_accuracy_sd,samples_per_s_sd,"
-               "best_accuracy_mean,speed_up,speed_up_ci_low,speed_up_ci_high,setup\n");
+               "best_accuracy_mean,speed_up,speed_up_ci_low,speed_up_ci_high,setup,settings\n");
     for (int a = 0; a < groups->n_groups; a++) {
         const hw_compare_group *g = &groups->groups[a];
         fprintf(f, "%s,%d,%s,%d", g->mode, g->workers, g->model, g->n_members);
@@ -156,7 +157,7 @@ int hw_compare_groups_write_csv(const char *path, const hw_compare_groups *group
         put_csv_number(f, g->speed_up.ratio);
         put_csv_number(f, g->speed_up.ci_low);
         put_csv_number(f, g->speed_up.ci_high);
-        fprintf(f, ",%016llx\n", (unsigned long long)g->setup);
+        fprintf(f, ",%016llx,%s\n", (unsigned long long)g->setup, g->settings);
     }
     if (ferror(f)) {
         fclose(f);

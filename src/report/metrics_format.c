@@ -20,6 +20,7 @@ const hw_metrics_column_info hw_metrics_columns[HW_METRICS_N_COLUMNS] = {
     [HW_COL_MODEL] = {"model", "%s", 0},
     [HW_COL_SEED] = {"seed", "%llu", 0},
     [HW_COL_SETUP] = {"setup", "%016llx", 0},
+    [HW_COL_SETTINGS] = {"settings", "%s", 0},
     [HW_COL_UPDATES] = {"updates", "%lld", 0},
     [HW_COL_STALENESS_MEAN] = {"staleness_mean", "%.4f", 0},
     [HW_COL_STALENESS_MEDIAN] = {"staleness_median", "%lld", 0},

@@ -198,7 +198,8 @@ static int parse_row(hw_metrics_table *log, char **fields, const int *col, const
 
 // The identity columns of one row: the first row's into log, and every later one must say the same
 // (one file is one run). Nothing to do in a file without them.
-static int parse_identity(hw_metrics_table *log, char **fields, const int *col, const char *path, long line_no) {
+static int parse_identity_columns(hw_metrics_table *log, char **fields, const int *col, const char *path,
+                                  long line_no) {
     if (col[HW_COL_MODEL] < 0) return HW_OK;
     const char *model = fields[col[HW_COL_MODEL]], *seed_text = fields[col[HW_COL_SEED]];
     const char *setup_text = fields[col[HW_COL_SETUP]];
@@ -230,6 +231,32 @@ static int parse_identity(hw_metrics_table *log, char **fields, const int *col, 
                        (unsigned long long)log->seed, (unsigned long long)log->setup, model, seed_text, setup_text);
     }
     return HW_OK;
+}
+
+// The settings column of one row, when the header has it: the first row's into log, and every
+// later one must say the same.
+static int parse_settings(hw_metrics_table *log, char **fields, const int *col, const char *path, long line_no) {
+    if (col[HW_COL_SETTINGS] < 0) return HW_OK;
+    const char *text = fields[col[HW_COL_SETTINGS]];
+    if (strlen(text) >= sizeof log->settings) {
+        return hw_fail("%s:%ld: %s is longer than %d characters", path, line_no, name_of(HW_COL_SETTINGS),
+                       (int)sizeof log->settings - 1);
+    }
+    if (!log->has_settings) {
+        log->has_settings = 1;
+        strcpy(log->settings, text);
+        return HW_OK;
+    }
+    if (strcmp(text, log->settings) != 0) {
+        return hw_fail("%s:%ld: %s changed from the rows above ('%s' to '%s'); one file must hold one run", path,
+                       line_no, name_of(HW_COL_SETTINGS), log->settings, text);
+    }
+    return HW_OK;
+}
+
+static int parse_identity(hw_metrics_table *log, char **fields, const int *col, const char *path, long line_no) {
+    if (parse_identity_columns(log, fields, col, path, line_no) != HW_OK) return HW_ERR;
+    return parse_settings(log, fields, col, path, line_no);
 }
 
 // ---- the columns of --measure, when the header has them ----

@@ -88,6 +88,12 @@ int hw_metrics_open(hw_metrics *m, const char *path, const hw_metrics_run *run) 
     }
     m->seed = run->seed;
     m->setup = run->setup;
+    // The command line escaped what a field cannot hold; a comma or line end that came another way
+    // would still split the row, and is written as '_'.
+    snprintf(m->settings, sizeof m->settings, "%s", run->settings ? run->settings : "");
+    for (char *c = m->settings; *c; c++) {
+        if (*c == ',' || *c == '\r' || *c == '\n') *c = '_';
+    }
     m->with_measure = run->with_measure;
     hw_metrics_measure_none(&m->measure);
     char line[1024];
@@ -163,6 +169,7 @@ static void format_column(const hw_metrics *m, const hw_metrics_point *pt, int c
     case HW_COL_MODEL: snprintf(buf, cap, f, m->model); return;
     case HW_COL_SEED: snprintf(buf, cap, f, (unsigned long long)m->seed); return;
     case HW_COL_SETUP: snprintf(buf, cap, f, (unsigned long long)m->setup); return;
+    case HW_COL_SETTINGS: snprintf(buf, cap, f, m->settings); return;
     case HW_COL_UPDATES: snprintf(buf, cap, f, (long long)v->updates); return;
     case HW_COL_STALENESS_MEAN: snprintf(buf, cap, f, v->staleness_mean); return;
     case HW_COL_STALENESS_MEDIAN: snprintf(buf, cap, f, (long long)v->staleness_median); return;
@@ -191,7 +198,7 @@ int hw_metrics_row(hw_metrics *m, double wall_seconds, int epoch, int64_t sample
                    double test_loss, double test_accuracy) {
     if (!m->open || m->failed) return HW_OK;
     hw_metrics_point pt = {wall_seconds, epoch, samples_seen, train_loss, test_loss, test_accuracy};
-    char row[1024], field[320];
+    char row[2048], field[320];
     size_t len = 0;
     int n = m->with_measure ? HW_METRICS_N_COLUMNS : HW_METRICS_FIRST_MEASURE;
     for (int c = 0; c < n && len < sizeof row; c++) {

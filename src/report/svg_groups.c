@@ -153,7 +153,7 @@ static void group_legend_text(char *buf, size_t cap, const hw_compare_groups *gr
     const char *unit = strcmp(g->mode, "dataparallel") == 0 ? "replica" : "worker";
     int used = snprintf(buf, cap, "%s, %d %s%s, %s", g->mode, g->workers, unit, g->workers == 1 ? "" : "s", g->model);
     if (groups->n_setups > 1 && used > 0 && (size_t)used < cap) {
-        used += snprintf(buf + used, cap - (size_t)used, ", setup %016llx", (unsigned long long)g->setup);
+        used += snprintf(buf + used, cap - (size_t)used, ", %s", g->setup_name);
     }
     if (used > 0 && (size_t)used < cap) {
         snprintf(buf + used, cap - (size_t)used, ": %d run%s%s", g->n_members, g->n_members == 1 ? "" : "s",

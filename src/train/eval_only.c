@@ -6,6 +6,7 @@
 #include "hw/evaluate.h"
 #include "hw/nn.h"
 #include "hw/run_outputs.h"
+#include "hw/signals.h"
 
 #include <math.h>
 
@@ -28,6 +29,10 @@ int hw_eval_only_run(const hw_train_config *config, hw_train_inputs *in, hw_eval
     }
     hw_eval_result r = hw_evaluate(&in->model, &ws, &in->test, in->norm, config->test_batch_size);
     hw_workspace_free(&ws);
+    if (r.interrupted || hw_stop_signal()) {
+        *result = (hw_eval_only_result){.interrupted_by = hw_stop_signal() ? hw_stop_signal() : SIGTERM};
+        return HW_OK;
+    }
     if (hw_loss_diverged(r.loss)) {
         char loss_text[48];
         hw_loss_describe(loss_text, sizeof loss_text, r.loss);
@@ -36,6 +41,6 @@ int hw_eval_only_run(const hw_train_config *config, hw_train_inputs *in, hw_eval
                        config->resume_path, loss_text, config->data_dir,
                        largest_magnitude(in->model.weights, in->model.n_weights));
     }
-    *result = (hw_eval_only_result){meta.epoch, meta.samples_seen, in->test.n, r.loss, r.accuracy};
+    *result = (hw_eval_only_result){meta.epoch, meta.samples_seen, in->test.n, r.loss, r.accuracy, 0};
     return HW_OK;
 }

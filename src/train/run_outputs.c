@@ -32,6 +32,7 @@ void hw_run_outputs_metrics_run(const hw_train_config *config, char *device, siz
                             .device = device,
                             .seed = config->seed,
                             .setup = config->setup_hash,
+                            .settings = config->settings,
                             .with_measure = config->measure};
 }
 

@@ -109,3 +109,49 @@ Test(e2e_eval_only, messages_name_the_checkpoints_model_as_such) {
     snprintf(expected, sizeof expected, "the model stored in the checkpoint %s expects input", ckpt);
     e2e_assert_contains(r.err, expected, "stderr");
 }
+
+// The CPU seconds (user and system) process `pid` has used, from /proc/PID/stat; -1 once it is gone.
+static double cpu_seconds_of(pid_t pid) {
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *p = strrchr(text, ')');  // the name may hold blanks; the fields after it do not
+    unsigned long long utime = 0, stime = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2) return -1;
+    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+// Issue 44, "every signal at every phase of a run": a Ctrl-C while --eval-only evaluated ended the
+// process by the signal's default action, without a word. It stops between two batches, says so
+// and exits 130, printing no result.
+Test(e2e_eval_only, a_ctrl_c_while_evaluating_stops_it_and_says_so) {
+    char *data = e2e_synth_n("data", 44, 64, 20000);
+    // A wide network and one image a batch: the evaluation takes seconds on any CPU.
+    char *model = e2e_path("wide.model");
+    const char wide[] = "input 1 28 28\nflatten\nlinear 2048\nrelu\nlinear 10\nlog_softmax\n";
+    write_bytes(model, wide, sizeof wide - 1);
+    char *ckpt = e2e_path("wide.safetensors");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--data", data, "--model", model, "--quiet", "--save", ckpt);
+    e2e_assert_exit(&r, 0);
+    e2e_start_argv(
+        &r, NULL,
+        (const char *const[]){"--data", data, "--eval-only", "--resume", ckpt, "--test-batch-size", "1", NULL});
+    // Past the set-up (loading takes a few hundredths of a CPU second): in the evaluation.
+    double waited = 0;
+    while (cpu_seconds_of(r.pid) >= 0 && cpu_seconds_of(r.pid) < 0.5 && waited < 60) {
+        e2e_sleep_ms(10);
+        waited += 0.01;
+    }
+    cr_assert_geq(cpu_seconds_of(r.pid), 0.5, "the evaluation ended (or never began) before it could be interrupted");
+    kill(r.pid, SIGINT);
+    e2e_wait(&r);
+    e2e_assert_exit(&r, 130);
+    e2e_assert_contains(r.err, "interrupted by SIGINT", "stderr");
+    e2e_assert_contains(r.err, "no result", "stderr");
+    cr_expect_null(strstr(r.out, "accuracy"), "a result was printed: %s", r.out);
+}

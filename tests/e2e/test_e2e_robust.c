@@ -197,8 +197,8 @@ Test(e2e_robust, compare_reads_a_file_whose_last_row_was_cut_short) {
     char *csv = e2e_path("cut.csv");
     const char text[] =
         E2E_METRICS_HEADER "\n"
-                           "hogwild,2,cpu,0.000,0,0,nan,2.300000,10.00,0,0.01,mlp,1,cbf29ce484222325\n"
-                           "hogwild,2,cpu,1.000,1,3000,1.000000,0.500000,85.00,0,0.01,mlp,1,cbf29ce484222325\n"
+                           "hogwild,2,cpu,0.000,0,0,nan,2.300000,10.00,0,0.01,mlp,1,cbf29ce484222325,\n"
+                           "hogwild,2,cpu,1.000,1,3000,1.000000,0.500000,85.00,0,0.01,mlp,1,cbf29ce484222325,\n"
                            "hogwild,2,cpu,2.0";
     write_bytes(csv, text, sizeof text - 1);
     e2e_run_result r;

@@ -153,7 +153,7 @@ Test(measure, compare_reads_the_columns_and_old_files_still_load) {
     char header[1024] = OLD_HEADER;
     for (int c = 0; c < HW_METRICS_N_COLUMNS; c++) {
         // Not in this file, which compare reads all the same.
-        if (c == HW_COL_SKIPPED_EVAL_POINTS || c == HW_COL_LR || (c >= HW_COL_MODEL && c <= HW_COL_SETUP)) continue;
+        if (c == HW_COL_SKIPPED_EVAL_POINTS || c == HW_COL_LR || (c >= HW_COL_MODEL && c <= HW_COL_SETTINGS)) continue;
         if (c < HW_METRICS_FIRST_MEASURE) {
             cr_assert_not_null(strstr(OLD_HEADER, hw_metrics_columns[c].name));
             continue;

@@ -253,3 +253,67 @@ Test(compare_groups, one_run_groups_print_without_an_interval, .init = make_dir,
     hw_compare_groups_free(&g);
     hw_metrics_table_free(&run);
 }
+
+// A run of 1000 samples with the settings column: `setup` its hash, `settings` its text (NULL: a
+// file from before the column).
+static void write_set_run(const char *name, int seed, const char *setup, const char *settings) {
+    char text[1024];
+    const char *header = settings ? "mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,"
+                                    "test_accuracy,skipped_eval_points,model,seed,setup,settings\n"
+                                  : HEADER;
+    char tail[300];
+    snprintf(tail, sizeof tail, "%s%s", settings ? "," : "", settings ? settings : "");
+    snprintf(text, sizeof text,
+             "%shogwild,1,cpu,0.000,0,0,nan,2.3,10.00,0,mlp,%d,%s%s\n"
+             "hogwild,1,cpu,2.000,1,1000,0.5,0.4,%d.00,0,mlp,%d,%s%s\n",
+             header, seed, setup, tail, 90 + seed, seed, setup, tail);
+    write_text(name, text);
+}
+
+// The names of n groups built from the files `files` (each read into runs[]).
+static void group_names(const char *const *files, int n, char names_out[][HW_METRICS_SETTINGS_CAP]) {
+    hw_metrics_table runs[8];
+    for (int i = 0; i < n; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        cr_assert_eq(hw_metrics_table_read(&runs[i], path), HW_OK, "%s", hw_error());
+    }
+    hw_compare_groups g;
+    cr_assert_eq(hw_compare_groups_build(&g, runs, n, 99), HW_OK);
+    for (int i = 0; i < g.n_groups; i++) snprintf(names_out[i], HW_METRICS_SETTINGS_CAP, "%s", g.groups[i].setup_name);
+    cr_expect_eq(g.n_setups, g.n_groups);
+    hw_compare_groups_free(&g);
+    for (int i = 0; i < n; i++) hw_metrics_table_free(&runs[i]);
+}
+
+Test(compare_groups, setups_are_named_by_the_settings_that_differ, .init = make_dir, .fini = remove_dir) {
+    write_set_run("c.csv", 1, "0000000000000001", "epochs=10 data=d");
+    write_set_run("e.csv", 1, "0000000000000002", "epochs=10 lr-schedule=exponential:0.9 data=d");
+    write_set_run("k.csv", 1, "0000000000000003", "epochs=10 lr-schedule=cosine data=d warmup=600");
+    const char *files[] = {"c.csv", "e.csv", "k.csv"};
+    char got[3][HW_METRICS_SETTINGS_CAP];
+    group_names(files, 3, got);
+    // The settings every group shares (epochs, data) name none; one a group leaves at its default
+    // is named so.
+    cr_expect_str_eq(got[0], "lr-schedule=default warmup=default");
+    cr_expect_str_eq(got[1], "lr-schedule=exponential:0.9 warmup=default");
+    cr_expect_str_eq(got[2], "lr-schedule=cosine warmup=600");
+}
+
+Test(compare_groups, setups_are_named_by_hash_where_the_settings_cannot_tell, .init = make_dir, .fini = remove_dir) {
+    // One file from before the settings column: every group is named by its hash.
+    write_set_run("a.csv", 1, "0000000000000001", "epochs=10");
+    write_set_run("b.csv", 1, "00000000000000b2", NULL);
+    const char *files[] = {"a.csv", "b.csv"};
+    char got[2][HW_METRICS_SETTINGS_CAP];
+    group_names(files, 2, got);
+    cr_expect_str_eq(got[0], "setup 0000000000000001");
+    cr_expect_str_eq(got[1], "setup 00000000000000b2");
+    // Two setups whose texts are one (a text cut short): the hash again.
+    write_set_run("c.csv", 1, "0000000000000003", "epochs=10 ...");
+    write_set_run("d.csv", 1, "0000000000000004", "epochs=10 ...");
+    const char *cut[] = {"c.csv", "d.csv"};
+    group_names(cut, 2, got);
+    cr_expect_str_eq(got[0], "setup 0000000000000003");
+    cr_expect_str_eq(got[1], "setup 0000000000000004");
+}

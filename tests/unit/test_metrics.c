@@ -1,5 +1,6 @@
 // Tests of the metrics CSV writer (src/report/metrics_write.c): the columns `hogwild compare` reads,
 // and the replicas (not the Hogwild workers) in the workers column of a DataParallel run.
+#include "cli/run_identity.h"
 #include "cli/train_options.h"
 #include "hw/compare.h"
 #include "hw/err.h"
@@ -97,4 +98,39 @@ Test(metrics, a_file_is_replaced_only_at_the_commit) {
     cr_assert_eq(hw_metrics_open(&m, path, &config), HW_OK, "%s", hw_error());
     cr_assert_eq(hw_metrics_close(&m), HW_OK);
     cr_expect_neq(access(path, F_OK), 0, "a file made by a run that never started is removed");
+}
+
+// The settings column: the command line's settings that are not at their defaults, each value in
+// its shortest spelling, escaped where a CSV field could not hold it, read back as written.
+Test(metrics, the_settings_column_names_what_the_command_line_changed) {
+    hw_train_config config;
+    cli_train_defaults(&config);
+    char *argv[] = {"hogwild", "--lr", "0.02", "--lr-schedule", "cosine", "--data", "my data,v2", "--epochs", "1"};
+    cli_parsed given;
+    cr_assert_eq(cli_parse(&cli_train_command, 9, argv, &config, &given), HW_EXIT_OK, "%s", given.error);
+    char settings[HW_METRICS_SETTINGS_CAP];
+    config.setup_hash = cli_run_setup(&cli_train_command, &given, settings, sizeof settings);
+    config.settings = settings;
+    cli_parsed_free(&given);
+    hw_metrics_table t;
+    write_and_read(&config, &t);
+    cr_expect(t.has_settings);
+    cr_expect(strstr(t.settings, "lr=0.02"), "%s", t.settings);
+    cr_expect(strstr(t.settings, "lr-schedule=cosine"), "%s", t.settings);
+    cr_expect(strstr(t.settings, "data=my%20data%2Cv2"), "%s", t.settings);
+    cr_expect(!strstr(t.settings, "epochs"), "epochs 1 is the default, so no setting: %s", t.settings);
+    hw_metrics_table_free(&t);
+}
+
+// One file is one run: settings that change between rows are refused, naming the column.
+Test(metrics, settings_that_change_between_rows_are_refused) {
+    char path[] = "/tmp/hw-metrics-XXXXXX";
+    write_temp_file(path, "mode,workers,device,wall_seconds,epoch,samples_seen,train_loss,test_loss,test_accuracy,"
+                          "model,seed,setup,settings\n"
+                          "hogwild,1,cpu,0.000,0,0,nan,2.3,10.00,mlp,1,0000000000000001,lr=0.02\n"
+                          "hogwild,1,cpu,1.000,1,600,0.5,0.4,90.00,mlp,1,0000000000000001,lr=0.03\n");
+    hw_metrics_table t;
+    cr_expect_eq(hw_metrics_table_read(&t, path), HW_ERR);
+    cr_expect(strstr(hw_error(), "settings changed"), "%s", hw_error());
+    unlink(path);
 }
