@@ -64,10 +64,12 @@ double preflight_memory_estimate(const hw_train_config *config, const hw_train_i
     }
     if (config->mode == HW_MODE_HOGWILD) {
         // The parent: shared weights, snapshot, evaluation. A worker (a fork of it): its local
-        // copy, gradients, momentum, its shard and its workspace, its own BLAS buffer.
+        // copy, gradients, momentum, its shard and its workspace. One BLAS buffer per process, the
+        // evaluation's in `eval`: the parent evaluates in one thread, a worker steps in one, and a
+        // worker forked after the parent's first evaluation reuses the buffer it inherits.
         double worker = gpu ? 0
                             : 3.0 * weights + workspace_bytes(model, config->batch_size) +
-                                  8.0 * (double)in->train.n / config->workers + HW_BLAS_BUFFER_BYTES;
+                                  8.0 * (double)in->train.n / config->workers;
         if (config->prefetch) worker += HW_THREAD_BYTES;
         return need + 2.0 * weights + eval + worker;
     }

@@ -335,6 +335,81 @@ Test(e2e_hostile, eval_only_memory_refusal_advises_what_it_takes) {
     cr_expect_null(strstr(r.err, "--batch-size"), "it advises --batch-size:\n%s", r.err);
 }
 
+// The largest VmPeak (KiB) among process `pid` and its children, read from /proc; 0 once gone.
+static long vm_peak_kib(pid_t pid) {
+    char path[96], line[256];
+    long most = 0;
+    pid_t pids[64];
+    int n = 0;
+    pids[n++] = pid;
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        int child;
+        while (n < 64 && fscanf(f, "%d", &child) == 1) pids[n++] = (pid_t)child;
+        fclose(f);
+    }
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "/proc/%d/status", (int)pids[i]);
+        FILE *status = fopen(path, "r");
+        if (!status) continue;
+        while (fgets(line, sizeof line, status)) {
+            long kib;
+            if (sscanf(line, "VmPeak: %ld kB", &kib) == 1 && kib > most) most = kib;
+        }
+        fclose(status);
+    }
+    return most;
+}
+
+// Issue 44, row 5: the up-front estimate of the address space a Hogwild run needs was about 2x
+// what it used (the parent's BLAS buffer and each worker's were both counted in one process). On
+// each CPU copy this machine runs: the estimate (read from the refusal under a small ulimit -v)
+// is enough (the run completes under a limit of that size) and within 1.5x of the run's peak.
+Test(e2e_hostile, the_memory_estimate_is_enough_and_within_one_and_a_half_of_the_peak) {
+    e2e_skip_under_asan();  // the run gets an address space limit
+    char *data = e2e_synth_n("data", 53, 2000, 500);
+    const char *paths[] = {"HOGWILD_CPU_PATH=baseline", "HOGWILD_CPU_PATH=avx2", "HOGWILD_CPU_PATH=avx512"};
+    int supported[] = {1, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
+                       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")};
+    for (int p = 0; p < 3; p++) {
+        if (!supported[p]) continue;
+        e2e_run_result r;
+        e2e.child_address_space_bytes = 100ull << 20;
+        e2e_run(&r, paths[p], "--data", data, "--model", e2e.mlp, "--workers", "2", "--epochs", "3", "--quiet");
+        e2e.child_address_space_bytes = 0;
+        e2e_assert_exit(&r, 1);
+        const char *said = strstr(r.err, "needs about ");
+        cr_assert_not_null(said, "%s: no estimate in the refusal:\n%s", paths[p], r.err);
+        double estimate_mib = strtod(said + strlen("needs about "), NULL);
+        cr_assert_gt(estimate_mib, 100, "%s: %s", paths[p], r.err);
+        // Enough: the same run completes under a limit of the estimate's size.
+        e2e.child_address_space_bytes = (rlim_t)(estimate_mib + 1) << 20;
+        e2e_run(&r, paths[p], "--data", data, "--model", e2e.mlp, "--workers", "2", "--epochs", "3", "--quiet");
+        e2e.child_address_space_bytes = 0;
+        e2e_assert_exit(&r, 0);
+        // Close: the peak of the same run without a limit (VmPeak never falls, so the last reading
+        // of each process is its peak; the run takes several of them).
+        e2e_start_argv(&r, paths[p],
+                       (const char *const[]){"--data", data, "--model", e2e.mlp, "--workers", "2", "--epochs", "3",
+                                             "--quiet", NULL});
+        long peak_kib = 0;
+        for (;;) {
+            siginfo_t info = {0};  // si_pid stays 0 while the run goes on
+            if (waitid(P_PID, (id_t)r.pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != 0) break;
+            long now = vm_peak_kib(r.pid);
+            if (now > peak_kib) peak_kib = now;
+            e2e_sleep_ms(2);
+        }
+        e2e_wait(&r);
+        e2e_assert_exit(&r, 0);
+        double peak_mib = (double)peak_kib / 1024.0;
+        cr_expect(estimate_mib <= 1.5 * peak_mib, "%s: the estimate %.0f MiB is over 1.5x the peak %.0f MiB", paths[p],
+                  estimate_mib, peak_mib);
+    }
+}
+
 // ---- 3. no two live runs write one output ----
 
 // Two runs at once, both --save X: each replaced the other's checkpoint without a word. The
