@@ -30,6 +30,16 @@ uint32_t hw_rng_below(hw_rng *rng, uint32_t bound) {
     }
 }
 
+uint64_t hw_rng_below64(hw_rng *rng, uint64_t bound) {
+    if (bound <= UINT32_MAX) return hw_rng_below(rng, (uint32_t)bound);
+    uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
+    for (;;) {
+        uint64_t high = hw_rng_u32(rng);  // two statements: the draws' order is fixed
+        uint64_t r = high << 32 | hw_rng_u32(rng);
+        if (r < limit) return r % bound;
+    }
+}
+
 float hw_rng_normal(hw_rng *rng) {
     float u1 = hw_rng_uniform(rng);
     float u2 = hw_rng_uniform(rng);

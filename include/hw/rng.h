@@ -17,6 +17,9 @@ uint32_t hw_rng_u32(hw_rng *rng);
 float hw_rng_uniform(hw_rng *rng);
 // Uniform integer in [0, bound), without modulo bias.
 uint32_t hw_rng_below(hw_rng *rng, uint32_t bound);
+// Uniform integer in [0, bound) for bounds beyond 32 bits too (a shuffle of more than 2^32
+// samples, a histogram's total), without bias; hw_rng_below's draw for a bound that fits 32 bits.
+uint64_t hw_rng_below64(hw_rng *rng, uint64_t bound);
 // Standard normal (Box-Muller).
 float hw_rng_normal(hw_rng *rng);
 

@@ -15,16 +15,6 @@ int64_t hw_sampler_shard_size(int64_t n, int replicas, int rank) {
     return n / replicas + (rank < n % replicas ? 1 : 0);
 }
 
-// Uniform in [0, bound) for bounds beyond 32 bits too.
-static uint64_t below64(hw_rng *rng, uint64_t bound) {
-    if (bound <= UINT32_MAX) return hw_rng_below(rng, (uint32_t)bound);
-    uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-    for (;;) {
-        uint64_t r = (uint64_t)hw_rng_u32(rng) << 32 | hw_rng_u32(rng);
-        if (r < limit) return r % bound;
-    }
-}
-
 int hw_sampler_shard(int64_t *out, int64_t n, int replicas, int rank, int epoch, uint64_t seed) {
     if (n < 0) return hw_fail("sampler: negative dataset size %lld", (long long)n);
     if (replicas < 1) return hw_fail("sampler: replicas must be at least 1, got %d", replicas);
@@ -37,7 +27,7 @@ int hw_sampler_shard(int64_t *out, int64_t n, int replicas, int rank, int epoch,
     hw_rng rng;
     hw_rng_seed(&rng, seed, (uint64_t)(uint32_t)epoch);
     for (int64_t i = n - 1; i > 0; i--) {
-        int64_t j = (int64_t)below64(&rng, (uint64_t)i + 1);
+        int64_t j = (int64_t)hw_rng_below64(&rng, (uint64_t)i + 1);
         int64_t t = perm[i];
         perm[i] = perm[j];
         perm[j] = t;

@@ -132,16 +132,6 @@ int hw_delay_parse(const char *text, hw_delay *out) {
     return HW_OK;
 }
 
-// Uniform in [0, bound) for bounds beyond 32 bits too (a histogram's total), without bias.
-static uint64_t below64(hw_rng *rng, uint64_t bound) {
-    if (bound <= UINT32_MAX) return hw_rng_below(rng, (uint32_t)bound);
-    uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-    for (;;) {
-        uint64_t r = (uint64_t)hw_rng_u32(rng) << 32 | hw_rng_u32(rng);
-        if (r < limit) return r % bound;
-    }
-}
-
 int hw_delay_draw(const hw_delay *delay, hw_rng *rng) {
     switch (delay->kind) {
     case HW_DELAY_FIXED: return delay->max;
@@ -158,7 +148,7 @@ int hw_delay_draw(const hw_delay *delay, hw_rng *rng) {
         }
     }
     case HW_DELAY_MEASURED: {
-        int64_t r = (int64_t)below64(rng, (uint64_t)delay->total);
+        int64_t r = (int64_t)hw_rng_below64(rng, (uint64_t)delay->total);
         int b = 0;
         while (r >= delay->hist[b]) r -= delay->hist[b++];
         int lo, hi;
