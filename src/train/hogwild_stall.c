@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int hw_hogwild_stall_open(hogwild_stall *stall, int workers, double now) {
-    *stall = (hogwild_stall){.workers = workers, .started = now};
+int hw_hogwild_stall_open(hogwild_stall *stall, int workers, int rank, double now) {
+    *stall = (hogwild_stall){.workers = workers, .rank = rank, .started = now};
     stall->samples = calloc((size_t)workers, sizeof *stall->samples);
     stall->since = calloc((size_t)workers, sizeof *stall->since);
     stall->named = calloc((size_t)workers, sizeof *stall->named);
@@ -26,20 +26,27 @@ static void name_worker(char *who, size_t cap, int r, const pid_t *pids, const i
     else snprintf(who, cap, "worker %d (pid %d)", r, (int)pids[r]);
 }
 
+// One line about a worker: on `progress`, or on stderr naming the rank where progress is silent.
+static void say(const hogwild_stall *stall, hw_progress *progress, const char *line) {
+    if (progress->silent) fprintf(stderr, "hogwild: rank %d: %s", stall->rank, line);
+    else hw_progress_message(progress, "%s", line);
+}
+
 void hw_hogwild_stall_check(hogwild_stall *stall, const hogwild_control *control, int epochs_handled, const pid_t *pids,
                             const int *worker_gpu, hw_progress *progress, double now) {
     for (int r = 0; r < stall->workers; r++) {
         const worker_slot *slot = &control->slots[r];
         int64_t samples = atomic_load_explicit(&slot->samples, memory_order_relaxed);
         int waits = atomic_load(&slot->epochs_done) > epochs_handled;  // at the barrier, or done
-        char who[96];
+        char who[96], line[512];
         if (samples != stall->samples[r] || waits) {
             // A gap between two reports counts only when the worker trained through it.
             double gap = now - stall->since[r];
             if (samples != stall->samples[r] && gap > stall->longest_gap) stall->longest_gap = gap;
             if (stall->named[r]) {
                 name_worker(who, sizeof who, r, pids, worker_gpu);
-                hw_progress_message(progress, "%s makes progress again\n", who);
+                snprintf(line, sizeof line, "%s makes progress again\n", who);
+                say(stall, progress, line);
                 stall->named[r] = 0;
             }
             stall->samples[r] = samples;
@@ -52,10 +59,11 @@ void hw_hogwild_stall_check(hogwild_stall *stall, const hogwild_control *control
         if (stall->named[r] || stall->longest_gap == 0 || now - stall->since[r] <= bound) continue;
         stall->named[r] = 1;
         name_worker(who, sizeof who, r, pids, worker_gpu);
-        hw_progress_message(progress,
-                            "warning: %s has made no progress for %.0f s (its samples stay at %lld): it is stopped "
-                            "(SIGSTOP?) or stuck, and the run waits for it at the epoch's end\n",
-                            who, now - stall->since[r], (long long)samples);
+        snprintf(line, sizeof line,
+                 "warning: %s has made no progress for %.0f s (its samples stay at %lld): it is stopped (SIGSTOP?) "
+                 "or stuck, and the run waits for it at the epoch's end\n",
+                 who, now - stall->since[r], (long long)samples);
+        say(stall, progress, line);
     }
 }
 

@@ -507,7 +507,7 @@ int hw_hogwild_watch_run(const hogwild_watch *watch, hw_spawn_ctx *spawn, hw_run
                      .running_loss = NAN,
                      .status = HW_OK};
     hw_run_outputs_start(outputs, watch_snapshot, (void *)watch);  // the workers (GPU, ranks) are set up
-    run.status = hw_hogwild_stall_open(&run.stall, watch->config->workers, hw_now());
+    run.status = hw_hogwild_stall_open(&run.stall, watch->config->workers, watch->config->world.rank, hw_now());
     while (run.status == HW_OK && watch_pass(&run)) continue;
     int status = finish(&run);
     hw_hogwild_stall_close(&run.stall);

@@ -438,6 +438,38 @@ Test(mpi, hogwild_a_stopped_worker_of_another_rank_ends_the_job_at_sync_timeout)
     assert_mpi_left_nothing();
 }
 
+// Issue 44: a worker of rank 1 stopped (SIGSTOP) was named by no one: rank 1's parent watches its
+// workers as rank 0's does, but its progress is silent. It now names the worker on stderr with its
+// rank, and again once it moves, the job going on (--sync-timeout is long).
+Test(mpi, hogwild_a_stopped_worker_of_rank_1_is_named_with_its_rank) {
+    need_mpirun();
+    char *data = e2e_synth_n("data", 75, 20000, 200);
+    e2e_run_result r;
+    mpi_start(&r,
+              (const char *const[]){"-np", "2", "HW", "--workers", "2", "--model", e2e.mlp, "--data", data, "--epochs",
+                                    "100000", "--quiet", "--sync-every", "10ms", "--sync-timeout", "300", NULL});
+    pid_t ranks[2];
+    wait_for_two_training_ranks(&r, ranks);
+    pid_t rank1 = rank_of(ranks[0]) == 1 ? ranks[0] : ranks[1];
+    cr_assert_eq(rank_of(rank1), 1, "cannot tell rank 1 from rank 0");
+    pid_t workers[4];
+    cr_assert_eq(e2e_children_of(rank1, workers, 4), 2, "rank 1 should have its 2 workers");
+    kill(workers[0], SIGSTOP);
+    char named[96], again[96];
+    snprintf(named, sizeof named, "rank 1: warning: worker 0 (pid %d) has made no progress", (int)workers[0]);
+    snprintf(again, sizeof again, "rank 1: worker 0 (pid %d) makes progress again", (int)workers[0]);
+    double deadline = hw_now() + 120;
+    while (!strstr(e2e_read_text(r.err_path), named) && hw_now() < deadline) e2e_sleep_ms(100);
+    kill(workers[0], SIGCONT);
+    deadline = hw_now() + 60;
+    while (!strstr(e2e_read_text(r.err_path), again) && hw_now() < deadline) e2e_sleep_ms(100);
+    kill(r.pid, SIGTERM);
+    e2e_wait_within(&r, 90);
+    e2e_assert_contains(r.err, named, "stderr");
+    e2e_assert_contains(r.err, again, "stderr");
+    assert_mpi_left_nothing();
+}
+
 // A rank stopped before MPI_Init (here: as soon as mpirun has started it, while it loads its data)
 // held the other in MPI_Init for ever, where no round is in flight. MPI_Init is now bounded by
 // --sync-timeout too, or 60 s when that is shorter (it also starts Open MPI itself, which took 20 s
