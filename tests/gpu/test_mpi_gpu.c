@@ -445,9 +445,12 @@ Test(mpi_gpu, dataparallel_gpu_ranks_whose_weights_differ_end_the_job) {
     e2e_assert_exit(&r, 0);
     e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--quiet", "--save", b, "--lr", "0.02");
     e2e_assert_exit(&r, 0);
+    // --resume restores each checkpoint's rate (0.01 and 0.02), which the ranks would disagree on
+    // first: one --lr for both leaves the weights as the only difference.
     mpi_run(&r, "-np", "1", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas", "1", "--model", e2e.mlp,
-            "--data", data, "--epochs", "2", "--resume", a, ":", "-np", "1", "HW", "--mode", "dataparallel", "--device",
-            "cuda", "--replicas", "1", "--model", e2e.mlp, "--data", data, "--epochs", "2", "--resume", b);
+            "--data", data, "--epochs", "2", "--resume", a, "--lr", "0.01", ":", "-np", "1", "HW", "--mode",
+            "dataparallel", "--device", "cuda", "--replicas", "1", "--model", e2e.mlp, "--data", data, "--epochs", "2",
+            "--resume", b, "--lr", "0.01");
     e2e_assert_exit(&r, 1);
     e2e_assert_contains(r.err, "the ranks' weights differ at the start", "stderr");
     cr_expect_eq(strstr(r.out, "epoch 2/2"), NULL, "the job trained:\n%s", r.out);
