@@ -41,6 +41,43 @@ void hw_sgd_step_and_copy(hw_sgd *opt, const hw_model *model, float *weights, co
 // the updates that concurrent writers overwrote. Only --measure uses it.
 void hw_sgd_step_measured(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy,
                           double *applied);
+// The same step with every write of a shared weight an atomic add (--update atomic): the weight's
+// increment, hw_sgd_update(w) - w for the w it read, is added by a compare-and-swap loop
+// (hw_atomic_add_float), so that a concurrent worker's write is never overwritten: no update is
+// lost, though the increment was computed on a value others may have moved since. `copy` gets the
+// value the swap wrote; with `applied` (NULL: none), applied[i] gets (double)written - (double)read
+// of the value it finally swapped, which is what the add really applied (--measure). A scalar
+// loop: the lock-free steps above keep their vectorised loops.
+void hw_sgd_step_atomic(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy,
+                        double *applied);
 void hw_sgd_free(hw_sgd *opt);
+
+// Adds `delta` to *target atomically: reads it, and swaps in old + delta (float arithmetic) with a
+// compare-and-swap on its 32 bits until no other writer has changed it in between. Returns the
+// value written; *read (NULL: not wanted) gets the value it replaced. Relaxed ordering: each
+// weight's adds are atomic, and nothing else is ordered by them.
+static inline float hw_atomic_add_float(float *target, float delta, float *read) {
+    float old, updated;
+    __atomic_load(target, &old, __ATOMIC_RELAXED);
+    do {
+        updated = old + delta;
+        // On failure `old` receives the value another writer left: the loop adds to that.
+    } while (!__atomic_compare_exchange(target, &old, &updated, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    if (read) *read = old;
+    return updated;
+}
+
+// How a Hogwild worker writes its step onto the shared weights (--update; CPU Hogwild):
+//   lockfree  each weight read once and written once, no lock: a concurrent write between the
+//             two is lost (the HOGWILD! algorithm; the default)
+//   locked    the whole step under one lock in the shared region: the steps are serialised and
+//             nothing is lost (the HOGWILD! paper's round-robin baseline)
+//   atomic    each write an atomic add (hw_sgd_step_atomic): steps still overlap, nothing is lost
+typedef enum { HW_UPDATE_LOCKFREE = 0, HW_UPDATE_LOCKED = 1, HW_UPDATE_ATOMIC = 2 } hw_update_mode;
+enum { HW_UPDATE_MODES = 3 };
+// "lockfree", "locked", "atomic" (src/nn/update_mode.c).
+const char *hw_update_mode_name(hw_update_mode mode);
+// The mode named `text`; HW_ERR for any other text, naming the three.
+int hw_update_mode_parse(const char *text, hw_update_mode *mode);
 
 #endif

@@ -13,6 +13,7 @@
 #include "hw/data.h"
 #include "hw/lr_schedule.h"
 #include "hw/nn.h"
+#include "hw/optim.h"
 #include "hw/shape.h"
 #include "hw/simulate.h"
 
@@ -60,6 +61,7 @@ typedef struct {
     int measure;               // measure staleness, lost updates, contention (CPU Hogwild)
     int simulate;              // N > 0: N virtual Hogwild workers in one process (src/train/simulate.c)
     hw_delay delay;            // simulate: the delay each step's gradient is computed at (hw/simulate.h)
+    hw_update_mode update;     // how CPU Hogwild workers write their steps (include/hw/optim.h)
     hw_device device;          // where the workers or replicas compute
     int gpus[HW_MAX_GPUS];     // these GPUs (n_gpus of them): DataParallel, a replica each; Hogwild, a
                                // copy of the weights each (src/cuda/train/gpu_copies.c)

@@ -39,15 +39,16 @@ static int model_load(hw_sparse_model *model, const hw_train_config *config) {
 // What a sparse run refuses, naming why, before it loads anything: the GPU (its sparse kernels
 // are later work) and the outputs and modes the sparse trainer does not have yet.
 static int sparse_unsupported(const hw_train_config *c) {
-    const char *what = c->device.type == HW_DEVICE_CUDA ? "--device cuda (the GPU has no sparse kernels yet)"
-                       : c->n_gpus                      ? "--gpus (the GPU has no sparse kernels yet)"
-                       : c->world.size > 1              ? "mpirun ranks"
-                       : c->metrics_path                ? "--metrics"
-                       : c->measure                     ? "--measure"
-                       : c->simulate                    ? "--simulate"
-                       : c->freeze                      ? "--freeze"
-                       : c->eval_every                  ? "--eval-every"
-                                                        : NULL;
+    const char *what = c->device.type == HW_DEVICE_CUDA  ? "--device cuda (the GPU has no sparse kernels yet)"
+                       : c->n_gpus                       ? "--gpus (the GPU has no sparse kernels yet)"
+                       : c->world.size > 1               ? "mpirun ranks"
+                       : c->metrics_path                 ? "--metrics"
+                       : c->measure                      ? "--measure"
+                       : c->simulate                     ? "--simulate"
+                       : c->update != HW_UPDATE_LOCKFREE ? "--update locked or atomic"
+                       : c->freeze                       ? "--freeze"
+                       : c->eval_every                   ? "--eval-every"
+                                                         : NULL;
     if (!what) return HW_OK;
     return hw_fail("the sparse model %s cannot run with %s: the sparse trainer has no such part yet", c->model_path,
                    what);

@@ -176,6 +176,15 @@ static int parse_delay(const cli_option *o, const char *text, void *target, char
     return HW_EXIT_OK;
 }
 
+// --update: how CPU Hogwild workers write their steps onto the shared weights (hw_update_mode_parse).
+static int parse_update(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
+    (void)o;
+    if (hw_update_mode_parse(text, &((hw_train_config *)target)->update) != HW_OK) {
+        return cli_refuse(error, cap, "--update %s", hw_error());
+    }
+    return HW_EXIT_OK;
+}
+
 // The process runtime's setting, not the run's: proc/shm.c keeps it. Its default is the table's,
 // set like any other (cli_defaults); shm.c starts with the same one for a caller of the library.
 static int parse_sharing(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
@@ -242,6 +251,11 @@ static const cli_option train_options[] = {
      .fallback = "0.1307,0.3081", .help = "input mean and std (default MNIST's %s; auto: from the data)"},
     {.name = "freeze", .id = HW_OPTION_FREEZE, .metavar = "NAMES", .kind = CLI_TEXT, .field = FIELD(freeze),
      .help = "parameters not to train, e.g. conv1.weight,conv1.bias"},
+    {.name = "update", .id = HW_OPTION_UPDATE, .metavar = "MODE", .kind = CLI_CUSTOM, .field = FIELD(update), .parse = parse_update,
+     .fallback = "lockfree",
+     .help = "how CPU Hogwild workers write their steps: %s (default: no lock,\n"
+             "races lose updates), locked (one lock around each step) or atomic\n"
+             "(each weight a compare-and-swap add): both lose nothing (--measure)"},
     {.name = "prefetch", .id = HW_OPTION_PREFETCH, .kind = CLI_SWITCH, .field = FIELD(prefetch),
      .help = "assemble the next batch in a thread while the current one trains\n"
              "(off by default: on the CPU it measured no gain, see bench/RESULTS.md)"},

@@ -79,6 +79,11 @@ static int simulate_alone(hw_train_config *config, const cli_parsed *given) {
     }
     if (config->prefetch)
         return cli_usage_error("--prefetch starts a loader thread per real worker, not for --simulate");
+    if (config->update != HW_UPDATE_LOCKFREE) {
+        return cli_usage_error("--update %s orders real workers' writes; --simulate's virtual workers write one at a "
+                               "time (their staleness is its --delay)",
+                               hw_update_mode_name(config->update));
+    }
     config->workers = config->simulate;
     return HW_EXIT_OK;
 }
@@ -220,6 +225,30 @@ static int eval_only_writes_nothing(hw_train_config *config, const cli_parsed *g
     return HW_EXIT_OK;
 }
 
+// --update changes how CPU Hogwild workers write onto one shared copy of the weights: DataParallel
+// sums its replicas' gradients (no race to lock), GPU workers write with their own kernels, and
+// across mpirun ranks the coupling writes the weights too, outside any lock. There it is refused,
+// not ignored.
+static int update_in_cpu_hogwild(hw_train_config *config, const cli_parsed *given) {
+    (void)given;
+    if (config->update == HW_UPDATE_LOCKFREE) return HW_EXIT_OK;
+    const char *mode = hw_update_mode_name(config->update);
+    if (config->mode == HW_MODE_DATAPARALLEL) {
+        return cli_usage_error("--update %s is for Hogwild's shared weights; DataParallel has no race (use --mode "
+                               "hogwild)",
+                               mode);
+    }
+    if (config->device.type == HW_DEVICE_CUDA) {
+        return cli_usage_error("--update %s is for Hogwild workers on the CPU, not --device cuda or --gpus", mode);
+    }
+    if (config->world.size > 1) {
+        return cli_usage_error("--update %s is for one process's workers; across mpirun ranks the coupling writes "
+                               "the weights too (run it without mpirun)",
+                               mode);
+    }
+    return HW_EXIT_OK;
+}
+
 typedef int (*train_rule)(hw_train_config *config, const cli_parsed *given);
 
 // The rules in the order they are checked: the flags among themselves first, then the run's place
@@ -234,6 +263,7 @@ static const train_rule rules[] = {
     hogwild_gpus,
     measure_in_cpu_hogwild,
     world_detected,
+    update_in_cpu_hogwild,
     simulate_in_one_process,
     copies_round,
     sync_flags_couple_something,

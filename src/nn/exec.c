@@ -397,12 +397,47 @@ static void sgd_measured(hw_sgd_variant variant, const hw_sgd *opt, float *restr
     }
 }
 
-// The step over weights [begin, begin + count): the loop of the optimizer's form.
-static void sgd_range(hw_sgd *opt, float *w, float *copy, const float *g, double *applied, size_t begin, size_t count) {
+// --update atomic's pass of the rule in form `variant` over n weights: each weight read once
+// (atomically), its increment hw_sgd_update(w) - w computed on that value, the velocity moved on
+// once, and the increment added by hw_atomic_add_float, which lands on whatever value the weight
+// has by then. copy[i] (when `copy`) gets the value written, and applied[i] (when `applied`) the
+// exact difference the add made, (double)written - (double)replaced. Scalar: a compare-and-swap
+// per weight, which no vector instruction does.
+static inline void sgd_atomic_pass(hw_sgd_variant variant, float *w, float *copy, float *v, const float *g,
+                                   double *applied, size_t n, float lr, float momentum, float wd) {
+    for (size_t i = 0; i < n; i++) {
+        float wi;
+        __atomic_load(&w[i], &wi, __ATOMIC_RELAXED);
+        float delta =
+            hw_sgd_update(variant, wi, g[i], variant == HW_SGD_PLAIN ? NULL : &v[i], lr, momentum, wd, 0) - wi;
+        float replaced, written = hw_atomic_add_float(&w[i], delta, &replaced);
+        if (copy) copy[i] = written;
+        if (applied) applied[i] += (double)written - (double)replaced;
+    }
+}
+
+static void sgd_atomic(hw_sgd_variant variant, const hw_sgd *opt, float *w, float *copy, float *v, const float *g,
+                       double *applied, size_t n) {
+    const float lr = opt->lr, wd = opt->weight_decay, momentum = opt->momentum;
+    switch (variant) {
+    case HW_SGD_PLAIN: sgd_atomic_pass(HW_SGD_PLAIN, w, copy, NULL, g, applied, n, lr, 0.0f, wd); return;
+    case HW_SGD_MOMENTUM: sgd_atomic_pass(HW_SGD_MOMENTUM, w, copy, v, g, applied, n, lr, momentum, wd); return;
+    case HW_SGD_NESTEROV: sgd_atomic_pass(HW_SGD_NESTEROV, w, copy, v, g, applied, n, lr, momentum, wd); return;
+    }
+}
+
+// The step over weights [begin, begin + count): the loop of the optimizer's form, the atomic one
+// when `atomic` (decided once per range, never inside a loop).
+static void sgd_range(hw_sgd *opt, int atomic, float *w, float *copy, const float *g, double *applied, size_t begin,
+                      size_t count) {
     float *v = opt->velocity ? opt->velocity + begin : NULL;
     float *c = copy ? copy + begin : NULL;
     // No velocity is momentum 0 (hw_sgd_init allocates one for any other).
     hw_sgd_variant variant = v == NULL ? HW_SGD_PLAIN : opt->nesterov ? HW_SGD_NESTEROV : HW_SGD_MOMENTUM;
+    if (atomic) {
+        sgd_atomic(variant, opt, w + begin, c, v, g + begin, applied ? applied + begin : NULL, count);
+        return;
+    }
     if (applied != NULL) {
         sgd_measured(variant, opt, w + begin, c, v, g + begin, applied + begin, count);
         return;
@@ -419,8 +454,8 @@ static void sgd_range(hw_sgd *opt, float *w, float *copy, const float *g, double
 }
 
 // The step over every trainable parameter of `model` (copy and applied as in sgd_pass; either
-// may be NULL).
-static void sgd_step(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy,
+// may be NULL), with atomic adds when `atomic`.
+static void sgd_step(hw_sgd *opt, int atomic, const hw_model *model, float *weights, const float *grads, float *copy,
                      double *applied) {
     // Consecutive trainable parameters that sit next to each other in the flat buffer (the usual
     // case: all of them) are merged into one range, so a model without frozen parts is one loop.
@@ -435,23 +470,28 @@ static void sgd_step(hw_sgd *opt, const hw_model *model, float *weights, const f
             run_end = end;
             continue;
         }
-        if (have_run) sgd_range(opt, weights, copy, grads, applied, run_begin, run_end - run_begin);
+        if (have_run) sgd_range(opt, atomic, weights, copy, grads, applied, run_begin, run_end - run_begin);
         run_begin = begin;
         run_end = end;
         have_run = 1;
     }
-    if (have_run) sgd_range(opt, weights, copy, grads, applied, run_begin, run_end - run_begin);
+    if (have_run) sgd_range(opt, atomic, weights, copy, grads, applied, run_begin, run_end - run_begin);
 }
 
 void hw_sgd_step_and_copy(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy) {
-    sgd_step(opt, model, weights, grads, copy, NULL);
+    sgd_step(opt, 0, model, weights, grads, copy, NULL);
 }
 
 void hw_sgd_step_measured(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy,
                           double *applied) {
-    sgd_step(opt, model, weights, grads, copy, applied);
+    sgd_step(opt, 0, model, weights, grads, copy, applied);
+}
+
+void hw_sgd_step_atomic(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy,
+                        double *applied) {
+    sgd_step(opt, 1, model, weights, grads, copy, applied);
 }
 
 void hw_sgd_step(hw_sgd *opt, const hw_model *model, float *weights, const float *grads) {
-    sgd_step(opt, model, weights, grads, NULL, NULL);
+    sgd_step(opt, 0, model, weights, grads, NULL, NULL);
 }

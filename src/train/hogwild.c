@@ -13,6 +13,7 @@
 #include "hogwild_protocol.h"
 #include "hogwild_watch.h"
 #include "hogwild_measure.h"
+#include "hogwild_update.h"
 #include "hw/comm.h"
 #include "hw/err.h"
 #include "hw/optim.h"
@@ -27,7 +28,8 @@ typedef struct {
     const hw_train_config *config;
     hw_train_inputs *in;
     hogwild_control *control;
-    hw_measure *measure;  // --measure; NULL otherwise
+    hw_measure *measure;    // --measure; NULL otherwise
+    hogwild_update update;  // --update: the mode, and the shared lock of mode locked
     int first_epoch;
     fault_plan fault;
 } hogwild_job;
@@ -85,11 +87,18 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
                 hw_loader_close(loader);
                 return HW_ERR;
             }
-            // THE Hogwild update: straight onto the shared weights, no lock.
+            // THE Hogwild update: straight onto the shared weights, in the --update mode (lockfree:
+            // no lock; the mode's loop is chosen once per step, hogwild_update.c).
+            int wrote;
             if (measure) {
-                measure_update(measure, opt, model, model->weights, ws->grads, local->weights);
-            } else {
-                hw_sgd_step_and_copy(opt, model, model->weights, ws->grads, local->weights);
+                wrote = measure_update(measure, &job->update, opt, model, model->weights, ws->grads, local->weights);
+            } else if ((wrote = hogwild_update_begin(&job->update)) == HW_OK) {
+                hogwild_update_write(&job->update, opt, model, model->weights, ws->grads, local->weights, NULL);
+                hogwild_update_end(&job->update);
+            }
+            if (wrote != HW_OK) {
+                hw_loader_close(loader);
+                return HW_ERR;
             }
 
             samples += batch;
@@ -180,7 +189,14 @@ static int watch_workers(const hw_train_config *config, hw_train_inputs *in, con
 }
 
 int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
-    if (config->device.type == HW_DEVICE_CUDA) return hw_gpu_train_hogwild(config, in, result);
+    if (config->device.type == HW_DEVICE_CUDA) {
+        // GPU workers write their steps with their own kernels: only the lock-free one.
+        if (config->update != HW_UPDATE_LOCKFREE) {
+            return hw_fail("--update %s is for Hogwild workers on the CPU, not a GPU's",
+                           hw_update_mode_name(config->update));
+        }
+        return hw_gpu_train_hogwild(config, in, result);
+    }
     memset(result, 0, sizeof *result);
     hw_model *model = &in->model;
 
@@ -189,7 +205,15 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
     size_t head = hw_hogwild_control_bytes(config->workers);
     hw_shm shm;
     if (hw_shm_open(&shm, head + sizeof(float) * model->n_weights) != HW_OK) return HW_ERR;
-    hogwild_job job = {.config = config, .in = in, .control = shm.data};
+    hogwild_job job = {.config = config,
+                       .in = in,
+                       .control = shm.data,
+                       .update = {.mode = config->update, .lock = &((hogwild_control *)shm.data)->update_lock}};
+    int locked = config->update == HW_UPDATE_LOCKED;
+    if (locked && hogwild_update_lock_init(job.update.lock) != HW_OK) {
+        hw_shm_close(&shm);
+        return HW_ERR;
+    }
     hw_model_bind_weights(model, (float *)((char *)shm.data + head));
     hw_fault_read(&job.fault);
     int64_t samples_before = 0;
@@ -221,6 +245,7 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
     measure_close(&measure);
     hw_run_outputs_close(&outputs);
     hw_model_bind_weights(model, NULL);
+    if (locked) hogwild_update_lock_destroy(job.update.lock);
     hw_shm_close(&shm);
     return status;
 }

@@ -268,16 +268,18 @@ static void add_seconds(_Atomic double *sum, double by) {
     atomic_store_explicit(sum, atomic_load_explicit(sum, memory_order_relaxed) + by, memory_order_relaxed);
 }
 
-void measure_update(measure_worker *w, hw_sgd *opt, const hw_model *model, float *weights, const float *grads,
-                    float *copy) {
+int measure_update(measure_worker *w, const hogwild_update *update, hw_sgd *opt, const hw_model *model, float *weights,
+                   const float *grads, float *copy) {
     measure_shared *shared = w->shared;
     double begin = hw_now();
+    if (hogwild_update_begin(update) != HW_OK) return HW_ERR;
     long long entered = atomic_fetch_add(&shared->update_entries, 1);
     int others_inside = atomic_fetch_add(&shared->in_update, 1);
-    hw_sgd_step_measured(opt, model, weights, grads, copy, w->applied);
+    hogwild_update_write(update, opt, model, weights, grads, copy, w->applied);
     atomic_fetch_sub(&shared->in_update, 1);
     long long entries_now = atomic_load(&shared->update_entries);
     long long landed = atomic_fetch_add(&shared->updates, 1);  // updates before this one
+    hogwild_update_end(update);
     double end = hw_now();
 
     measure_slot *slot = w->slot;
@@ -300,4 +302,5 @@ void measure_update(measure_worker *w, hw_sgd *opt, const hw_model *model, float
     // every update up to and including its own.
     w->read_update = landed + 1;
     w->read_time = end;
+    return HW_OK;
 }

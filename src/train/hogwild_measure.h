@@ -38,6 +38,7 @@
 #include "hw/metrics.h"
 #include "hw/progress.h"
 #include "hw/train.h"
+#include "hogwild_update.h"
 
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -134,8 +135,11 @@ void measure_worker_open(measure_worker *w, hw_measure *m, int rank);
 void measure_weights_read(measure_worker *w);
 // Before the forward of a step.
 static inline void measure_step_begin(measure_worker *w) { w->step_start = hw_now(); }
-// The measured update: hw_sgd_step_and_copy with the applied increments summed, timed and counted.
-void measure_update(measure_worker *w, hw_sgd *opt, const hw_model *model, float *weights, const float *grads,
-                    float *copy);
+// The measured update: the step in the run's --update mode (hogwild_update_write) with the applied
+// increments summed, timed and counted. The time includes the wait for the lock (--update locked),
+// which is what locking costs; the overlap is counted inside the lock, where locked steps never
+// overlap. HW_ERR when the lock cannot be taken.
+int measure_update(measure_worker *w, const hogwild_update *update, hw_sgd *opt, const hw_model *model, float *weights,
+                   const float *grads, float *copy);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "hw/train.h"
 
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -46,7 +47,10 @@ typedef struct {
     // Untouched by a constant schedule.
     alignas(64) atomic_llong schedule_samples;
     atomic_llong other_ranks_samples;  // across ranks: the other ranks' samples as they last reported them
-    worker_slot slots[];               // one per worker
+    // --update locked: the one lock around every worker's step (src/train/hogwild_update.h); on a
+    // cache line of its own. Untouched (zeroed, never initialised) in the other modes.
+    alignas(64) pthread_mutex_t update_lock;
+    worker_slot slots[];  // one per worker
 } hogwild_control;
 
 // Bytes of the control block for `workers`, rounded up to a cache line.

@@ -1,0 +1,45 @@
+// hogwild_update: a CPU worker's write of its step in the --update mode (hogwild_update.h).
+#include "hogwild_update.h"
+
+#include "hw/err.h"
+
+#include <errno.h>
+#include <string.h>
+
+int hogwild_update_lock_init(pthread_mutex_t *lock) {
+    pthread_mutexattr_t attr;
+    int rc = pthread_mutexattr_init(&attr);
+    if (rc == 0) rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+    if (rc == 0) rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+    if (rc == 0) rc = pthread_mutex_init(lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+    if (rc != 0) return hw_fail("--update locked: cannot make the shared update lock: %s", strerror(rc));
+    return HW_OK;
+}
+
+void hogwild_update_lock_destroy(pthread_mutex_t *lock) { pthread_mutex_destroy(lock); }
+
+int hogwild_update_begin(const hogwild_update *update) {
+    if (update->mode != HW_UPDATE_LOCKED) return HW_OK;
+    int rc = pthread_mutex_lock(update->lock);
+    // The previous holder died inside its step: the lock is ours, and the weights are as a race
+    // would leave them, which Hogwild tolerates; the parent ends the run naming that worker.
+    if (rc == EOWNERDEAD) rc = pthread_mutex_consistent(update->lock);
+    if (rc != 0) return hw_fail("--update locked: cannot take the shared update lock: %s", strerror(rc));
+    return HW_OK;
+}
+
+void hogwild_update_end(const hogwild_update *update) {
+    if (update->mode == HW_UPDATE_LOCKED) pthread_mutex_unlock(update->lock);
+}
+
+void hogwild_update_write(const hogwild_update *update, hw_sgd *opt, const hw_model *model, float *weights,
+                          const float *grads, float *copy, double *applied) {
+    if (update->mode == HW_UPDATE_ATOMIC) {
+        hw_sgd_step_atomic(opt, model, weights, grads, copy, applied);
+    } else if (applied) {
+        hw_sgd_step_measured(opt, model, weights, grads, copy, applied);
+    } else {
+        hw_sgd_step_and_copy(opt, model, weights, grads, copy);
+    }
+}
