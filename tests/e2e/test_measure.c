@@ -412,3 +412,60 @@ Test(e2e_measure, combinations_it_cannot_measure_are_usage_errors) {
     expect_refused((const char *const[]){"--data", data, "--eval-only", "--resume", "x.safetensors", "--measure", NULL},
                    "--eval-only");
 }
+
+// --update locked and atomic with two workers: the steps race as before (atomic's overlap), but
+// every increment lands, and the lost fraction is exactly 0 at each epoch end. lockfree's is some
+// fraction (it may be 0 on a run whose steps never met).
+static void expect_update_mode_loses(const char *mode, int exactly_nothing) {
+    char *data = e2e_synth_n("data", 25, 8000, E2E_TEST);
+    char csv[64];
+    snprintf(csv, sizeof csv, "%s.csv", mode);
+    char *path = e2e_path(csv);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "2", "--epochs", "1", "--batch-size", "16",
+            "--update", mode, "--quiet", "--measure", "--metrics", path);
+    e2e_assert_exit(&r, 0);
+    const char *lost = last_row_field(path, "lost_fraction");
+    if (exactly_nothing) {
+        cr_expect_str_eq(lost, "0", "--update %s lost a fraction %s", mode, lost);
+        e2e_assert_contains(r.out, "): 0% in total", "the lost fraction in the summary");
+    } else {
+        double fraction = e2e_parse_number(lost, 0);
+        cr_expect(fraction >= 0 && fraction < 1, "lost fraction %g", fraction);
+    }
+    // 4000 samples a worker in batches of 16: 250 updates each.
+    cr_expect_str_eq(last_row_field(path, "updates"), "500");
+    // The settings column names a mode other than the default, so that compare tells the runs apart.
+    if (exactly_nothing) {
+        char setting[32];
+        snprintf(setting, sizeof setting, "update=%s", mode);
+        e2e_assert_contains(e2e_read_text(path), setting, "the settings column");
+    }
+    e2e_assert_left_nothing(&r);
+}
+
+Test(e2e_measure, locked_updates_lose_exactly_nothing) { expect_update_mode_loses("locked", 1); }
+Test(e2e_measure, atomic_updates_lose_exactly_nothing) { expect_update_mode_loses("atomic", 1); }
+Test(e2e_measure, lockfree_updates_lose_a_fraction) { expect_update_mode_loses("lockfree", 0); }
+
+static void expect_update_refused(const char *env, const char *const *args, const char *why) {
+    e2e_run_result r;
+    e2e_run_argv(&r, env, args);
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "--update", "stderr");
+    e2e_assert_contains(r.err, why, "stderr");
+    e2e_assert_left_nothing(&r);
+}
+
+Test(e2e_measure, update_modes_that_do_not_apply_are_usage_errors) {
+    char *data = e2e_synth(26);
+    expect_update_refused(NULL, (const char *const[]){"--data", data, "--update", "sometimes", NULL},
+                          "expects lockfree, locked or atomic");
+    expect_update_refused(NULL,
+                          (const char *const[]){"--data", data, "--mode", "dataparallel", "--update", "locked", NULL},
+                          "DataParallel");
+    expect_update_refused(NULL, (const char *const[]){"--data", data, "--device", "cuda", "--update", "atomic", NULL},
+                          "cuda");
+    expect_update_refused("OMPI_COMM_WORLD_SIZE=2", (const char *const[]){"--data", data, "--update", "locked", NULL},
+                          "mpirun");
+}
