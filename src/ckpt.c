@@ -128,6 +128,7 @@ static int build_header(const char *path, const hw_model *model, const hw_ckpt_m
         ok = ok && json_object_set_new(metadata, "simulate", decimal_string("%d", meta->simulate)) == 0;
         ok = ok && json_object_set_new(metadata, "delay", utf8_string(meta->delay)) == 0;
     }
+    if (meta->update[0]) ok = ok && json_object_set_new(metadata, "update", json_string(meta->update)) == 0;
     json_decref(metadata);
     uint64_t data_bytes = 0;
     for (int p = 0; ok && p < model->n_params; p++) {
@@ -679,6 +680,21 @@ static int metadata_schedule(const ckpt_reader *r, char *out) {
     return HW_OK;
 }
 
+// The update mode's text, if recorded: lowercase letters only, shorter than HW_CKPT_UPDATE_CAP
+// (which mode it names is the command line's to check).
+static int metadata_update(const ckpt_reader *r, char *out) {
+    out[0] = '\0';
+    const json_t *v = json_object_get(r->metadata, "update");
+    if (v == NULL) return HW_OK;
+    const char *s = json_string_value(v);
+    size_t length = json_string_length(v);
+    int ok = s && length > 0 && length < HW_CKPT_UPDATE_CAP;
+    for (size_t i = 0; ok && i < length; i++) ok = s[i] >= 'a' && s[i] <= 'z';
+    if (!ok) return ckpt_fail(r->path, "__metadata__ 'update' is \"%.40s\", not an update mode", s ? s : "");
+    memcpy(out, s, length + 1);
+    return HW_OK;
+}
+
 // The learning rate, if recorded: a decimal number (no hex, no blanks, no inf or nan) > 0 that
 // a float holds; 0 when absent.
 static int metadata_lr(const ckpt_reader *r, float *out) {
@@ -732,6 +748,7 @@ static int read_meta(const ckpt_reader *r, hw_ckpt_meta *meta) {
     if (metadata_schedule(r, meta->lr_schedule) != HW_OK) return HW_ERR;
     if (metadata_lr(r, &meta->lr) != HW_OK) return HW_ERR;
     if (metadata_simulation(r, meta) != HW_OK) return HW_ERR;
+    if (metadata_update(r, meta->update) != HW_OK) return HW_ERR;
     if (metadata_number(r, "lr_warmup", 1, 0, INT64_MAX, &warmup) != HW_OK) return HW_ERR;
     if (!meta->lr_schedule[0] && json_object_get(r->metadata, "lr_warmup") != NULL) {
         return ckpt_fail(r->path, "__metadata__ has 'lr_warmup' without 'lr_schedule'");

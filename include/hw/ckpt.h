@@ -5,8 +5,8 @@
 //   8 bytes    N, the header length, unsigned little-endian
 //   N bytes    JSON: {"__metadata__": {"format": "pt", "hogwild_model": <model file text>,
 //              "epoch": "3", "samples_seen": "180000", "seed": "1", "lr": "0.0500000007",
-//              "lr_schedule": "cosine", "lr_warmup": "0", and for a simulated run
-//              "simulate": "8", "delay": "uniform:8"},
+//              "lr_schedule": "cosine", "lr_warmup": "0", "update": "lockfree", and for a
+//              simulated run "simulate": "8", "delay": "uniform:8"},
 //              "conv1.weight": {"dtype": "F32", "shape": [10, 1, 5, 5], "data_offsets": [0, 1000]}, ...}
 //              padded with spaces so that the data starts at a multiple of 8
 //   the data   every tensor as contiguous little-endian float32, in the model's parameter order;
@@ -22,6 +22,8 @@
 enum { HW_CKPT_SCHEDULE_CAP = 32 };
 // A simulation's delay model's longest text and its NUL (hw/simulate.h's HW_DELAY_SPEC_CAP).
 enum { HW_CKPT_DELAY_CAP = 256 };
+// The update mode's longest text and its NUL.
+enum { HW_CKPT_UPDATE_CAP = 16 };
 
 typedef struct {
     int epoch;             // epochs completed
@@ -42,6 +44,10 @@ typedef struct {
     // simulations, or another program's).
     int simulate;
     char delay[HW_CKPT_DELAY_CAP];
+    // How the run's Hogwild workers wrote their steps (--update: "lockfree", "locked", "atomic");
+    // "" when none is recorded (written: none is written; read: a file from before the mode was
+    // recorded, whose run was lock-free, or another program's).
+    char update[HW_CKPT_UPDATE_CAP];
 } hw_ckpt_meta;
 
 // Writes `weights` (laid out as `model`, host memory) with the model text and meta (NULL: zeros)

@@ -8,6 +8,7 @@
 #include "cli/usage.h"
 #include "hw/ckpt.h"
 #include "hw/err.h"
+#include "hw/optim.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -128,6 +129,28 @@ static int same_simulation(const hw_train_config *config, const hw_ckpt_meta *me
                            config->resume_path, was, now);
 }
 
+// The update mode: the checkpoint's unless --update is given. One that records none (from before
+// it was recorded, or another program's) leaves the run's own (the default, lockfree, which every
+// run before it was).
+static int restore_update(hw_train_config *config, const cli_parsed *given, const hw_ckpt_meta *meta, int say) {
+    // Only CPU Hogwild in one process has the modes (the rules refuse --update elsewhere).
+    int applies = config->mode == HW_MODE_HOGWILD && config->device.type != HW_DEVICE_CUDA && config->world.size == 1;
+    if (!meta->update[0] || !applies) return HW_EXIT_OK;
+    hw_update_mode recorded;
+    if (hw_update_mode_parse(meta->update, &recorded) != HW_OK) {
+        fprintf(stderr, "hogwild: the checkpoint %s records an update mode this hogwild cannot read: %s\n",
+                config->resume_path, hw_error());
+        return HW_EXIT_FAILURE;
+    }
+    if (!cli_given(given, HW_OPTION_UPDATE)) {
+        config->update = recorded;
+    } else if (config->update != recorded && say) {
+        fprintf(stderr, "hogwild: the checkpoint %s was trained with --update %s; this run uses --update %s as given\n",
+                config->resume_path, meta->update, hw_update_mode_name(config->update));
+    }
+    return HW_EXIT_OK;
+}
+
 int cli_resume_settings(hw_train_config *config, const cli_parsed *given) {
     if (!config->resume_path || config->eval_only) return HW_EXIT_OK;
     hw_ckpt_meta meta;
@@ -138,5 +161,6 @@ int cli_resume_settings(hw_train_config *config, const cli_parsed *given) {
     restore_seed(config, given, &meta, say);
     restore_lr(config, given, &meta, say);
     status = restore_schedule(config, given, &meta, say);
+    if (status == HW_EXIT_OK) status = restore_update(config, given, &meta, say);
     return status == HW_EXIT_OK ? restore_model(config, given) : status;
 }

@@ -136,7 +136,7 @@ int hw_run_outputs_save(hw_run_outputs *outputs, const float *weights, int epoch
                        "saved, %s is left as it was. %s",
                        (long long)(outputs->samples_base + samples), outputs->config->save_path, hint);
     }
-    // What --resume restores: where the run stopped, its seed, its rate and its schedule.
+    // What --resume restores: where the run stopped, its seed, its rate, its schedule and its --update.
     hw_ckpt_meta meta = {.epoch = epochs_done,
                          .samples_seen = outputs->samples_base + samples,
                          .seed = outputs->config->seed,
@@ -148,6 +148,7 @@ int hw_run_outputs_save(hw_run_outputs *outputs, const float *weights, int epoch
         meta.simulate = outputs->config->simulate;
         snprintf(meta.delay, sizeof meta.delay, "%s", outputs->config->delay.spec);
     }
+    snprintf(meta.update, sizeof meta.update, "%s", hw_update_mode_name(outputs->config->update));
     if (hw_ckpt_save(outputs->config->save_path, &outputs->in->model, weights, &meta) != HW_OK) return HW_ERR;
     return HW_OK;
 }

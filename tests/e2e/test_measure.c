@@ -469,3 +469,23 @@ Test(e2e_measure, update_modes_that_do_not_apply_are_usage_errors) {
     expect_update_refused("OMPI_COMM_WORLD_SIZE=2", (const char *const[]){"--data", data, "--update", "locked", NULL},
                           "mpirun");
 }
+
+// The checkpoint records the mode, and --resume continues in it unless --update is given.
+Test(e2e_measure, the_checkpoint_records_the_update_mode_and_resume_keeps_it) {
+    char *data = e2e_synth(27);
+    char *ckpt = e2e_path("locked.safetensors");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "2", "--update", "locked", "--quiet", "--save",
+            ckpt);
+    e2e_assert_exit(&r, 0);
+    hw_ckpt_meta meta;
+    cr_assert_eq(hw_ckpt_load_meta(ckpt, &meta), HW_OK, "%s", hw_error());
+    cr_expect_str_eq(meta.update, "locked");
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "2", "--epochs", "2", "--quiet", "--measure",
+            "--resume", ckpt, "--save", ckpt);
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "): 0% in total", "the resumed run is locked, and loses nothing");
+    cr_assert_eq(hw_ckpt_load_meta(ckpt, &meta), HW_OK, "%s", hw_error());
+    cr_expect_str_eq(meta.update, "locked");
+    cr_expect_eq(meta.epoch, 2);
+}
