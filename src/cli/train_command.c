@@ -59,12 +59,17 @@ static void print_run_header(const hw_train_config *config, const hw_train_input
         snprintf(simulated, sizeof simulated, " (delay %s: mean %.3g, at most %d updates)", config->delay.spec,
                  hw_delay_mean(&config->delay), config->delay.max);
     }
-    printf("hogwild: %s, %s%s %d%s, %s on %s (%lld train / %lld test samples), %d epoch(s), batch %d, lr %g%s, "
+    // A lock or atomic adds (--update) named beside the workers: the default, lock-free, is not.
+    char update[48] = "";
+    if (config->update != HW_UPDATE_LOCKFREE) {
+        snprintf(update, sizeof update, " (%s updates)", hw_update_mode_name(config->update));
+    }
+    printf("hogwild: %s%s, %s%s %d%s, %s on %s (%lld train / %lld test samples), %d epoch(s), batch %d, lr %g%s, "
            "momentum %g, %zu parameters, sharing %s\n",
            config->simulate ? "simulated Hogwild"
            : hogwild        ? "Hogwild"
                             : "DataParallel",
-           ranks,
+           update, ranks,
            config->simulate ? "virtual workers"
            : hogwild        ? "workers"
                             : "replicas",
