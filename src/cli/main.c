@@ -7,6 +7,7 @@
 #include "cli/data_commands.h"
 #include "cli/info_commands.h"
 #include "cli/options.h"
+#include "cli/resume_settings.h"
 #include "cli/run_identity.h"
 #include "cli/sweep_command.h"
 #include "cli/train_command.h"
@@ -66,6 +67,10 @@ static int train_main(int argc, char **argv) {
     config.settings = settings;
     int status = cli_train_rules_check(&config, &given);
     if (status != HW_EXIT_OK) return status;
+    // A resumed run is hashed as it trains, with the rate and schedule its checkpoint restored.
+    cli_parsed as_run = given;
+    cli_resume_as_given(&config, &cli_train_command, &as_run);
+    config.setup_hash = cli_run_setup(&cli_train_command, &as_run, settings, sizeof settings);
     if (config.eval_only) return cli_eval_only_run(&config, cli_given(&given, HW_OPTION_MODEL));
     return cli_train_run(&config);
 }

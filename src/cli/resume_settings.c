@@ -164,3 +164,26 @@ int cli_resume_settings(hw_train_config *config, const cli_parsed *given) {
     if (status == HW_EXIT_OK) status = restore_update(config, given, &meta, say);
     return status == HW_EXIT_OK ? restore_model(config, given) : status;
 }
+
+// Appends option `id` of `command` to `as_run` with `text`, unless it was given.
+static void add_restored(const cli_command *command, cli_parsed *as_run, hw_option id, const char *text) {
+    if (cli_given(as_run, id) || as_run->n_given >= CLI_MAX_GIVEN) return;
+    for (int i = 0; i < command->n_options; i++) {
+        if (command->options[i].id != id) continue;
+        as_run->given[as_run->n_given] = &command->options[i];
+        as_run->values[as_run->n_given++] = text;
+        return;
+    }
+}
+
+void cli_resume_as_given(const hw_train_config *config, const cli_command *command, cli_parsed *as_run) {
+    // The texts outlive the call: as_run points at them until the setup is hashed.
+    static char lr[32], schedule[64], warmup[32];
+    if (!config->resume_path || config->eval_only) return;
+    snprintf(lr, sizeof lr, "%.9g", (double)config->lr);
+    hw_lr_schedule_format(&config->lr_schedule, schedule, sizeof schedule);
+    snprintf(warmup, sizeof warmup, "%" PRId64, config->lr_schedule.warmup);
+    add_restored(command, as_run, HW_OPTION_LR, lr);
+    add_restored(command, as_run, HW_OPTION_LR_SCHEDULE, schedule);
+    add_restored(command, as_run, HW_OPTION_WARMUP, warmup);
+}

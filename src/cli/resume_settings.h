@@ -15,4 +15,11 @@
 // default. HW_EXIT_OK, or HW_EXIT_FAILURE with the message printed.
 int cli_resume_settings(hw_train_config *config, const cli_parsed *given);
 
+// After cli_resume_settings: adds to `as_run` (a copy of the options given, against `command`, the
+// training table) the rate, the schedule and the warm-up the run trains with, each that was not
+// given, as if given: a resumed run's setup hash and settings text name what it trains as, not the
+// defaults (a run resumed at a recorded --lr 0.05 would otherwise group with runs at 0.01). Nothing
+// without --resume or with --eval-only.
+void cli_resume_as_given(const hw_train_config *config, const cli_command *command, cli_parsed *as_run);
+
 #endif

@@ -230,3 +230,33 @@ Test(e2e_schedule, resume_without_model_trains_the_checkpoints_own) {
     e2e_assert_exit(&r, 1);
     e2e_assert_contains(r.err, ckpt, "stderr");
 }
+
+// A run resumed without --lr, --lr-schedule or --warmup trains with the checkpoint's, so its
+// metrics' setup hash is the unbroken run's, not that of a run at the defaults: compare must not
+// group it with runs at --lr 0.01, constant.
+Test(e2e_schedule, a_resumed_runs_setup_names_the_restored_rate_and_schedule) {
+    char *data = e2e_synth(47);
+    char *ckpt = e2e_path("first.safetensors");
+    char *whole = e2e_path("whole.csv"), *resumed = e2e_path("resumed.csv"), *plain = e2e_path("plain.csv");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "1", "--epochs", "1", "--lr", "0.05",
+            "--lr-schedule", "exponential:0.5", "--warmup", "500", "--quiet", "--save", ckpt);
+    e2e_assert_exit(&r, 0);
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "1", "--epochs", "2", "--lr", "0.05",
+            "--lr-schedule", "exponential:0.5", "--warmup", "500", "--quiet", "--metrics", whole);
+    e2e_assert_exit(&r, 0);
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "1", "--epochs", "2", "--quiet", "--resume",
+            ckpt, "--metrics", resumed);
+    e2e_assert_exit(&r, 0);
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "1", "--epochs", "2", "--quiet", "--metrics",
+            plain);
+    e2e_assert_exit(&r, 0);
+    e2e_metrics_row a[MAX_ROWS], b[MAX_ROWS], c[MAX_ROWS];
+    cr_assert_gt(e2e_read_metrics_of(whole, a, MAX_ROWS, 0), 0);
+    cr_assert_gt(e2e_read_metrics_of(resumed, b, MAX_ROWS, 0), 0);
+    cr_assert_gt(e2e_read_metrics_of(plain, c, MAX_ROWS, 0), 0);
+    cr_expect_str_eq(b[0].setup, a[0].setup, "the resumed run's setup is the unbroken run's");
+    cr_expect_str_neq(b[0].setup, c[0].setup, "and not that of a run at the default rate");
+    char *text = e2e_read_text(resumed);
+    e2e_assert_contains(text, "lr=0.05 lr-schedule=exponential:0.5 warmup=500", "the resumed run's settings");
+}
