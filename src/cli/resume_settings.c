@@ -186,4 +186,5 @@ void cli_resume_as_given(const hw_train_config *config, const cli_command *comma
     add_restored(command, as_run, HW_OPTION_LR, lr);
     add_restored(command, as_run, HW_OPTION_LR_SCHEDULE, schedule);
     add_restored(command, as_run, HW_OPTION_WARMUP, warmup);
+    add_restored(command, as_run, HW_OPTION_UPDATE, hw_update_mode_name(config->update));
 }
