@@ -60,9 +60,6 @@ typedef struct {
 int hw_compare_groups_build(hw_compare_groups *groups, const hw_metrics_table *runs, int n_runs, double target);
 void hw_compare_groups_free(hw_compare_groups *groups);
 
-// The samples per second of a run: its last row's samples over its wall seconds (NAN at 0 s).
-double hw_metrics_samples_per_second(const hw_metrics_table *run);
-
 // The group tables (compare_groups_print.c): accuracy, then speed, each cell "mean ±sd [95% CI]"
 // (n = 1: the value and "(n=1)"), the Welch tests, and a line per run left out naming its file.
 void hw_compare_groups_print(FILE *out, const hw_compare_groups *groups, const hw_metrics_table *runs, double target);

@@ -201,6 +201,11 @@ typedef struct {
 int hw_metrics_table_read(hw_metrics_table *log, const char *path);
 void hw_metrics_table_free(hw_metrics_table *log);
 
+// The samples per second a run trained: the samples from its first row to its last (a resumed run's
+// first row holds the checkpoint's samples, trained before this run's clock started) over the
+// last row's wall seconds; NAN at 0 s. The diverged row counts as the last.
+double hw_metrics_samples_per_second(const hw_metrics_table *run);
+
 // "hogwild, 4 workers, cpu" or "dataparallel, 2 replicas, cuda:0+cuda:1".
 void hw_metrics_label(const hw_metrics_table *log, char *buf, size_t cap);
 

@@ -195,7 +195,7 @@ static void print_done(const sweep_tally *t, int i, const sweep_point *pt, const
     printf("sweep [%d/%d] %s: %s", i + 1, t->total, pt->name, took_text);
     if (log->diverged) printf(", diverged after %lld samples", (long long)log->diverged_at.samples_seen);
     else printf(", final accuracy %.2f%%", last->test_accuracy);
-    if (last->wall_seconds > 0) printf(", %.0f samples/s", (double)last->samples_seen / last->wall_seconds);
+    if (last->wall_seconds > 0) printf(", %.0f samples/s", hw_metrics_samples_per_second(log));
     printf("; %d left, ETA %s\n", t->to_run - t->ran, eta);
     fflush(stdout);
 }

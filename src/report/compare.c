@@ -87,7 +87,7 @@ void hw_compare_print_table(FILE *out, const hw_metrics_table *runs, int n_runs,
         snprintf(row[4], CELL_CAP, "%lld", (long long)last->epoch);
         snprintf(row[5], CELL_CAP, "%.1f", last->wall_seconds);
         if (last->wall_seconds > 0) {
-            snprintf(row[6], CELL_CAP, "%.0f", (double)last->samples_seen / last->wall_seconds);
+            snprintf(row[6], CELL_CAP, "%.0f", hw_metrics_samples_per_second(run));
         } else {
             snprintf(row[6], CELL_CAP, "-");
         }

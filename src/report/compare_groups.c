@@ -9,11 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-double hw_metrics_samples_per_second(const hw_metrics_table *run) {
-    const hw_metrics_point *last = run->diverged ? &run->diverged_at : &run->points[run->n_points - 1];
-    return last->wall_seconds > 0 ? (double)last->samples_seen / last->wall_seconds : NAN;
-}
-
 static int same_key(const hw_compare_group *g, const hw_metrics_table *run) {
     return strcmp(g->mode, run->mode) == 0 && g->workers == run->workers && strcmp(g->model, run->model) == 0 &&
            g->setup == run->setup;

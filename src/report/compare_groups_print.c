@@ -11,13 +11,15 @@
 
 enum { CELL = 384, MAX_COLS = 8 };  // a label: mode, workers, model and setup name
 
-// "mean ±sd [lo, hi]" with `decimals`; one value: "value (n=1)"; none: "-".
-static void stat_cell(char *buf, const hw_stats_summary *s, int decimals) {
+// "mean ±sd [lo, hi]" with `decimals`; one value: "value (n=1)"; none: "-". The interval is cut at
+// the quantity's bounds [floor, ceiling]: with few runs Student's t reaches past them (an accuracy
+// of 115%, a negative speed), which no run can have.
+static void stat_cell(char *buf, const hw_stats_summary *s, int decimals, double floor, double ceiling) {
     if (s->n == 0 || isnan(s->mean)) snprintf(buf, CELL, "-");
     else if (s->n == 1) snprintf(buf, CELL, "%.*f (n=1)", decimals, s->mean);
     else {
-        snprintf(buf, CELL, "%.*f ±%.*f [%.*f, %.*f]", decimals, s->mean, decimals, s->sd, decimals, s->ci_low,
-                 decimals, s->ci_high);
+        double lo = s->ci_low < floor ? floor : s->ci_low, hi = s->ci_high > ceiling ? ceiling : s->ci_high;
+        snprintf(buf, CELL, "%.*f ±%.*f [%.*f, %.*f]", decimals, s->mean, decimals, s->sd, decimals, lo, decimals, hi);
     }
 }
 
@@ -94,7 +96,9 @@ void hw_compare_groups_print(FILE *out, const hw_compare_groups *groups, const h
     }
     char(*cells)[MAX_COLS][CELL] = calloc((size_t)groups->n_groups, sizeof *cells);
     if (!cells) return;
-    fprintf(out, "\ngroups of runs that differ by seed alone; each cell: mean ±sd [95%% CI of the mean]\n");
+    fprintf(out,
+            "\ngroups of runs that differ by seed alone; each cell: mean ±sd [95%% CI of the mean, cut where no run "
+            "can be: below 0, above 100%%]\n");
     char to_target[40], samples_to_target[48];
     snprintf(to_target, sizeof to_target, "s to %g%%", target);
     snprintf(samples_to_target, sizeof samples_to_target, "samples to %g%%", target);
@@ -105,18 +109,18 @@ void hw_compare_groups_print(FILE *out, const hw_compare_groups *groups, const h
         const hw_compare_group *g = &groups->groups[a];
         group_label(cells[a][0], groups, g);
         snprintf(cells[a][1], CELL, "%d", g->n_members);
-        stat_cell(cells[a][2], &g->final_accuracy, 2);
-        stat_cell(cells[a][3], &g->best_accuracy, 2);
+        stat_cell(cells[a][2], &g->final_accuracy, 2, 0, 100);
+        stat_cell(cells[a][3], &g->best_accuracy, 2, 0, 100);
     }
     put_table(out, accuracy_header, cells, groups->n_groups, 4);
     fputc('\n', out);
     for (int a = 0; a < groups->n_groups; a++) {
         const hw_compare_group *g = &groups->groups[a];
-        stat_cell(cells[a][1], &g->samples_per_s, 0);
+        stat_cell(cells[a][1], &g->samples_per_s, 0, 0, INFINITY);
         speed_up_cell(cells[a][2], groups, g);
         snprintf(cells[a][3], CELL, "%d/%d", g->n_reached, g->n_members);
-        stat_cell(cells[a][4], &g->seconds_to_target, 2);
-        stat_cell(cells[a][5], &g->samples_to_target, 0);
+        stat_cell(cells[a][4], &g->seconds_to_target, 2, 0, INFINITY);
+        stat_cell(cells[a][5], &g->samples_to_target, 0, 0, INFINITY);
     }
     put_table(out, speed_header, cells, groups->n_groups, 6);
     free(cells);

@@ -425,3 +425,9 @@ void hw_metrics_label(const hw_metrics_table *log, char *buf, size_t cap) {
     const char *unit = strcmp(log->mode, "dataparallel") == 0 ? "replica" : "worker";
     snprintf(buf, cap, "%s, %d %s%s, %s", log->mode, log->workers, unit, log->workers == 1 ? "" : "s", log->device);
 }
+
+double hw_metrics_samples_per_second(const hw_metrics_table *run) {
+    const hw_metrics_point *last = run->diverged ? &run->diverged_at : &run->points[run->n_points - 1];
+    int64_t trained = last->samples_seen - run->points[0].samples_seen;
+    return last->wall_seconds > 0 ? (double)trained / last->wall_seconds : NAN;
+}
