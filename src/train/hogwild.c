@@ -7,6 +7,7 @@
 // Everything else that is shared (counters, flags) is a C11 atomic.
 #include "hw/train.h"
 #include "hw/gpu_train.h"
+#include "hw/option.h"
 #include "hw/run_outputs.h"
 
 #include "fault.h"
@@ -192,8 +193,8 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
     if (config->device.type == HW_DEVICE_CUDA) {
         // GPU workers write their steps with their own kernels: only the lock-free one.
         if (config->update != HW_UPDATE_LOCKFREE) {
-            return hw_fail("--update %s is for Hogwild workers on the CPU, not a GPU's",
-                           hw_update_mode_name(config->update));
+            return hw_fail("%s updates%s are for Hogwild workers on the CPU, not a GPU's",
+                           hw_update_mode_name(config->update), hw_option_hint(HW_OPTION_UPDATE));
         }
         return hw_gpu_train_hogwild(config, in, result);
     }

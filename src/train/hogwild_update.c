@@ -2,6 +2,7 @@
 #include "hogwild_update.h"
 
 #include "hw/err.h"
+#include "hw/option.h"
 
 #include <errno.h>
 #include <string.h>
@@ -13,7 +14,10 @@ int hogwild_update_lock_init(pthread_mutex_t *lock) {
     if (rc == 0) rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
     if (rc == 0) rc = pthread_mutex_init(lock, &attr);
     pthread_mutexattr_destroy(&attr);
-    if (rc != 0) return hw_fail("--update locked: cannot make the shared update lock: %s", strerror(rc));
+    if (rc != 0) {
+        return hw_fail("locked updates%s: cannot make the shared update lock: %s", hw_option_hint(HW_OPTION_UPDATE),
+                       strerror(rc));
+    }
     return HW_OK;
 }
 
@@ -25,7 +29,10 @@ int hogwild_update_begin(const hogwild_update *update) {
     // The previous holder died inside its step: the lock is ours, and the weights are as a race
     // would leave them, which Hogwild tolerates; the parent ends the run naming that worker.
     if (rc == EOWNERDEAD) rc = pthread_mutex_consistent(update->lock);
-    if (rc != 0) return hw_fail("--update locked: cannot take the shared update lock: %s", strerror(rc));
+    if (rc != 0) {
+        return hw_fail("locked updates%s: cannot take the shared update lock: %s", hw_option_hint(HW_OPTION_UPDATE),
+                       strerror(rc));
+    }
     return HW_OK;
 }
 
