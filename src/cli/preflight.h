@@ -35,5 +35,10 @@ double preflight_memory_estimate(const hw_train_config *config, const hw_train_i
 enum { HW_MIN_STACK_BYTES = 512 << 10 };
 int preflight_stack(void);
 int preflight_memory(const hw_train_config *config, const hw_train_inputs *in, int eval_only);
+// A warm-up (--warmup) as long as the whole run or longer is refused, naming both: the rate would
+// never reach --lr, and the run would end at a fraction of it without a word. The run's samples
+// are its epochs over the training data, every rank's (a resumed run's earlier epochs included:
+// the schedule counts them too).
+int preflight_warmup(const hw_train_config *config, const hw_train_inputs *in);
 
 #endif

@@ -133,3 +133,12 @@ void preflight_fit_batches(hw_train_config *config, const hw_train_inputs *in, c
         config->test_batch_size = (int)in->test.n;
     }
 }
+
+int preflight_warmup(const hw_train_config *config, const hw_train_inputs *in) {
+    int64_t warmup = config->lr_schedule.warmup;
+    int64_t run = (int64_t)config->epochs * in->train.n * (config->world.size > 1 ? config->world.size : 1);
+    if (warmup <= 0 || warmup < run) return HW_OK;
+    return hw_fail("the warm-up of %lld samples (--warmup) is as long as the whole run or longer (%d epoch(s) of %lld "
+                   "samples: %lld): the rate would never reach --lr %g; give a shorter warm-up or more --epochs",
+                   (long long)warmup, config->epochs, (long long)in->train.n, (long long)run, (double)config->lr);
+}

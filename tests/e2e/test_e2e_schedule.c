@@ -260,3 +260,19 @@ Test(e2e_schedule, a_resumed_runs_setup_names_the_restored_rate_and_schedule) {
     char *text = e2e_read_text(resumed);
     e2e_assert_contains(text, "lr=0.05 lr-schedule=exponential:0.5 warmup=500", "the resumed run's settings");
 }
+
+// The review of issue 40: a warm-up longer than the run was accepted, and the run trained at a
+// fraction of --lr throughout (9.4% accuracy after 2000 samples at --warmup 1000000). It is
+// refused before any work, naming the warm-up and the run's length.
+Test(e2e_schedule, a_warmup_as_long_as_the_run_is_refused) {
+    char *data = e2e_synth_n("data", 41, 300, 100);
+    char *metrics = e2e_path("m.csv");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--data", data, "--model", e2e.mlp, "--epochs", "2", "--warmup", "600", "--metrics", metrics);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "the warm-up of 600 samples", "stderr");
+    e2e_assert_contains(r.err, "2 epoch(s) of 300 samples: 600", "stderr");
+    cr_expect(!e2e_file_exists(metrics), "a metrics file was written");
+    e2e_run(&r, NULL, "--data", data, "--model", e2e.mlp, "--epochs", "2", "--warmup", "599", "--quiet");
+    e2e_assert_exit(&r, 0);
+}
