@@ -103,7 +103,7 @@ int hw_delay_parse(const char *text, hw_delay *out) {
     if (strlen(text) >= sizeof delay.spec) {
         return hw_fail("text is longer than %d characters", HW_DELAY_SPEC_CAP - 1);
     }
-    snprintf(delay.spec, sizeof delay.spec, "%s", text);
+    memcpy(delay.spec, text, strlen(text) + 1);  // its length is checked above
     const char *colon = strchr(text, ':');
     size_t name_len = colon ? (size_t)(colon - text) : strlen(text);
     const char *arg = colon ? colon + 1 : "";
