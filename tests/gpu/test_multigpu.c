@@ -344,12 +344,18 @@ Test(multigpu, copies_train_as_one_gpu_does) {
     int devices[HW_GPU_COPIES_MAX];
     copies_list(list, sizeof list, devices);
     char *data = e2e_synth_n("data", 1, 6000, 1000);
-    double one = run_accuracy(data, e2e.mlp, "--device", "cuda", "3", "0.05", NULL);
-    double copies = run_accuracy(data, e2e.mlp, "--gpus", list, "3", "0.05", "128");
-    cr_expect_gt(copies, 85.0, "--gpus %s: %.2f%%", list, copies);
-    // Both race. A round every 128 samples, not every 20 ms: this run lasts about a second, and on a
+    // Both race, so each side is the mean of two runs: one run of either moves by about 1.5 points
+    // from the next, and a loaded machine has given a single run of the copies 4 points below one
+    // GPU's. A round every 128 samples, not every 20 ms: this run lasts about a second, and on a
     // loaded machine it would have a handful of rounds (MNIST's epoch at the default: the test below).
-    cr_expect_gt(copies, one - 4.0, "--gpus %s: %.2f%%, one GPU %.2f%%", list, copies, one);
+    double one = 0, copies = 0;
+    for (int run = 0; run < 2; run++) {
+        one += run_accuracy(data, e2e.mlp, "--device", "cuda", "3", "0.05", NULL) / 2;
+        double this_run = run_accuracy(data, e2e.mlp, "--gpus", list, "3", "0.05", "128");
+        cr_expect_gt(this_run, 85.0, "--gpus %s: %.2f%%", list, this_run);
+        copies += this_run / 2;
+    }
+    cr_expect_gt(copies, one - 4.0, "--gpus %s: %.2f%% (mean of 2), one GPU %.2f%%", list, copies, one);
 }
 
 // The measure: 1 epoch of the real MNIST, within 1 point of one GPU, at the default
