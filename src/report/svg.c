@@ -123,3 +123,62 @@ int hw_svg_is_compare_plot(const char *path) {
     const char *line = strchr(head, '\n');
     return strncmp(head, "<svg ", 5) == 0 && line && strncmp(line + 1, HW_SVG_MARKER, strlen(HW_SVG_MARKER)) == 0;
 }
+
+double svg_panel_x(const svg_panel *p, double v) { return p->x0 + (v - p->x.lo) / (p->x.hi - p->x.lo) * SVG_PLOT_W; }
+
+double svg_panel_y(const svg_panel *p, double v) {
+    return SVG_PLOT_TOP + (p->y.hi - v) / (p->y.hi - p->y.lo) * SVG_PLOT_H;
+}
+
+void svg_put_x_tick(FILE *out, double x, const char *label, int slanted) {
+    const double bottom = SVG_PLOT_TOP + SVG_PLOT_H;
+    fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n", x, bottom, x, bottom + 5);
+    if (slanted) {
+        fprintf(out,
+                "<text transform=\"translate(%.2f %.2f) rotate(-35)\" text-anchor=\"end\" font-size=\"11\">%s</text>\n",
+                x + 4, bottom + 16, label);
+    } else {
+        fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n", x, bottom + 20, label);
+    }
+}
+
+void svg_panel_frame(FILE *out, const svg_panel *p, const char *title, const char *x_label, double x_label_dy,
+                     const char *y_label, int x_suffix, int y_suffix) {
+    const double left = p->x0, right = p->x0 + SVG_PLOT_W, top = SVG_PLOT_TOP, bottom = SVG_PLOT_TOP + SVG_PLOT_H;
+    fprintf(out, "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">%s</text>\n",
+            left + SVG_PLOT_W / 2.0, SVG_PLOT_TOP - 14, title);
+    for (int i = 0; i < p->y.n_ticks; i++) {
+        double v = hw_axis_tick(&p->y, i), y = svg_panel_y(p, v);
+        char label[32];
+        svg_format_tick(v, p->y.step, p->y.hi, y_suffix, label, sizeof label);
+        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e4e4e4\"/>\n", left, y, right, y);
+        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n", left - 5, y, left, y);
+        fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\" dominant-baseline=\"middle\">%s</text>\n",
+                left - 8, y, label);
+    }
+    for (int i = 0; x_suffix >= 0 && i < p->x.n_ticks; i++) {
+        double v = hw_axis_tick(&p->x, i), x = svg_panel_x(p, v);
+        char label[32];
+        svg_format_tick(v, p->x.step, p->x.hi, x_suffix, label, sizeof label);
+        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e4e4e4\"/>\n", x, top, x, bottom);
+        svg_put_x_tick(out, x, label, 0);
+    }
+    fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n", left, top,
+            SVG_PLOT_W, SVG_PLOT_H);
+    fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n", left + SVG_PLOT_W / 2.0,
+            bottom + x_label_dy, x_label);
+    fprintf(out, "<text transform=\"translate(%.2f %.2f) rotate(-90)\" text-anchor=\"middle\">%s</text>\n", left - 52,
+            top + SVG_PLOT_H / 2.0, y_label);
+}
+
+void svg_panel_target(FILE *out, const svg_panel *p, double target) {
+    const double left = p->x0, right = p->x0 + SVG_PLOT_W, ty = svg_panel_y(p, target);
+    fprintf(out,
+            "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#555\" stroke-width=\"1.2\" "
+            "stroke-dasharray=\"6 4\"/>\n",
+            left, ty, right, ty);
+    // The label sits above the line, or below it when the line runs close to the top edge.
+    double label_y = ty - SVG_PLOT_TOP < 16 ? ty + 13 : ty - 4;
+    fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\" fill=\"#555\" font-size=\"11\">target %g%%</text>\n",
+            right - 4, label_y, target);
+}

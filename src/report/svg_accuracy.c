@@ -9,28 +9,10 @@
 #include <math.h>
 #include <string.h>
 
-// ---- layout, in SVG user units (px) ----
-enum {
-    PLOT_W = 430,  // one panel's plotting area
-    PLOT_H = 320,
-    PANEL_X0 = 80,    // left edge of the first plotting area (room for the y tick labels and label)
-    PANEL_GAP = 110,  // from the right edge of the first area to the left edge of the second
-    PLOT_TOP = 50,
-    LEGEND_TOP = PLOT_TOP + PLOT_H + 72,
-    LEGEND_ROW = 22,
-    SVG_W = PANEL_X0 + 2 * PLOT_W + PANEL_GAP + 40,
-};
+enum { LEGEND_TOP = SVG_PLOT_TOP + SVG_PLOT_H + 72 };
 
 // Past ten runs the colours come round again, and the lines are dashed to tell them apart.
 static const char *dash_of(int run) { return run >= SVG_N_COLOURS ? " stroke-dasharray=\"7 3\"" : ""; }
-
-typedef struct {
-    double x0;  // left edge of the plotting area
-    hw_axis x, y;
-} panel;
-
-static double px(const panel *p, double v) { return p->x0 + (v - p->x.lo) / (p->x.hi - p->x.lo) * PLOT_W; }
-static double py(const panel *p, double v) { return PLOT_TOP + (p->y.hi - v) / (p->y.hi - p->y.lo) * PLOT_H; }
 
 // hogwild runs are drawn with circles, the others with squares, so modes read apart without colour.
 static void put_marker(FILE *out, double x, double y, const char *colour, int circle) {
@@ -45,55 +27,19 @@ static double x_value(const hw_metrics_point *pt, int by_samples) {
     return by_samples ? (double)pt->samples_seen : pt->wall_seconds;
 }
 
-static void put_panel(FILE *out, const panel *p, int index, const hw_metrics_table *runs, int n_runs, double target) {
+static void put_panel(FILE *out, const svg_panel *p, int index, const hw_metrics_table *runs, int n_runs,
+                      double target) {
     const int by_samples = index == 1;
-    const double left = p->x0, right = p->x0 + PLOT_W, top = PLOT_TOP, bottom = PLOT_TOP + PLOT_H;
-    fprintf(out,
-            "<g>\n<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">%s</text>\n",
-            left + PLOT_W / 2.0, PLOT_TOP - 14,
-            by_samples ? "Test accuracy against samples seen" : "Test accuracy against wall time");
-    // Grid lines and tick labels.
-    for (int i = 0; i < p->y.n_ticks; i++) {
-        double v = hw_axis_tick(&p->y, i), y = py(p, v);
-        char label[32];
-        svg_format_tick(v, p->y.step, p->y.hi, 0, label, sizeof label);
-        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e4e4e4\"/>\n", left, y, right, y);
-        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n", left - 5, y, left, y);
-        fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\" dominant-baseline=\"middle\">%s</text>\n",
-                left - 8, y, label);
-    }
-    for (int i = 0; i < p->x.n_ticks; i++) {
-        double v = hw_axis_tick(&p->x, i), x = px(p, v);
-        char label[32];
-        svg_format_tick(v, p->x.step, p->x.hi, by_samples, label, sizeof label);
-        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e4e4e4\"/>\n", x, top, x, bottom);
-        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n", x, bottom, x,
-                bottom + 5);
-        fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n", x, bottom + 20, label);
-    }
-    fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n", left, top,
-            PLOT_W, PLOT_H);
-    // Axis labels.
-    fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n", left + PLOT_W / 2.0, bottom + 44,
-            by_samples ? "samples seen" : "wall time (s)");
-    fprintf(out,
-            "<text transform=\"translate(%.2f %.2f) rotate(-90)\" text-anchor=\"middle\">test accuracy (%%)</text>\n",
-            left - 52, top + PLOT_H / 2.0);
-    // The target line.
-    double ty = py(p, target);
-    fprintf(out,
-            "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#555\" stroke-width=\"1.2\" "
-            "stroke-dasharray=\"6 4\"/>\n",
-            left, ty, right, ty);
-    // The label sits above the line, or below it when the line runs close to the top edge.
-    double label_y = ty - top < 16 ? ty + 13 : ty - 4;
-    fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\" fill=\"#555\" font-size=\"11\">target %g%%</text>\n",
-            right - 4, label_y, target);
+    const double left = p->x0, top = SVG_PLOT_TOP;
+    fprintf(out, "<g>\n");
+    svg_panel_frame(out, p, by_samples ? "Test accuracy against samples seen" : "Test accuracy against wall time",
+                    by_samples ? "samples seen" : "wall time (s)", 44, "test accuracy (%)", by_samples, 0);
+    svg_panel_target(out, p, target);
 
     // The curves. Points below the y range (the untrained model at ~10%) are clipped at the bottom
     // edge only; the clip reaches a little past the other edges so markers there are not cut.
     fprintf(out, "<clipPath id=\"clip%d\"><rect x=\"%.2f\" y=\"%.2f\" width=\"%d\" height=\"%d\"/></clipPath>\n", index,
-            left - 8, top - 8, PLOT_W + 16, PLOT_H + 8);
+            left - 8, top - 8, SVG_PLOT_W + 16, SVG_PLOT_H + 8);
     fprintf(out, "<g clip-path=\"url(#clip%d)\">\n", index);
     for (int r = 0; r < n_runs; r++) {
         const char *colour = svg_palette[r % SVG_N_COLOURS];
@@ -102,12 +48,13 @@ static void put_panel(FILE *out, const panel *p, int index, const hw_metrics_tab
                 colour, dash_of(r));
         for (int i = 0; i < runs[r].n_points; i++) {
             const hw_metrics_point *pt = &runs[r].points[i];
-            fprintf(out, "%s%.2f,%.2f", i ? " " : "", px(p, x_value(pt, by_samples)), py(p, pt->test_accuracy));
+            fprintf(out, "%s%.2f,%.2f", i ? " " : "", svg_panel_x(p, x_value(pt, by_samples)),
+                    svg_panel_y(p, pt->test_accuracy));
         }
         fprintf(out, "\"/>\n");
         for (int i = 0; i < runs[r].n_points; i++) {
             const hw_metrics_point *pt = &runs[r].points[i];
-            put_marker(out, px(p, x_value(pt, by_samples)), py(p, pt->test_accuracy), colour, circle);
+            put_marker(out, svg_panel_x(p, x_value(pt, by_samples)), svg_panel_y(p, pt->test_accuracy), colour, circle);
         }
     }
     fprintf(out, "</g>\n</g>\n");
@@ -143,23 +90,23 @@ int hw_compare_plot_svg(FILE *out, const hw_metrics_table *runs, int n_runs, dou
         if ((double)last->samples_seen > max_samples) max_samples = (double)last->samples_seen;
     }
     hw_axis y = accuracy_axis(runs, n_runs, target);
-    panel panels[2] = {
-        {PANEL_X0, hw_nice_axis(0, max_wall, 8), y},
-        {PANEL_X0 + PLOT_W + PANEL_GAP, hw_nice_axis(0, max_samples, 7), y},
+    svg_panel panels[2] = {
+        {SVG_PANEL_X0, hw_nice_axis(0, max_wall, 8), y},
+        {SVG_PANEL_X1, hw_nice_axis(0, max_samples, 7), y},
     };
-    const int height = LEGEND_TOP + n_runs * LEGEND_ROW + 16;
+    const int height = LEGEND_TOP + n_runs * SVG_LEGEND_ROW + 16;
 
     char title[128];
     snprintf(title, sizeof title, "hogwild compare: test accuracy of %d run%s, target %g%%", n_runs,
              n_runs == 1 ? "" : "s", target);
-    svg_begin(out, SVG_W, height, title);
+    svg_begin(out, SVG_WIDTH, height, title);
     for (int k = 0; k < 2; k++) put_panel(out, &panels[k], k, runs, n_runs, target);
 
     // The legend, one row per run, under both panels.
     fprintf(out, "<g>\n");
     for (int r = 0; r < n_runs; r++) {
         const char *colour = svg_palette[r % SVG_N_COLOURS];
-        double y = LEGEND_TOP + r * LEGEND_ROW, x = PANEL_X0;
+        double y = LEGEND_TOP + r * SVG_LEGEND_ROW, x = SVG_PANEL_X0;
         fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\"%s stroke-width=\"2\"/>\n", x,
                 y, x + 28, y, colour, dash_of(r));
         put_marker(out, x + 14, y, colour, strcmp(runs[r].mode, "hogwild") == 0);

@@ -14,56 +14,12 @@
 #include <string.h>
 
 enum {
-    PLOT_W = 430,
-    PLOT_H = 320,
-    PANEL_X0 = 80,
-    PANEL_GAP = 110,
-    PLOT_TOP = 50,
-    LEGEND_TOP = PLOT_TOP + PLOT_H + 72,
-    LEGEND_ROW = 22,
-    SVG_W = PANEL_X0 + 2 * PLOT_W + PANEL_GAP + 40,
+    LEGEND_TOP = SVG_PLOT_TOP + SVG_PLOT_H + 72,
     GRID = 80,  // points of a group's mean curve
 };
 
-typedef struct {
-    double x0;
-    hw_axis x, y;
-} frame;
-
-static double fx(const frame *f, double v) { return f->x0 + (v - f->x.lo) / (f->x.hi - f->x.lo) * PLOT_W; }
-static double fy(const frame *f, double v) { return PLOT_TOP + (f->y.hi - v) / (f->y.hi - f->y.lo) * PLOT_H; }
-
-// The panel's title, grid, ticks, frame and axis labels; x ticks with k/M when `suffix`.
-static void put_frame(FILE *out, const frame *f, const char *title, const char *xlabel, const char *ylabel,
-                      int suffix) {
-    const double left = f->x0, right = f->x0 + PLOT_W, top = PLOT_TOP, bottom = PLOT_TOP + PLOT_H;
-    fprintf(out, "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">%s</text>\n",
-            left + PLOT_W / 2.0, PLOT_TOP - 14, title);
-    for (int i = 0; i < f->y.n_ticks; i++) {
-        double v = hw_axis_tick(&f->y, i), y = fy(f, v);
-        char label[32];
-        svg_format_tick(v, f->y.step, f->y.hi, 1, label, sizeof label);
-        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e4e4e4\"/>\n", left, y, right, y);
-        fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\" dominant-baseline=\"middle\">%s</text>\n",
-                left - 8, y, label);
-    }
-    for (int i = 0; i < f->x.n_ticks; i++) {
-        double v = hw_axis_tick(&f->x, i), x = fx(f, v);
-        char label[32];
-        svg_format_tick(v, f->x.step, f->x.hi, suffix, label, sizeof label);
-        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e4e4e4\"/>\n", x, top, x, bottom);
-        fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n", x, bottom + 20, label);
-    }
-    fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n", left, top,
-            PLOT_W, PLOT_H);
-    fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n", left + PLOT_W / 2.0, bottom + 44,
-            xlabel);
-    fprintf(out, "<text transform=\"translate(%.2f %.2f) rotate(-90)\" text-anchor=\"middle\">%s</text>\n", left - 56,
-            top + PLOT_H / 2.0, ylabel);
-}
-
 static void put_legend_row(FILE *out, int row, const char *colour, const char *dash, const char *text) {
-    double y = LEGEND_TOP + row * LEGEND_ROW, x = PANEL_X0;
+    double y = LEGEND_TOP + row * SVG_LEGEND_ROW, x = SVG_PANEL_X0;
     fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"2.5\"%s/>\n", x, y,
             x + 28, y, colour, dash);
     fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" dominant-baseline=\"middle\">", x + 38, y);
@@ -101,8 +57,8 @@ static double group_x_end(const hw_compare_group *g, const hw_metrics_table *run
     return end;
 }
 
-static void put_band(FILE *out, const frame *f, const hw_compare_group *g, const hw_metrics_table *runs, int by_samples,
-                     const char *colour, const char *dash) {
+static void put_band(FILE *out, const svg_panel *f, const hw_compare_group *g, const hw_metrics_table *runs,
+                     int by_samples, const char *colour, const char *dash) {
     double end = group_x_end(g, runs, by_samples);
     double mean[GRID + 1], lo[GRID + 1], hi[GRID + 1], acc[256];
     int n = g->n_members < 256 ? g->n_members : 256;
@@ -116,12 +72,15 @@ static void put_band(FILE *out, const frame *f, const hw_compare_group *g, const
     }
     if (n > 1) {
         fprintf(out, "<polygon fill=\"%s\" fill-opacity=\"0.18\" stroke=\"none\" points=\"", colour);
-        for (int k = 0; k <= GRID; k++) fprintf(out, "%.2f,%.2f ", fx(f, end * k / GRID), fy(f, hi[k]));
-        for (int k = GRID; k >= 0; k--) fprintf(out, "%.2f,%.2f ", fx(f, end * k / GRID), fy(f, lo[k]));
+        for (int k = 0; k <= GRID; k++)
+            fprintf(out, "%.2f,%.2f ", svg_panel_x(f, end * k / GRID), svg_panel_y(f, hi[k]));
+        for (int k = GRID; k >= 0; k--)
+            fprintf(out, "%.2f,%.2f ", svg_panel_x(f, end * k / GRID), svg_panel_y(f, lo[k]));
         fputs("\"/>\n", out);
     }
     fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2.2\"%s points=\"", colour, dash);
-    for (int k = 0; k <= GRID; k++) fprintf(out, "%s%.2f,%.2f", k ? " " : "", fx(f, end * k / GRID), fy(f, mean[k]));
+    for (int k = 0; k <= GRID; k++)
+        fprintf(out, "%s%.2f,%.2f", k ? " " : "", svg_panel_x(f, end * k / GRID), svg_panel_y(f, mean[k]));
     fputs("\"/>\n", out);
 }
 
@@ -174,21 +133,18 @@ int hw_compare_write_group_plot(const char *path, const hw_compare_groups *group
         }
     }
     hw_axis y = group_accuracy_axis(groups, runs, target);
-    frame frames[2] = {{PANEL_X0, hw_nice_axis(0, max_x[0], 8), y},
-                       {PANEL_X0 + PLOT_W + PANEL_GAP, hw_nice_axis(0, max_x[1], 7), y}};
+    svg_panel frames[2] = {{SVG_PANEL_X0, hw_nice_axis(0, max_x[0], 8), y},
+                           {SVG_PANEL_X1, hw_nice_axis(0, max_x[1], 7), y}};
     char title[128];
     snprintf(title, sizeof title, "hogwild compare: %d group(s) of runs, mean and 95%% interval", groups->n_groups);
-    svg_begin(out, SVG_W, LEGEND_TOP + groups->n_groups * LEGEND_ROW + 16, title);
+    svg_begin(out, SVG_WIDTH, LEGEND_TOP + groups->n_groups * SVG_LEGEND_ROW + 16, title);
     for (int k = 0; k < 2; k++) {
-        const frame *f = &frames[k];
-        put_frame(out, f, k ? "Test accuracy against samples seen" : "Test accuracy against wall time",
-                  k ? "samples seen" : "wall time (s)", "test accuracy (%)", k);
-        double ty = fy(f, target);
-        fprintf(out,
-                "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#555\" stroke-dasharray=\"6 4\"/>\n",
-                f->x0, ty, f->x0 + PLOT_W, ty);
+        const svg_panel *f = &frames[k];
+        svg_panel_frame(out, f, k ? "Test accuracy against samples seen" : "Test accuracy against wall time",
+                        k ? "samples seen" : "wall time (s)", 44, "test accuracy (%)", k, 0);
+        svg_panel_target(out, f, target);
         fprintf(out, "<clipPath id=\"band%d\"><rect x=\"%.2f\" y=\"%d\" width=\"%d\" height=\"%d\"/></clipPath>\n", k,
-                f->x0, PLOT_TOP, PLOT_W, PLOT_H);
+                f->x0, SVG_PLOT_TOP, SVG_PLOT_W, SVG_PLOT_H);
         fprintf(out, "<g clip-path=\"url(#band%d)\">\n", k);
         for (int a = 0; a < groups->n_groups; a++) {
             const hw_compare_group *g = &groups->groups[a];
@@ -245,30 +201,31 @@ static const hw_stats_summary *scaling_value(const hw_compare_group *g, int k) {
     return k == 0 ? &g->samples_per_s : &g->seconds_to_target;
 }
 
-static void put_scaling_line(FILE *out, const frame *f, const hw_compare_groups *groups, const int *idx, int n, int k,
-                             const char *colour) {
+static void put_scaling_line(FILE *out, const svg_panel *f, const hw_compare_groups *groups, const int *idx, int n,
+                             int k, const char *colour) {
     fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2.2\" points=\"", colour);
     for (int i = 0; i < n; i++) {
         const hw_stats_summary *s = scaling_value(&groups->groups[idx[i]], k);
-        if (!isnan(s->mean)) fprintf(out, "%.2f,%.2f ", fx(f, groups->groups[idx[i]].workers), fy(f, s->mean));
+        if (!isnan(s->mean))
+            fprintf(out, "%.2f,%.2f ", svg_panel_x(f, groups->groups[idx[i]].workers), svg_panel_y(f, s->mean));
     }
     fputs("\"/>\n", out);
     for (int i = 0; i < n; i++) {
         const hw_compare_group *g = &groups->groups[idx[i]];
         const hw_stats_summary *s = scaling_value(g, k);
         if (isnan(s->mean)) continue;
-        double x = fx(f, g->workers);
+        double x = svg_panel_x(f, g->workers);
         if (!isnan(s->ci_low)) {
             fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"1.5\"/>\n",
-                    x, fy(f, s->ci_low), x, fy(f, s->ci_high), colour);
+                    x, svg_panel_y(f, s->ci_low), x, svg_panel_y(f, s->ci_high), colour);
             for (int e = 0; e < 2; e++) {
-                double y = fy(f, e ? s->ci_high : s->ci_low);
+                double y = svg_panel_y(f, e ? s->ci_high : s->ci_low);
                 fprintf(out,
                         "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"1.5\"/>\n",
                         x - 5, y, x + 5, y, colour);
             }
         }
-        fprintf(out, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3.5\" fill=\"%s\"/>\n", x, fy(f, s->mean), colour);
+        fprintf(out, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3.5\" fill=\"%s\"/>\n", x, svg_panel_y(f, s->mean), colour);
     }
     // The linear ideal from the one-worker group: samples/s times the workers, the time divided by them.
     const hw_compare_group *one = &groups->groups[idx[0]];
@@ -279,7 +236,7 @@ static void put_scaling_line(FILE *out, const frame *f, const hw_compare_groups 
     const int last = groups->groups[idx[n - 1]].workers;
     for (int i = 0; i <= 40; i++) {
         double w = 1 + (last - 1) * i / 40.0;
-        fprintf(out, "%.2f,%.2f ", fx(f, w), fy(f, k == 0 ? base->mean * w : base->mean / w));
+        fprintf(out, "%.2f,%.2f ", svg_panel_x(f, w), svg_panel_y(f, k == 0 ? base->mean * w : base->mean / w));
     }
     fputs("\"/>\n", out);
 }
@@ -317,17 +274,17 @@ int hw_compare_write_scaling_plot(const char *path, const hw_compare_groups *gro
     }
     // A tick at every worker count up to 10; past it, nice numbers.
     hw_axis x = most <= 10 ? (hw_axis){0, most + 0.5, 1, most + 1} : hw_nice_axis(0, most, 8);
-    frame frames[2] = {{PANEL_X0, x, scaling_axis(groups, 0)},
-                       {PANEL_X0 + PLOT_W + PANEL_GAP, x, scaling_axis(groups, 1)}};
+    svg_panel frames[2] = {{SVG_PANEL_X0, x, scaling_axis(groups, 0)}, {SVG_PANEL_X1, x, scaling_axis(groups, 1)}};
     char title[160], time_title[96];
     snprintf(title, sizeof title, "hogwild compare: scaling of %d line(s), mean and 95%% interval", n_lines);
     snprintf(time_title, sizeof time_title, "Time to %g%% test accuracy", target);
-    svg_begin(out, SVG_W, LEGEND_TOP + (n_lines + 1) * LEGEND_ROW + 16, title);
-    put_frame(out, &frames[0], "Training throughput", "workers (Hogwild) or replicas (DataParallel)", "samples / s", 0);
-    put_frame(out, &frames[1], time_title, "workers (Hogwild) or replicas (DataParallel)", "seconds", 0);
+    svg_begin(out, SVG_WIDTH, LEGEND_TOP + (n_lines + 1) * SVG_LEGEND_ROW + 16, title);
+    const char *workers = "workers (Hogwild) or replicas (DataParallel)";
+    svg_panel_frame(out, &frames[0], "Training throughput", workers, 44, "samples / s", 0, 1);
+    svg_panel_frame(out, &frames[1], time_title, workers, 44, "seconds", 0, 1);
     for (int k = 0; k < 2; k++) {
         fprintf(out, "<clipPath id=\"scale%d\"><rect x=\"%.2f\" y=\"%d\" width=\"%d\" height=\"%d\"/></clipPath>\n", k,
-                frames[k].x0 - 8, PLOT_TOP - 8, PLOT_W + 16, PLOT_H + 8);
+                frames[k].x0 - 8, SVG_PLOT_TOP - 8, SVG_PLOT_W + 16, SVG_PLOT_H + 8);
     }
     int line = 0;
     for (int a = 0; a < groups->n_groups; a++) {

@@ -11,17 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-// ---- layout, in SVG user units (px), as in svg_accuracy.c ----
-enum {
-    PLOT_W = 430,
-    PLOT_H = 320,
-    PANEL_X0 = 80,
-    PANEL_GAP = 110,
-    PLOT_TOP = 50,
-    LEGEND_TOP = PLOT_TOP + PLOT_H + 88,  // below slanted bin names and the axis label
-    LEGEND_ROW = 22,
-    SVG_W = PANEL_X0 + 2 * PLOT_W + PANEL_GAP + 40,
-};
+enum { LEGEND_TOP = SVG_PLOT_TOP + SVG_PLOT_H + 88 };  // below slanted bin names and the axis label
 
 static const char *const bin_names[HW_METRICS_STALE_BINS] = {
     "0", "1", "2-3", "4-7", "8-15", "16-31", "32-63", "64-127", "128-255", "256-511", "512-1023", "1024+"};
@@ -30,44 +20,6 @@ static double share_of(const hw_metrics_measure *m, int bin) {
     int64_t total = 0;
     for (int b = 0; b < HW_METRICS_STALE_BINS; b++) total += m->staleness_hist[b];
     return total > 0 ? 100.0 * (double)m->staleness_hist[bin] / (double)total : 0;
-}
-
-// The frame of a panel: title, grid, y ticks, box, axis labels. x ticks are the caller's.
-static void put_frame(FILE *out, double left, const hw_axis *y, const char *title, const char *x_label,
-                      double x_label_y, const char *y_label) {
-    const double right = left + PLOT_W, top = PLOT_TOP, bottom = PLOT_TOP + PLOT_H;
-    fprintf(out, "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">%s</text>\n",
-            left + PLOT_W / 2.0, PLOT_TOP - 14, title);
-    for (int i = 0; i < y->n_ticks; i++) {
-        double v = hw_axis_tick(y, i), py = bottom - (v - y->lo) / (y->hi - y->lo) * PLOT_H;
-        char label[32];
-        svg_format_tick(v, y->step, y->hi, 0, label, sizeof label);
-        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e4e4e4\"/>\n", left, py, right,
-                py);
-        fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n", left - 5, py, left,
-                py);
-        fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\" dominant-baseline=\"middle\">%s</text>\n",
-                left - 8, py, label);
-    }
-    fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n", left, top,
-            PLOT_W, PLOT_H);
-    fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n", left + PLOT_W / 2.0,
-            bottom + x_label_y, x_label);
-    fprintf(out, "<text transform=\"translate(%.2f %.2f) rotate(-90)\" text-anchor=\"middle\">%s</text>\n", left - 52,
-            top + PLOT_H / 2.0, y_label);
-}
-
-// A tick on the x axis; `slanted` labels (many bins, long names) are turned so that they do not overlap.
-static void put_x_tick(FILE *out, double x, const char *label, int slanted) {
-    const double bottom = PLOT_TOP + PLOT_H;
-    fprintf(out, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n", x, bottom, x, bottom + 5);
-    if (slanted) {
-        fprintf(out,
-                "<text transform=\"translate(%.2f %.2f) rotate(-35)\" text-anchor=\"end\" font-size=\"11\">%s</text>\n",
-                x + 4, bottom + 16, label);
-    } else {
-        fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n", x, bottom + 20, label);
-    }
 }
 
 // Left: one group of bars per staleness bin, one bar per measured run, up to the last bin any run uses.
@@ -84,19 +36,23 @@ static void put_histograms(FILE *out, const hw_metrics_table *runs, int n_runs) 
         }
     }
     hw_axis y = hw_nice_axis(0, max_share > 0 ? max_share : 100, 6);
-    const double left = PANEL_X0, bottom = PLOT_TOP + PLOT_H, bin_w = (double)PLOT_W / n_bins;
+    // x runs over the bins, 0 to n_bins, its ticks (the bins' names) drawn below.
+    const svg_panel panel = {SVG_PANEL_X0, {.lo = 0, .hi = n_bins, .step = 1, .n_ticks = 0}, y};
+    const double bin_w = (double)SVG_PLOT_W / n_bins;
     fprintf(out, "<g>\n");
-    put_frame(out, left, &y, "Staleness of the updates", "staleness (other workers' updates between read and write)",
-              n_bins > 8 ? 62 : 44, "share of the run's updates (%)");
-    for (int b = 0; b < n_bins; b++) put_x_tick(out, left + (b + 0.5) * bin_w, bin_names[b], n_bins > 8);
+    svg_panel_frame(out, &panel, "Staleness of the updates",
+                    "staleness (other workers' updates between read and write)", n_bins > 8 ? 62 : 44,
+                    "share of the run's updates (%)", -1, 0);
+    for (int b = 0; b < n_bins; b++) svg_put_x_tick(out, svg_panel_x(&panel, b + 0.5), bin_names[b], n_bins > 8);
     const double bar_w = 0.8 * bin_w / (n_measured > 0 ? n_measured : 1);
     int k = 0;
     for (int r = 0; r < n_runs; r++) {
         if (!runs[r].measure.present) continue;
         for (int b = 0; b < n_bins; b++) {
-            double share = share_of(&runs[r].measure, b), h = share / y.hi * PLOT_H;
+            double top = svg_panel_y(&panel, share_of(&runs[r].measure, b));
             fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"/>\n",
-                    left + b * bin_w + 0.1 * bin_w + k * bar_w, bottom - h, bar_w, h, svg_palette[r % SVG_N_COLOURS]);
+                    svg_panel_x(&panel, b + 0.1) + k * bar_w, top, bar_w, svg_panel_y(&panel, 0) - top,
+                    svg_palette[r % SVG_N_COLOURS]);
         }
         k++;
     }
@@ -123,30 +79,24 @@ static int put_lost(FILE *out, const hw_metrics_table *runs, int n_runs) {
     }
     qsort(sorted, (size_t)n, sizeof *sorted, by_workers);
     hw_axis x = hw_nice_axis(0, max_workers, 9), y = hw_nice_axis(0, max_lost > 0 ? max_lost * 1.1 : 1, 6);
-    const double left = PANEL_X0 + PLOT_W + PANEL_GAP;
+    const svg_panel panel = {SVG_PANEL_X1, x, y};
     fprintf(out, "<g>\n");
-    put_frame(out, left, &y, "Lost updates against workers", "workers", 44,
-              "lost update norm (% of the applied update norm)");
-    for (int i = 0; i < x.n_ticks; i++) {
-        double v = hw_axis_tick(&x, i);
-        char label[32];
-        svg_format_tick(v, x.step, x.hi, 0, label, sizeof label);
-        put_x_tick(out, left + (v - x.lo) / (x.hi - x.lo) * PLOT_W, label, 0);
-    }
+    svg_panel_frame(out, &panel, "Lost updates against workers", "workers", 44,
+                    "lost update norm (% of the applied update norm)", 0, 0);
     fprintf(out, "<polyline fill=\"none\" stroke=\"#888\" stroke-width=\"1.5\" points=\"");
     for (int i = 0; i < n; i++) {
-        double px = left + (sorted[i]->workers - x.lo) / (x.hi - x.lo) * PLOT_W;
-        double py = PLOT_TOP + PLOT_H - 100 * sorted[i]->measure.lost_fraction / y.hi * PLOT_H;
+        double px = svg_panel_x(&panel, sorted[i]->workers);
+        double py = svg_panel_y(&panel, 100 * sorted[i]->measure.lost_fraction);
         fprintf(out, "%s%.2f,%.2f", i ? " " : "", px, py);
     }
     fprintf(out, "\"/>\n");
     for (int i = 0; i < n; i++) {
-        double px = left + (sorted[i]->workers - x.lo) / (x.hi - x.lo) * PLOT_W;
-        double lost = 100 * sorted[i]->measure.lost_fraction, py = PLOT_TOP + PLOT_H - lost / y.hi * PLOT_H;
+        double lost = 100 * sorted[i]->measure.lost_fraction;
+        double px = svg_panel_x(&panel, sorted[i]->workers), py = svg_panel_y(&panel, lost);
         const char *colour = svg_palette[(sorted[i] - runs) % SVG_N_COLOURS];
         fprintf(out, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"4.5\" fill=\"%s\"/>\n", px, py, colour);
         // The value beside the point; to its left near the right edge, so that it is not cut off.
-        int near_edge = px > left + PLOT_W - 60;
+        int near_edge = px > panel.x0 + SVG_PLOT_W - 60;
         fprintf(out, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"%s\" font-size=\"11\" fill=\"#444\">%.3g%%</text>\n",
                 near_edge ? px - 7 : px + 7, py - 7, near_edge ? "end" : "start", lost);
     }
@@ -158,18 +108,18 @@ static int put_lost(FILE *out, const hw_metrics_table *runs, int n_runs) {
 int hw_compare_plot_measure_svg(FILE *out, const hw_metrics_table *runs, int n_runs) {
     int n_measured = 0;
     for (int r = 0; r < n_runs; r++) n_measured += runs[r].measure.present;
-    const int height = LEGEND_TOP + n_measured * LEGEND_ROW + 16;
+    const int height = LEGEND_TOP + n_measured * SVG_LEGEND_ROW + 16;
     char title[128];
     snprintf(title, sizeof title, "hogwild compare: staleness and lost updates of %d measured run%s", n_measured,
              n_measured == 1 ? "" : "s");
-    svg_begin(out, SVG_W, height, title);
+    svg_begin(out, SVG_WIDTH, height, title);
     put_histograms(out, runs, n_runs);
     if (put_lost(out, runs, n_runs) != HW_OK) return HW_ERR;
     fprintf(out, "<g>\n");
     int row = 0;
     for (int r = 0; r < n_runs; r++) {
         if (!runs[r].measure.present) continue;
-        double y = LEGEND_TOP + row++ * LEGEND_ROW, x = PANEL_X0;
+        double y = LEGEND_TOP + row++ * SVG_LEGEND_ROW, x = SVG_PANEL_X0;
         fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"28\" height=\"10\" fill=\"%s\"/>\n", x, y - 5,
                 svg_palette[r % SVG_N_COLOURS]);
         svg_put_legend_text(out, x + 38, y, &runs[r]);
