@@ -45,16 +45,19 @@ int cli_download_run(int argc, char **argv) {
     cli_defaults(&download_command, &args);
     cli_parsed parsed;
     int status = cli_parse(&download_command, argc, argv, &args, &parsed);
-    const char *name = parsed.n_operands > 0 ? parsed.operands[0] : NULL;
-    const char *also = parsed.n_operands > 1 ? parsed.operands[1] : NULL;
-    cli_parsed_free(&parsed);
-    if (status != HW_EXIT_OK) return cli_usage_error("download: %s", parsed.error);
+    if (status != HW_EXIT_OK) {
+        cli_parsed_free(&parsed);
+        return cli_usage_error("download: %s", parsed.error);
+    }
     if (parsed.stop) {
+        cli_parsed_free(&parsed);
         return cli_command_help_print(&download_command, "usage: hogwild download NAME [--dir DIR]\n"
                                                          "Gets mnist or fashion-mnist, md5-checked.\n\n");
     }
-    if (also) return cli_usage_error("download: one dataset name at a time, got also '%s'", also);
-    if (!name) return cli_usage_error("download: which dataset? %s", "mnist or fashion-mnist");
+    const char *name;
+    status = cli_one_operand(&parsed, "download", "dataset name", "mnist or fashion-mnist", &name);
+    cli_parsed_free(&parsed);
+    if (status != HW_EXIT_OK) return status;
     // A name it does not know is bad usage (exit 2), as a missing one is; KMNIST's files load with
     // --data once fetched by hand.
     if (!hw_download_known(name)) {

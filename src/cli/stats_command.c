@@ -96,14 +96,19 @@ int cli_stats_run(int argc, char **argv) {
     cli_defaults(&stats_command, &args);
     cli_parsed parsed;
     int status = cli_parse(&stats_command, argc, argv, &args, &parsed);
-    const char *dir = parsed.n_operands > 0 ? parsed.operands[0] : NULL;
-    const char *also = parsed.n_operands > 1 ? parsed.operands[1] : NULL;
+    if (status != HW_EXIT_OK) {
+        cli_parsed_free(&parsed);
+        if (strncmp(parsed.error, "--", 2) == 0) return cli_usage_error("%s", parsed.error);
+        return cli_usage_error("stats: %s", parsed.error);
+    }
+    if (parsed.stop) {
+        cli_parsed_free(&parsed);
+        return cli_command_help_print(&stats_command, stats_usage);
+    }
+    const char *dir;
+    status = cli_one_operand(&parsed, "stats", "dataset folder", "a folder with train.libsvm or train.tsv", &dir);
     cli_parsed_free(&parsed);
-    if (status != HW_EXIT_OK && strncmp(parsed.error, "--", 2) == 0) return cli_usage_error("%s", parsed.error);
-    if (status != HW_EXIT_OK) return cli_usage_error("stats: %s", parsed.error);
-    if (parsed.stop) return cli_command_help_print(&stats_command, stats_usage);
-    if (also) return cli_usage_error("stats: one dataset folder at a time, got also '%s'", also);
-    if (!dir) return cli_usage_error("stats: which dataset folder? %s", "a folder with train.libsvm or train.tsv");
+    if (status != HW_EXIT_OK) return status;
     hw_sparse_set train, test;
     if (hw_sparse_dataset_open(dir, &train, &test) != HW_OK) return cli_failure("hogwild stats");
     printf("%s: %s", dir, kind_name(&train));

@@ -317,7 +317,7 @@ Test(e2e_flags, download_and_synth_refuse_bad_arguments) {
     e2e_run_result r;
     e2e_run(&r, NULL, "download");
     e2e_assert_exit(&r, 2);
-    e2e_assert_contains(r.err, "download: which dataset?", "stderr");
+    e2e_assert_contains(r.err, "download: which dataset name?", "stderr");
     e2e_run(&r, NULL, "download", "mnist", "--bogus");
     e2e_assert_exit(&r, 2);
     e2e_assert_contains(r.err, "download: unknown option '--bogus'", "stderr");
