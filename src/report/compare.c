@@ -5,6 +5,7 @@
 #include "hw/file.h"
 #include "hw/run_outputs.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,10 +87,11 @@ void hw_compare_print_table(FILE *out, const hw_metrics_table *runs, int n_runs,
         snprintf(row[3], CELL_CAP, "%.*s", CELL_CAP - 1, run->device);
         snprintf(row[4], CELL_CAP, "%lld", (long long)last->epoch);
         snprintf(row[5], CELL_CAP, "%.1f", last->wall_seconds);
-        if (last->wall_seconds > 0) {
-            snprintf(row[6], CELL_CAP, "%.0f", hw_metrics_samples_per_second(run));
-        } else {
+        double speed = hw_metrics_samples_per_second(run);  // NAN at 0 s
+        if (isnan(speed)) {
             snprintf(row[6], CELL_CAP, "-");
+        } else {
+            snprintf(row[6], CELL_CAP, "%.0f", speed);
         }
         double wall, samples;
         if (run->diverged) {

@@ -149,13 +149,21 @@ static void groups_relate(hw_compare_groups *groups) {
 
 // ---- naming the setups ----
 
-// Whether the blank-separated list `settings` holds the setting `token` whole ("name=value").
+// The next setting ("name=value") of the blank-separated list at *cursor: its start, its length in
+// *len, and *cursor moved past it; NULL at the list's end. The one reader of the settings text.
+static const char *settings_next(const char **cursor, size_t *len) {
+    const char *p = *cursor;
+    if (*p == '\0') return NULL;
+    *len = strcspn(p, " ");
+    *cursor = p + *len + (p[*len] == ' ');
+    return p;
+}
+
+// Whether the list `settings` holds `token` (len bytes) as a whole entry.
 static int settings_have(const char *settings, const char *token, size_t len) {
-    for (const char *p = settings; *p;) {
-        size_t n = strcspn(p, " ");
+    size_t n;
+    for (const char *cursor = settings, *p; (p = settings_next(&cursor, &n));) {
         if (n == len && strncmp(p, token, len) == 0) return 1;
-        p += n;
-        p += *p == ' ';
     }
     return 0;
 }
@@ -163,14 +171,12 @@ static int settings_have(const char *settings, const char *token, size_t len) {
 // The value of setting `name` (name_len bytes) in `settings`, its length in *value_len; NULL when
 // the list does not hold it (the setting is at its default).
 static const char *settings_value(const char *settings, const char *name, size_t name_len, size_t *value_len) {
-    for (const char *p = settings; *p;) {
-        size_t n = strcspn(p, " ");
+    size_t n;
+    for (const char *cursor = settings, *p; (p = settings_next(&cursor, &n));) {
         if (n > name_len && p[name_len] == '=' && strncmp(p, name, name_len) == 0) {
             *value_len = n - name_len - 1;
             return p + name_len + 1;
         }
-        p += n;
-        p += *p == ' ';
     }
     return NULL;
 }
@@ -180,9 +186,9 @@ static const char *settings_value(const char *settings, const char *name, size_t
 static void differing_names(const hw_compare_groups *groups, char *names, size_t cap) {
     names[0] = '\0';
     for (int a = 0; a < groups->n_groups; a++) {
-        const char *list = groups->groups[a].settings;
-        for (const char *p = list; *p;) {
-            size_t n = strcspn(p, " "), name_len = strcspn(p, "=");
+        size_t n;
+        for (const char *cursor = groups->groups[a].settings, *p; (p = settings_next(&cursor, &n));) {
+            size_t name_len = strcspn(p, "=");
             if (name_len > n) name_len = n;
             int shared = 1;
             for (int b = 0; b < groups->n_groups && shared; b++)
@@ -191,8 +197,6 @@ static void differing_names(const hw_compare_groups *groups, char *names, size_t
             if (!shared && !settings_have(names, p, name_len) && used + name_len + 2 <= cap) {
                 snprintf(names + used, cap - used, "%s%.*s", used ? " " : "", (int)name_len, p);
             }
-            p += n;
-            p += *p == ' ';
         }
     }
 }
@@ -210,13 +214,12 @@ static void groups_name_setups(hw_compare_groups *groups) {
         hw_compare_group *g = &groups->groups[a];
         size_t used = 0, cap = sizeof g->setup_name;
         g->setup_name[0] = '\0';
-        for (const char *p = names; *p && used < cap;) {
-            size_t n = strcspn(p, " "), value_len = 0;
+        size_t n;
+        for (const char *cursor = names, *p; used < cap && (p = settings_next(&cursor, &n));) {
+            size_t value_len = 0;
             const char *value = settings_value(g->settings, p, n, &value_len);
             used += (size_t)snprintf(g->setup_name + used, cap - used, "%s%.*s=%.*s", used ? " " : "", (int)n, p,
                                      value ? (int)value_len : 7, value ? value : "default");
-            p += n;
-            p += *p == ' ';
         }
     }
     for (int a = 0; a < groups->n_groups && by_settings; a++) {
