@@ -54,6 +54,9 @@ struct hw_run_outputs {
 // world's workers or replicas, every rank's together; its device, every GPU of --gpus (into
 // device[0..cap), which run->device points at).
 void hw_run_outputs_metrics_run(const hw_train_config *config, char *device, size_t cap, hw_metrics_run *run);
+// Opens config->metrics_path with the run's columns (the above, and the model's name: the model
+// file's without its folder and extension). The sparse trainer's way to the same file.
+int hw_run_outputs_metrics_open(hw_metrics *metrics, const hw_train_config *config);
 
 // Before training: the evaluation's model and workspace, the --metrics file opened (replaced only
 // at hw_run_outputs_start), the progress line. `first_epoch` and `samples_base` come from --resume.
@@ -135,5 +138,8 @@ int hw_loss_diverged(double loss);
 void hw_loss_describe(char *out, size_t size, double loss);
 // Whether every one of the n weights is a finite number (a diverged run has NaN or inf in them).
 int hw_weights_finite(const float *weights, size_t n);
+// What to try after a divergence, into text[0 .. cap): a momentum below 1 when the run's is 1 or
+// more, else a lower learning rate than the run's.
+void hw_divergence_hint(const hw_train_config *config, char *text, size_t cap);
 
 #endif

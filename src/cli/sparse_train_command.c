@@ -10,6 +10,7 @@
 #include "hw/err.h"
 #include "hw/signals.h"
 #include "hw/file.h"
+#include "hw/option.h"
 #include "hw/shm.h"
 #include "hw/sparse_train.h"
 
@@ -42,7 +43,6 @@ static int sparse_unsupported(const hw_train_config *c) {
     const char *what = c->device.type == HW_DEVICE_CUDA  ? "--device cuda (the GPU has no sparse kernels yet)"
                        : c->n_gpus                       ? "--gpus (the GPU has no sparse kernels yet)"
                        : c->world.size > 1               ? "mpirun ranks"
-                       : c->metrics_path                 ? "--metrics"
                        : c->measure                      ? "--measure"
                        : c->simulate                     ? "--simulate"
                        : c->update != HW_UPDATE_LOCKFREE ? "--update locked or atomic"
@@ -52,6 +52,15 @@ static int sparse_unsupported(const hw_train_config *c) {
     if (!what) return HW_OK;
     return hw_fail("the sparse model %s cannot run with %s: the sparse trainer has no such part yet", c->model_path,
                    what);
+}
+
+// A metrics file's rows need a test accuracy (compare ranks runs by it), which a squared loss has
+// none of: its test loss is the MSE. Checked once the model is read.
+static int sparse_metrics_fit(const hw_train_config *c, const hw_sparse_model *m) {
+    if (!c->metrics_path || m->loss != HW_LOSS_SQUARED) return HW_OK;
+    return hw_fail("the sparse model %s has the squared loss, and a metrics file%s needs a test accuracy, which it "
+                   "has none of (it prints the MSE and the RMSE): its runs are not rows compare can rank",
+                   c->model_path, hw_option_hint(HW_OPTION_METRICS));
 }
 
 int cli_sparse_summary_print(const hw_train_config *config) {
@@ -103,7 +112,10 @@ static void result_print(const hw_train_config *c, const hw_sparse_model *m, con
 // The model and the data, fitted together. HW_EXIT_OK, or HW_EXIT_FAILURE with the message
 // printed and nothing to free.
 static int inputs_load(hw_train_config *config, hw_sparse_model *model, hw_sparse_set *train, hw_sparse_set *test) {
-    if (sparse_unsupported(config) != HW_OK || model_load(model, config) != HW_OK) return cli_failure("hogwild");
+    if (sparse_unsupported(config) != HW_OK || model_load(model, config) != HW_OK ||
+        sparse_metrics_fit(config, model) != HW_OK) {
+        return cli_failure("hogwild");
+    }
     if (hw_sparse_dataset_kind(config->data_dir) == HW_SPARSE_NONE) {
         fprintf(stderr,
                 "hogwild: the sparse model %s needs a sparse dataset folder (train.libsvm and test.libsvm, or "
@@ -121,7 +133,9 @@ static int inputs_load(hw_train_config *config, hw_sparse_model *model, hw_spars
     return HW_EXIT_OK;
 }
 
-int cli_sparse_train_run(hw_train_config *config) {
+// The run under the stop signals' handler, as a dense run: a stop at any phase ends it saying so,
+// with 128 + the signal, and saves the weights trained so far (--save).
+static int sparse_train_run(hw_train_config *config) {
     hw_sparse_model model;
     hw_sparse_set train = {0}, test = {0};
     int status = inputs_load(config, &model, &train, &test);
@@ -137,8 +151,20 @@ int cli_sparse_train_run(hw_train_config *config) {
     hw_sparse_set_free(&train);
     hw_sparse_set_free(&test);
     if (status != HW_OK) return cli_failure("hogwild");
+    if (result.interrupted_by) return 128 + result.interrupted_by;
     result_print(config, &model, &result);
     return HW_EXIT_OK;
+}
+
+int cli_sparse_train_run(hw_train_config *config) {
+    hw_stop_signals_catch();
+    int status = sparse_train_run(config);
+    hw_stop_signals_release();
+    if (status == HW_EXIT_OK && hw_stop_signal()) {
+        // A stop that came after the last epoch: the run is whole, saved and written.
+        status = 128 + hw_stop_signal();
+    }
+    return status;
 }
 
 int cli_sparse_eval_only_run(hw_train_config *config) {

@@ -47,7 +47,7 @@ static void model_name(const hw_train_config *config, char *buf, size_t cap) {
     snprintf(buf, cap, "%.*s", (int)len, base);
 }
 
-static int open_metrics(hw_metrics *metrics, const hw_train_config *config) {
+int hw_run_outputs_metrics_open(hw_metrics *metrics, const hw_train_config *config) {
     char device[HW_METRICS_DEVICE_CAP];
     hw_metrics_run run;
     hw_run_outputs_metrics_run(config, device, sizeof device, &run);
@@ -73,7 +73,7 @@ int hw_run_outputs_open(hw_run_outputs *outputs, const hw_train_config *config, 
         hw_workspace_keep_from_children(&outputs->eval_ws) != HW_OK) {
         return HW_ERR;
     }
-    if (config->metrics_path && open_metrics(&outputs->metrics, config) != HW_OK) return HW_ERR;
+    if (config->metrics_path && hw_run_outputs_metrics_open(&outputs->metrics, config) != HW_OK) return HW_ERR;
     int64_t total = (int64_t)(config->epochs - first_epoch) * in->train.n;
     hw_progress_start(&outputs->progress, config->quiet, total);
     outputs->progress.silent = config->world.rank != 0;
@@ -111,10 +111,10 @@ int hw_weights_finite(const float *weights, size_t n) {
     return 1;
 }
 
-// What to try after a divergence. A momentum of 1 or more diverges at any learning rate: the
-// momentum buffer sums every gradient with a weight that never decays (buf = momentum * buf + g),
-// and past 1 it grows geometrically; a lower learning rate alone only delays it.
-static void divergence_hint(const hw_train_config *config, char *text, size_t cap) {
+// A momentum of 1 or more diverges at any learning rate: the momentum buffer sums every gradient
+// with a weight that never decays (buf = momentum * buf + g), and past 1 it grows geometrically; a
+// lower learning rate alone only delays it.
+void hw_divergence_hint(const hw_train_config *config, char *text, size_t cap) {
     if (config->momentum >= 1) {
         snprintf(text, cap,
                  "Use a momentum below 1%s, e.g. 0.9: this run's is %g, and at 1 or more SGD's momentum grows "
@@ -131,7 +131,7 @@ int hw_run_outputs_save(hw_run_outputs *outputs, const float *weights, int epoch
     // Never a checkpoint of diverged weights: the file keeps the last good one.
     if (!hw_weights_finite(weights, outputs->in->model.n_weights)) {
         char hint[224];
-        divergence_hint(outputs->config, hint, sizeof hint);
+        hw_divergence_hint(outputs->config, hint, sizeof hint);
         return hw_fail("training diverged: the weights after %lld samples seen are not finite (NaN or inf); not "
                        "saved, %s is left as it was. %s",
                        (long long)(outputs->samples_base + samples), outputs->config->save_path, hint);
@@ -215,7 +215,7 @@ int hw_run_outputs_diverged(hw_run_outputs *outputs, const char *who, const char
     }
     char kept[1100] = "", hint[224];
     if (config->save_path) snprintf(kept, sizeof kept, "; nothing was saved to %s", config->save_path);
-    divergence_hint(config, hint, sizeof hint);
+    hw_divergence_hint(config, hint, sizeof hint);
     return hw_fail("%s: training diverged in epoch %d/%d after %lld samples seen: %s; %s. %s%s%s", who, epoch,
                    config->epochs, (long long)(outputs->samples_base + samples), what, last, hint, kept, metrics_error);
 }

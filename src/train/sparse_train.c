@@ -1,4 +1,5 @@
-// sparse_train: the trainers of the sparse models (include/hw/sparse_train.h).
+// sparse_train: the epochs of the sparse models' two trainers (src/train/sparse_epoch.h) and their
+// evaluation (include/hw/sparse_train.h); the run around the epochs is sparse_run.c's.
 //
 // Hogwild: the weights are one shared mapping (hw_shm_open) made before the workers are forked.
 // Each epoch the parent draws one permutation of the training examples (seeded by the seed and
@@ -18,17 +19,13 @@
 // the batch's mean loss into its own sparse gradient, the replicas' gradients are summed into the
 // first (over the union of their touched features) and one step is taken, as the dense
 // DataParallel trainer does.
-#include "hw/ckpt.h"
-#include "hw/clock.h"
+#include "sparse_epoch.h"
+
 #include "hw/err.h"
 #include "hw/rng.h"
-#include "hw/shm.h"
+#include "hw/signals.h"
 #include "hw/spawn.h"
-#include "hw/sparse_train.h"
 
-#include <math.h>
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,16 +49,6 @@ void hw_sparse_evaluate(const hw_sparse_model *model, const float *weights, cons
     *loss = sum / (double)set->n;
 }
 
-// What the workers of one epoch share: the model, the data, the epoch's permutation, the weights.
-typedef struct {
-    const hw_train_config *config;
-    const hw_sparse_model *model;
-    const hw_sparse_set *train;
-    const int64_t *order;
-    float *weights;
-    atomic_llong *samples;  // the run's training samples so far, all workers, earlier runs' included
-} sparse_job;
-
 // The rate of a step over `batch` examples about to be taken: the schedule at the samples before
 // it, which the batch is added to (config->lr, the count untouched, for a constant schedule).
 static float step_lr(const sparse_job *job, int batch) {
@@ -71,8 +58,8 @@ static float step_lr(const sparse_job *job, int batch) {
     return hw_train_lr(c, seen, job->train->n);
 }
 
-// The examples order[begin .. end) in batches of `batch`, each a step (one replica).
-static int shard_train(const sparse_job *job, int64_t begin, int64_t end) {
+// The examples order[begin .. end) in batches of `batch`, each a step, counted in `tally`.
+static int shard_train(const sparse_job *job, int64_t begin, int64_t end, sparse_tally *tally) {
     const hw_train_config *c = job->config;
     const hw_fm_dims *d = &job->model->dims;
     hw_sparse_grad g;
@@ -90,10 +77,12 @@ static int shard_train(const sparse_job *job, int64_t begin, int64_t end) {
         hw_sparse_batch x = {batch, job->order + at, job->train->row_start, job->train->index, job->train->value};
         for (int k = 0; k < batch; k++) y[k] = job->train->label[x.rows[k]];
         hw_fm_forward(z, s, job->weights, &x, d);
+        tally->loss_sum += hw_sparse_loss_forward(job->model->loss, z, y, batch) * batch;
         hw_sparse_loss_backward(job->model->loss, dz, z, y, batch);
         hw_fm_backward(&g, dz, s, job->weights, &x);
         opt.lr = step_lr(job, batch);
         hw_sparse_grad_step(&g, &opt, job->weights, NULL, NULL);
+        tally->samples += batch;
     }
     free(buf);
     hw_sgd_free(&opt);
@@ -104,23 +93,25 @@ static int shard_train(const sparse_job *job, int64_t begin, int64_t end) {
 static int hogwild_worker(int rank, void *arg) {
     const sparse_job *job = arg;
     int64_t n = job->train->n, workers = job->config->workers;
-    return shard_train(job, n * rank / workers, n * (rank + 1) / workers);
+    return shard_train(job, n * rank / workers, n * (rank + 1) / workers, &job->tally[rank]);
 }
 
-static int hogwild_epoch(sparse_job *job) {
+// The join stops and reaps the workers on a stop signal; the weights keep what they wrote.
+static int hogwild_epoch(sparse_job *job, int *stopped_by) {
     hw_spawn_ctx ctx;
     if (hw_spawn(&ctx, hogwild_worker, job, job->config->workers) != HW_OK) return HW_ERR;
     hw_join_status status = hw_join(&ctx, -1);
     char why[1200];
     int rc = HW_OK;
     if (status == HW_JOIN_FAILED) rc = hw_fail("%s", hw_spawn_describe_failure(&ctx, why, sizeof why));
-    if (status == HW_JOIN_INTERRUPTED) rc = hw_fail("interrupted by signal %d", ctx.interrupt_signal);
+    if (status == HW_JOIN_INTERRUPTED) *stopped_by = ctx.interrupt_signal;
     hw_spawn_free(&ctx);
     return rc;
 }
 
-// One DataParallel epoch: steps of batch_size examples, split between the replicas.
-static int dataparallel_epoch(sparse_job *job) {
+// One DataParallel epoch: steps of batch_size examples, split between the replicas; a stop signal
+// is seen between two steps.
+static int dataparallel_epoch(sparse_job *job, int *stopped_by) {
     const hw_train_config *c = job->config;
     const hw_fm_dims *d = &job->model->dims;
     int replicas = c->replicas, b = c->batch_size, rc = HW_OK;
@@ -131,7 +122,7 @@ static int dataparallel_epoch(sparse_job *job) {
     for (int r = 0; r < replicas && have_opt && rc == HW_OK; r++) rc = hw_sparse_grad_alloc(&g[r], d);
     if (!have_opt || rc != HW_OK || !buf) rc = hw_fail("cannot allocate the replicas' gradients");
     float *z = buf, *y = buf + b, *dz = buf + 2 * b, *s = buf + 3 * b;
-    for (int64_t at = 0; rc == HW_OK && at < job->train->n; at += b) {
+    for (int64_t at = 0; rc == HW_OK && at < job->train->n && !(*stopped_by = hw_stop_signal()); at += b) {
         int batch = (int)(job->train->n - at < b ? job->train->n - at : b);
         for (int r = 0; r < replicas; r++) {
             int first = batch * r / replicas, part = batch * (r + 1) / replicas - first;
@@ -140,6 +131,7 @@ static int dataparallel_epoch(sparse_job *job) {
                                  job->train->value};
             for (int k = 0; k < part; k++) y[k] = job->train->label[x.rows[k]];
             hw_fm_forward(z, s, job->weights, &x, d);
+            job->tally->loss_sum += hw_sparse_loss_forward(job->model->loss, z, y, part) * part;
             hw_sparse_loss_backward(job->model->loss, dz, z, y, part);
             for (int k = 0; k < part; k++) dz[k] *= (float)part / (float)batch;  // the whole batch's mean
             hw_fm_backward(&g[r], dz, s, job->weights, &x);
@@ -147,6 +139,7 @@ static int dataparallel_epoch(sparse_job *job) {
         for (int r = 1; r < replicas; r++) hw_sparse_grad_add(&g[0], &g[r]);
         opt.lr = step_lr(job, batch);
         hw_sparse_grad_step(&g[0], &opt, job->weights, NULL, NULL);
+        job->tally->samples += batch;
     }
     for (int r = 0; r < replicas; r++) hw_sparse_grad_free(&g[r]);
     if (have_opt) hw_sgd_free(&opt);
@@ -155,8 +148,14 @@ static int dataparallel_epoch(sparse_job *job) {
     return rc;
 }
 
-// The epoch's order of the training examples: a permutation drawn from the seed and the epoch.
-static void order_draw(int64_t *order, int64_t n, uint64_t seed, int epoch) {
+int sparse_epoch_train(sparse_job *job, int *stopped_by) {
+    int tallies = job->config->mode == HW_MODE_HOGWILD ? job->config->workers : 1;
+    memset(job->tally, 0, (size_t)tallies * sizeof *job->tally);
+    *stopped_by = 0;
+    return job->config->mode == HW_MODE_HOGWILD ? hogwild_epoch(job, stopped_by) : dataparallel_epoch(job, stopped_by);
+}
+
+void sparse_order_draw(int64_t *order, int64_t n, uint64_t seed, int epoch) {
     hw_rng rng;
     hw_rng_seed(&rng, seed, 1000 + (uint64_t)epoch);
     for (int64_t i = 0; i < n; i++) order[i] = i;
@@ -166,80 +165,4 @@ static void order_draw(int64_t *order, int64_t n, uint64_t seed, int epoch) {
         order[i] = order[j];
         order[j] = t;
     }
-}
-
-static void epoch_print(const hw_sparse_model *model, int epoch, int epochs, double loss, int64_t correct, int64_t n,
-                        double seconds, int64_t examples) {
-    if (model->loss == HW_LOSS_SQUARED) {
-        printf("epoch %d/%d: test MSE %.5f, RMSE %.5f (%.2f s, %.0f examples/s)\n", epoch, epochs, loss, sqrt(loss),
-               seconds, (double)examples / seconds);
-    } else {
-        printf("epoch %d/%d: test loss %.5f, accuracy %.2f%% (%.2f s, %.0f examples/s)\n", epoch, epochs, loss,
-               100.0 * (double)correct / (double)n, seconds, (double)examples / seconds);
-    }
-    fflush(stdout);
-}
-
-// The weights a run starts from: the seeded initialisation, or --resume's checkpoint, whose epoch
-// count the run continues.
-static int start_weights(const hw_train_config *config, const hw_sparse_model *model, hw_model *view, float *weights,
-                         int *first_epoch, int64_t *samples_seen) {
-    hw_sparse_model_ckpt_view(model, view);
-    hw_fm_init(weights, &model->dims, 0.1f, config->seed);
-    if (!config->resume_path) return HW_OK;
-    hw_ckpt_meta meta;
-    if (hw_ckpt_load(config->resume_path, view, weights, &meta) != HW_OK) return HW_ERR;
-    *first_epoch = meta.epoch;
-    *samples_seen = meta.samples_seen;
-    return HW_OK;
-}
-
-int hw_train_sparse(const hw_train_config *config, const hw_sparse_model *model, const hw_sparse_set *train,
-                    const hw_sparse_set *test, hw_train_result *result) {
-    memset(result, 0, sizeof *result);
-    size_t n_weights = hw_fm_n_weights(&model->dims);
-    // The weights, then the schedule's count on a cache line of its own.
-    size_t count_offset = (n_weights * sizeof(float) + 63) & ~(size_t)63;
-    hw_shm shm;
-    if (hw_shm_open(&shm, count_offset + 64) != HW_OK) return HW_ERR;
-    int64_t *order = malloc((size_t)train->n * sizeof *order);
-    if (!order) {
-        hw_shm_close(&shm);
-        return hw_fail("cannot allocate the order of %lld training examples", (long long)train->n);
-    }
-    sparse_job job = {config, model, train, order, shm.data, (atomic_llong *)((char *)shm.data + count_offset)};
-    hw_model *view = malloc(sizeof *view);
-    int first_epoch = 0, rc = view ? HW_OK : hw_fail("out of memory");
-    if (rc == HW_OK) rc = start_weights(config, model, view, job.weights, &first_epoch, &result->samples_seen);
-    int64_t samples_before = result->samples_seen;
-    atomic_store(job.samples, samples_before);
-    double start = hw_now();
-    for (int epoch = first_epoch; epoch < config->epochs && rc == HW_OK; epoch++) {
-        order_draw(order, train->n, config->seed, epoch);
-        double t0 = hw_now();
-        rc = config->mode == HW_MODE_HOGWILD ? hogwild_epoch(&job) : dataparallel_epoch(&job);
-        double seconds = hw_now() - t0;
-        if (rc != HW_OK) break;
-        result->train_seconds += seconds;
-        result->samples_seen += train->n;
-        int64_t correct;
-        hw_sparse_evaluate(model, job.weights, test, &result->test_loss, &correct);
-        result->test_accuracy = 100.0 * (double)correct / (double)test->n;
-        hw_ckpt_meta meta = {.epoch = epoch + 1,
-                             .samples_seen = result->samples_seen,
-                             .seed = config->seed,
-                             .lr = config->lr,
-                             .lr_warmup = config->lr_schedule.warmup};
-        hw_lr_schedule_format(&config->lr_schedule, meta.lr_schedule, sizeof meta.lr_schedule);
-        if (config->save_path) rc = hw_ckpt_save(config->save_path, view, job.weights, &meta);
-        if (!config->quiet)
-            epoch_print(model, epoch + 1, config->epochs, result->test_loss, correct, test->n, seconds, train->n);
-    }
-    result->wall_seconds = hw_now() - start;
-    double this_run = (double)(result->samples_seen - samples_before);
-    result->samples_per_second = result->train_seconds > 0 ? this_run / result->train_seconds : 0;
-    free(order);
-    free(view);
-    hw_shm_close(&shm);
-    return rc;
 }

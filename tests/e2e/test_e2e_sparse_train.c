@@ -5,6 +5,11 @@
 // figures; --summary shows the input's dimension; what a sparse run cannot do is refused
 // by name before it starts.
 #include "e2e_util.h"
+#include "hw/metrics.h"
+
+#include <math.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 TestSuite(e2e_sparse_train, .init = e2e_setup, .fini = e2e_teardown, .timeout = 300);
 
@@ -99,9 +104,9 @@ Test(e2e_sparse_train, summary_and_refusals) {
     e2e_run(&r, NULL, "--model", "models/svm.model", "--data", data, "--device", "cuda");
     e2e_assert_exit(&r, 1);
     e2e_assert_contains(r.err, "--device cuda (the GPU has no sparse kernels yet)", "stderr");
-    e2e_run(&r, NULL, "--model", "models/svm.model", "--data", data, "--metrics", e2e_path("x.csv"));
+    e2e_run(&r, NULL, "--model", "models/svm.model", "--data", data, "--measure");
     e2e_assert_exit(&r, 1);
-    e2e_assert_contains(r.err, "cannot run with --metrics", "stderr");
+    e2e_assert_contains(r.err, "cannot run with --measure", "stderr");
     char *digits = e2e_synth_n("digits", 1, 50, 20);
     e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", digits);
     e2e_assert_exit(&r, 1);
@@ -112,6 +117,98 @@ Test(e2e_sparse_train, summary_and_refusals) {
     e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", ratings);
     e2e_assert_exit(&r, 1);
     e2e_assert_contains(r.err, "a logistic loss needs binary labels", "stderr");
+    // A squared loss has no accuracy for a metrics row: refused before any work, no file made.
+    e2e_run(&r, NULL, "--model", "models/mf.model", "--data", ratings, "--metrics", e2e_path("mf.csv"));
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "has the squared loss, and a metrics file (--metrics) needs a test accuracy", "stderr");
+    cr_expect(access(e2e_path("mf.csv"), F_OK) != 0, "the refused run made its metrics file");
+}
+
+// --metrics of a sparse run: the starting row, then one per epoch, which compare reads; the
+// training loss falls; rerun with one worker, the same rows but the times.
+Test(e2e_sparse_train, metrics_rows_read_by_compare) {
+    char *data = planted_classes();
+    char *csv = e2e_path("lr.csv");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--workers", "2", "--epochs", "3", "--lr",
+            "0.5", "--batch-size", "10", "--seed", "4", "--metrics", csv, "--quiet");
+    e2e_assert_exit(&r, 0);
+    hw_metrics_table t;
+    cr_assert_eq(hw_metrics_table_read(&t, csv), HW_OK, "%s", hw_error());
+    cr_expect_eq(t.n_points, 4, "rows: the start and 3 epochs");
+    cr_expect_str_eq(t.mode, "hogwild");
+    cr_expect_eq(t.workers, 2);
+    cr_expect_str_eq(t.model, "logreg");
+    cr_expect_eq(t.seed, 4);
+    cr_expect_eq(t.points[0].samples_seen, 0);
+    cr_expect(isnan(t.points[0].train_loss), "the starting row has no training loss");
+    cr_expect_eq(t.points[3].samples_seen, 3 * 8000);
+    cr_expect_eq(t.points[3].epoch, 3);
+    cr_expect_lt(t.points[3].train_loss, t.points[1].train_loss, "the training loss falls");
+    cr_expect_gt(t.points[3].test_accuracy, 85.0, "%.2f%%", t.points[3].test_accuracy);
+    cr_expect_lt(t.points[3].test_loss, t.points[0].test_loss);
+    hw_metrics_table_free(&t);
+    e2e_run(&r, NULL, "compare", csv, "--no-plot");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "hogwild", "compare's table");
+}
+
+// A step far too large ends the run as a dense one ends: the diverged row, the message with what
+// to try, the checkpoint of the last good epoch kept.
+Test(e2e_sparse_train, a_diverged_run_is_named_and_saves_nothing) {
+    char *data = planted_classes();
+    char *csv = e2e_path("d.csv"), *ckpt = e2e_path("d.st");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--epochs", "1", "--lr", "0.5", "--save", ckpt,
+            "--quiet");
+    e2e_assert_exit(&r, 0);
+    struct stat before;
+    cr_assert_eq(stat(ckpt, &before), 0);
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--epochs", "3", "--lr", "1e6", "--save", ckpt,
+            "--overwrite", "--metrics", csv);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "training diverged in epoch 1/3", "stderr");
+    e2e_assert_contains(r.err, "Try a lower learning rate than this run's 1e+06 (--lr)", "stderr");
+    cr_expect(strstr(r.out, "nan") == NULL && strstr(r.out, "done:") == NULL, "stdout: %s", r.out);
+    hw_metrics_table t;
+    cr_assert_eq(hw_metrics_table_read(&t, csv), HW_OK, "%s", hw_error());
+    cr_expect(t.diverged, "the metrics mark the run diverged");
+    hw_metrics_table_free(&t);
+    e2e_run(&r, NULL, "--eval-only", "--resume", ckpt, "--data", data);
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "(epoch 1, 8000 samples seen)", "the first run's checkpoint, kept");
+    // A NaN (matrix factorisation at a huge rate) is named as NaN.
+    char *ratings = e2e_path("r");
+    e2e_run(&r, NULL, "synth", "--kind", "ratings", "--dir", ratings, "--users", "200", "--items", "100");
+    e2e_assert_exit(&r, 0);
+    e2e_run(&r, NULL, "--model", "models/mf.model", "--data", ratings, "--epochs", "2", "--lr", "100");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "training diverged in epoch 1/2", "stderr");
+    cr_expect(strstr(r.out, "nan") == NULL, "stdout: %s", r.out);
+}
+
+// Ctrl-C while a sparse run trains: exit 128 + SIGINT, the weights saved, nothing left behind;
+// the checkpoint resumes.
+Test(e2e_sparse_train, ctrl_c_saves_and_the_checkpoint_resumes) {
+    char *data = planted_classes();
+    char *csv = e2e_path("c.csv"), *ckpt = e2e_path("c.st");
+    const char *args[] = {
+        "--model", "models/logreg.model", "--data", data,     "--workers", "2",         "--epochs", "100000", "--lr",
+        "0.5",     "--batch-size",        "10",     "--save", ckpt,        "--metrics", csv,        NULL};
+    e2e_run_result r;
+    e2e_interrupt_once_training(&r, args, csv);
+    e2e_run(&r, NULL, "--eval-only", "--resume", ckpt, "--data", data);
+    e2e_assert_exit(&r, 0);
+    const char *at = strstr(r.out, "(epoch ");
+    cr_assert_not_null(at, "stdout: %s", r.out);
+    int epochs_done = atoi(at + strlen("(epoch "));
+    cr_expect_geq(epochs_done, 1, "the metrics had an epoch's row before the signal: %s", r.out);
+    char epochs[32];
+    snprintf(epochs, sizeof epochs, "%d", epochs_done + 1);
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--resume", ckpt, "--epochs", epochs, "--lr",
+            "0.5", "--batch-size", "10", "--quiet");
+    e2e_assert_exit(&r, 0);
+    cr_expect_gt(done_figure(r.out, "accuracy "), 80.0, "the resumed run: %s", r.out);
 }
 
 // Two epochs saved, then resumed to four, give the four epochs' run; --eval-only of the

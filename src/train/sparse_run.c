@@ -1,0 +1,212 @@
+// sparse_run: a sparse model's run around its epochs (hw_train_sparse, include/hw/sparse_train.h):
+// the weights in one shared mapping, where they start from, and after each epoch the evaluation,
+// the --metrics row, the checkpoint and the epoch's line; a diverged run's end and the save on a
+// stop, by the same rules as the dense trainers' (src/train/run_outputs.c).
+//
+// The shared mapping: the weights, then the schedule's count on a cache line of its own, then one
+// sparse_tally per worker, each on its own line (the workers write them at every step).
+#include "sparse_epoch.h"
+
+#include "hw/ckpt.h"
+#include "hw/clock.h"
+#include "hw/err.h"
+#include "hw/metrics.h"
+#include "hw/run_outputs.h"
+#include "hw/shm.h"
+#include "hw/signals.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// One run's state between its epochs.
+typedef struct {
+    const hw_train_config *config;
+    const hw_sparse_model *model;
+    const hw_sparse_set *test;
+    int64_t train_n;  // the training set's examples: an epoch
+    hw_model view;    // the model as the checkpoints name its tensors
+    float *weights;
+    hw_metrics metrics;
+    double started;
+    int64_t samples;  // training samples seen, earlier runs' (--resume) included
+} sparse_run;
+
+static void epoch_print(const sparse_run *run, int epoch, double loss, int64_t correct, double seconds,
+                        int64_t examples) {
+    if (run->config->quiet) return;
+    const int epochs = run->config->epochs;
+    if (run->model->loss == HW_LOSS_SQUARED) {
+        printf("epoch %d/%d: test MSE %.5f, RMSE %.5f (%.2f s, %.0f examples/s)\n", epoch, epochs, loss, sqrt(loss),
+               seconds, (double)examples / seconds);
+    } else {
+        printf("epoch %d/%d: test loss %.5f, accuracy %.2f%% (%.2f s, %.0f examples/s)\n", epoch, epochs, loss,
+               100.0 * (double)correct / (double)run->test->n, seconds, (double)examples / seconds);
+    }
+    fflush(stdout);
+}
+
+// The weights a run starts from: the seeded initialisation, or --resume's checkpoint, whose epoch
+// count and samples the run continues.
+static int start_weights(sparse_run *run, int *first_epoch) {
+    const hw_train_config *config = run->config;
+    hw_sparse_model_ckpt_view(run->model, &run->view);
+    hw_fm_init(run->weights, &run->model->dims, 0.1f, config->seed);
+    if (!config->resume_path) return HW_OK;
+    hw_ckpt_meta meta;
+    if (hw_ckpt_load(config->resume_path, &run->view, run->weights, &meta) != HW_OK) return HW_ERR;
+    *first_epoch = meta.epoch;
+    run->samples = meta.samples_seen;
+    return HW_OK;
+}
+
+// A checkpoint of the weights as they are, `epochs_done` epochs and run->samples into the run.
+// Never one of diverged weights: the file keeps the last good one.
+static int save(const sparse_run *run, int epochs_done) {
+    const hw_train_config *config = run->config;
+    if (!config->save_path) return HW_OK;
+    if (!hw_weights_finite(run->weights, run->view.n_weights)) {
+        char hint[224];
+        hw_divergence_hint(config, hint, sizeof hint);
+        return hw_fail("training diverged: the weights after %lld samples seen are not finite (NaN or inf); not "
+                       "saved, %s is left as it was. %s",
+                       (long long)run->samples, config->save_path, hint);
+    }
+    hw_ckpt_meta meta = {.epoch = epochs_done,
+                         .samples_seen = run->samples,
+                         .seed = config->seed,
+                         .lr = config->lr,
+                         .lr_warmup = config->lr_schedule.warmup};
+    hw_lr_schedule_format(&config->lr_schedule, meta.lr_schedule, sizeof meta.lr_schedule);
+    return hw_ckpt_save(config->save_path, &run->view, run->weights, &meta);
+}
+
+// A --metrics row at `wall` seconds, `epochs_done` epochs into the run, of the test set's loss and
+// the examples predicted right; the lr column is the schedule's at the row's samples.
+static int metrics_row(sparse_run *run, double wall, int epochs_done, double train_loss, double test_loss,
+                       int64_t correct) {
+    run->metrics.lr = hw_train_lr(run->config, run->samples, run->train_n);
+    return hw_metrics_row(&run->metrics, wall, epochs_done, run->samples, train_loss, test_loss,
+                          100.0 * (double)correct / (double)run->test->n);
+}
+
+// The end of a diverged run: the row that marks it (nothing evaluated), nothing saved, the
+// message with what to try.
+static int diverged(sparse_run *run, const char *what, double loss, int epoch) {
+    const hw_train_config *config = run->config;
+    run->metrics.lr = hw_train_lr(config, run->samples, run->train_n);
+    hw_metrics_row(&run->metrics, hw_now() - run->started, epoch - 1, run->samples, loss, NAN, NAN);
+    char hint[224], kept[600] = "";
+    hw_divergence_hint(config, hint, sizeof hint);
+    if (config->save_path) snprintf(kept, sizeof kept, "; nothing was saved to %s", config->save_path);
+    return hw_fail("training diverged in epoch %d/%d after %lld samples seen: %s. %s%s", epoch, config->epochs,
+                   (long long)run->samples, what, hint, kept);
+}
+
+// After a stop signal: says so on stdout, as the dense trainers do, and saves the weights as they
+// are (--save); the epoch is not done, the samples trained in it are counted.
+static int stopped(sparse_run *run, int signal_number, int epochs_done) {
+    printf("interrupted by %s after %lld samples\n", hw_stop_signal_name(signal_number), (long long)run->samples);
+    fflush(stdout);
+    if (!run->config->save_path) return HW_OK;
+    if (save(run, epochs_done) != HW_OK) return HW_ERR;
+    printf("saved the current weights to %s\n", run->config->save_path);
+    fflush(stdout);
+    return HW_OK;
+}
+
+// The epochs from first_epoch on, each then evaluated, written and saved; a stop, a divergence or
+// a failure ends them.
+static int epochs_run(sparse_run *run, sparse_job *job, int first_epoch, hw_train_result *result) {
+    const hw_train_config *config = run->config;
+    const int tallies = config->mode == HW_MODE_HOGWILD ? config->workers : 1;
+    for (int epoch = first_epoch; epoch < config->epochs; epoch++) {
+        int signal_number = hw_stop_signal();  // one that came while the last epoch was evaluated
+        sparse_order_draw((int64_t *)job->order, job->train->n, config->seed, epoch);
+        double t0 = hw_now();
+        if (!signal_number && sparse_epoch_train(job, &signal_number) != HW_OK) return HW_ERR;
+        double seconds = hw_now() - t0;
+        int64_t trained = 0;
+        double loss_sum = 0;
+        for (int w = 0; w < tallies; w++) {
+            trained += job->tally[w].samples;
+            loss_sum += job->tally[w].loss_sum;
+        }
+        run->samples += trained;
+        result->samples_seen += trained;
+        result->train_seconds += seconds;
+        if (signal_number) {
+            result->interrupted_by = signal_number;
+            return stopped(run, signal_number, epoch);
+        }
+        double train_loss = trained > 0 ? loss_sum / (double)trained : NAN;
+        int64_t correct;
+        hw_sparse_evaluate(run->model, run->weights, run->test, &result->test_loss, &correct);
+        result->test_accuracy = 100.0 * (double)correct / (double)run->test->n;
+        char bad[48], what[96];
+        if (hw_loss_diverged(train_loss) || hw_loss_diverged(result->test_loss)) {
+            int test_bad = hw_loss_diverged(result->test_loss);
+            hw_loss_describe(bad, sizeof bad, test_bad ? result->test_loss : train_loss);
+            snprintf(what, sizeof what, "its %s loss is %s", test_bad ? "test" : "training", bad);
+            return diverged(run, what, train_loss, epoch + 1);
+        }
+        if (!hw_weights_finite(run->weights, run->view.n_weights)) {
+            return diverged(run, "the weights are no longer finite numbers (NaN or inf)", train_loss, epoch + 1);
+        }
+        double wall = hw_now() - run->started;
+        if (metrics_row(run, wall, epoch + 1, train_loss, result->test_loss, correct) != HW_OK) return HW_ERR;
+        if (save(run, epoch + 1) != HW_OK) return HW_ERR;
+        epoch_print(run, epoch + 1, result->test_loss, correct, seconds, trained);
+    }
+    return HW_OK;
+}
+
+int hw_train_sparse(const hw_train_config *config, const hw_sparse_model *model, const hw_sparse_set *train,
+                    const hw_sparse_set *test, hw_train_result *result) {
+    memset(result, 0, sizeof *result);
+    const int tallies = config->mode == HW_MODE_HOGWILD ? config->workers : 1;
+    const size_t n_weights = hw_fm_n_weights(&model->dims);
+    const size_t count_offset = (n_weights * sizeof(float) + 63) & ~(size_t)63, tally_offset = count_offset + 64;
+    hw_shm shm;
+    if (hw_shm_open(&shm, tally_offset + (size_t)tallies * sizeof(sparse_tally)) != HW_OK) return HW_ERR;
+    int64_t *order = malloc((size_t)train->n * sizeof *order);
+    sparse_run *run = calloc(1, sizeof *run);
+    int first_epoch = 0, rc = HW_OK;
+    if (!order || !run) rc = hw_fail("cannot allocate the order of %lld training examples", (long long)train->n);
+    sparse_job job = {config,
+                      model,
+                      train,
+                      order,
+                      shm.data,
+                      (atomic_llong *)((char *)shm.data + count_offset),
+                      (sparse_tally *)((char *)shm.data + tally_offset)};
+    if (rc == HW_OK) {
+        *run = (sparse_run){.config = config, .model = model, .test = test, .train_n = train->n, .weights = shm.data};
+        rc = start_weights(run, &first_epoch);
+    }
+    if (rc == HW_OK && config->metrics_path) rc = hw_run_outputs_metrics_open(&run->metrics, config);
+    if (rc == HW_OK) {
+        atomic_store(job.samples, run->samples);
+        run->started = hw_now();
+        // The first row: the weights the run starts from, at 0 s.
+        if (run->metrics.open) {
+            double loss;
+            int64_t correct;
+            hw_sparse_evaluate(model, run->weights, test, &loss, &correct);
+            rc = metrics_row(run, 0, first_epoch, NAN, loss, correct);
+        }
+        hw_metrics_commit(&run->metrics);  // training starts: the file is replaced now
+    }
+    if (rc == HW_OK) rc = epochs_run(run, &job, first_epoch, result);
+    if (run) {
+        result->wall_seconds = hw_now() - run->started;
+        // A metrics file that failed warned and ended its rows, not the run (hw/metrics.h).
+        if (hw_metrics_close(&run->metrics) != HW_OK) fprintf(stderr, "hogwild: warning: %s\n", hw_error());
+    }
+    result->samples_per_second = result->train_seconds > 0 ? (double)result->samples_seen / result->train_seconds : 0;
+    free(order);
+    free(run);
+    hw_shm_close(&shm);
+    return rc;
+}
