@@ -1,7 +1,6 @@
 // options: the table-driven command line of every command (src/cli/options.h): defaults, getopt_long
 // and the help, all from one table of options.
 #include "cli/options.h"
-#include "cli/usage.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -287,16 +286,6 @@ int cli_parse(const cli_command *command, int argc, char **argv, void *target, c
 void cli_parsed_free(cli_parsed *parsed) {
     free(parsed->operands);
     parsed->operands = NULL;
-}
-
-int cli_one_operand(const cli_parsed *parsed, const char *command, const char *what, const char *hint,
-                    const char **operand) {
-    *operand = parsed->n_operands > 0 ? parsed->operands[0] : NULL;
-    if (parsed->n_operands > 1) {
-        return cli_usage_error("%s: one %s at a time, got also '%s'", command, what, parsed->operands[1]);
-    }
-    if (!*operand) return cli_usage_error("%s: which %s? %s", command, what, hint);
-    return HW_EXIT_OK;
 }
 
 void cli_name_options(const cli_command *command) {

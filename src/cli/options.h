@@ -87,12 +87,6 @@ void cli_defaults(const cli_command *command, void *target);
 int cli_parse(const cli_command *command, int argc, char **argv, void *target, cli_parsed *parsed);
 void cli_parsed_free(cli_parsed *parsed);
 
-// The operand of a command that takes exactly one (a dataset's name, a folder), read before
-// cli_parsed_free: HW_EXIT_OK with *operand set, or the usage error (exit 2) "COMMAND: one WHAT at a
-// time, got also 'X'" for a second one, "COMMAND: which WHAT? HINT" for none.
-int cli_one_operand(const cli_parsed *parsed, const char *command, const char *what, const char *hint,
-                    const char **operand);
-
 // Names every option of the table that has an id by its flag (hw_option_hint_set), so that a module's
 // message about it ends with " (--flag)": the one mapping from the code's terms to the flags.
 void cli_name_options(const cli_command *command);

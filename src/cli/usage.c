@@ -50,3 +50,13 @@ int cli_failure(const char *who) {
     fprintf(stderr, "%s: %s\n", who, hw_error());
     return HW_EXIT_FAILURE;
 }
+
+int cli_one_operand(const cli_parsed *parsed, const char *command, const char *what, const char *hint,
+                    const char **operand) {
+    *operand = parsed->n_operands > 0 ? parsed->operands[0] : NULL;
+    if (parsed->n_operands > 1) {
+        return cli_usage_error("%s: one %s at a time, got also '%s'", command, what, parsed->operands[1]);
+    }
+    if (!*operand) return cli_usage_error("%s: which %s? %s", command, what, hint);
+    return HW_EXIT_OK;
+}
