@@ -80,6 +80,9 @@ void hw_sparse_grad_add(hw_sparse_grad *dst, hw_sparse_grad *src);
 // holds for momentum, whose velocity moves only when its weight is touched. With `applied`, each
 // weight's increment (double)written - (double)read is added to applied[i] (--measure's count).
 void hw_sparse_grad_step(hw_sparse_grad *g, const hw_sgd *opt, float *weights, float *copy, double *applied);
+// The same step with every write an atomic add of the weight's increment (--update atomic, as
+// hw_sgd_step_atomic): a concurrent worker's write of the same weight is never overwritten.
+void hw_sparse_grad_step_atomic(hw_sparse_grad *g, const hw_sgd *opt, float *weights, double *applied);
 
 // ---- the losses, on one prediction z per example against its label y ----
 typedef enum {

@@ -40,15 +40,14 @@ static int model_load(hw_sparse_model *model, const hw_train_config *config) {
 // What a sparse run refuses, naming why, before it loads anything: the GPU (its sparse kernels
 // are later work) and the outputs and modes the sparse trainer does not have yet.
 static int sparse_unsupported(const hw_train_config *c) {
-    const char *what = c->device.type == HW_DEVICE_CUDA  ? "--device cuda (the GPU has no sparse kernels yet)"
-                       : c->n_gpus                       ? "--gpus (the GPU has no sparse kernels yet)"
-                       : c->world.size > 1               ? "mpirun ranks"
-                       : c->measure                      ? "--measure"
-                       : c->simulate                     ? "--simulate"
-                       : c->update != HW_UPDATE_LOCKFREE ? "--update locked or atomic"
-                       : c->freeze                       ? "--freeze"
-                       : c->eval_every                   ? "--eval-every"
-                                                         : NULL;
+    const char *what = c->device.type == HW_DEVICE_CUDA           ? "--device cuda (the GPU has no sparse kernels yet)"
+                       : c->n_gpus                                ? "--gpus (the GPU has no sparse kernels yet)"
+                       : c->world.size > 1                        ? "mpirun ranks"
+                       : c->measure && c->mode != HW_MODE_HOGWILD ? "--measure with DataParallel"
+                       : c->simulate                              ? "--simulate"
+                       : c->freeze                                ? "--freeze"
+                       : c->eval_every                            ? "--eval-every"
+                                                                  : NULL;
     if (!what) return HW_OK;
     return hw_fail("the sparse model %s cannot run with %s: the sparse trainer has no such part yet", c->model_path,
                    what);
@@ -89,12 +88,15 @@ static void header_print(const hw_train_config *c, const hw_sparse_model *m, con
         hw_lr_schedule_format(&c->lr_schedule, text, sizeof text);
         snprintf(schedule, sizeof schedule, " (%s, warm-up %lld samples)", text, (long long)c->lr_schedule.warmup);
     }
-    printf("hogwild: %s, %s %d, %s on %s (%lld train / %lld test examples, %lld features), %d epoch(s), batch %d, "
+    char update[48] = "";  // a lock or atomic adds named beside the workers, as for a dense run
+    if (c->update != HW_UPDATE_LOCKFREE)
+        snprintf(update, sizeof update, " (%s updates)", hw_update_mode_name(c->update));
+    printf("hogwild: %s%s, %s %d, %s on %s (%lld train / %lld test examples, %lld features), %d epoch(s), batch %d, "
            "lr %g%s, momentum %g, weight decay %g, %zu parameters, sharing %s\n",
-           hogwild ? "Hogwild" : "DataParallel", hogwild ? "workers" : "replicas", hogwild ? c->workers : c->replicas,
-           c->model_path, c->data_dir, (long long)train->n, (long long)test->n, (long long)m->dims.dim, c->epochs,
-           c->batch_size, (double)c->lr, schedule, (double)c->momentum, (double)c->weight_decay,
-           hw_fm_n_weights(&m->dims), hw_sharing_strategy_get());
+           hogwild ? "Hogwild" : "DataParallel", update, hogwild ? "workers" : "replicas",
+           hogwild ? c->workers : c->replicas, c->model_path, c->data_dir, (long long)train->n, (long long)test->n,
+           (long long)m->dims.dim, c->epochs, c->batch_size, (double)c->lr, schedule, (double)c->momentum,
+           (double)c->weight_decay, hw_fm_n_weights(&m->dims), hw_sharing_strategy_get());
     fflush(stdout);
 }
 

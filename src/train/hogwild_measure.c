@@ -268,25 +268,24 @@ static void add_seconds(_Atomic double *sum, double by) {
     atomic_store_explicit(sum, atomic_load_explicit(sum, memory_order_relaxed) + by, memory_order_relaxed);
 }
 
-int measure_update(measure_worker *w, const hogwild_update *update, hw_sgd *opt, const hw_model *model, float *weights,
-                   const float *grads, float *copy) {
+void measure_update_enter(measure_worker *w, measure_mark *mark, double begin) {
+    mark->begin = begin;
+    mark->entered = atomic_fetch_add(&w->shared->update_entries, 1);
+    mark->others_inside = atomic_fetch_add(&w->shared->in_update, 1);
+}
+
+void measure_update_leave(measure_worker *w, const measure_mark *mark) {
     measure_shared *shared = w->shared;
-    double begin = hw_now();
-    if (hogwild_update_begin(update) != HW_OK) return HW_ERR;
-    long long entered = atomic_fetch_add(&shared->update_entries, 1);
-    int others_inside = atomic_fetch_add(&shared->in_update, 1);
-    hogwild_update_write(update, opt, model, weights, grads, copy, w->applied);
     atomic_fetch_sub(&shared->in_update, 1);
     long long entries_now = atomic_load(&shared->update_entries);
     long long landed = atomic_fetch_add(&shared->updates, 1);  // updates before this one
-    hogwild_update_end(update);
     double end = hw_now();
 
     measure_slot *slot = w->slot;
     long long stale = landed - w->read_update;
     double stale_us = (end - w->read_time) * 1e6;
     add_count(&slot->steps, 1);
-    if (others_inside > 0 || entries_now - entered > 1) add_count(&slot->overlapped, 1);
+    if (mark->others_inside > 0 || entries_now - mark->entered > 1) add_count(&slot->overlapped, 1);
     add_count(&slot->stale_sum, stale);
     if (stale > atomic_load_explicit(&slot->stale_max, memory_order_relaxed)) {
         atomic_store_explicit(&slot->stale_max, stale, memory_order_relaxed);
@@ -296,11 +295,22 @@ int measure_update(measure_worker *w, const hogwild_update *update, hw_sgd *opt,
     if (stale_us > atomic_load_explicit(&slot->stale_us_max, memory_order_relaxed)) {
         atomic_store_explicit(&slot->stale_us_max, stale_us, memory_order_relaxed);
     }
-    add_seconds(&slot->compute_seconds, begin - w->step_start);
-    add_seconds(&slot->update_seconds, end - begin);
-    // The copy this worker computes its next gradient on was read in this pass: it has seen
-    // every update up to and including its own.
+    add_seconds(&slot->compute_seconds, mark->begin - w->step_start);
+    add_seconds(&slot->update_seconds, end - mark->begin);
+    // A dense worker's next gradient is on the copy it read in this pass: it has seen every update
+    // up to and including its own. (A sparse worker reads the shared weights again at its forward.)
     w->read_update = landed + 1;
     w->read_time = end;
+}
+
+int measure_update(measure_worker *w, const hogwild_update *update, hw_sgd *opt, const hw_model *model, float *weights,
+                   const float *grads, float *copy) {
+    double begin = hw_now();
+    if (hogwild_update_begin(update) != HW_OK) return HW_ERR;
+    measure_mark mark;
+    measure_update_enter(w, &mark, begin);
+    hogwild_update_write(update, opt, model, weights, grads, copy, w->applied);
+    measure_update_leave(w, &mark);
+    hogwild_update_end(update);
     return HW_OK;
 }

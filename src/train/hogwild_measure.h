@@ -9,6 +9,11 @@
 // the number of other workers' updates between the read and the write. With one worker it is
 // always 0. The same interval is also timed, in microseconds.
 //
+// A sparse model's worker (src/train/sparse_train.c) reads the shared weights during its forward,
+// not into a copy: it notes the counter before each forward (measure_weights_read) and measures
+// its sparse step with measure_update_enter/leave; its applied increments are those of the rows
+// it touched.
+//
 // Lost updates. Each worker adds to its own double buffer the increment it actually applied to
 // every weight: (double)written - (double)read, where `read` is the shared value its step read
 // just before writing (hw_sgd_step_measured). Without races the increments of an element
@@ -135,6 +140,16 @@ void measure_worker_open(measure_worker *w, hw_measure *m, int rank);
 void measure_weights_read(measure_worker *w);
 // Before the forward of a step.
 static inline void measure_step_begin(measure_worker *w) { w->step_start = hw_now(); }
+// A measured update by hand, for a step measure_update does not make (the sparse models'): enter
+// once the update may begin (`begin`: when the worker started waiting for it, the wait counted
+// in its time), write, then leave.
+typedef struct {
+    double begin;
+    long long entered;  // updates begun before this one
+    int others_inside;  // workers inside their update when this one entered
+} measure_mark;
+void measure_update_enter(measure_worker *w, measure_mark *mark, double begin);
+void measure_update_leave(measure_worker *w, const measure_mark *mark);
 // The measured update: the step in the run's --update mode (hogwild_update_write) with the applied
 // increments summed, timed and counted. The time includes the wait for the lock (--update locked),
 // which is what locking costs; the overlap is counted inside the lock, where locked steps never

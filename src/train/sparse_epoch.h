@@ -3,6 +3,8 @@
 #ifndef HW_TRAIN_SPARSE_EPOCH_H
 #define HW_TRAIN_SPARSE_EPOCH_H
 
+#include "hogwild_measure.h"
+#include "hogwild_update.h"
 #include "hw/sparse_train.h"
 
 #include <stdatomic.h>
@@ -25,6 +27,8 @@ typedef struct {
     float *weights;
     atomic_llong *samples;  // the run's training samples so far, all workers, earlier runs' included
     sparse_tally *tally;    // config->workers of them (Hogwild), one (DataParallel)
+    hw_measure *measure;    // --measure (Hogwild), else NULL
+    hogwild_update update;  // --update: how a Hogwild step writes (its lock in the shared mapping)
 } sparse_job;
 
 // Trains one epoch over job->order, zeroing the tallies first. A stop signal (SIGINT, SIGTERM,

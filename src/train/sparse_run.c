@@ -1,16 +1,19 @@
 // sparse_run: a sparse model's run around its epochs (hw_train_sparse, include/hw/sparse_train.h):
 // the weights in one shared mapping, where they start from, and after each epoch the evaluation,
-// the --metrics row, the checkpoint and the epoch's line; a diverged run's end and the save on a
-// stop, by the same rules as the dense trainers' (src/train/run_outputs.c).
+// the --metrics row, the checkpoint and the epoch's line; --measure's counts (hogwild_measure.h);
+// a diverged run's end and the save on a stop, by the same rules as the dense trainers'
+// (src/train/run_outputs.c).
 //
 // The shared mapping: the weights, then the schedule's count on a cache line of its own, then one
-// sparse_tally per worker, each on its own line (the workers write them at every step).
+// sparse_tally per worker, each on its own line (the workers write them at every step), then the
+// update lock of --update locked.
 #include "sparse_epoch.h"
 
 #include "hw/ckpt.h"
 #include "hw/clock.h"
 #include "hw/err.h"
 #include "hw/metrics.h"
+#include "hw/progress.h"
 #include "hw/run_outputs.h"
 #include "hw/shm.h"
 #include "hw/signals.h"
@@ -29,6 +32,7 @@ typedef struct {
     hw_model view;    // the model as the checkpoints name its tensors
     float *weights;
     hw_metrics metrics;
+    hw_measure *measure;  // --measure, else NULL
     double started;
     int64_t samples;  // training samples seen, earlier runs' (--resume) included
 } sparse_run;
@@ -87,6 +91,7 @@ static int save(const sparse_run *run, int epochs_done) {
 static int metrics_row(sparse_run *run, double wall, int epochs_done, double train_loss, double test_loss,
                        int64_t correct) {
     run->metrics.lr = hw_train_lr(run->config, run->samples, run->train_n);
+    if (run->measure) measure_metrics_values(run->measure, &run->metrics.measure);
     return hw_metrics_row(&run->metrics, wall, epochs_done, run->samples, train_loss, test_loss,
                           100.0 * (double)correct / (double)run->test->n);
 }
@@ -96,6 +101,7 @@ static int metrics_row(sparse_run *run, double wall, int epochs_done, double tra
 static int diverged(sparse_run *run, const char *what, double loss, int epoch) {
     const hw_train_config *config = run->config;
     run->metrics.lr = hw_train_lr(config, run->samples, run->train_n);
+    if (run->measure) measure_metrics_values(run->measure, &run->metrics.measure);
     hw_metrics_row(&run->metrics, hw_now() - run->started, epoch - 1, run->samples, loss, NAN, NAN);
     char hint[224], kept[600] = "";
     hw_divergence_hint(config, hint, sizeof hint);
@@ -114,6 +120,18 @@ static int stopped(sparse_run *run, int signal_number, int epochs_done) {
     printf("saved the current weights to %s\n", run->config->save_path);
     fflush(stdout);
     return HW_OK;
+}
+
+// --measure's block after training, and beside it the sparsity the HOGWILD! paper states its
+// theory in (hogwild stats DIR prints the same).
+static void measure_print(const sparse_run *run, const hw_sparse_set *train) {
+    hw_progress progress = {.silent = run->config->quiet};
+    measure_report(run->measure, &progress);
+    hw_sparse_stats stats;
+    if (run->config->quiet || hw_sparse_stats_compute(&stats, train, 2000, run->config->seed) != HW_OK) return;
+    printf("  the training data's sparsity: Omega %lld, Delta %.4f, rho %s%.4f (as hogwild stats prints it)\n",
+           (long long)stats.omega, stats.delta, stats.rho_exact ? "" : "~", stats.rho);
+    fflush(stdout);
 }
 
 // The epochs from first_epoch on, each then evaluated, written and saved; a stop, a divergence or
@@ -136,6 +154,8 @@ static int epochs_run(sparse_run *run, sparse_job *job, int first_epoch, hw_trai
         run->samples += trained;
         result->samples_seen += trained;
         result->train_seconds += seconds;
+        // Every worker has exited: the weights are the epoch's end, for the lost updates too.
+        if (run->measure) measure_capture(run->measure, run->weights);
         if (signal_number) {
             result->interrupted_by = signal_number;
             return stopped(run, signal_number, epoch);
@@ -168,22 +188,32 @@ int hw_train_sparse(const hw_train_config *config, const hw_sparse_model *model,
     const int tallies = config->mode == HW_MODE_HOGWILD ? config->workers : 1;
     const size_t n_weights = hw_fm_n_weights(&model->dims);
     const size_t count_offset = (n_weights * sizeof(float) + 63) & ~(size_t)63, tally_offset = count_offset + 64;
+    const size_t lock_offset = tally_offset + (size_t)tallies * sizeof(sparse_tally);
     hw_shm shm;
-    if (hw_shm_open(&shm, tally_offset + (size_t)tallies * sizeof(sparse_tally)) != HW_OK) return HW_ERR;
+    if (hw_shm_open(&shm, lock_offset + sizeof(pthread_mutex_t)) != HW_OK) return HW_ERR;
     int64_t *order = malloc((size_t)train->n * sizeof *order);
     sparse_run *run = calloc(1, sizeof *run);
     int first_epoch = 0, rc = HW_OK;
     if (!order || !run) rc = hw_fail("cannot allocate the order of %lld training examples", (long long)train->n);
-    sparse_job job = {config,
-                      model,
-                      train,
-                      order,
-                      shm.data,
-                      (atomic_llong *)((char *)shm.data + count_offset),
-                      (sparse_tally *)((char *)shm.data + tally_offset)};
+    sparse_job job = {.config = config,
+                      .model = model,
+                      .train = train,
+                      .order = order,
+                      .weights = shm.data,
+                      .samples = (atomic_llong *)((char *)shm.data + count_offset),
+                      .tally = (sparse_tally *)((char *)shm.data + tally_offset),
+                      .update = {config->update, (pthread_mutex_t *)((char *)shm.data + lock_offset)}};
+    int locked = rc == HW_OK && config->update == HW_UPDATE_LOCKED;
+    if (locked && hogwild_update_lock_init(job.update.lock) != HW_OK) rc = HW_ERR, locked = 0;
     if (rc == HW_OK) {
         *run = (sparse_run){.config = config, .model = model, .test = test, .train_n = train->n, .weights = shm.data};
         rc = start_weights(run, &first_epoch);
+    }
+    hw_measure measure;
+    if (rc == HW_OK && config->measure) {
+        run->view.weights = run->weights;  // the weights the run starts from, copied
+        rc = measure_open(&measure, &run->view, config->workers);
+        run->measure = job.measure = &measure;
     }
     if (rc == HW_OK && config->metrics_path) rc = hw_run_outputs_metrics_open(&run->metrics, config);
     if (rc == HW_OK) {
@@ -194,11 +224,15 @@ int hw_train_sparse(const hw_train_config *config, const hw_sparse_model *model,
             double loss;
             int64_t correct;
             hw_sparse_evaluate(model, run->weights, test, &loss, &correct);
+            if (run->measure) measure_capture(run->measure, NULL);
             rc = metrics_row(run, 0, first_epoch, NAN, loss, correct);
         }
         hw_metrics_commit(&run->metrics);  // training starts: the file is replaced now
     }
     if (rc == HW_OK) rc = epochs_run(run, &job, first_epoch, result);
+    if (rc == HW_OK && run->measure) measure_print(run, train);
+    if (run && run->measure) measure_close(run->measure);
+    if (locked) hogwild_update_lock_destroy(job.update.lock);
     if (run) {
         result->wall_seconds = hw_now() - run->started;
         // A metrics file that failed warned and ended its rows, not the run (hw/metrics.h).

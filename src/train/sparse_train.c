@@ -21,6 +21,7 @@
 // DataParallel trainer does.
 #include "sparse_epoch.h"
 
+#include "hw/clock.h"
 #include "hw/err.h"
 #include "hw/rng.h"
 #include "hw/signals.h"
@@ -58,8 +59,29 @@ static float step_lr(const sparse_job *job, int batch) {
     return hw_train_lr(c, seen, job->train->n);
 }
 
-// The examples order[begin .. end) in batches of `batch`, each a step, counted in `tally`.
-static int shard_train(const sparse_job *job, int64_t begin, int64_t end, sparse_tally *tally) {
+// The step onto the shared weights in the run's --update mode (hogwild_update.h: under the lock,
+// or each write an atomic add, or neither); with --measure, measured (hogwild_measure.h), the wait
+// for the lock in its time, and its applied increments summed.
+static int step_write(const sparse_job *job, hw_sparse_grad *g, const hw_sgd *opt, measure_worker *measured) {
+    double begin = measured ? hw_now() : 0;
+    if (hogwild_update_begin(&job->update) != HW_OK) return HW_ERR;
+    measure_mark mark;
+    if (measured) measure_update_enter(measured, &mark, begin);
+    double *applied = measured ? measured->applied : NULL;
+    if (job->update.mode == HW_UPDATE_ATOMIC) {
+        hw_sparse_grad_step_atomic(g, opt, job->weights, applied);
+    } else {
+        hw_sparse_grad_step(g, opt, job->weights, NULL, applied);
+    }
+    if (measured) measure_update_leave(measured, &mark);
+    hogwild_update_end(&job->update);
+    return HW_OK;
+}
+
+// The examples order[begin .. end) in batches of `batch`, each a step, counted in `tally`;
+// `measured`: the worker's --measure counts, or NULL.
+static int shard_train(const sparse_job *job, int64_t begin, int64_t end, sparse_tally *tally,
+                       measure_worker *measured) {
     const hw_train_config *c = job->config;
     const hw_fm_dims *d = &job->model->dims;
     hw_sparse_grad g;
@@ -72,28 +94,36 @@ static int shard_train(const sparse_job *job, int64_t begin, int64_t end, sparse
     int b = c->batch_size;
     float *buf = malloc(((size_t)b * 3 + hw_fm_scratch_floats(d, b) + 1) * sizeof *buf);
     float *z = buf, *y = buf + b, *dz = buf + 2 * b, *s = buf + 3 * b;
-    for (int64_t at = begin; at < end; at += b) {
+    int rc = buf ? HW_OK : hw_fail("out of memory for a batch of %d examples", b);
+    for (int64_t at = begin; rc == HW_OK && at < end; at += b) {
         int batch = (int)(end - at < b ? end - at : b);
         hw_sparse_batch x = {batch, job->order + at, job->train->row_start, job->train->index, job->train->value};
         for (int k = 0; k < batch; k++) y[k] = job->train->label[x.rows[k]];
+        if (measured) {
+            measure_weights_read(measured);  // the forward reads the shared weights as they are now
+            measure_step_begin(measured);
+        }
         hw_fm_forward(z, s, job->weights, &x, d);
         tally->loss_sum += hw_sparse_loss_forward(job->model->loss, z, y, batch) * batch;
         hw_sparse_loss_backward(job->model->loss, dz, z, y, batch);
         hw_fm_backward(&g, dz, s, job->weights, &x);
         opt.lr = step_lr(job, batch);
-        hw_sparse_grad_step(&g, &opt, job->weights, NULL, NULL);
-        tally->samples += batch;
+        rc = step_write(job, &g, &opt, measured);
+        if (rc == HW_OK) tally->samples += batch;
     }
     free(buf);
     hw_sgd_free(&opt);
     hw_sparse_grad_free(&g);
-    return HW_OK;
+    return rc;
 }
 
 static int hogwild_worker(int rank, void *arg) {
     const sparse_job *job = arg;
     int64_t n = job->train->n, workers = job->config->workers;
-    return shard_train(job, n * rank / workers, n * (rank + 1) / workers, &job->tally[rank]);
+    measure_worker measured;
+    if (job->measure) measure_worker_open(&measured, job->measure, rank);
+    return shard_train(job, n * rank / workers, n * (rank + 1) / workers, &job->tally[rank],
+                       job->measure ? &measured : NULL);
 }
 
 // The join stops and reaps the workers on a stop signal; the weights keep what they wrote.

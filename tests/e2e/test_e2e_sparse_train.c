@@ -104,9 +104,9 @@ Test(e2e_sparse_train, summary_and_refusals) {
     e2e_run(&r, NULL, "--model", "models/svm.model", "--data", data, "--device", "cuda");
     e2e_assert_exit(&r, 1);
     e2e_assert_contains(r.err, "--device cuda (the GPU has no sparse kernels yet)", "stderr");
-    e2e_run(&r, NULL, "--model", "models/svm.model", "--data", data, "--measure");
+    e2e_run(&r, NULL, "--model", "models/svm.model", "--data", data, "--eval-every", "1000");
     e2e_assert_exit(&r, 1);
-    e2e_assert_contains(r.err, "cannot run with --measure", "stderr");
+    e2e_assert_contains(r.err, "cannot run with --eval-every", "stderr");
     char *digits = e2e_synth_n("digits", 1, 50, 20);
     e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", digits);
     e2e_assert_exit(&r, 1);
@@ -268,5 +268,60 @@ Test(e2e_sparse_train, a_step_schedule_trains_as_a_run_resumed_at_the_stepped_ra
         e2e_assert_exit(&r, 0);
         done_results(r.out, constant, sizeof constant);
         cr_expect_str_neq(stepped, constant, "%s: the schedule changed nothing", modes[m][3]);
+    }
+}
+
+// --measure on a sparse run counts every step: with one worker nothing is stale and nothing lost,
+// exactly; with two, every step is still counted, and the paper's sparsity is printed beside.
+Test(e2e_sparse_train, measure_counts_every_sparse_update) {
+    char *data = planted_classes();
+    char *csv = e2e_path("m1.csv");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--workers", "1", "--epochs", "2", "--lr",
+            "0.5", "--batch-size", "10", "--measure", "--metrics", csv);
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "0% in total", "one worker loses nothing");
+    e2e_assert_contains(r.out, "the training data's sparsity: Omega 10,", "stdout");
+    hw_metrics_table t;
+    cr_assert_eq(hw_metrics_table_read(&t, csv), HW_OK, "%s", hw_error());
+    cr_assert(t.measure.present, "the --measure columns");
+    cr_expect_eq(t.measure.updates, 2 * 8000 / 10, "one step per batch of 10");
+    cr_expect_eq(t.measure.staleness_max, 0, "one worker: never stale");
+    cr_expect_eq(t.measure.lost_fraction, 0.0, "one worker: nothing lost");
+    hw_metrics_table_free(&t);
+    csv = e2e_path("m2.csv");
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--workers", "2", "--epochs", "2", "--lr",
+            "0.5", "--batch-size", "10", "--measure", "--metrics", csv);
+    e2e_assert_exit(&r, 0);
+    cr_assert_eq(hw_metrics_table_read(&t, csv), HW_OK, "%s", hw_error());
+    cr_expect_eq(t.measure.updates, 2 * 8000 / 10, "two workers of 4000 examples each, batches of 10");
+    cr_expect(t.measure.lost_fraction >= 0 && isfinite(t.measure.lost_fraction), "lost %g", t.measure.lost_fraction);
+    hw_metrics_table_free(&t);
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--mode", "dataparallel", "--measure");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "DataParallel has none", "stderr");
+}
+
+// --update locked and atomic on a sparse run: every step still counted, and none lost (the
+// increments telescope exactly); the run header names the mode.
+Test(e2e_sparse_train, locked_and_atomic_updates_lose_nothing) {
+    char *data = planted_classes();
+    const char *modes[] = {"locked", "atomic"};
+    for (int i = 0; i < 2; i++) {
+        char csv[600], header[64];
+        snprintf(csv, sizeof csv, "%s", e2e_path(modes[i]));
+        snprintf(header, sizeof header, "Hogwild (%s updates), workers 2", modes[i]);
+        e2e_run_result r;
+        e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--workers", "2", "--epochs", "2", "--lr",
+                "0.5", "--batch-size", "10", "--measure", "--update", modes[i], "--metrics", csv);
+        e2e_assert_exit(&r, 0);
+        e2e_assert_contains(r.out, header, "stdout");
+        e2e_assert_contains(r.out, "): 0% in total", "stdout");
+        hw_metrics_table t;
+        cr_assert_eq(hw_metrics_table_read(&t, csv), HW_OK, "%s", hw_error());
+        cr_expect_eq(t.measure.updates, 2 * 8000 / 10, "%s: every step", modes[i]);
+        cr_expect_eq(t.measure.lost_fraction, 0.0, "%s: nothing lost", modes[i]);
+        cr_expect_gt(t.points[t.n_points - 1].test_accuracy, 80.0, "%s", modes[i]);
+        hw_metrics_table_free(&t);
     }
 }
