@@ -11,6 +11,8 @@
 // read, into a staging buffer, and copied into the caller's weights.
 #include "hw/ckpt.h"
 
+#include "hw/bf16.h"
+
 #include "hw/err.h"
 #include "hw/file.h"
 #include "hw/shm.h"
@@ -141,13 +143,13 @@ static int build_header(const char *path, const hw_model *model, const hw_ckpt_m
                              "of the parameter buffer",
                              param->name, param->offset, numel, model->n_weights);
         }
-        uint64_t bytes = (uint64_t)numel * sizeof(float);
+        uint64_t bytes = (uint64_t)numel * (meta->bf16 ? sizeof(uint16_t) : sizeof(float));
         json_t *shape = json_array();
         for (int d = 0; shape && d < param->shape.ndim; d++) {
             if (json_array_append_new(shape, json_integer(param->shape.dims[d])) != 0) json_decref(shape), shape = NULL;
         }
-        json_t *tensor = json_pack("{s:s, s:o*, s:[I,I]}", "dtype", "F32", "shape", shape, "data_offsets",
-                                   (json_int_t)data_bytes, (json_int_t)(data_bytes + bytes));
+        json_t *tensor = json_pack("{s:s, s:o*, s:[I,I]}", "dtype", meta->bf16 ? "BF16" : "F32", "shape", shape,
+                                   "data_offsets", (json_int_t)data_bytes, (json_int_t)(data_bytes + bytes));
         ok = tensor && shape && json_object_set_new(header, param->name, tensor) == 0;
         data_bytes += bytes;
     }
@@ -194,15 +196,19 @@ static void directory_of(const char *path, char *buf, size_t cap) {
     }
 }
 
-// Writes header and data into the open temporary file and syncs it; returns 0 or an errno.
-static int write_contents(int fd, const hw_model *model, const float *weights, const char *header, size_t n) {
+// Writes header and data into the open temporary file and syncs it; returns 0 or an errno. With
+// `bf16` (model->n_weights bfloat16, or NULL) the tensors are written from it, else from `weights`.
+static int write_contents(int fd, const hw_model *model, const float *weights, const uint16_t *bf16, const char *header,
+                          size_t n) {
     unsigned char length_field[8];
     for (int i = 0; i < 8; i++) length_field[i] = (unsigned char)((uint64_t)n >> (8 * i));
     int err = write_all(fd, length_field, sizeof length_field);
     if (err == 0) err = write_all(fd, header, n);
     for (int p = 0; p < model->n_params && err == 0; p++) {
         const hw_param *param = &model->params[p];
-        err = write_all(fd, weights + param->offset, (size_t)hw_shape_numel(param->shape) * sizeof(float));
+        size_t numel = (size_t)hw_shape_numel(param->shape);
+        err = bf16 ? write_all(fd, bf16 + param->offset, numel * sizeof(uint16_t))
+                   : write_all(fd, weights + param->offset, numel * sizeof(float));
     }
     if (err == 0 && fsync(fd) != 0) err = errno;
     return err;
@@ -258,9 +264,21 @@ static int save(const char *path, const hw_model *model, const float *weights, c
     char *header = NULL;
     size_t header_length = 0;
     if (build_header(path, model, meta, &header, &header_length) != HW_OK) return HW_ERR;
+    // BF16 tensors: the weights rounded to the nearest bfloat16, exact for a bf16 run's (which are
+    // bfloat16 already).
+    uint16_t *bf16 = NULL;
+    if (meta->bf16) {
+        bf16 = malloc(sizeof(uint16_t) * (model->n_weights ? model->n_weights : 1));
+        if (!bf16) {
+            free(header);
+            return ckpt_fail(path, "out of memory for the bfloat16 weights");
+        }
+        hw_bf16_from_floats(bf16, weights, model->n_weights);
+    }
     // Noted first: every exit that runs code removes it, and --clean-shm finds it after a SIGKILL.
     if (hw_shm_temp_note(tmp) != HW_OK) {
         free(header);
+        free(bf16);
         return hw_error_prefix("cannot save checkpoint '%s'", path);
     }
     // O_EXCL: never write through a file or link that is already there; a leftover of a killed
@@ -270,11 +288,13 @@ static int save(const char *path, const hw_model *model, const float *weights, c
     if (fd < 0) {
         int err = errno;
         free(header);
+        free(bf16);
         hw_shm_temp_forget();
         return hw_fail_errno(err, "cannot save checkpoint '%s': cannot create '%s'", path, tmp);
     }
-    int err = write_contents(fd, model, weights, header, header_length);
+    int err = write_contents(fd, model, weights, bf16, header, header_length);
     free(header);
+    free(bf16);
     if (close(fd) != 0 && err == 0) err = errno;
     if (err == 0 && rename(tmp, path) != 0) err = errno;
     if (err != 0) unlink(tmp);
@@ -317,6 +337,7 @@ typedef struct {
     const json_t *shape;  // the JSON array, for messages
     uint64_t begin, end;
     int param;  // index of the model parameter it fills, or -1
+    int bf16;   // its dtype: BF16 (1) or F32 (0)
 } tensor_entry;
 
 // Reads exactly n bytes at offset; returns 0 or an errno (EIO for a file that got shorter).
@@ -486,9 +507,11 @@ static int check_entry(const ckpt_reader *r, const char *name, const json_t *ten
                          : shape == NULL ? "shape"
                                          : "data_offsets");
     }
-    if (!json_is_string(dtype) || strcmp(json_string_value(dtype), "F32") != 0) {
-        return ckpt_fail(r->path, "tensor '%s' has dtype %s%s%s; only F32 (float32) is supported", name,
-                         json_is_string(dtype) ? "'" : "a JSON ",
+    int is_f32 = json_is_string(dtype) && strcmp(json_string_value(dtype), "F32") == 0;
+    int is_bf16 = json_is_string(dtype) && strcmp(json_string_value(dtype), "BF16") == 0;
+    if (!is_f32 && !is_bf16) {
+        return ckpt_fail(r->path, "tensor '%s' has dtype %s%s%s; only F32 (float32) and BF16 (bfloat16) are supported",
+                         name, json_is_string(dtype) ? "'" : "a JSON ",
                          json_is_string(dtype) ? json_string_value(dtype) : type_name(dtype),
                          json_is_string(dtype) ? "'" : "");
     }
@@ -528,14 +551,16 @@ static int check_entry(const ckpt_reader *r, const char *name, const json_t *ten
                          "(%" PRIu64 " bytes)%s",
                          name, out->begin, out->end, r->data_size, out->end > r->data_size ? ": truncated file?" : "");
     }
-    if (out->end - out->begin != numel * sizeof(float)) {
+    out->bf16 = is_bf16;
+    uint64_t element = is_bf16 ? sizeof(uint16_t) : sizeof(float);
+    if (out->end - out->begin != numel * element) {
         char shape_text[128];
         format_json_shape(shape, shape_text, sizeof shape_text);
         return ckpt_fail(r->path,
                          "tensor '%s': data offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64 " bytes, but "
-                         "shape %s of float32 needs %" PRIu64,
+                         "shape %s of %s needs %" PRIu64,
                          name, out->begin, out->end, out->end - out->begin, shape_text,
-                         numel * (uint64_t)sizeof(float));
+                         is_bf16 ? "bfloat16" : "float32", numel * element);
     }
     return HW_OK;
 }
@@ -738,6 +763,18 @@ static int metadata_simulation(const ckpt_reader *r, hw_ckpt_meta *meta) {
     return HW_OK;
 }
 
+// 1 when a tensor of the header has dtype BF16 (what hw_ckpt_load checks of each comes later).
+static int tensors_bf16(const ckpt_reader *r) {
+    const char *name;
+    json_t *tensor;
+    json_object_foreach(r->header, name, tensor) {
+        if (strcmp(name, "__metadata__") == 0 || !json_is_object(tensor)) continue;
+        const char *dtype = json_string_value(json_object_get(tensor, "dtype"));
+        if (dtype && strcmp(dtype, "BF16") == 0) return 1;
+    }
+    return 0;
+}
+
 static int read_meta(const ckpt_reader *r, hw_ckpt_meta *meta) {
     uint64_t epoch, samples, seed, warmup;
     if (metadata_number(r, "epoch", 1, 0, INT_MAX, &epoch) != HW_OK) return HW_ERR;
@@ -758,6 +795,7 @@ static int read_meta(const ckpt_reader *r, hw_ckpt_meta *meta) {
     meta->seed = seed;
     meta->has_seed = json_object_get(r->metadata, "seed") != NULL;
     meta->lr_warmup = (int64_t)warmup;
+    meta->bf16 = tensors_bf16(r);
     return HW_OK;
 }
 
@@ -810,7 +848,17 @@ int hw_ckpt_load(const char *path, const hw_model *model, float *weights, hw_ckp
     if (status == HW_OK) {
         for (int i = 0; i < n; i++) {
             const hw_param *param = &model->params[entries[i].param];
-            memcpy(weights + param->offset, data + entries[i].begin, entries[i].end - entries[i].begin);
+            if (entries[i].bf16) {
+                // Widened to floats, exactly (memcpy: the data holds no alignment for uint16_t reads).
+                size_t count = (size_t)(entries[i].end - entries[i].begin) / sizeof(uint16_t);
+                for (size_t k = 0; k < count; k++) {
+                    uint16_t h;
+                    memcpy(&h, data + entries[i].begin + k * sizeof h, sizeof h);
+                    weights[param->offset + k] = hw_bf16_to_float(h);
+                }
+            } else {
+                memcpy(weights + param->offset, data + entries[i].begin, entries[i].end - entries[i].begin);
+            }
         }
         if (meta != NULL) *meta = file_meta;
     }

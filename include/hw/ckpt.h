@@ -9,8 +9,9 @@
 //              simulated run "simulate": "8", "delay": "uniform:8"},
 //              "conv1.weight": {"dtype": "F32", "shape": [10, 1, 5, 5], "data_offsets": [0, 1000]}, ...}
 //              padded with spaces so that the data starts at a multiple of 8
-//   the data   every tensor as contiguous little-endian float32, in the model's parameter order;
-//              data_offsets are byte offsets relative to the start of the data
+//   the data   every tensor as contiguous little-endian float32 (dtype F32), or bfloat16 (BF16: a
+//              run with bf16 shared weights), in the model's parameter order; data_offsets are
+//              byte offsets relative to the start of the data. Either dtype loads, into floats.
 #ifndef HW_CKPT_H
 #define HW_CKPT_H
 
@@ -48,6 +49,10 @@ typedef struct {
     // "" when none is recorded (written: none is written; read: a file from before the mode was
     // recorded, whose run was lock-free, or another program's).
     char update[HW_CKPT_UPDATE_CAP];
+    // The weights' dtype (--weights): 1 for bfloat16, 0 for float32. Written: the tensors are
+    // written as BF16 (the weights rounded to the nearest bfloat16, exact for a bf16 run's) or F32.
+    // Read: 1 when a tensor of the file is BF16 (each loads into floats either way).
+    int bf16;
 } hw_ckpt_meta;
 
 // Writes `weights` (laid out as `model`, host memory) with the model text and meta (NULL: zeros)
@@ -62,7 +67,8 @@ int hw_ckpt_save(const char *path, const hw_model *model, const float *weights, 
 // `ulimit -n` fails at the start (here, or where the run opens what it needs) and not at the first
 // save, an epoch later. HW_ERR when no descriptor is left, naming the limit.
 int hw_ckpt_keep_descriptor(void);
-// Reads a checkpoint into `weights` (host memory, model->n_weights floats); refuses truncated or
+// Reads a checkpoint into `weights` (host memory, model->n_weights floats; BF16 tensors widened
+// exactly); refuses truncated or
 // corrupted files and tensors that are missing, unknown to the model, or do not fit the model's
 // shapes, naming the file and the tensors. Files without hogwild's metadata (e.g. written by
 // safetensors.torch.save_file) load with meta zeroed. meta may be NULL. Tensors may be in any

@@ -25,6 +25,7 @@
 #ifndef HW_COMM_H
 #define HW_COMM_H
 
+#include "hw/bf16.h"
 #include "hw/couple_step.h"
 
 #include <stddef.h>
@@ -132,8 +133,7 @@ enum { HW_COMM_PROTOCOL = 3 };
 void hw_couple_pack(uint16_t *wire, float *sent, const float *live, const float *agreed, size_t n);
 void hw_couple_unpack(float *sum, const uint16_t *wire, size_t n);
 void hw_couple_wire_add(const uint16_t *in, uint16_t *inout, size_t n);  // inout += in, rounded
-uint16_t hw_bf16_from_float(float x);                                    // to nearest, ties to even; NaN stays NaN
-float hw_bf16_to_float(uint16_t h);
+// (The conversions, hw_bf16_from_float and hw_bf16_to_float, are include/hw/bf16.h's.)
 
 // ---- Hogwild across nodes (mpi/hogwild_coupling.c) ----
 // The rounds of one node: each round sends the node's change since the last agreed weights and

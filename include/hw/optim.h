@@ -11,6 +11,7 @@
 #include "hw/nn.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     float lr;
@@ -50,6 +51,15 @@ void hw_sgd_step_measured(hw_sgd *opt, const hw_model *model, float *weights, co
 // loop: the lock-free steps above keep their vectorised loops.
 void hw_sgd_step_atomic(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy,
                         double *applied);
+// The same step onto shared weights stored in bfloat16 (--weights bf16, include/hw/bf16.h): each
+// weight read once and widened to float, the rule applied in float (the velocity stays float), the
+// result rounded stochastically without bias and written once (2 bytes a weight), with no lock, so
+// a concurrent write between the read and the write is lost as in hw_sgd_step_and_copy. The random
+// bits of weight i's rounding are hw_bf16_random_bits(key, i): a caller that draws `key` from a
+// seeded generator rounds reproducibly. `copy` gets the float of the bfloat16 written; with
+// `applied` (NULL: none; --measure), applied[i] gets (double)written - (double)read.
+void hw_sgd_step_bf16(hw_sgd *opt, const hw_model *model, uint16_t *weights, const float *grads, float *copy,
+                      double *applied, uint64_t key);
 void hw_sgd_free(hw_sgd *opt);
 
 // Adds `delta` to *target atomically: reads it, and swaps in old + delta (float arithmetic) with a

@@ -68,6 +68,8 @@ int hw_run_outputs_open(hw_run_outputs *outputs, const hw_train_config *config, 
 void hw_run_outputs_start(hw_run_outputs *outputs, hw_snapshot_fn snapshot, void *ctx);
 // Copies `weights` into the snapshot (the caller decides whether workers may still write them).
 void hw_run_outputs_snapshot(hw_run_outputs *outputs, const float *weights);
+// The same from weights stored in bfloat16 (--weights bf16), widened to floats (exact).
+void hw_run_outputs_snapshot_bf16(hw_run_outputs *outputs, const uint16_t *weights);
 // With --metrics: the first point of the curve, the weights before this run's training, evaluated
 // and written at wall time 0 (a trainer times training from its own start, set after this: a
 // time since hw_run_outputs_open here could exceed the next rows' and run backwards).

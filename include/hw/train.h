@@ -10,6 +10,7 @@
 
 #include "hw/ckpt.h"
 #include "hw/comm.h"
+#include "hw/bf16.h"
 #include "hw/data.h"
 #include "hw/lr_schedule.h"
 #include "hw/nn.h"
@@ -62,6 +63,7 @@ typedef struct {
     int simulate;              // N > 0: N virtual Hogwild workers in one process (src/train/simulate.c)
     hw_delay delay;            // simulate: the delay each step's gradient is computed at (hw/simulate.h)
     hw_update_mode update;     // how CPU Hogwild workers write their steps (include/hw/optim.h)
+    hw_weights_dtype weights;  // how CPU Hogwild's shared weights are stored: f32 or bf16 (include/hw/bf16.h)
     hw_device device;          // where the workers or replicas compute
     int gpus[HW_MAX_GPUS];     // these GPUs (n_gpus of them): DataParallel, a replica each; Hogwild, a
                                // copy of the weights each (src/cuda/train/gpu_copies.c)

@@ -6,6 +6,7 @@
 #include "cli/resume_settings.h"
 
 #include "cli/usage.h"
+#include "hw/bf16.h"
 #include "hw/ckpt.h"
 #include "hw/err.h"
 #include "hw/optim.h"
@@ -151,6 +152,23 @@ static int restore_update(hw_train_config *config, const cli_parsed *given, cons
     return HW_EXIT_OK;
 }
 
+// The weights' dtype: the checkpoint's (its tensors' dtype, BF16 or F32) unless --weights is
+// given, where it applies: CPU Hogwild in one process, real workers, not --update atomic (the
+// rules refuse bf16 elsewhere). Either dtype loads into either run: a BF16 file widens to floats
+// exactly, and a bf16 run rounds float weights to the nearest bfloat16 at its start.
+static void restore_weights(hw_train_config *config, const cli_parsed *given, const hw_ckpt_meta *meta, int say) {
+    int applies = config->mode == HW_MODE_HOGWILD && config->device.type != HW_DEVICE_CUDA && config->n_gpus == 0 &&
+                  config->world.size == 1 && !config->simulate && config->update != HW_UPDATE_ATOMIC;
+    hw_weights_dtype recorded = meta->bf16 ? HW_WEIGHTS_BF16 : HW_WEIGHTS_F32;
+    if (!applies) return;
+    if (!cli_given(given, HW_OPTION_WEIGHTS)) {
+        config->weights = recorded;
+    } else if (config->weights != recorded && say) {
+        fprintf(stderr, "hogwild: the checkpoint %s holds %s weights; this run uses --weights %s as given\n",
+                config->resume_path, hw_weights_dtype_name(recorded), hw_weights_dtype_name(config->weights));
+    }
+}
+
 int cli_resume_settings(hw_train_config *config, const cli_parsed *given) {
     if (!config->resume_path || config->eval_only) return HW_EXIT_OK;
     hw_ckpt_meta meta;
@@ -162,6 +180,7 @@ int cli_resume_settings(hw_train_config *config, const cli_parsed *given) {
     restore_lr(config, given, &meta, say);
     status = restore_schedule(config, given, &meta, say);
     if (status == HW_EXIT_OK) status = restore_update(config, given, &meta, say);
+    if (status == HW_EXIT_OK) restore_weights(config, given, &meta, say);
     return status == HW_EXIT_OK ? restore_model(config, given) : status;
 }
 
@@ -187,4 +206,8 @@ void cli_resume_as_given(const hw_train_config *config, const cli_command *comma
     add_restored(command, as_run, HW_OPTION_LR_SCHEDULE, schedule);
     add_restored(command, as_run, HW_OPTION_WARMUP, warmup);
     add_restored(command, as_run, HW_OPTION_UPDATE, hw_update_mode_name(config->update));
+    // bf16 only: a resumed float run's setup stays as it was before --weights existed.
+    if (config->weights == HW_WEIGHTS_BF16) {
+        add_restored(command, as_run, HW_OPTION_WEIGHTS, hw_weights_dtype_name(config->weights));
+    }
 }

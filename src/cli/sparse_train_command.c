@@ -45,6 +45,7 @@ static int sparse_unsupported(const hw_train_config *c) {
                        : c->world.size > 1                        ? "mpirun ranks"
                        : c->measure && c->mode != HW_MODE_HOGWILD ? "--measure with DataParallel"
                        : c->simulate                              ? "--simulate"
+                       : c->weights != HW_WEIGHTS_F32             ? "--weights bf16"
                        : c->freeze                                ? "--freeze"
                        : c->eval_every                            ? "--eval-every"
                                                                   : NULL;

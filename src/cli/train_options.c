@@ -185,6 +185,15 @@ static int parse_update(const cli_option *o, const char *text, void *target, cha
     return HW_EXIT_OK;
 }
 
+// --weights: how CPU Hogwild's shared weights are stored (hw_weights_dtype_parse).
+static int parse_weights(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
+    (void)o;
+    if (hw_weights_dtype_parse(text, &((hw_train_config *)target)->weights) != HW_OK) {
+        return cli_refuse(error, cap, "--weights %s", hw_error());
+    }
+    return HW_EXIT_OK;
+}
+
 // The process runtime's setting, not the run's: proc/shm.c keeps it. Its default is the table's,
 // set like any other (cli_defaults); shm.c starts with the same one for a caller of the library.
 static int parse_sharing(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
@@ -256,6 +265,11 @@ static const cli_option train_options[] = {
      .help = "how CPU Hogwild workers write their steps: %s (default: no lock,\n"
              "races lose updates), locked (one lock around each step) or atomic\n"
              "(each weight a compare-and-swap add): both lose nothing (--measure)"},
+    {.name = "weights", .id = HW_OPTION_WEIGHTS, .metavar = "DTYPE", .kind = CLI_CUSTOM, .field = FIELD(weights), .parse = parse_weights,
+     .fallback = "f32",
+     .help = "how CPU Hogwild's shared weights are stored: %s (default) or bf16\n"
+             "(bfloat16, half the bytes; workers compute in float and round\n"
+             "each write stochastically, seeded)"},
     {.name = "prefetch", .id = HW_OPTION_PREFETCH, .kind = CLI_SWITCH, .field = FIELD(prefetch),
      .help = "assemble the next batch in a thread while the current one trains\n"
              "(off by default: on the CPU it measured no gain, see bench/RESULTS.md)"},

@@ -249,6 +249,37 @@ static int update_in_cpu_hogwild(hw_train_config *config, const cli_parsed *give
     return HW_EXIT_OK;
 }
 
+// --weights bf16 stores the weights that CPU Hogwild's workers share in bfloat16. DataParallel has
+// no shared weights (its replicas sum float gradients), GPU workers run float kernels, the coupling
+// across mpirun ranks reads and writes float weights, --simulate's virtual workers keep float
+// copies, and an atomic add needs the float's 32 bits (no bfloat16 compare-and-swap add here). There
+// it is refused, not ignored. Sparse models are refused by their own command (sparse_unsupported).
+static int weights_in_cpu_hogwild(hw_train_config *config, const cli_parsed *given) {
+    (void)given;
+    if (config->weights == HW_WEIGHTS_F32) return HW_EXIT_OK;
+    if (config->mode == HW_MODE_DATAPARALLEL) {
+        return cli_usage_error("--weights bf16 is for Hogwild's shared weights; DataParallel has none (use --mode "
+                               "hogwild)");
+    }
+    if (config->device.type == HW_DEVICE_CUDA || config->n_gpus > 0) {
+        return cli_usage_error("--weights bf16 is for Hogwild workers on the CPU, not %s",
+                               config->n_gpus > 0 ? "--gpus" : "--device cuda");
+    }
+    if (config->simulate) {
+        return cli_usage_error("--weights bf16 stores real workers' shared weights; --simulate's virtual workers "
+                               "keep float copies (drop one of them)");
+    }
+    if (config->world.size > 1) {
+        return cli_usage_error("--weights bf16 is for one process's workers; across mpirun ranks the coupling reads "
+                               "and writes float weights (run it without mpirun)");
+    }
+    if (config->update == HW_UPDATE_ATOMIC) {
+        return cli_usage_error("--weights bf16 cannot run with --update atomic: the atomic add is a compare-and-swap "
+                               "on a float's 32 bits (use --update lockfree or locked with bf16)");
+    }
+    return HW_EXIT_OK;
+}
+
 typedef int (*train_rule)(hw_train_config *config, const cli_parsed *given);
 
 // The rules in the order they are checked: the flags among themselves first, then the run's place
@@ -264,6 +295,7 @@ static const train_rule rules[] = {
     measure_in_cpu_hogwild,
     world_detected,
     update_in_cpu_hogwild,
+    weights_in_cpu_hogwild,
     simulate_in_one_process,
     copies_round,
     sync_flags_couple_something,

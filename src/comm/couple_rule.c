@@ -136,21 +136,6 @@ void hw_couple_rule_settle(hw_couple_rule rule, int copies, const float *velocit
 // rank's reduction order gives the same bits): its rounding moves the agreed weights by at most
 // 2^-8 of a step, on every copy alike, so they stay agreed.
 
-uint16_t hw_bf16_from_float(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return (uint16_t)((u >> 16) | 0x40);  // quiet NaN
-    u += 0x7fffu + ((u >> 16) & 1u);  // to nearest, ties to even (an overflow becomes infinity, as it should)
-    return (uint16_t)(u >> 16);
-}
-
-float hw_bf16_to_float(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 void hw_couple_pack(uint16_t *wire, float *sent, const float *live, const float *agreed, size_t n) {
     for (size_t i = 0; i < n; i++) {
         wire[i] = hw_bf16_from_float(live[i] - agreed[i]);

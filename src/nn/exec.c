@@ -16,6 +16,7 @@
 // runs the same rule, include/hw/sgd_update.h.)
 #include "cpu_layers.h"
 
+#include "hw/bf16.h"
 #include "hw/err.h"
 #include "hw/optim.h"
 #include "hw/sgd_update.h"
@@ -426,15 +427,80 @@ static void sgd_atomic(hw_sgd_variant variant, const hw_sgd *opt, float *w, floa
     }
 }
 
-// The step over weights [begin, begin + count): the loop of the optimizer's form, the atomic one
-// when `atomic` (decided once per range, never inside a loop).
-static void sgd_range(hw_sgd *opt, int atomic, float *w, float *copy, const float *g, double *applied, size_t begin,
+// --weights bf16's pass of the rule in form `variant` over n shared bfloat16 weights, the first
+// of them weight `first` of the flat buffer: each weight read once and widened to float (exact),
+// the rule applied in float with the worker's float velocity, the result rounded stochastically
+// (hw_bf16_round_stochastic, with the bits hw_bf16_random_bits gives the weight's index under
+// `key`) and written once, 2 bytes. copy[i] (when `copy`) gets the float of the bfloat16 written,
+// and applied[i] (when `measured`) the increment written, (double)written - (double)read, as in
+// sgd_pass. No lock, as in sgd_pass: a concurrent write between the read and the write is lost.
+// `variant` and `measured` are constants at every call, as in sgd_pass; the random bits are a
+// hash of the index, so the loop vectorises.
+static inline void sgd_bf16_pass(hw_sgd_variant variant, int measured, uint16_t *restrict w, float *restrict copy,
+                                 float *restrict v, const float *restrict g, double *restrict applied, size_t n,
+                                 size_t first, uint64_t key, float lr, float momentum, float wd) {
+    for (size_t i = 0; i < n; i++) {
+        float wi = hw_bf16_to_float(w[i]);
+        float updated = hw_sgd_update(variant, wi, g[i], variant == HW_SGD_PLAIN ? NULL : &v[i], lr, momentum, wd, 0);
+        uint16_t rounded = hw_bf16_round_stochastic(updated, hw_bf16_random_bits(key, first + i));
+        w[i] = rounded;
+        float written = hw_bf16_to_float(rounded);
+        if (copy) copy[i] = written;
+        if (measured) applied[i] += (double)written - (double)wi;
+    }
+}
+
+static void sgd_bf16(hw_sgd_variant variant, const hw_sgd *opt, uint16_t *w, float *copy, float *v, const float *g,
+                     double *applied, size_t n, size_t first, uint64_t key) {
+    const float lr = opt->lr, wd = opt->weight_decay, momentum = opt->momentum;
+    if (applied) {
+        switch (variant) {
+        case HW_SGD_PLAIN:
+            sgd_bf16_pass(HW_SGD_PLAIN, 1, w, copy, NULL, g, applied, n, first, key, lr, 0.0f, wd);
+            return;
+        case HW_SGD_MOMENTUM:
+            sgd_bf16_pass(HW_SGD_MOMENTUM, 1, w, copy, v, g, applied, n, first, key, lr, momentum, wd);
+            return;
+        case HW_SGD_NESTEROV:
+            sgd_bf16_pass(HW_SGD_NESTEROV, 1, w, copy, v, g, applied, n, first, key, lr, momentum, wd);
+            return;
+        }
+    }
+    switch (variant) {
+    case HW_SGD_PLAIN: sgd_bf16_pass(HW_SGD_PLAIN, 0, w, copy, NULL, g, NULL, n, first, key, lr, 0.0f, wd); return;
+    case HW_SGD_MOMENTUM:
+        sgd_bf16_pass(HW_SGD_MOMENTUM, 0, w, copy, v, g, NULL, n, first, key, lr, momentum, wd);
+        return;
+    case HW_SGD_NESTEROV:
+        sgd_bf16_pass(HW_SGD_NESTEROV, 0, w, copy, v, g, NULL, n, first, key, lr, momentum, wd);
+        return;
+    }
+}
+
+// Where and how a step writes: onto float weights (`f32`), with atomic adds when `atomic`, or onto
+// bfloat16 weights (`bf16`, rounded with `key`). One of f32 and bf16 is set.
+typedef struct {
+    float *f32;
+    int atomic;
+    uint16_t *bf16;
+    uint64_t key;
+} sgd_target;
+
+// The step over weights [begin, begin + count): the loop of the optimizer's form and of the
+// target's (bfloat16, atomic or plain float), decided once per range, never inside a loop.
+static void sgd_range(hw_sgd *opt, const sgd_target *t, float *copy, const float *g, double *applied, size_t begin,
                       size_t count) {
     float *v = opt->velocity ? opt->velocity + begin : NULL;
     float *c = copy ? copy + begin : NULL;
     // No velocity is momentum 0 (hw_sgd_init allocates one for any other).
     hw_sgd_variant variant = v == NULL ? HW_SGD_PLAIN : opt->nesterov ? HW_SGD_NESTEROV : HW_SGD_MOMENTUM;
-    if (atomic) {
+    if (t->bf16) {
+        sgd_bf16(variant, opt, t->bf16 + begin, c, v, g + begin, applied ? applied + begin : NULL, count, begin,
+                 t->key);
+        return;
+    }
+    float *w = t->f32;
+    if (t->atomic) {
         sgd_atomic(variant, opt, w + begin, c, v, g + begin, applied ? applied + begin : NULL, count);
         return;
     }
@@ -454,8 +520,8 @@ static void sgd_range(hw_sgd *opt, int atomic, float *w, float *copy, const floa
 }
 
 // The step over every trainable parameter of `model` (copy and applied as in sgd_pass; either
-// may be NULL), with atomic adds when `atomic`.
-static void sgd_step(hw_sgd *opt, int atomic, const hw_model *model, float *weights, const float *grads, float *copy,
+// may be NULL) onto the target `t`.
+static void sgd_step(hw_sgd *opt, const sgd_target *t, const hw_model *model, const float *grads, float *copy,
                      double *applied) {
     // Consecutive trainable parameters that sit next to each other in the flat buffer (the usual
     // case: all of them) are merged into one range, so a model without frozen parts is one loop.
@@ -470,28 +536,33 @@ static void sgd_step(hw_sgd *opt, int atomic, const hw_model *model, float *weig
             run_end = end;
             continue;
         }
-        if (have_run) sgd_range(opt, atomic, weights, copy, grads, applied, run_begin, run_end - run_begin);
+        if (have_run) sgd_range(opt, t, copy, grads, applied, run_begin, run_end - run_begin);
         run_begin = begin;
         run_end = end;
         have_run = 1;
     }
-    if (have_run) sgd_range(opt, atomic, weights, copy, grads, applied, run_begin, run_end - run_begin);
+    if (have_run) sgd_range(opt, t, copy, grads, applied, run_begin, run_end - run_begin);
 }
 
 void hw_sgd_step_and_copy(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy) {
-    sgd_step(opt, 0, model, weights, grads, copy, NULL);
+    sgd_step(opt, &(sgd_target){.f32 = weights}, model, grads, copy, NULL);
 }
 
 void hw_sgd_step_measured(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy,
                           double *applied) {
-    sgd_step(opt, 0, model, weights, grads, copy, applied);
+    sgd_step(opt, &(sgd_target){.f32 = weights}, model, grads, copy, applied);
 }
 
 void hw_sgd_step_atomic(hw_sgd *opt, const hw_model *model, float *weights, const float *grads, float *copy,
                         double *applied) {
-    sgd_step(opt, 1, model, weights, grads, copy, applied);
+    sgd_step(opt, &(sgd_target){.f32 = weights, .atomic = 1}, model, grads, copy, applied);
+}
+
+void hw_sgd_step_bf16(hw_sgd *opt, const hw_model *model, uint16_t *weights, const float *grads, float *copy,
+                      double *applied, uint64_t key) {
+    sgd_step(opt, &(sgd_target){.bf16 = weights, .key = key}, model, grads, copy, applied);
 }
 
 void hw_sgd_step(hw_sgd *opt, const hw_model *model, float *weights, const float *grads) {
-    sgd_step(opt, 0, model, weights, grads, NULL, NULL);
+    sgd_step(opt, &(sgd_target){.f32 = weights}, model, grads, NULL, NULL);
 }

@@ -30,7 +30,8 @@ typedef struct {
     hw_train_inputs *in;
     hogwild_control *control;
     hw_measure *measure;    // --measure; NULL otherwise
-    hogwild_update update;  // --update: the mode, and the shared lock of mode locked
+    hogwild_update update;  // --update: the mode, and the shared lock of mode locked; --weights: the dtype
+                            // and, for bf16, the shared bfloat16 weights
     int first_epoch;
     fault_plan fault;
 } hogwild_job;
@@ -56,9 +57,12 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
     int batches = 0;
     measure_worker measured, *measure = NULL;  // --measure
     if (job->measure) measure_worker_open(measure = &measured, job->measure, rank);
+    // This worker's own: with bf16 weights, its generator of the rounding's keys.
+    hogwild_update update = job->update;
+    hogwild_update_seed(&update, hw_hogwild_worker_seed(config, rank));
     for (int epoch = job->first_epoch; epoch < config->epochs; epoch++) {
         if (!hw_hogwild_wait_for_epoch(job->control, epoch)) return HW_OK;
-        memcpy(local->weights, model->weights, sizeof(float) * model->n_weights);
+        hogwild_update_read(&update, model->weights, local->weights, model->n_weights);
         if (measure) measure_weights_read(measure);
         int64_t count;
         if (hw_hogwild_shard(config, train->n, rank, epoch, shard, &count) != HW_OK) return HW_ERR;
@@ -92,10 +96,10 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
             // no lock; the mode's loop is chosen once per step, hogwild_update.c).
             int wrote;
             if (measure) {
-                wrote = measure_update(measure, &job->update, opt, model, model->weights, ws->grads, local->weights);
-            } else if ((wrote = hogwild_update_begin(&job->update)) == HW_OK) {
-                hogwild_update_write(&job->update, opt, model, model->weights, ws->grads, local->weights, NULL);
-                hogwild_update_end(&job->update);
+                wrote = measure_update(measure, &update, opt, model, model->weights, ws->grads, local->weights);
+            } else if ((wrote = hogwild_update_begin(&update)) == HW_OK) {
+                hogwild_update_write(&update, opt, model, model->weights, ws->grads, local->weights, NULL);
+                hogwild_update_end(&update);
             }
             if (wrote != HW_OK) {
                 hw_loader_close(loader);
@@ -155,6 +159,12 @@ static int snapshot_shared_weights(void *weights, hw_run_outputs *outputs) {
     return HW_OK;
 }
 
+// The same for weights shared in bfloat16 (--weights bf16): a snapshot widens them to floats.
+static int snapshot_shared_bf16(void *weights, hw_run_outputs *outputs) {
+    hw_run_outputs_snapshot_bf16(outputs, weights);
+    return HW_OK;
+}
+
 // After the fork: across ranks MPI (its threads start only now, and the workers never call MPI),
 // the checks that the ranks start alike and the coupling (src/comm/mpi/hogwild_coupling.c), which
 // releases the workers; then the parent's loop over the shared weights. A failure before the loop
@@ -179,17 +189,40 @@ static int watch_workers(const hw_train_config *config, hw_train_inputs *in, con
         hw_spawn_stop(spawn);
         return status;
     }
+    hogwild_weights weights = {.ctx = in->model.weights, .snapshot = snapshot_shared_weights};
+    if (job->update.dtype == HW_WEIGHTS_BF16)
+        weights = (hogwild_weights){.ctx = job->update.bf16, .snapshot = snapshot_shared_bf16};
     hogwild_watch watch = {.config = config,
                            .control = job->control,
                            .n_train = in->train.n,
                            .first_epoch = job->first_epoch,
-                           .weights = {.ctx = in->model.weights, .snapshot = snapshot_shared_weights},
+                           .weights = weights,
                            .measure = job->measure,
                            .couple = *couple};
     return hw_hogwild_watch_run(&watch, spawn, outputs, result);
 }
 
+// --weights bf16, where the parent keeps the weights it starts from in floats (`parent`, which the
+// model is bound to: the start, the first point and measure_open read them there): they are
+// rounded to the nearest bfloat16 into the shared weights, and `parent` is made the floats of what
+// was stored, so that everything the parent reads before the fork is what the workers start from.
+static void bf16_store_start(const hw_model *model, uint16_t *shared, float *parent) {
+    hw_bf16_from_floats(shared, parent, model->n_weights);
+    hw_bf16_to_floats(parent, shared, model->n_weights);
+}
+
 int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
+    int bf16 = config->weights == HW_WEIGHTS_BF16;
+    // bf16 weights are CPU workers' in one process: GPU workers have their own float kernels, and
+    // the coupling across ranks reads and writes float weights.
+    if (bf16 && (config->device.type == HW_DEVICE_CUDA || config->world.size > 1)) {
+        return hw_fail("bf16 shared weights%s are for Hogwild workers on the CPU of one process, not %s",
+                       hw_option_hint(HW_OPTION_WEIGHTS), config->world.size > 1 ? "across ranks" : "a GPU's");
+    }
+    if (bf16 && config->update == HW_UPDATE_ATOMIC) {
+        return hw_fail("bf16 shared weights%s have no atomic add; atomic updates%s are for float weights",
+                       hw_option_hint(HW_OPTION_WEIGHTS), hw_option_hint(HW_OPTION_UPDATE));
+    }
     if (config->device.type == HW_DEVICE_CUDA) {
         // GPU workers write their steps with their own kernels: only the lock-free one.
         if (config->update != HW_UPDATE_LOCKFREE) {
@@ -205,25 +238,39 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
     // sees it at the same address.
     size_t head = hw_hogwild_control_bytes(config->workers);
     hw_shm shm;
-    if (hw_shm_open(&shm, head + sizeof(float) * model->n_weights) != HW_OK) return HW_ERR;
+    // With bf16 weights the shared region holds them in bfloat16, half the bytes, and the parent
+    // keeps floats of its own to start from (bf16_store_start).
+    float *parent = bf16 ? malloc(sizeof(float) * (model->n_weights ? model->n_weights : 1)) : NULL;
+    if (bf16 && !parent) return hw_fail("out of memory for a float copy of %zu weights", model->n_weights);
+    if (hw_shm_open(&shm, head + hw_weights_dtype_bytes(config->weights) * model->n_weights) != HW_OK) {
+        free(parent);
+        return HW_ERR;
+    }
+    void *shared_weights = (char *)shm.data + head;
     hogwild_job job = {.config = config,
                        .in = in,
                        .control = shm.data,
-                       .update = {.mode = config->update, .lock = &((hogwild_control *)shm.data)->update_lock}};
+                       .update = {.mode = config->update,
+                                  .lock = &((hogwild_control *)shm.data)->update_lock,
+                                  .dtype = config->weights,
+                                  .bf16 = bf16 ? shared_weights : NULL}};
     int locked = config->update == HW_UPDATE_LOCKED;
     if (locked && hogwild_update_lock_init(job.update.lock) != HW_OK) {
         hw_shm_close(&shm);
+        free(parent);
         return HW_ERR;
     }
-    hw_model_bind_weights(model, (float *)((char *)shm.data + head));
+    hw_model_bind_weights(model, bf16 ? parent : (float *)shared_weights);
     hw_fault_read(&job.fault);
     int64_t samples_before = 0;
     hw_run_outputs outputs = {0};
     hw_measure measure = {0};
     int status = hw_train_start_weights(config, model, &job.first_epoch, &samples_before);
+    if (status == HW_OK && bf16) bf16_store_start(model, job.update.bf16, parent);
     hw_hogwild_release_first(job.control, config, job.first_epoch);
     hw_hogwild_schedule_start(job.control, samples_before);
-    if (status == HW_OK && config->measure && (status = measure_open(&measure, model, config->workers)) == HW_OK) {
+    if (status == HW_OK && config->measure &&
+        (status = measure_open(&measure, model, config->workers, config->weights)) == HW_OK) {
         job.measure = &measure;
     }
     if (status == HW_OK) status = hw_run_outputs_open(&outputs, config, in, job.first_epoch, samples_before);
@@ -248,5 +295,6 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
     hw_model_bind_weights(model, NULL);
     if (locked) hogwild_update_lock_destroy(job.update.lock);
     hw_shm_close(&shm);
+    free(parent);
     return status;
 }

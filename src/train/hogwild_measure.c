@@ -26,10 +26,11 @@ static double *applied_of(measure_shared *shared, int workers, size_t n_weights,
 
 // ---- the parent ----
 
-int measure_open(hw_measure *m, const hw_model *model, int workers) {
+int measure_open(hw_measure *m, const hw_model *model, int workers, hw_weights_dtype dtype) {
     memset(m, 0, sizeof *m);
     m->workers = workers;
     m->model = model;
+    m->dtype = dtype;
     m->lost_total = NAN;
     size_t bytes = buffers_offset(workers) + buffer_bytes(model->n_weights) * (size_t)workers;
     if (hw_shm_open(&m->shm, bytes) != HW_OK) {
@@ -222,10 +223,17 @@ void measure_report(const hw_measure *m, hw_progress *progress) {
                         "  lost updates (||(final - initial) - sum of applied increments|| / "
                         "||sum of applied increments||): %.6g%% in total\n",
                         100.0 * m->lost_total);
+    size_t trainable = 0;
     for (int p = 0; p < m->model->n_params; p++) {
         if (m->model->params[p].frozen) continue;
+        trainable += (size_t)hw_shape_numel(m->model->params[p].shape);
         hw_progress_message(progress, "    %-24s %.6g%%\n", m->model->params[p].name, 100.0 * m->lost_per_param[p]);
     }
+    // What one update writes onto the shared weights (and reads): each trainable weight once.
+    size_t bytes = hw_weights_dtype_bytes(m->dtype);
+    hw_progress_message(
+        progress, "  each update writes %zu bytes of shared weights (%zu trainable weights, %s: %zu bytes each)\n",
+        trainable * bytes, trainable, hw_weights_dtype_name(m->dtype), bytes);
 }
 
 void measure_metrics_values(const hw_measure *m, hw_metrics_measure *values) {
@@ -303,7 +311,7 @@ void measure_update_leave(measure_worker *w, const measure_mark *mark) {
     w->read_time = end;
 }
 
-int measure_update(measure_worker *w, const hogwild_update *update, hw_sgd *opt, const hw_model *model, float *weights,
+int measure_update(measure_worker *w, hogwild_update *update, hw_sgd *opt, const hw_model *model, float *weights,
                    const float *grads, float *copy) {
     double begin = hw_now();
     if (hogwild_update_begin(update) != HW_OK) return HW_ERR;

@@ -92,8 +92,9 @@ typedef struct hw_measure {
     measure_shared *shared;
     int workers;
     const hw_model *model;
-    float *initial;   // the weights this run started from (private)
-    double *coupled;  // across ranks: the coupling's applied increments (private)
+    hw_weights_dtype dtype;  // how the shared weights are stored: the bytes an update writes
+    float *initial;          // the weights this run started from (private)
+    double *coupled;         // across ranks: the coupling's applied increments (private)
     // At the last evaluation point (measure_capture), for the metrics row and the summary:
     measure_stats total;
     double lost_total;       // NAN until an epoch end
@@ -102,8 +103,9 @@ typedef struct hw_measure {
 
 // ---- the parent ----
 // Maps the shared counters, slots and buffers for `workers` and keeps a copy of the initial
-// weights (call after they are set, before fork).
-int measure_open(hw_measure *m, const hw_model *model, int workers);
+// weights (call after they are set, before fork: model->weights, as floats, are the weights the
+// workers start from, stored in `dtype`).
+int measure_open(hw_measure *m, const hw_model *model, int workers, hw_weights_dtype dtype);
 void measure_close(hw_measure *m);
 // Across ranks: a buffer of increments (zeroed) that the coupling fills with its changes to the
 // live weights (hw_couple_plan.applied), counted as applied, not lost; NULL after hw_fail.
@@ -111,7 +113,8 @@ double *measure_coupled(hw_measure *m);
 // Reads every worker's counts into m->total. With `end_weights` (the weights at an epoch end,
 // while every worker waits at the barrier or has exited) also the lost-update fractions.
 void measure_capture(hw_measure *m, const float *end_weights);
-// The block printed after training: per worker and in total, and the lost fraction per tensor.
+// The block printed after training: per worker and in total, the lost fraction per tensor, and
+// the bytes each update writes onto the shared weights.
 void measure_report(const hw_measure *m, hw_progress *progress);
 // The values of the --measure columns of the metrics CSV (include/hw/metrics.h) at the last
 // measure_capture: all workers together.
@@ -154,7 +157,7 @@ void measure_update_leave(measure_worker *w, const measure_mark *mark);
 // increments summed, timed and counted. The time includes the wait for the lock (--update locked),
 // which is what locking costs; the overlap is counted inside the lock, where locked steps never
 // overlap. HW_ERR when the lock cannot be taken.
-int measure_update(measure_worker *w, const hogwild_update *update, hw_sgd *opt, const hw_model *model, float *weights,
+int measure_update(measure_worker *w, hogwild_update *update, hw_sgd *opt, const hw_model *model, float *weights,
                    const float *grads, float *copy);
 
 #endif

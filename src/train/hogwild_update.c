@@ -40,13 +40,32 @@ void hogwild_update_end(const hogwild_update *update) {
     if (update->mode == HW_UPDATE_LOCKED) pthread_mutex_unlock(update->lock);
 }
 
-void hogwild_update_write(const hogwild_update *update, hw_sgd *opt, const hw_model *model, float *weights,
+// The generator's stream, "bf16": apart from dropout's ("drop") under the same worker seed.
+enum { ROUNDING_STREAM = 0x62663136 };
+
+void hogwild_update_seed(hogwild_update *update, uint64_t seed) {
+    if (update->dtype == HW_WEIGHTS_BF16) hw_rng_seed(&update->rounding, seed, ROUNDING_STREAM);
+}
+
+void hogwild_update_write(hogwild_update *update, hw_sgd *opt, const hw_model *model, float *weights,
                           const float *grads, float *copy, double *applied) {
-    if (update->mode == HW_UPDATE_ATOMIC) {
+    if (update->dtype == HW_WEIGHTS_BF16) {
+        uint64_t key = (uint64_t)hw_rng_u32(&update->rounding) << 32;
+        key |= hw_rng_u32(&update->rounding);
+        hw_sgd_step_bf16(opt, model, update->bf16, grads, copy, applied, key);
+    } else if (update->mode == HW_UPDATE_ATOMIC) {
         hw_sgd_step_atomic(opt, model, weights, grads, copy, applied);
     } else if (applied) {
         hw_sgd_step_measured(opt, model, weights, grads, copy, applied);
     } else {
         hw_sgd_step_and_copy(opt, model, weights, grads, copy);
+    }
+}
+
+void hogwild_update_read(const hogwild_update *update, const float *weights, float *local, size_t n) {
+    if (update->dtype == HW_WEIGHTS_BF16) {
+        hw_bf16_to_floats(local, update->bf16, n);
+    } else {
+        memcpy(local, weights, sizeof(float) * n);
     }
 }

@@ -3,6 +3,7 @@
 // the progress line, epoch results and the summary, a diverged run's end, the save on a stop.
 #include "hw/run_outputs.h"
 
+#include "hw/bf16.h"
 #include "hw/ckpt.h"
 #include "hw/comm.h"
 #include "hw/err.h"
@@ -93,6 +94,11 @@ void hw_run_outputs_snapshot(hw_run_outputs *outputs, const float *weights) {
     outputs->snapshot_time = hw_now();
 }
 
+void hw_run_outputs_snapshot_bf16(hw_run_outputs *outputs, const uint16_t *weights) {
+    hw_bf16_to_floats(outputs->snapshot, weights, outputs->in->model.n_weights);
+    outputs->snapshot_time = hw_now();
+}
+
 int hw_run_outputs_first_point(hw_run_outputs *outputs, const float *weights, int first_epoch) {
     // Ranks that evaluate together all take this point when rank 0 writes metrics: rank 0's
     // --metrics decides (the others drop theirs, and need not have been given one).
@@ -149,6 +155,7 @@ int hw_run_outputs_save(hw_run_outputs *outputs, const float *weights, int epoch
         snprintf(meta.delay, sizeof meta.delay, "%s", outputs->config->delay.spec);
     }
     snprintf(meta.update, sizeof meta.update, "%s", hw_update_mode_name(outputs->config->update));
+    meta.bf16 = outputs->config->weights == HW_WEIGHTS_BF16;
     if (hw_ckpt_save(outputs->config->save_path, &outputs->in->model, weights, &meta) != HW_OK) return HW_ERR;
     return HW_OK;
 }

@@ -202,7 +202,7 @@ int hw_train_sparse(const hw_train_config *config, const hw_sparse_model *model,
                       .weights = shm.data,
                       .samples = (atomic_llong *)((char *)shm.data + count_offset),
                       .tally = (sparse_tally *)((char *)shm.data + tally_offset),
-                      .update = {config->update, (pthread_mutex_t *)((char *)shm.data + lock_offset)}};
+                      .update = {.mode = config->update, .lock = (pthread_mutex_t *)((char *)shm.data + lock_offset)}};
     int locked = rc == HW_OK && config->update == HW_UPDATE_LOCKED;
     if (locked && hogwild_update_lock_init(job.update.lock) != HW_OK) rc = HW_ERR, locked = 0;
     if (rc == HW_OK) {
@@ -212,7 +212,7 @@ int hw_train_sparse(const hw_train_config *config, const hw_sparse_model *model,
     hw_measure measure;
     if (rc == HW_OK && config->measure) {
         run->view.weights = run->weights;  // the weights the run starts from, copied
-        rc = measure_open(&measure, &run->view, config->workers);
+        rc = measure_open(&measure, &run->view, config->workers, HW_WEIGHTS_F32);
         run->measure = job.measure = &measure;
     }
     if (rc == HW_OK && config->metrics_path) rc = hw_run_outputs_metrics_open(&run->metrics, config);
