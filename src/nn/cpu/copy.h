@@ -1,6 +1,7 @@
 // copy: one copy of the CPU kernels (kernels.h), the file each src/nn/cpu/<isa>.c includes to
 // compile every kernel for its instruction set (its flags are in the Makefile): the convolution
-// and 2x2 max-pooling kernels (conv_pool.h), the linear kernels (linear.h), and the copy's table.
+// and 2x2 max-pooling kernels (conv_pool.h), the linear kernels (linear.h), the SGD pass over
+// bfloat16 weights (sgd_bf16.h, plain C the compiler vectorises), and the copy's table.
 // The kernels are written once, over the vector primitives and register tiles that the including
 // file defines first:
 //
@@ -36,6 +37,7 @@
 
 #include "conv_pool.h"
 #include "linear.h"
+#include "sgd_bf16.h"
 
 static const nn_kernels kernels = {
     .name = KERNELS_NAME,
@@ -48,4 +50,5 @@ static const nn_kernels kernels = {
     .linear_on_kernels = LINEAR_ON_KERNELS,
     .linear_forward = linear_forward,
     .linear_backward_weight = linear_backward_weight,
+    .sgd_bf16 = sgd_bf16,
 };

@@ -9,6 +9,7 @@
 #define HW_NN_KERNELS_H
 
 #include "hw/nn.h"
+#include "hw/sgd_update.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +43,12 @@ typedef struct {
     void (*linear_forward)(float *out, const float *in, const float *weight, const float *bias, int n_in, int n_out,
                            int batch);
     void (*linear_backward_weight)(float *dweight, const float *dout, const float *in, int n_in, int n_out, int batch);
+    // --weights bf16's SGD pass over n shared bfloat16 weights w, the first of them weight `first`
+    // of the flat buffer (sgd_bf16.h says how): the rule in form `variant` in float, each result
+    // rounded stochastically with hw_bf16_random_bits(key, first + i), copy (NULL: none) given the
+    // float of each weight written, applied (NULL: none) the increments written.
+    void (*sgd_bf16)(hw_sgd_variant variant, uint16_t *w, float *copy, float *v, const float *g, double *applied,
+                     size_t n, size_t first, uint64_t key, float lr, float momentum, float wd);
 } nn_kernels;
 
 // Each copy's table, from its cpu/<isa>.c.
