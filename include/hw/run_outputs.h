@@ -75,6 +75,12 @@ void hw_run_outputs_snapshot_bf16(hw_run_outputs *outputs, const uint16_t *weigh
 // time since hw_run_outputs_open here could exceed the next rows' and run backwards).
 int hw_run_outputs_first_point(hw_run_outputs *outputs, const float *weights, int first_epoch);
 
+// The checkpoint of any trainer (the sparse one too): `weights` of `model` saved to
+// config->save_path with what --resume restores (epochs done, samples seen, seed, rate, schedule,
+// --update, the dtype, a simulation's settings); nothing without --save. Never diverged weights:
+// non-finite ones fail naming the save path, which keeps the last good checkpoint.
+int hw_run_checkpoint_save(const hw_train_config *config, const hw_model *model, const float *weights, int epochs_done,
+                           int64_t samples_seen);
 // Whether a mid-epoch point of the curve is due at `samples`. Not once the epoch's last samples
 // are in (`epoch_end_samples`): the epoch-end row comes next, and stands for a point on it.
 int hw_run_outputs_point_due(const hw_run_outputs *outputs, int64_t samples, int64_t epoch_end_samples);

@@ -132,32 +132,37 @@ void hw_divergence_hint(const hw_train_config *config, char *text, size_t cap) {
     }
 }
 
-int hw_run_outputs_save(hw_run_outputs *outputs, const float *weights, int epochs_done, int64_t samples) {
-    if (!outputs->config->save_path) return HW_OK;
+int hw_run_checkpoint_save(const hw_train_config *config, const hw_model *model, const float *weights, int epochs_done,
+                           int64_t samples_seen) {
+    if (!config->save_path) return HW_OK;
     // Never a checkpoint of diverged weights: the file keeps the last good one.
-    if (!hw_weights_finite(weights, outputs->in->model.n_weights)) {
+    if (!hw_weights_finite(weights, model->n_weights)) {
         char hint[224];
-        hw_divergence_hint(outputs->config, hint, sizeof hint);
+        hw_divergence_hint(config, hint, sizeof hint);
         return hw_fail("training diverged: the weights after %lld samples seen are not finite (NaN or inf); not "
                        "saved, %s is left as it was. %s",
-                       (long long)(outputs->samples_base + samples), outputs->config->save_path, hint);
+                       (long long)samples_seen, config->save_path, hint);
     }
     // What --resume restores: where the run stopped, its seed, its rate, its schedule and its --update.
     hw_ckpt_meta meta = {.epoch = epochs_done,
-                         .samples_seen = outputs->samples_base + samples,
-                         .seed = outputs->config->seed,
-                         .lr = outputs->config->lr,
-                         .lr_warmup = outputs->config->lr_schedule.warmup};
-    hw_lr_schedule_format(&outputs->config->lr_schedule, meta.lr_schedule, sizeof meta.lr_schedule);
+                         .samples_seen = samples_seen,
+                         .seed = config->seed,
+                         .lr = config->lr,
+                         .lr_warmup = config->lr_schedule.warmup};
+    hw_lr_schedule_format(&config->lr_schedule, meta.lr_schedule, sizeof meta.lr_schedule);
     // A simulation's weights are no real run's: --resume goes on only as the same simulation.
-    if (outputs->config->simulate) {
-        meta.simulate = outputs->config->simulate;
-        snprintf(meta.delay, sizeof meta.delay, "%s", outputs->config->delay.spec);
+    if (config->simulate) {
+        meta.simulate = config->simulate;
+        snprintf(meta.delay, sizeof meta.delay, "%s", config->delay.spec);
     }
-    snprintf(meta.update, sizeof meta.update, "%s", hw_update_mode_name(outputs->config->update));
-    meta.bf16 = outputs->config->weights == HW_WEIGHTS_BF16;
-    if (hw_ckpt_save(outputs->config->save_path, &outputs->in->model, weights, &meta) != HW_OK) return HW_ERR;
-    return HW_OK;
+    snprintf(meta.update, sizeof meta.update, "%s", hw_update_mode_name(config->update));
+    meta.bf16 = config->weights == HW_WEIGHTS_BF16;
+    return hw_ckpt_save(config->save_path, model, weights, &meta);
+}
+
+int hw_run_outputs_save(hw_run_outputs *outputs, const float *weights, int epochs_done, int64_t samples) {
+    return hw_run_checkpoint_save(outputs->config, &outputs->in->model, weights, epochs_done,
+                                  outputs->samples_base + samples);
 }
 
 int hw_run_outputs_save_stopped(hw_run_outputs *outputs, int signal_number, int epochs_done, int64_t samples) {

@@ -65,25 +65,10 @@ static int start_weights(sparse_run *run, int *first_epoch) {
     return HW_OK;
 }
 
-// A checkpoint of the weights as they are, `epochs_done` epochs and run->samples into the run.
-// Never one of diverged weights: the file keeps the last good one.
+// A checkpoint of the weights as they are, `epochs_done` epochs and run->samples into the run, as
+// a dense run's (hw_run_checkpoint_save).
 static int save(const sparse_run *run, int epochs_done) {
-    const hw_train_config *config = run->config;
-    if (!config->save_path) return HW_OK;
-    if (!hw_weights_finite(run->weights, run->view.n_weights)) {
-        char hint[224];
-        hw_divergence_hint(config, hint, sizeof hint);
-        return hw_fail("training diverged: the weights after %lld samples seen are not finite (NaN or inf); not "
-                       "saved, %s is left as it was. %s",
-                       (long long)run->samples, config->save_path, hint);
-    }
-    hw_ckpt_meta meta = {.epoch = epochs_done,
-                         .samples_seen = run->samples,
-                         .seed = config->seed,
-                         .lr = config->lr,
-                         .lr_warmup = config->lr_schedule.warmup};
-    hw_lr_schedule_format(&config->lr_schedule, meta.lr_schedule, sizeof meta.lr_schedule);
-    return hw_ckpt_save(config->save_path, &run->view, run->weights, &meta);
+    return hw_run_checkpoint_save(run->config, &run->view, run->weights, epochs_done, run->samples);
 }
 
 // A --metrics row at `wall` seconds, `epochs_done` epochs into the run, of the test set's loss and
@@ -135,15 +120,20 @@ static void measure_print(const sparse_run *run, const hw_sparse_set *train) {
 }
 
 // The epochs from first_epoch on, each then evaluated, written and saved; a stop, a divergence or
-// a failure ends them.
-static int epochs_run(sparse_run *run, sparse_job *job, int first_epoch, hw_train_result *result) {
+// a failure ends them. `order` is job->order, the run's to draw.
+static int epochs_run(sparse_run *run, sparse_job *job, int64_t *order, int first_epoch, hw_train_result *result) {
     const hw_train_config *config = run->config;
     const int tallies = config->mode == HW_MODE_HOGWILD ? config->workers : 1;
     for (int epoch = first_epoch; epoch < config->epochs; epoch++) {
-        int signal_number = hw_stop_signal();  // one that came while the last epoch was evaluated
-        sparse_order_draw((int64_t *)job->order, job->train->n, config->seed, epoch);
+        // A stop that came while the last epoch was evaluated, written or saved: this one not begun.
+        int signal_number = hw_stop_signal();
+        if (signal_number) {
+            result->interrupted_by = signal_number;
+            return stopped(run, signal_number, epoch);
+        }
+        sparse_order_draw(order, job->train->n, config->seed, epoch);
         double t0 = hw_now();
-        if (!signal_number && sparse_epoch_train(job, &signal_number) != HW_OK) return HW_ERR;
+        if (sparse_epoch_train(job, &signal_number) != HW_OK) return HW_ERR;
         double seconds = hw_now() - t0;
         int64_t trained = 0;
         double loss_sum = 0;
@@ -229,7 +219,7 @@ int hw_train_sparse(const hw_train_config *config, const hw_sparse_model *model,
         }
         hw_metrics_commit(&run->metrics);  // training starts: the file is replaced now
     }
-    if (rc == HW_OK) rc = epochs_run(run, &job, first_epoch, result);
+    if (rc == HW_OK) rc = epochs_run(run, &job, order, first_epoch, result);
     if (rc == HW_OK && run->measure) measure_print(run, train);
     if (run && run->measure) measure_close(run->measure);
     if (locked) hogwild_update_lock_destroy(job.update.lock);

@@ -324,4 +324,14 @@ Test(e2e_sparse_train, locked_and_atomic_updates_lose_nothing) {
         cr_expect_gt(t.points[t.n_points - 1].test_accuracy, 80.0, "%s", modes[i]);
         hw_metrics_table_free(&t);
     }
+    // The checkpoint records the mode, as a dense run's does: --resume keeps it.
+    char *ckpt = e2e_path("locked.st");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--workers", "2", "--epochs", "1", "--update",
+            "locked", "--save", ckpt, "--quiet");
+    e2e_assert_exit(&r, 0);
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--workers", "2", "--epochs", "2", "--resume",
+            ckpt);
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "Hogwild (locked updates), workers 2", "the resumed run's header");
 }
