@@ -370,7 +370,8 @@ static void wait_for_two_training_ranks(const e2e_run_result *r, pid_t ranks[2])
         if (f) fclose(f);
         if (!training) e2e_sleep_ms(50);
     }
-    cr_assert(training, "rank 0 printed no epoch line within 120 s");
+    // A job that ended meanwhile (a round past its --sync-timeout, say) says why on its stderr.
+    cr_assert(training, "rank 0 printed no epoch line within 120 s; the job's stderr:\n%s", e2e_read_text(r->err_path));
 }
 
 // A rank that stops answering (SIGSTOP: alive, but its rounds never progress) makes the others'
@@ -419,7 +420,7 @@ Test(mpi, hogwild_a_stopped_worker_of_another_rank_ends_the_job_at_sync_timeout)
     e2e_run_result r;
     mpi_start(&r,
               (const char *const[]){"-np", "2", "HW", "--workers", "2", "--model", e2e.mlp, "--data", data, "--epochs",
-                                    "1000", "--quiet", "--sync-every", "10ms", "--sync-timeout", "1", NULL});
+                                    "1000", "--quiet", "--sync-every", "10ms", "--sync-timeout", "3", NULL});
     pid_t ranks[2];
     wait_for_two_training_ranks(&r, ranks);
     pid_t rank1 = rank_of(ranks[0]) == 1 ? ranks[0] : ranks[1];
