@@ -93,7 +93,7 @@ static int csv_bin(int s) {
 void measure_stats_of(const measure_slot *slots, int n_slots, measure_stats *st) {
     memset(st, 0, sizeof *st);
     int64_t hist[STALE_BINS] = {0};
-    double stale_sum = 0, us_sum = 0, compute = 0, update = 0;
+    double stale_sum = 0, us_sum = 0, compute = 0, update = 0, written = 0;
     for (int r = 0; r < n_slots; r++) {
         const measure_slot *slot = &slots[r];
         st->steps += atomic_load_explicit(&slot->steps, memory_order_relaxed);
@@ -106,6 +106,7 @@ void measure_stats_of(const measure_slot *slots, int n_slots, measure_stats *st)
         if (us_max > st->stale_us_max) st->stale_us_max = us_max;
         compute += atomic_load_explicit(&slot->compute_seconds, memory_order_relaxed);
         update += atomic_load_explicit(&slot->update_seconds, memory_order_relaxed);
+        written += (double)atomic_load_explicit(&slot->weights_written, memory_order_relaxed);
         for (int s = 0; s < STALE_BINS; s++) {
             hist[s] += atomic_load_explicit(&slot->stale_hist[s], memory_order_relaxed);
         }
@@ -121,6 +122,7 @@ void measure_stats_of(const measure_slot *slots, int n_slots, measure_stats *st)
     st->stale_us_mean = us_sum / steps;
     st->compute_us_per_step = compute * 1e6 / steps;
     st->update_us_per_step = update * 1e6 / steps;
+    st->written_per_update = written / steps;
     // The slots are read while workers may still write them: keep the percentiles consistent
     // with the histogram actually read.
     int64_t counted = 0;
@@ -229,8 +231,17 @@ void measure_report(const hw_measure *m, hw_progress *progress) {
         trainable += (size_t)hw_shape_numel(m->model->params[p].shape);
         hw_progress_message(progress, "    %-24s %.6g%%\n", m->model->params[p].name, 100.0 * m->lost_per_param[p]);
     }
-    // What one update writes onto the shared weights (and reads): each trainable weight once.
+    // What one update writes onto the shared weights (and reads): each trainable weight once, or
+    // for a sparse step the rows its batch touched (counted by the workers).
     size_t bytes = hw_weights_dtype_bytes(m->dtype);
+    double written = m->total.written_per_update;
+    if (written > 0) {
+        hw_progress_message(progress,
+                            "  each update writes %.0f bytes of shared weights on average (the rows its batch "
+                            "touched: %.1f of %zu weights, %s: %zu bytes each)\n",
+                            written * (double)bytes, written, trainable, hw_weights_dtype_name(m->dtype), bytes);
+        return;
+    }
     hw_progress_message(
         progress, "  each update writes %zu bytes of shared weights (%zu trainable weights, %s: %zu bytes each)\n",
         trainable * bytes, trainable, hw_weights_dtype_name(m->dtype), bytes);
@@ -280,6 +291,7 @@ void measure_update_enter(measure_worker *w, measure_mark *mark, double begin) {
     mark->begin = begin;
     mark->entered = atomic_fetch_add(&w->shared->update_entries, 1);
     mark->others_inside = atomic_fetch_add(&w->shared->in_update, 1);
+    mark->written = 0;
 }
 
 void measure_update_leave(measure_worker *w, const measure_mark *mark) {
@@ -305,6 +317,7 @@ void measure_update_leave(measure_worker *w, const measure_mark *mark) {
     }
     add_seconds(&slot->compute_seconds, mark->begin - w->step_start);
     add_seconds(&slot->update_seconds, end - mark->begin);
+    add_count(&slot->weights_written, mark->written);
     // A dense worker's next gradient is on the copy it read in this pass: it has seen every update
     // up to and including its own. (A sparse worker reads the shared weights again at its forward.)
     w->read_update = landed + 1;

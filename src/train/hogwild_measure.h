@@ -66,6 +66,7 @@ typedef struct {
     _Atomic double stale_us_max;
     _Atomic double compute_seconds;  // forward + backward, all steps
     _Atomic double update_seconds;   // the SGD pass over the shared weights, all steps
+    atomic_llong weights_written;    // weights the sparse steps wrote (a dense step writes them all)
     atomic_llong stale_hist[STALE_BINS];
 } measure_slot;
 
@@ -83,6 +84,7 @@ typedef struct {
     double stale_mean, stale_us_mean, stale_us_max;
     int64_t stale_median, stale_p99, stale_max;  // STALE_EXACT means "STALE_EXACT or more"
     double compute_us_per_step, update_us_per_step;
+    double written_per_update;  // weights a sparse update wrote, on average; 0 for dense updates (all)
     int64_t csv_hist[STALE_CSV_BINS];
 } measure_stats;
 
@@ -145,11 +147,12 @@ void measure_weights_read(measure_worker *w);
 static inline void measure_step_begin(measure_worker *w) { w->step_start = hw_now(); }
 // A measured update by hand, for a step measure_update does not make (the sparse models'): enter
 // once the update may begin (`begin`: when the worker started waiting for it, the wait counted
-// in its time), write, then leave.
+// in its time), write, set `written` to the weights the step wrote, then leave.
 typedef struct {
     double begin;
     long long entered;  // updates begun before this one
     int others_inside;  // workers inside their update when this one entered
+    int64_t written;    // weights this update wrote (0: every trainable weight, a dense step)
 } measure_mark;
 void measure_update_enter(measure_worker *w, measure_mark *mark, double begin);
 void measure_update_leave(measure_worker *w, const measure_mark *mark);

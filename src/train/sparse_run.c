@@ -110,10 +110,10 @@ static int stopped(sparse_run *run, int signal_number, int epochs_done) {
 // --measure's block after training, and beside it the sparsity the HOGWILD! paper states its
 // theory in (hogwild stats DIR prints the same).
 static void measure_print(const sparse_run *run, const hw_sparse_set *train) {
-    hw_progress progress = {.silent = run->config->quiet};
+    hw_progress progress = {0};  // printed with --quiet too, as a dense run's: it is what was asked for
     measure_report(run->measure, &progress);
     hw_sparse_stats stats;
-    if (run->config->quiet || hw_sparse_stats_compute(&stats, train, 2000, run->config->seed) != HW_OK) return;
+    if (hw_sparse_stats_compute(&stats, train, 2000, run->config->seed) != HW_OK) return;
     printf("  the training data's sparsity: Omega %lld, Delta %.4f, rho %s%.4f (as hogwild stats prints it)\n",
            (long long)stats.omega, stats.delta, stats.rho_exact ? "" : "~", stats.rho);
     fflush(stdout);

@@ -68,6 +68,7 @@ static int step_write(const sparse_job *job, hw_sparse_grad *g, const hw_sgd *op
     measure_mark mark;
     if (measured) measure_update_enter(measured, &mark, begin);
     double *applied = measured ? measured->applied : NULL;
+    mark.written = g->n_touched * (1 + (int64_t)job->model->dims.rank) + 1;  // its rows, and w0 (the step clears g)
     if (job->update.mode == HW_UPDATE_ATOMIC) {
         hw_sparse_grad_step_atomic(g, opt, job->weights, applied);
     } else {

@@ -271,6 +271,22 @@ Test(e2e_sparse_train, a_step_schedule_trains_as_a_run_resumed_at_the_stepped_ra
     }
 }
 
+// A sparse step writes the rows its batch touched, not the whole model, and --measure says how
+// many on average: between one example's 10 features and the batch's 10 x 10, plus the bias. The
+// block is printed with --quiet too, as a dense run's is.
+Test(e2e_sparse_train, measure_reports_the_rows_a_sparse_update_writes) {
+    char *data = planted_classes();
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--workers", "2", "--epochs", "1", "--lr",
+            "0.5", "--batch-size", "10", "--measure", "--quiet");
+    e2e_assert_exit(&r, 0);
+    const char *line = strstr(r.out, "the rows its batch touched: ");
+    cr_assert(line, "no sparse bytes line in:\n%s", r.out);
+    double written = atof(line + strlen("the rows its batch touched: "));
+    cr_expect(written >= 11 && written <= 101, "weights written per update %g, not within [11, 101]", written);
+    e2e_assert_contains(r.out, "the training data's sparsity: Omega 10,", "stdout with --quiet");
+}
+
 // --measure on a sparse run counts every step: with one worker nothing is stale and nothing lost,
 // exactly; with two, every step is still counted, and the paper's sparsity is printed beside.
 Test(e2e_sparse_train, measure_counts_every_sparse_update) {
