@@ -9,16 +9,28 @@
 #include "hw/sparse_nn.h"
 #include "hw/train.h"
 
+// One `default NAME VALUE` line of a sparse model file: a training setting the model trains well
+// with, taken where the command line does not give it (the command line knows the names).
+enum { HW_SPARSE_MAX_DEFAULTS = 8 };
+typedef struct {
+    char name[32];
+    char value[32];
+    int line;  // in the model file, for messages
+} hw_sparse_default;
+
 // A model file of a sparse model, three lines (comments after '#'):
 //     input sparse [DIM]     the features; without DIM, the data's dimension
 //     fm RANK                the factorization machine; 0: the linear model
 //     loss logistic|hinge|squared
+// then up to HW_SPARSE_MAX_DEFAULTS lines `default NAME VALUE` (e.g. `default lr 0.5`).
 typedef struct {
     char path[256];
     int64_t input_dim;  // 0: from the data
     hw_fm_dims dims;    // dims.dim set once the data is known (hw_sparse_model_fit)
     hw_sparse_loss loss;
     const char *text;  // the model file's text (stored in checkpoints), the caller's
+    hw_sparse_default defaults[HW_SPARSE_MAX_DEFAULTS];
+    int n_defaults;
 } hw_sparse_model;
 
 // Reads the model file at `path` into text[0 .. cap) (its first cap - 1 bytes; a model file is

@@ -47,7 +47,7 @@ static int read_number(const cli_option *o, const char *text, double *out, char 
     return HW_EXIT_OK;
 }
 
-static int apply(const cli_option *o, const char *value, void *target, char *error, size_t cap) {
+int cli_option_apply(const cli_option *o, const char *value, void *target, char *error, size_t cap) {
     void *field = o->field == CLI_NO_FIELD ? NULL : (char *)target + o->field;
     long long n = 0;
     double x = 0;
@@ -83,7 +83,7 @@ void cli_defaults(const cli_command *command, void *target) {
         const cli_option *o = &command->options[i];
         if (!o->fallback) continue;
         char error[512];
-        if (apply(o, o->fallback, target, error, sizeof error) != HW_EXIT_OK) {
+        if (cli_option_apply(o, o->fallback, target, error, sizeof error) != HW_EXIT_OK) {
             // A default the option's own parser refuses is a mistake in the table.
             fprintf(stderr, "hogwild: the default of --%s is refused: %s\n", o->name, error);
             abort();
@@ -238,7 +238,7 @@ static int take_option(const cli_command *command, int c, int argc, char **argv,
         snprintf(flag, sizeof flag, "--%s", o->name);
         return cli_refuse(parsed->error, sizeof parsed->error, command->empty, flag);
     }
-    return apply(o, o->kind == CLI_SWITCH ? NULL : optarg, target, parsed->error, sizeof parsed->error);
+    return cli_option_apply(o, o->kind == CLI_SWITCH ? NULL : optarg, target, parsed->error, sizeof parsed->error);
 }
 
 // The arguments after the options, argv[optind..argc): the command's operands, or refused by a
@@ -296,6 +296,13 @@ void cli_name_options(const cli_command *command) {
         snprintf(hint, sizeof hint, " (--%s)", o->name);
         hw_option_hint_set(o->id, hint);
     }
+}
+
+const cli_option *cli_option_named(const cli_command *command, const char *name) {
+    for (int i = 0; i < command->n_options; i++) {
+        if (strcmp(command->options[i].name, name) == 0) return &command->options[i];
+    }
+    return NULL;
 }
 
 int cli_given(const cli_parsed *parsed, hw_option option) {

@@ -91,6 +91,12 @@ void cli_parsed_free(cli_parsed *parsed);
 // message about it ends with " (--flag)": the one mapping from the code's terms to the flags.
 void cli_name_options(const cli_command *command);
 
+// Reads `value` into `target` as option `o` given with it would: HW_EXIT_OK, or HW_EXIT_USAGE with
+// the message in error[0..cap).
+int cli_option_apply(const cli_option *o, const char *value, void *target, char *error, size_t cap);
+// The row of `command` whose name (without the dashes) is `name`, or NULL.
+const cli_option *cli_option_named(const cli_command *command, const char *name);
+
 // Whether the option of id `option` (its row's .id) was given.
 int cli_given(const cli_parsed *parsed, hw_option option);
 

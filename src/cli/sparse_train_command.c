@@ -5,6 +5,7 @@
 
 #include "cli/options.h"
 #include "cli/preflight.h"
+#include "cli/train_options.h"
 #include "cli/usage.h"
 #include "hw/ckpt.h"
 #include "hw/err.h"
@@ -17,6 +18,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int cli_sparse_model_is(const char *model_path) {
     static char text[HW_MODEL_FILE_MAX_BYTES + 1];
@@ -35,6 +37,80 @@ static int model_load(hw_sparse_model *model, const hw_train_config *config) {
     if (config->model_text) return hw_sparse_model_parse(model, config->model_text, config->model_path);
     if (hw_sparse_model_read(config->model_path, text, sizeof text) != HW_OK) return HW_ERR;
     return hw_sparse_model_parse(model, text, config->model_path);
+}
+
+// The settings a sparse model file may give: those of how it is trained, not of where or how much
+// it writes or which hardware runs it.
+static const hw_option default_options[] = {HW_OPTION_LR, HW_OPTION_MOMENTUM, HW_OPTION_WEIGHT_DECAY,
+                                            HW_OPTION_BATCH_SIZE, HW_OPTION_EPOCHS};
+
+static int default_option_allowed(const cli_option *o) {
+    for (size_t i = 0; o && i < sizeof default_options / sizeof default_options[0]; i++) {
+        if (o->id == default_options[i]) return 1;
+    }
+    return 0;
+}
+
+// The names of default_options, ", " between them, into names[0 .. cap).
+static void default_names(char *names, size_t cap) {
+    names[0] = '\0';
+    for (size_t k = 0; k < sizeof default_options / sizeof default_options[0]; k++) {
+        for (int r = 0; r < cli_train_command.n_options; r++) {
+            if (cli_train_command.options[r].id != default_options[k]) continue;
+            size_t used = strlen(names);
+            snprintf(names + used, cap - used, "%s%s", k ? ", " : "", cli_train_command.options[r].name);
+        }
+    }
+}
+
+// The text of the run's model file as cli_sparse_defaults_apply chooses it, into text[0 .. cap);
+// "" when there is none (a checkpoint without one) or it cannot be read (the run reports that).
+// Returns the name messages give it: the file's path or the checkpoint's.
+static const char *defaults_model_text(const hw_train_config *config, const cli_parsed *given, char *text, size_t cap) {
+    text[0] = '\0';
+    if (config->model_text) {
+        snprintf(text, cap, "%s", config->model_text);
+        return config->model_path;
+    }
+    if (config->resume_path && !cli_given(given, HW_OPTION_MODEL)) {
+        char *stored = NULL;
+        if (hw_ckpt_load_model_text(config->resume_path, &stored) == HW_OK && stored) snprintf(text, cap, "%s", stored);
+        free(stored);
+        hw_error_clear();
+        return config->resume_path;
+    }
+    if (config->model_path && hw_sparse_model_read(config->model_path, text, cap) != HW_OK) {
+        text[0] = '\0';
+        hw_error_clear();
+    }
+    return config->model_path;
+}
+
+int cli_sparse_defaults_apply(hw_train_config *config, const cli_parsed *given) {
+    static char text[HW_MODEL_FILE_MAX_BYTES + 1];
+    const char *name = defaults_model_text(config, given, text, sizeof text);
+    hw_sparse_model model;
+    if (!hw_sparse_model_text_is(text)) return HW_EXIT_OK;
+    if (hw_sparse_model_parse(&model, text, name) != HW_OK) {
+        hw_error_clear();  // the run reads the file again and says what is wrong with it
+        return HW_EXIT_OK;
+    }
+    for (int i = 0; i < model.n_defaults; i++) {
+        const hw_sparse_default *d = &model.defaults[i];
+        const cli_option *o = cli_option_named(&cli_train_command, d->name);
+        if (!default_option_allowed(o)) {
+            char names[160];
+            default_names(names, sizeof names);
+            return cli_usage_error("%s:%d: `default %s` is no setting a model file may give (those: %s)", name, d->line,
+                                   d->name, names);
+        }
+        if (cli_given(given, o->id)) continue;
+        char error[512];
+        if (cli_option_apply(o, d->value, config, error, sizeof error) != HW_EXIT_OK) {
+            return cli_usage_error("%s:%d: `default %s %s`: %s", name, d->line, d->name, d->value, error);
+        }
+    }
+    return HW_EXIT_OK;
 }
 
 // What a sparse run refuses, naming why, before it loads anything: the GPU (its sparse kernels

@@ -134,7 +134,7 @@ int cli_train_run(hw_train_config *config) {
     }
     // The sparse models have a trainer of their own (src/train/sparse_train.c), whose workers' join
     // handles a stop signal as the dense trainers' do.
-    if (cli_sparse_model_is(config->model_path)) return cli_sparse_train_run(config);
+    if (cli_sparse_model_given(config)) return cli_sparse_train_run(config);
     // A stop signal is a request to stop at every phase of the run, the set-up (the checks, loading
     // the data) and the first evaluation included: the trainer then stops before it trains, says
     // so and saves (--save), as it does for a signal while training.

@@ -226,7 +226,8 @@ static const cli_option train_options[] = {
      .help = "%s (default), cuda or cuda:N (Hogwild: every worker on that GPU;\n"
              "under mpirun: local rank L of a host on GPU N+L)"},
     {.name = "model", .id = HW_OPTION_MODEL, .metavar = "FILE", .kind = CLI_TEXT, .field = FIELD(model_path),
-     .fallback = "models/lenet.model", .help = "model file (default %s)"},
+     .fallback = "models/lenet.model", .help = "model file (default %s); a sparse model's `default` lines\n"
+                                               "replace the defaults below of the settings they name"},
     {.name = "data", .id = HW_OPTION_DATA, .metavar = "DIR", .kind = CLI_TEXT, .field = FIELD(data_dir), .fallback = "data/mnist",
      .help = "dataset folder (default %s): the four IDX files of\n"
              "MNIST/Fashion-MNIST/KMNIST, or train/ and test/ image folders"},

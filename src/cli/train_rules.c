@@ -4,6 +4,7 @@
 #include "cli/train_rules.h"
 
 #include "cli/resume_settings.h"
+#include "cli/sparse_train_command.h"
 #include "cli/usage.h"
 #include "hw/comm.h"
 #include "hw/err.h"
@@ -284,9 +285,11 @@ typedef int (*train_rule)(hw_train_config *config, const cli_parsed *given);
 
 // The rules in the order they are checked: the flags among themselves first, then the run's place
 // in an mpirun job, which the later rules read. A rule that settles a field (the device from
-// --gpus) comes before those that read it (--measure on a GPU).
+// --gpus; a sparse model file's defaults, the rate and momentum) comes before those that read it
+// (--measure on a GPU; --nesterov without momentum).
 static const train_rule rules[] = {
     eval_only_flags_apply,
+    cli_sparse_defaults_apply,
     nesterov_has_momentum,
     mode_counts_its_own,
     simulate_alone,

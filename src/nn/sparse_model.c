@@ -44,8 +44,31 @@ static int loss_parse(hw_sparse_loss *loss, const char *name) {
     return HW_ERR;
 }
 
-// One line's words: `input sparse [DIM]`, `fm RANK` or `loss NAME`. *seen counts them in order.
-static int line_parse(hw_sparse_model *m, char words[4][64], int n, int *seen) {
+// A `default NAME VALUE` line, after the loss; its name and value are the command line's to read.
+static int default_parse(hw_sparse_model *m, char words[4][64], int n, int line_no) {
+    if (n != 3 || strcmp(words[0], "default") != 0) {
+        return hw_fail("after the loss only `default NAME VALUE` lines may follow (a training setting, e.g. "
+                       "`default lr 0.5`)");
+    }
+    if (m->n_defaults == HW_SPARSE_MAX_DEFAULTS) return hw_fail("at most %d `default` lines", HW_SPARSE_MAX_DEFAULTS);
+    for (int i = 0; i < m->n_defaults; i++) {
+        if (strcmp(m->defaults[i].name, words[1]) == 0) {
+            return hw_fail("`default %s` is given twice (also on line %d)", words[1], m->defaults[i].line);
+        }
+    }
+    if (strlen(words[1]) >= sizeof m->defaults[0].name || strlen(words[2]) >= sizeof m->defaults[0].value) {
+        return hw_fail("`default %s %s` is too long", words[1], words[2]);
+    }
+    hw_sparse_default *d = &m->defaults[m->n_defaults++];
+    snprintf(d->name, sizeof d->name, "%s", words[1]);
+    snprintf(d->value, sizeof d->value, "%s", words[2]);
+    d->line = line_no;
+    return HW_OK;
+}
+
+// One line's words: `input sparse [DIM]`, `fm RANK`, `loss NAME`, then `default NAME VALUE`
+// lines. *seen counts the first three in order.
+static int line_parse(hw_sparse_model *m, char words[4][64], int n, int *seen, int line_no) {
     char *end;
     if (*seen == 0) {
         if (n < 2 || n > 3 || strcmp(words[0], "input") != 0 || strcmp(words[1], "sparse") != 0) {
@@ -64,7 +87,7 @@ static int line_parse(hw_sparse_model *m, char words[4][64], int n, int *seen) {
             return hw_fail("expected `loss logistic`, `loss hinge` or `loss squared`");
         }
     } else {
-        return hw_fail("nothing may follow the loss");
+        return default_parse(m, words, n, line_no);
     }
     (*seen)++;
     return HW_OK;
@@ -81,7 +104,7 @@ int hw_sparse_model_parse(hw_sparse_model *m, const char *text, const char *name
         line_no++;
         int n = sscanf(line, "%63s %63s %63s %63s", words[0], words[1], words[2], words[3]);
         if (n <= 0) continue;
-        if (line_parse(m, words, n, &seen) != HW_OK) return hw_error_prefix("%s:%d", name, line_no);
+        if (line_parse(m, words, n, &seen, line_no) != HW_OK) return hw_error_prefix("%s:%d", name, line_no);
     }
     if (seen < 3) return hw_fail("%s: a sparse model needs `input sparse`, `fm RANK` and `loss NAME`", name);
     return HW_OK;
@@ -122,6 +145,10 @@ void hw_sparse_model_summary(const hw_sparse_model *m, FILE *out) {
         fprintf(out, "  fm      rank 0: a weight per feature and a bias (a linear model)\n");
     }
     fprintf(out, "  loss    %s\n", names[m->loss]);
+    for (int i = 0; i < m->n_defaults; i++) {
+        fprintf(out, "  default %s %s (where the command line gives none)\n", m->defaults[i].name,
+                m->defaults[i].value);
+    }
     if (m->dims.dim) fprintf(out, "parameters: %zu\n", hw_fm_n_weights(&m->dims));
 }
 

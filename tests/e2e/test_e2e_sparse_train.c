@@ -351,3 +351,62 @@ Test(e2e_sparse_train, locked_and_atomic_updates_lose_nothing) {
     e2e_assert_exit(&r, 0);
     e2e_assert_contains(r.out, "Hogwild (locked updates), workers 2", "the resumed run's header");
 }
+
+// A model file of the given text, in the test's folder.
+static char *model_file(const char *name, const char *text) {
+    char *path = e2e_path(name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+// A sparse model file's `default NAME VALUE` lines set what the command line does not give: the
+// shipped logistic regression trains at lr 0.5 over batches of 10 without a flag (the dense
+// defaults, 0.01 and 64, learn nothing on sparse data), a flag given still wins, and a resumed run
+// without --model takes them from the checkpoint's model text.
+Test(e2e_sparse_train, a_model_files_defaults_apply_where_no_flag_is_given) {
+    char *data = planted_classes();
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--epochs", "2");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "batch 10, lr 0.5, momentum", "the model file's defaults");
+    cr_expect_gt(done_figure(r.out, "accuracy "), 85.0, "the defaults learn the planted labels: %s", r.out);
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--epochs", "1", "--lr", "0.2");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "batch 10, lr 0.2, momentum", "--lr given wins over the file's");
+    char *ckpt = e2e_path("d.safetensors");
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--epochs", "1", "--save", ckpt);
+    e2e_assert_exit(&r, 0);
+    e2e_run(&r, NULL, "--data", data, "--epochs", "2", "--resume", ckpt);
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "batch 10, lr 0.5, momentum", "the checkpoint's model text gives its defaults");
+    e2e_run(&r, NULL, "--model", "models/mf.model", "--summary");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "default epochs 30 (where the command line gives none)", "--summary");
+}
+
+// A `default` line the command line cannot take is a usage error naming the file, the line and
+// what is wrong, before any work; so is any other line after the loss.
+Test(e2e_sparse_train, a_bad_default_line_is_named) {
+    char *data = planted_classes();
+    e2e_run_result r;
+    char *m = model_file("w.model", "input sparse\nfm 0\nloss logistic\ndefault workers 4\n");
+    e2e_run(&r, NULL, "--model", m, "--data", data);
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "w.model:4: `default workers` is no setting a model file may give (those: lr, momentum",
+                        "stderr");
+    m = model_file("v.model", "input sparse\nfm 0\nloss logistic\n\ndefault lr -1\n");
+    e2e_run(&r, NULL, "--model", m, "--data", data);
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "v.model:5: `default lr -1`: ", "stderr");
+    m = model_file("x.model", "input sparse\nfm 0\nloss logistic\nrelu\n");
+    e2e_run(&r, NULL, "--model", m, "--data", data);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "x.model:4: after the loss only `default NAME VALUE` lines may follow", "stderr");
+    m = model_file("y.model", "input sparse\nfm 0\nloss logistic\ndefault lr 0.5\ndefault lr 0.1\n");
+    e2e_run(&r, NULL, "--model", m, "--data", data);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "y.model:5: `default lr` is given twice (also on line 4)", "stderr");
+}
