@@ -131,6 +131,9 @@ static int build_header(const char *path, const hw_model *model, const hw_ckpt_m
         ok = ok && json_object_set_new(metadata, "delay", utf8_string(meta->delay)) == 0;
     }
     if (meta->update[0]) ok = ok && json_object_set_new(metadata, "update", json_string(meta->update)) == 0;
+    if (meta->has_max_staleness) {
+        ok = ok && json_object_set_new(metadata, "max_staleness", decimal_string("%d", meta->max_staleness)) == 0;
+    }
     json_decref(metadata);
     uint64_t data_bytes = 0;
     for (int p = 0; ok && p < model->n_params; p++) {
@@ -786,6 +789,10 @@ static int read_meta(const ckpt_reader *r, hw_ckpt_meta *meta) {
     if (metadata_lr(r, &meta->lr) != HW_OK) return HW_ERR;
     if (metadata_simulation(r, meta) != HW_OK) return HW_ERR;
     if (metadata_update(r, meta->update) != HW_OK) return HW_ERR;
+    uint64_t staleness;
+    if (metadata_number(r, "max_staleness", 1, 0, INT_MAX, &staleness) != HW_OK) return HW_ERR;
+    meta->has_max_staleness = json_object_get(r->metadata, "max_staleness") != NULL;
+    meta->max_staleness = (int)staleness;
     if (metadata_number(r, "lr_warmup", 1, 0, INT64_MAX, &warmup) != HW_OK) return HW_ERR;
     if (!meta->lr_schedule[0] && json_object_get(r->metadata, "lr_warmup") != NULL) {
         return ckpt_fail(r->path, "__metadata__ has 'lr_warmup' without 'lr_schedule'");

@@ -5,8 +5,9 @@
 //   8 bytes    N, the header length, unsigned little-endian
 //   N bytes    JSON: {"__metadata__": {"format": "pt", "hogwild_model": <model file text>,
 //              "epoch": "3", "samples_seen": "180000", "seed": "1", "lr": "0.0500000007",
-//              "lr_schedule": "cosine", "lr_warmup": "0", "update": "lockfree", and for a
-//              simulated run "simulate": "8", "delay": "uniform:8"},
+//              "lr_schedule": "cosine", "lr_warmup": "0", "update": "lockfree", for a run under a
+//              staleness bound "max_staleness": "2", and for a simulated run "simulate": "8",
+//              "delay": "uniform:8"},
 //              "conv1.weight": {"dtype": "F32", "shape": [10, 1, 5, 5], "data_offsets": [0, 1000]}, ...}
 //              padded with spaces so that the data starts at a multiple of 8
 //   the data   every tensor as contiguous little-endian float32 (dtype F32), or bfloat16 (BF16: a
@@ -49,6 +50,11 @@ typedef struct {
     // "" when none is recorded (written: none is written; read: a file from before the mode was
     // recorded, whose run was lock-free, or another program's).
     char update[HW_CKPT_UPDATE_CAP];
+    // The staleness bound the run's Hogwild workers trained under (--max-staleness S, S >= 0), where
+    // has_max_staleness is 1; 0 when none (written: the key only when 1; read: a file without it,
+    // from an unbounded run, one from before the bound, or another program's).
+    int has_max_staleness;
+    int max_staleness;
     // The weights' dtype (--weights): 1 for bfloat16, 0 for float32. Written: the tensors are
     // written as BF16 (the weights rounded to the nearest bfloat16, exact for a bf16 run's) or F32.
     // Read: 1 when a tensor of the file is BF16 (each loads into floats either way).

@@ -34,6 +34,9 @@ enum { HW_MAX_GPUS = 16 };
 // behind one copy (with a round every 512 samples, level with it). 1024: some 50 rounds an epoch.
 enum { HW_COPIES_ROUND_SAMPLES = 1024 };
 
+// --max-staleness unset: no bound on how far a CPU Hogwild worker may run ahead of the others.
+enum { HW_STALENESS_UNBOUNDED = -1 };
+
 typedef struct {
     hw_mode mode;
     const char *model_path;    // the model file
@@ -64,6 +67,9 @@ typedef struct {
     hw_delay delay;            // simulate: the delay each step's gradient is computed at (hw/simulate.h)
     hw_update_mode update;     // how CPU Hogwild workers write their steps (include/hw/optim.h)
     hw_weights_dtype weights;  // how CPU Hogwild's shared weights are stored: f32 or bf16 (include/hw/bf16.h)
+    int max_staleness;         // CPU Hogwild: no worker starts a step more than this many steps ahead of the
+                               // slowest (0: lockstep; HW_STALENESS_UNBOUNDED: no bound), a worker held past
+                               // sync_timeout fails (src/train/hogwild_staleness.h)
     hw_device device;          // where the workers or replicas compute
     int gpus[HW_MAX_GPUS];     // these GPUs (n_gpus of them): DataParallel, a replica each; Hogwild, a
                                // copy of the weights each (src/cuda/train/gpu_copies.c)
@@ -77,7 +83,8 @@ typedef struct {
     int64_t sync_every_samples;  // ... or every N training samples of the node instead (0: by time)
     int64_t sync_most_samples;   // Hogwild's copies on --gpus, by time: a round at the latest every N
                                  // samples of all the workers too (0: none; the default's, below)
-    double sync_timeout;         // a coupling round or a DataParallel step's sum not complete in S s is an error
+    double sync_timeout;         // a coupling round or a DataParallel step's sum not complete in S s is an error;
+                                 // so is a worker held by max_staleness for S s (<= 0 there: no limit)
     hw_couple_rule sync_rule;    // what a Hogwild round does with the nodes' changes (src/comm/couple_rule.c)
     // The rate as a function of the run's samples, its warm-up included (zeros: constant; the
     // command line's default, --lr-schedule constant, is the same schedule).
@@ -97,7 +104,8 @@ static inline float hw_train_lr(const hw_train_config *config, int64_t samples, 
                            (int64_t)config->epochs * epoch_samples);
 }
 
-// Every field zero (nothing asked for), in one process (rank 0 of 1). The command line's defaults
+// Every field zero (nothing asked for) but max_staleness, HW_STALENESS_UNBOUNDED (0 would be
+// lockstep), in one process (rank 0 of 1). The command line's defaults
 // come on top of it (src/cli/train_options.c).
 void hw_train_config_init(hw_train_config *config);
 

@@ -169,6 +169,31 @@ static void restore_weights(hw_train_config *config, const cli_parsed *given, co
     }
 }
 
+// "--max-staleness 2" or "no --max-staleness" (no bound), for restore_staleness's message.
+static void staleness_describe(int bound, char *out, size_t cap) {
+    if (bound == HW_STALENESS_UNBOUNDED) snprintf(out, cap, "no --max-staleness");
+    else snprintf(out, cap, "--max-staleness %d", bound);
+}
+
+// The staleness bound: the checkpoint's unless --max-staleness is given (none included), as
+// --update's mode. A checkpoint that records none trained without a bound, the run's own default.
+static void restore_staleness(hw_train_config *config, const cli_parsed *given, const hw_ckpt_meta *meta, int say) {
+    // Only CPU Hogwild in one process has the bound (the rules refuse --max-staleness elsewhere).
+    int applies = config->mode == HW_MODE_HOGWILD && config->device.type != HW_DEVICE_CUDA && config->n_gpus == 0 &&
+                  config->world.size == 1 && !config->simulate;
+    if (!applies) return;
+    int recorded = meta->has_max_staleness ? meta->max_staleness : HW_STALENESS_UNBOUNDED;
+    if (!cli_given(given, HW_OPTION_MAX_STALENESS)) {
+        config->max_staleness = recorded;
+    } else if (config->max_staleness != recorded && say) {
+        char was[48], now[48];
+        staleness_describe(recorded, was, sizeof was);
+        staleness_describe(config->max_staleness, now, sizeof now);
+        fprintf(stderr, "hogwild: the checkpoint %s was trained with %s; this run uses %s as given\n",
+                config->resume_path, was, now);
+    }
+}
+
 int cli_resume_settings(hw_train_config *config, const cli_parsed *given) {
     if (!config->resume_path || config->eval_only) return HW_EXIT_OK;
     hw_ckpt_meta meta;
@@ -181,6 +206,7 @@ int cli_resume_settings(hw_train_config *config, const cli_parsed *given) {
     status = restore_schedule(config, given, &meta, say);
     if (status == HW_EXIT_OK) status = restore_update(config, given, &meta, say);
     if (status == HW_EXIT_OK) restore_weights(config, given, &meta, say);
+    if (status == HW_EXIT_OK) restore_staleness(config, given, &meta, say);
     return status == HW_EXIT_OK ? restore_model(config, given) : status;
 }
 
@@ -197,7 +223,7 @@ static void add_restored(const cli_command *command, cli_parsed *as_run, hw_opti
 
 void cli_resume_as_given(const hw_train_config *config, const cli_command *command, cli_parsed *as_run) {
     // The texts outlive the call: as_run points at them until the setup is hashed.
-    static char lr[32], schedule[64], warmup[32];
+    static char lr[32], schedule[64], warmup[32], staleness[16];
     if (!config->resume_path || config->eval_only) return;
     snprintf(lr, sizeof lr, "%.9g", (double)config->lr);
     hw_lr_schedule_format(&config->lr_schedule, schedule, sizeof schedule);
@@ -206,6 +232,11 @@ void cli_resume_as_given(const hw_train_config *config, const cli_command *comma
     add_restored(command, as_run, HW_OPTION_LR_SCHEDULE, schedule);
     add_restored(command, as_run, HW_OPTION_WARMUP, warmup);
     add_restored(command, as_run, HW_OPTION_UPDATE, hw_update_mode_name(config->update));
+    // A bound only: a resumed unbounded run's setup stays as it was before --max-staleness existed.
+    if (config->max_staleness != HW_STALENESS_UNBOUNDED) {
+        snprintf(staleness, sizeof staleness, "%d", config->max_staleness);
+        add_restored(command, as_run, HW_OPTION_MAX_STALENESS, staleness);
+    }
     // bf16 only: a resumed float run's setup stays as it was before --weights existed.
     if (config->weights == HW_WEIGHTS_BF16) {
         add_restored(command, as_run, HW_OPTION_WEIGHTS, hw_weights_dtype_name(config->weights));

@@ -122,9 +122,10 @@ static int sparse_unsupported(const hw_train_config *c) {
                        : c->measure && c->mode != HW_MODE_HOGWILD ? "--measure with DataParallel"
                        : c->simulate                              ? "--simulate"
                        : c->weights != HW_WEIGHTS_F32             ? "--weights bf16"
-                       : c->freeze                                ? "--freeze"
-                       : c->eval_every                            ? "--eval-every"
-                                                                  : NULL;
+                       : c->max_staleness != HW_STALENESS_UNBOUNDED ? "--max-staleness"
+                       : c->freeze                                  ? "--freeze"
+                       : c->eval_every                              ? "--eval-every"
+                                                                    : NULL;
     if (!what) return HW_OK;
     return hw_fail("the sparse model %s cannot run with %s: the sparse trainer has no such part yet", c->model_path,
                    what);

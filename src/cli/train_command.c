@@ -59,19 +59,22 @@ static void print_run_header(const hw_train_config *config, const hw_train_input
         snprintf(simulated, sizeof simulated, " (delay %s: mean %.3g, at most %d updates)", config->delay.spec,
                  hw_delay_mean(&config->delay), config->delay.max);
     }
-    // A lock or atomic adds (--update) and bf16 weights named beside the workers: the defaults,
-    // lock-free and f32, are not.
-    char update[48] = "";
-    const char *lock = config->update != HW_UPDATE_LOCKFREE ? hw_update_mode_name(config->update) : NULL;
-    // bf16 (--weights): the shared weights in bfloat16, 2 bytes each.
-    int bf16 = config->weights == HW_WEIGHTS_BF16;
-    if (lock && bf16) {
-        snprintf(update, sizeof update, " (%s updates, bf16 weights)", lock);
-    } else if (lock) {
-        snprintf(update, sizeof update, " (%s updates)", lock);
-    } else if (bf16) {
-        snprintf(update, sizeof update, " (bf16 weights)");
+    // A lock or atomic adds (--update), bf16 weights (--weights: the shared weights in bfloat16, 2
+    // bytes each) and a staleness bound named beside the workers: the defaults, lock-free, f32 and
+    // no bound, are not.
+    char parts[96] = "", update[104] = "";
+    size_t used = 0;
+    if (config->update != HW_UPDATE_LOCKFREE) {
+        used +=
+            (size_t)snprintf(parts + used, sizeof parts - used, ", %s updates", hw_update_mode_name(config->update));
     }
+    if (config->weights == HW_WEIGHTS_BF16 && used < sizeof parts) {
+        used += (size_t)snprintf(parts + used, sizeof parts - used, ", bf16 weights");
+    }
+    if (config->max_staleness != HW_STALENESS_UNBOUNDED && used < sizeof parts) {
+        snprintf(parts + used, sizeof parts - used, ", max staleness %d", config->max_staleness);
+    }
+    if (parts[0]) snprintf(update, sizeof update, " (%s)", parts + 2);
     printf("hogwild: %s%s, %s%s %d%s, %s on %s (%lld train / %lld test samples), %d epoch(s), batch %d, lr %g%s, "
            "momentum %g, %zu parameters, sharing %s\n",
            config->simulate ? "simulated Hogwild"

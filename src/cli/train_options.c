@@ -194,6 +194,31 @@ static int parse_weights(const cli_option *o, const char *text, void *target, ch
     return HW_EXIT_OK;
 }
 
+// The largest --max-staleness: far beyond any epoch's steps of a worker (MNIST's 60000 samples in
+// batches of 1 make 60000), where a bound no longer holds anyone; still an int after + 1.
+enum { MAX_STALENESS_MOST = 1 << 30 };
+
+// --max-staleness: a whole number of steps from 0 (lockstep) to MAX_STALENESS_MOST, or none (no
+// bound, the default, which a --resume of a bounded checkpoint needs to say).
+static int parse_max_staleness(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
+    (void)o;
+    int *bound = &((hw_train_config *)target)->max_staleness;
+    if (strcmp(text, "none") == 0) {
+        *bound = HW_STALENESS_UNBOUNDED;
+        return HW_EXIT_OK;
+    }
+    char *end = NULL;
+    errno = 0;
+    long long steps = text[0] >= '0' && text[0] <= '9' ? strtoll(text, &end, 10) : -1;
+    if (steps < 0 || errno || *end != '\0' || steps > MAX_STALENESS_MOST) {
+        return cli_refuse(error, cap,
+                          "--max-staleness expects a whole number of steps from 0 (lockstep) to %d, or none, got '%s'",
+                          MAX_STALENESS_MOST, text);
+    }
+    *bound = (int)steps;
+    return HW_EXIT_OK;
+}
+
 // The process runtime's setting, not the run's: proc/shm.c keeps it. Its default is the table's,
 // set like any other (cli_defaults); shm.c starts with the same one for a caller of the library.
 static int parse_sharing(const cli_option *o, const char *text, void *target, char *error, size_t cap) {
@@ -271,6 +296,11 @@ static const cli_option train_options[] = {
      .help = "how CPU Hogwild's shared weights are stored: %s (default) or bf16\n"
              "(bfloat16, half the bytes; workers compute in float and round\n"
              "each write stochastically, seeded)"},
+    {.name = "max-staleness", .id = HW_OPTION_MAX_STALENESS, .metavar = "S", .kind = CLI_CUSTOM, .field = FIELD(max_staleness),
+     .parse = parse_max_staleness, .fallback = "none",
+     .help = "CPU Hogwild: no worker starts a step more than S steps ahead of\n"
+             "the slowest (stale synchronous parallel; 0: lockstep; default %s:\n"
+             "no bound); a worker held --sync-timeout seconds ends the run"},
     {.name = "prefetch", .id = HW_OPTION_PREFETCH, .kind = CLI_SWITCH, .field = FIELD(prefetch),
      .help = "assemble the next batch in a thread while the current one trains\n"
              "(off by default: on the CPU it measured no gain, see bench/RESULTS.md)"},
@@ -319,7 +349,8 @@ static const cli_option train_options[] = {
     {.name = "sync-timeout", .id = HW_OPTION_SYNC_TIMEOUT, .metavar = "S", .kind = CLI_DOUBLE, .field = FIELD(sync_timeout), .least = 0.001,
      .fallback = "60",
      .help = "a coupling round (Hogwild) or a step's gradient sum (DataParallel) not\n"
-             "complete in S seconds ends the job: a rank stuck or gone (default %s)"},
+             "complete in S seconds ends the job: a rank stuck or gone (default %s);\n"
+             "so does a worker that --max-staleness holds S seconds"},
 
     {.section = "Process runtime", .name = "sharing-strategy", .id = HW_OPTION_SHARING_STRATEGY, .metavar = "NAME", .kind = CLI_CUSTOM, .field = NONE,
      .parse = parse_sharing, .fallback = "file_descriptor", .help = "%s (default) or file_system"},

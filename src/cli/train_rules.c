@@ -156,14 +156,17 @@ static int copies_round(hw_train_config *config, const cli_parsed *given) {
 }
 
 // In one process, --sync-every and --sync-rule couple only Hogwild's copies on several --gpus, and
-// --sync-timeout nothing: given without them, they are refused rather than ignored.
+// --sync-timeout bounds only how long --max-staleness holds a worker: given without them, they are
+// refused rather than ignored.
 static int sync_flags_couple_something(hw_train_config *config, const cli_parsed *given) {
     if (config->world.size > 1) return HW_EXIT_OK;
     const int copies = config->mode == HW_MODE_HOGWILD && config->n_gpus > 1;
     const int sync = cli_given(given, HW_OPTION_SYNC_EVERY) || cli_given(given, HW_OPTION_SYNC_RULE);
-    if ((sync && !copies) || cli_given(given, HW_OPTION_SYNC_TIMEOUT)) {
+    const int bounded = config->max_staleness != HW_STALENESS_UNBOUNDED;
+    if ((sync && !copies) || (cli_given(given, HW_OPTION_SYNC_TIMEOUT) && !bounded)) {
         return cli_usage_error("--sync-every, --sync-rule and --sync-timeout couple the ranks of an mpirun job (and "
-                               "--sync-every and --sync-rule Hogwild's copies on several --gpus); this run is neither");
+                               "--sync-every and --sync-rule Hogwild's copies on several --gpus; --sync-timeout bounds "
+                               "the wait of --max-staleness); this run is none of them");
     }
     return HW_EXIT_OK;
 }
@@ -281,6 +284,33 @@ static int weights_in_cpu_hogwild(hw_train_config *config, const cli_parsed *giv
     return HW_EXIT_OK;
 }
 
+// --max-staleness bounds how far one process's CPU Hogwild workers run ahead of each other, by
+// counts in their shared control block: DataParallel's replicas step together already, GPU
+// workers and other ranks' workers have no count there, and --simulate's virtual workers have
+// their staleness from --delay. There it is refused, not ignored. Sparse models are refused by
+// their own command (sparse_unsupported).
+static int staleness_in_cpu_hogwild(hw_train_config *config, const cli_parsed *given) {
+    (void)given;
+    if (config->max_staleness == HW_STALENESS_UNBOUNDED) return HW_EXIT_OK;
+    if (config->mode == HW_MODE_DATAPARALLEL) {
+        return cli_usage_error("--max-staleness bounds Hogwild's workers; DataParallel's replicas step together (use "
+                               "--mode hogwild)");
+    }
+    if (config->device.type == HW_DEVICE_CUDA || config->n_gpus > 0) {
+        return cli_usage_error("--max-staleness is for Hogwild workers on the CPU, not %s",
+                               config->n_gpus > 0 ? "--gpus" : "--device cuda");
+    }
+    if (config->simulate) {
+        return cli_usage_error("--max-staleness bounds real workers; --simulate's virtual workers are as stale as "
+                               "their --delay says (drop one of them)");
+    }
+    if (config->world.size > 1) {
+        return cli_usage_error("--max-staleness is for one process's workers; across mpirun ranks the workers of "
+                               "other ranks are not counted (run it without mpirun)");
+    }
+    return HW_EXIT_OK;
+}
+
 typedef int (*train_rule)(hw_train_config *config, const cli_parsed *given);
 
 // The rules in the order they are checked: the flags among themselves first, then the run's place
@@ -299,6 +329,7 @@ static const train_rule rules[] = {
     world_detected,
     update_in_cpu_hogwild,
     weights_in_cpu_hogwild,
+    staleness_in_cpu_hogwild,
     simulate_in_one_process,
     copies_round,
     sync_flags_couple_something,

@@ -4,6 +4,7 @@
 
 #include "hw/err.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +18,13 @@ void hw_fault_read(fault_plan *fault) {
     if (sscanf(text, "%d:%d:%15s", &fault->rank, &fault->after_batches, mode) < 2) fault->rank = -1;
     fault->by_abort = strcmp(mode, "abort") == 0;
     fault->by_nan = strcmp(mode, "nan") == 0;
+    fault->by_stop = strcmp(mode, "stop") == 0;
 }
 
 int hw_fault_check(const fault_plan *fault, int rank, int batches) {
     if (rank != fault->rank || batches != fault->after_batches || fault->by_nan) return HW_OK;
     if (fault->by_abort) abort();
+    if (fault->by_stop) return raise(SIGSTOP) == 0 ? HW_OK : hw_fail("raise(SIGSTOP) failed");
     return hw_fail("injected failure after %d batches (HOGWILD_FAIL_WORKER)", batches);
 }
 

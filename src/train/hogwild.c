@@ -15,6 +15,7 @@
 #include "hogwild_watch.h"
 #include "hogwild_measure.h"
 #include "hogwild_update.h"
+#include "hogwild_staleness.h"
 #include "hw/comm.h"
 #include "hw/err.h"
 #include "hw/optim.h"
@@ -38,6 +39,83 @@ typedef struct {
 
 // ---- the worker: one process, one thread, one shard ----
 
+// One worker's state through its epochs: what its steps share.
+typedef struct {
+    hogwild_job *job;
+    int rank;
+    hw_workspace *ws;
+    hw_sgd *opt;
+    hw_model *local;           // the worker's private copy of the weights (train_shard)
+    worker_slot *slot;         // its reports to the parent
+    measure_worker *measure;   // --measure; NULL otherwise
+    hogwild_update update;     // the job's, with this worker's own rounding keys (bf16)
+    staleness_gate staleness;  // --max-staleness (hogwild_staleness.h)
+    int64_t samples;
+    double loss_sum, last_finite_loss;
+    int batches;
+    int diverged;  // it saw a diverged loss: it trains no more (the parent ends the run)
+} worker_run;
+
+// One step over `batch` samples: forward and the loss, backward, the update onto the shared
+// weights (all of it in src/nn/exec.c), then the reports. HW_OK to go on (w->diverged set when
+// the loss diverged, the step not applied), HW_ERR on a failure.
+static int train_step(worker_run *w, int epoch, const float *x, const uint8_t *y, int batch) {
+    const hw_train_config *config = w->job->config;
+    hw_model *model = &w->job->in->model;  // model->weights points into the shared region
+    w->opt->lr = hw_hogwild_step_lr(w->job->control, config, w->job->in->train.n, batch);
+    if (w->measure) measure_step_begin(w->measure);
+    float loss = hw_cpu_forward(w->local, w->ws, x, y, batch, 1);
+    if (hw_fault_poisons_loss(&w->job->fault, w->rank, w->batches + 1)) loss = NAN;  // HOGWILD_FAIL_WORKER
+    if (hw_loss_diverged(loss)) {
+        // Diverged: its gradient would write NaN, inf or huge steps into everyone's weights. The
+        // parent ends the run naming this worker.
+        hw_hogwild_report_diverged(w->slot, epoch, loss, w->last_finite_loss);
+        w->diverged = 1;
+        return HW_OK;
+    }
+    w->last_finite_loss = loss;
+    if (hw_cpu_backward(w->local, w->ws, y, batch) != HW_OK) return HW_ERR;
+    // THE Hogwild update: straight onto the shared weights, in the --update mode (lockfree: no
+    // lock; the mode's loop is chosen once per step, hogwild_update.c).
+    int wrote;
+    if (w->measure) {
+        wrote = measure_update(w->measure, &w->update, w->opt, model, model->weights, w->ws->grads, w->local->weights);
+    } else if ((wrote = hogwild_update_begin(&w->update)) == HW_OK) {
+        hogwild_update_write(&w->update, w->opt, model, model->weights, w->ws->grads, w->local->weights, NULL);
+        hogwild_update_end(&w->update);
+    }
+    if (wrote != HW_OK) return HW_ERR;
+    staleness_step_done(&w->staleness);  // landed: the workers it held may go on
+    w->samples += batch;
+    w->loss_sum += (double)loss * batch;
+    hw_hogwild_report_progress(w->slot, w->samples, w->loss_sum);
+    return hw_fault_check(&w->job->fault, w->rank, ++w->batches);
+}
+
+// One epoch of the worker's shard, batch after batch, each step once --max-staleness lets it
+// start. It ends early on a stop or a divergence.
+static int train_epoch(worker_run *w, int epoch, int64_t *shard) {
+    const hw_train_config *config = w->job->config;
+    const hw_dataset *train = &w->job->in->train;
+    int64_t count;
+    if (hw_hogwild_shard(config, train->n, w->rank, epoch, shard, &count) != HW_OK) return HW_ERR;
+    hw_loader *loader;
+    if (hw_loader_open(&loader, train, shard, count, config->batch_size, w->job->in->norm, config->prefetch) != HW_OK) {
+        return HW_ERR;
+    }
+    const float *x;
+    const uint8_t *y;
+    int batch, status = HW_OK;
+    while (status == HW_OK && (batch = hw_loader_next(loader, &x, &y)) > 0) {
+        status = staleness_wait(&w->staleness);
+        if (status != HW_OK || hw_hogwild_stopping(w->job->control)) break;
+        status = train_step(w, epoch, x, y, batch);
+        if (w->diverged || hw_hogwild_stopping(w->job->control)) break;
+    }
+    hw_loader_close(loader);
+    return status;
+}
+
 // The epochs of one worker: forward, backward and the step onto the shared weights, batch after
 // batch of its shard.
 //
@@ -49,77 +127,33 @@ typedef struct {
 // update, which is what a Hogwild read is: some recent state of weights that everyone writes.
 static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt, int64_t *shard, hw_model *local) {
     const hw_train_config *config = job->config;
-    const hw_dataset *train = &job->in->train;
-    hw_model *model = &job->in->model;  // model->weights points into the shared region
-    worker_slot *slot = &job->control->slots[rank];
-    int64_t samples = 0;
-    double loss_sum = 0, last_finite_loss = NAN;
-    int batches = 0;
-    measure_worker measured, *measure = NULL;  // --measure
-    if (job->measure) measure_worker_open(measure = &measured, job->measure, rank);
+    hw_model *model = &job->in->model;
+    worker_run w = {.job = job,
+                    .rank = rank,
+                    .ws = ws,
+                    .opt = opt,
+                    .local = local,
+                    .slot = &job->control->slots[rank],
+                    .update = job->update,
+                    .last_finite_loss = NAN};
+    measure_worker measured;
+    if (job->measure) measure_worker_open(w.measure = &measured, job->measure, rank);
     // This worker's own: with bf16 weights, its generator of the rounding's keys.
-    hogwild_update update = job->update;
-    hogwild_update_seed(&update, hw_hogwild_worker_seed(config, rank));
-    for (int epoch = job->first_epoch; epoch < config->epochs; epoch++) {
-        if (!hw_hogwild_wait_for_epoch(job->control, epoch)) return HW_OK;
-        hogwild_update_read(&update, model->weights, local->weights, model->n_weights);
-        if (measure) measure_weights_read(measure);
-        int64_t count;
-        if (hw_hogwild_shard(config, train->n, rank, epoch, shard, &count) != HW_OK) return HW_ERR;
-        hw_loader *loader;
-        if (hw_loader_open(&loader, train, shard, count, config->batch_size, job->in->norm, config->prefetch) !=
-            HW_OK) {
-            return HW_ERR;
-        }
-        const float *x;
-        const uint8_t *y;
-        int batch;
-        while ((batch = hw_loader_next(loader, &x, &y)) > 0) {
-            opt->lr = hw_hogwild_step_lr(job->control, config, train->n, batch);
-            if (measure) measure_step_begin(measure);
-            // One step, all of it in src/nn/exec.c: forward and the loss, backward, the update.
-            float loss = hw_cpu_forward(local, ws, x, y, batch, 1);
-            if (hw_fault_poisons_loss(&job->fault, rank, batches + 1)) loss = NAN;  // the tests' HOGWILD_FAIL_WORKER
-            if (hw_loss_diverged(loss)) {
-                // Diverged: its gradient would write NaN, inf or huge steps into everyone's weights. The
-                // parent ends the run naming this worker.
-                hw_hogwild_report_diverged(slot, epoch, loss, last_finite_loss);
-                hw_loader_close(loader);
-                return HW_OK;
-            }
-            last_finite_loss = loss;
-            if (hw_cpu_backward(local, ws, y, batch) != HW_OK) {
-                hw_loader_close(loader);
-                return HW_ERR;
-            }
-            // THE Hogwild update: straight onto the shared weights, in the --update mode (lockfree:
-            // no lock; the mode's loop is chosen once per step, hogwild_update.c).
-            int wrote;
-            if (measure) {
-                wrote = measure_update(measure, &update, opt, model, model->weights, ws->grads, local->weights);
-            } else if ((wrote = hogwild_update_begin(&update)) == HW_OK) {
-                hogwild_update_write(&update, opt, model, model->weights, ws->grads, local->weights, NULL);
-                hogwild_update_end(&update);
-            }
-            if (wrote != HW_OK) {
-                hw_loader_close(loader);
-                return HW_ERR;
-            }
-
-            samples += batch;
-            loss_sum += (double)loss * batch;
-            hw_hogwild_report_progress(slot, samples, loss_sum);
-            if (hw_fault_check(&job->fault, rank, ++batches) != HW_OK) {
-                hw_loader_close(loader);
-                return HW_ERR;
-            }
-            if (hw_hogwild_stopping(job->control)) break;
-        }
-        hw_loader_close(loader);
-        if (atomic_load(&job->control->stop)) return HW_OK;
-        hw_hogwild_report_epoch(slot, epoch - job->first_epoch + 1);
+    hogwild_update_seed(&w.update, hw_hogwild_worker_seed(config, rank));
+    staleness_gate_open(&w.staleness, job->control, config, rank);
+    int status = HW_OK;
+    for (int epoch = job->first_epoch; status == HW_OK && epoch < config->epochs; epoch++) {
+        if (!hw_hogwild_wait_for_epoch(job->control, epoch)) break;
+        hogwild_update_read(&w.update, model->weights, local->weights, model->n_weights);
+        if (w.measure) measure_weights_read(w.measure);
+        status = train_epoch(&w, epoch, shard);
+        // No step left in this epoch: it holds nobody back, before the parent may release the next.
+        staleness_leave(&w.staleness);
+        if (status != HW_OK || w.diverged || atomic_load(&job->control->stop)) break;
+        hw_hogwild_report_epoch(w.slot, epoch - job->first_epoch + 1);
     }
-    return HW_OK;
+    staleness_leave(&w.staleness);
+    return status;
 }
 
 static int hogwild_worker(int rank, void *arg) {
@@ -218,6 +252,13 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
     if (bf16 && (config->device.type == HW_DEVICE_CUDA || config->world.size > 1)) {
         return hw_fail("bf16 shared weights%s are for Hogwild workers on the CPU of one process, not %s",
                        hw_option_hint(HW_OPTION_WEIGHTS), config->world.size > 1 ? "across ranks" : "a GPU's");
+    }
+    // The staleness bound counts the steps of one process's CPU workers in its control block: GPU
+    // workers and other ranks' are not there.
+    if (config->max_staleness != HW_STALENESS_UNBOUNDED &&
+        (config->device.type == HW_DEVICE_CUDA || config->world.size > 1)) {
+        return hw_fail("a staleness bound%s is for Hogwild workers on the CPU of one process, not %s",
+                       hw_option_hint(HW_OPTION_MAX_STALENESS), config->world.size > 1 ? "across ranks" : "a GPU's");
     }
     if (bf16 && config->update == HW_UPDATE_ATOMIC) {
         return hw_fail("bf16 shared weights%s have no atomic add; atomic updates%s are for float weights",

@@ -36,7 +36,8 @@ static void wake_all(hogwild_control *control) {
     syscall(SYS_futex, &control->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-void hw_hogwild_release(hogwild_control *control, int epoch) {
+void hw_hogwild_release(hogwild_control *control, int epoch, int workers) {
+    for (int r = 0; r < workers; r++) atomic_store(&control->slots[r].epoch_steps, 0);
     atomic_store(&control->released_epoch, epoch);
     wake_all(control);
 }
@@ -44,6 +45,9 @@ void hw_hogwild_release(hogwild_control *control, int epoch) {
 void hw_hogwild_stop(hogwild_control *control) {
     atomic_store(&control->stop, 1);
     wake_all(control);
+    // The workers that --max-staleness holds back (hogwild_staleness.c) sleep on a word of their own.
+    atomic_fetch_add(&control->staleness_wake, 1);
+    syscall(SYS_futex, &control->staleness_wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 int hw_hogwild_wait_for_epoch(hogwild_control *control, int epoch) {

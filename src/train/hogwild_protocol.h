@@ -33,6 +33,9 @@ typedef struct {
     _Atomic double last_finite_loss;  // the last finite loss before it, or NAN
     atomic_int diverged_epoch;        // the epoch it was training (0-based)
     atomic_int diverged;
+    // --max-staleness: the steps this worker has finished in the current epoch, or
+    // HW_STALENESS_DONE once it has no step left to take in it (src/train/hogwild_staleness.h).
+    atomic_ullong epoch_steps;
 } worker_slot;
 
 // In shared memory, mapped before fork.
@@ -50,6 +53,11 @@ typedef struct {
     // --update locked: the one lock around every worker's step (src/train/hogwild_update.h); on a
     // cache line of its own. Untouched (zeroed, never initialised) in the other modes.
     alignas(64) pthread_mutex_t update_lock;
+    // --max-staleness: the futex word a worker held back by the bound sleeps on, bumped after every
+    // step of a bounded run and on a stop, and how many sleep on it (the waker makes the wake call
+    // only when one does). On a cache line of its own; untouched by an unbounded run.
+    alignas(64) atomic_uint staleness_wake;
+    atomic_int staleness_sleepers;
     worker_slot slots[];  // one per worker
 } hogwild_control;
 
@@ -121,14 +129,16 @@ void hw_hogwild_report_diverged(worker_slot *slot, int epoch, double loss, doubl
 // ---- the parent's side ----
 
 // Lets the workers start `epoch` (or, one below the first, keeps them waiting before it), waking
-// those that wait at the barrier.
-void hw_hogwild_release(hogwild_control *control, int epoch);
+// those that wait at the barrier. Every worker's epoch_steps starts again at 0 first: they all
+// wait at the barrier then, so the bound (hogwild_staleness.h) counts the new epoch's steps alike.
+void hw_hogwild_release(hogwild_control *control, int epoch, int workers);
 // Before the fork: the workers may start `first_epoch` at once or, across ranks, only once this
 // node is coupled to the others (hw_hogwild_couple_open releases them then).
 static inline void hw_hogwild_release_first(hogwild_control *control, const hw_train_config *config, int first_epoch) {
-    hw_hogwild_release(control, config->world.size > 1 ? first_epoch - 1 : first_epoch);
+    hw_hogwild_release(control, config->world.size > 1 ? first_epoch - 1 : first_epoch, config->workers);
 }
-// Asks every worker to stop: at the barrier (woken now), or after its step under way.
+// Asks every worker to stop: at the barrier or held back by --max-staleness (woken now), or after
+// its step under way.
 void hw_hogwild_stop(hogwild_control *control);
 // The workers' reports summed: their samples and loss sums, and the fewest epochs any has done.
 void hw_hogwild_slots_sum(const hogwild_control *control, int workers, int64_t *samples, double *loss_sum,

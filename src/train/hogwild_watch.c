@@ -129,7 +129,7 @@ int hw_hogwild_couple_open(const hw_train_config *config, const hw_train_inputs 
         hw_couple_open(couple, live, model->n_weights, &plan, &config->world) != HW_OK) {
         return HW_ERR;
     }
-    hw_hogwild_release(control, first_epoch);
+    hw_hogwild_release(control, first_epoch, config->workers);
     return HW_OK;
 }
 
@@ -365,7 +365,7 @@ static int epoch_end(watch_run *run) {
         if (run_ended(run)) return 0;
         outputs->trained = hw_now();
     }
-    hw_hogwild_release(watch->control, watch->first_epoch + run->epochs_handled);
+    hw_hogwild_release(watch->control, watch->first_epoch + run->epochs_handled, watch->config->workers);
     if (evaluate(run, 1, run->epochs_handled < run->epochs_to_run) != HW_OK) {
         run->status = HW_ERR;
         return 0;

@@ -13,6 +13,7 @@
 void hw_train_config_init(hw_train_config *config) {
     memset(config, 0, sizeof *config);
     config->world = (hw_world){0, 1, 0};
+    config->max_staleness = HW_STALENESS_UNBOUNDED;
 }
 
 int hw_train_inputs_load(hw_train_inputs *in, const hw_train_config *config) {

@@ -143,7 +143,8 @@ int hw_run_checkpoint_save(const hw_train_config *config, const hw_model *model,
                        "saved, %s is left as it was. %s",
                        (long long)samples_seen, config->save_path, hint);
     }
-    // What --resume restores: where the run stopped, its seed, its rate, its schedule and its --update.
+    // What --resume restores: where the run stopped, its seed, its rate, its schedule, its --update
+    // and its --max-staleness.
     hw_ckpt_meta meta = {.epoch = epochs_done,
                          .samples_seen = samples_seen,
                          .seed = config->seed,
@@ -157,6 +158,8 @@ int hw_run_checkpoint_save(const hw_train_config *config, const hw_model *model,
     }
     snprintf(meta.update, sizeof meta.update, "%s", hw_update_mode_name(config->update));
     meta.bf16 = config->weights == HW_WEIGHTS_BF16;
+    meta.has_max_staleness = config->max_staleness != HW_STALENESS_UNBOUNDED;
+    meta.max_staleness = meta.has_max_staleness ? config->max_staleness : 0;
     return hw_ckpt_save(config->save_path, model, weights, &meta);
 }
 
