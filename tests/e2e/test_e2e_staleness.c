@@ -179,3 +179,20 @@ Test(e2e_staleness, bad_values_are_refused) {
     }
     expect_refused(NULL, (const char *const[]){"--data", data, "--max-staleness", NULL}, 2, "needs a value");
 }
+
+// Ctrl-C in a lockstep run: a worker held by the bound is woken by the stop, the run saves its
+// weights and exits 128 + SIGINT, and the checkpoint records the bound.
+Test(e2e_staleness, ctrl_c_stops_a_lockstep_run_and_saves_its_bound) {
+    char *data = e2e_synth_n("data", 47, 24000, E2E_TEST);
+    char *csv = e2e_path("stopped.csv"), *ckpt = e2e_path("stopped.safetensors");
+    e2e_run_result r;
+    e2e_interrupt_once_training(&r,
+                                (const char *const[]){"--model", e2e.mlp, "--data", data, "--workers", "2", "--epochs",
+                                                      "50", "--batch-size", "16", "--eval-every", "2000",
+                                                      "--max-staleness", "0", "--metrics", csv, "--save", ckpt, NULL},
+                                csv);
+    hw_ckpt_meta meta;
+    cr_assert_eq(hw_ckpt_load_meta(ckpt, &meta), HW_OK, "%s", hw_error());
+    cr_expect(meta.has_max_staleness && meta.max_staleness == 0, "recorded %d (%d)", meta.max_staleness,
+              meta.has_max_staleness);
+}
