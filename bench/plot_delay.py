@@ -4,7 +4,7 @@ at --delay fixed:K, each K's mean final test accuracy over seeds with its 95% in
 and beside them the real Hogwild runs (lock-free, 1 and 2 workers) at their measured mean
 staleness. Prints the markdown table of the same numbers. Plain SVG, no dependencies.
 
-    python3 bench/plot_delay.py SIMULATE_SUMMARY.csv REAL_SUMMARY.csv REAL_MEASURE.txt OUT.svg
+    python3 bench/plot_delay.py SIMULATE_SUMMARY.csv REAL_SUMMARY.csv REAL_MEASURE.txt OUT.svg [VIRTUAL_WORKERS]
 """
 import csv
 import math
@@ -59,7 +59,7 @@ def real(summary, measure):
 
 
 def main():
-    if len(sys.argv) != 5:
+    if len(sys.argv) not in (5, 6):
         sys.exit(__doc__)
     sim = simulated(sys.argv[1])
     if not sim:
@@ -92,7 +92,8 @@ def main():
            f'<text x="{W / 2}" y="22" text-anchor="middle" font-weight="bold">'
            f'MLP: final test accuracy against the delay (mean, 95% band)</text>',
            f'<rect x="{PAD_L}" y="{PAD_T}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>']
-    step = max(1, (hi_y - lo_y) // 6)
+    step = next(t for t in (1, 2, 5, 10, 20, 25, 50) if (hi_y - lo_y) / t <= 8)
+    lo_y = step * math.floor(lo_y / step)
     for v in range(lo_y, hi_y + 1, step):
         out.append(f'<line x1="{PAD_L}" x2="{PAD_L + pw}" y1="{py(v):.1f}" y2="{py(v):.1f}" stroke="#eee"/>')
         out.append(f'<text x="{PAD_L - 6}" y="{py(v) + 4:.1f}" text-anchor="end" font-size="11">{v}%</text>')
@@ -112,11 +113,13 @@ def main():
         out.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{py(lo):.1f}" y2="{py(hi):.1f}" stroke="#d62728" stroke-width="2"/>')
         out.append(f'<rect x="{cx - 4:.1f}" y="{py(m) - 4:.1f}" width="8" height="8" fill="#d62728"/>')
         out.append(f'<text x="{cx + 8:.1f}" y="{py(m) + 14:.1f}" font-size="11" fill="#d62728">real, {workers} w</text>')
-    ly = PAD_T + 14
-    out.append(f'<line x1="{PAD_L + pw - 230}" x2="{PAD_L + pw - 210}" y1="{ly}" y2="{ly}" stroke="#1f77b4" stroke-width="2"/>')
-    out.append(f'<text x="{PAD_L + pw - 204}" y="{ly + 4}" font-size="11">--simulate, --delay fixed:K</text>')
-    out.append(f'<rect x="{PAD_L + pw - 224}" y="{ly + 12}" width="8" height="8" fill="#d62728"/>')
-    out.append(f'<text x="{PAD_L + pw - 204}" y="{ly + 20}" font-size="11">real lock-free run, at its mean staleness</text>')
+    # The legend bottom left: accuracy is high at small delays (top left) and falls at the right.
+    lx, ly = PAD_L + 12, PAD_T + ph - 34
+    out.append(f'<line x1="{lx}" x2="{lx + 20}" y1="{ly}" y2="{ly}" stroke="#1f77b4" stroke-width="2"/>')
+    out.append(f'<text x="{lx + 26}" y="{ly + 4}" font-size="11">--simulate {esc(sys.argv[5]) if len(sys.argv) > 5 else ""}'
+               f' virtual workers, --delay fixed:K</text>')
+    out.append(f'<rect x="{lx + 6}" y="{ly + 12}" width="8" height="8" fill="#d62728"/>')
+    out.append(f'<text x="{lx + 26}" y="{ly + 20}" font-size="11">real lock-free runs, at their measured mean staleness</text>')
     out.append("</svg>")
     with open(sys.argv[4], "w") as f:
         f.write("\n".join(out) + "\n")

@@ -147,7 +147,7 @@ for delay in $DELAYS; do
 done
 ./hogwild compare "${sims[@]}" --summary-csv "$OUT/simulate-summary.csv" --no-plot >"$OUT/simulate-compare.txt"
 python3 bench/plot_delay.py "$OUT/simulate-summary.csv" "$OUT/mlp-summary.csv" "$OUT/mlp-lockfree.measure.txt" \
-    bench/plots/variants-delay.svg
+    bench/plots/variants-delay.svg "$SIM_WORKERS"
 echo
 echo "wrote bench/plots/variants-delay.svg; each model's compare plots in $OUT/"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
