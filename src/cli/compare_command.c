@@ -320,7 +320,7 @@ int cli_compare_run(int argc, char **argv, FILE *out, FILE *err) {
     if (status == HW_EXIT_OK && parsed.stop) print_usage(out);
     if (status == HW_EXIT_OK && !parsed.stop) {
         compare_inputs in;
-        status = compare_inputs_read(&in, parsed.operands, parsed.n_operands, err);
+        status = compare_inputs_read(&in, parsed.operands, parsed.n_operands, args.summary_csv, err);
         if (status == 0) status = compare_write(&in, &args, out, err);
         compare_inputs_free(&in);
     }
@@ -336,7 +336,7 @@ int cli_compare_folder(const char *dir, const char *summary_csv, double target, 
     args.summary_csv = summary_csv;
     char *operands[1] = {(char *)dir};
     compare_inputs in;
-    int status = compare_inputs_read(&in, operands, 1, err);
+    int status = compare_inputs_read(&in, operands, 1, summary_csv, err);
     if (status == 0) status = compare_write(&in, &args, out, err);
     compare_inputs_free(&in);
     return status;

@@ -46,8 +46,17 @@ static int is_group_summary(const char *path) {
     return got && strncmp(line, "mode,workers,model,runs,", 24) == 0;
 }
 
-// The *.csv files of `folder`, sorted, appended; their count in *found. 0, or 1 with the message.
-static int add_folder(compare_inputs *in, int *cap, const char *folder, int *found, FILE *err) {
+// Whether paths a and b name one file that exists.
+static int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+// The *.csv files of `folder`, sorted, appended; their count in *found. A group table is left out,
+// named on `err` unless it is `own_summary` (the table this compare writes again, a sweep's
+// DIR/summary.csv). 0, or 1 with the message.
+static int add_folder(compare_inputs *in, int *cap, const char *folder, const char *own_summary, int *found,
+                      FILE *err) {
     DIR *dir = opendir(folder);
     if (!dir) {
         fprintf(err, "hogwild compare: cannot read the folder %s\n", folder);
@@ -63,7 +72,9 @@ static int add_folder(compare_inputs *in, int *cap, const char *folder, int *fou
         snprintf(path, sizeof path, "%s%s%s", folder, sep, e->d_name);
         // Named, but not among the files: compare may write it again (--summary-csv).
         if (is_group_summary(path)) {
-            fprintf(err, "hogwild compare: skipped: %s: a table of groups (--summary-csv), not a run\n", path);
+            if (!own_summary || !same_file(path, own_summary)) {
+                fprintf(err, "hogwild compare: skipped: %s: a table of groups (--summary-csv), not a run\n", path);
+            }
             continue;
         }
         if (add_file(in, cap, path) != 0) {
@@ -99,7 +110,7 @@ static int read_one(compare_inputs *in, int f, int in_folder, FILE *err) {
     return 0;
 }
 
-int compare_inputs_read(compare_inputs *in, char *const *operands, int n_operands, FILE *err) {
+int compare_inputs_read(compare_inputs *in, char *const *operands, int n_operands, const char *own_summary, FILE *err) {
     memset(in, 0, sizeof *in);
     int cap = 0;
     // Per file: whether a folder listed it (its failures are skipped, not fatal).
@@ -108,8 +119,8 @@ int compare_inputs_read(compare_inputs *in, char *const *operands, int n_operand
     if (!from_folder) return fprintf(err, "hogwild compare: out of memory\n"), 1;
     for (int o = 0; o < n_operands; o++) {
         int before = in->n_files, found = 1;
-        int status =
-            is_folder(operands[o]) ? add_folder(in, &cap, operands[o], &found, err) : add_file(in, &cap, operands[o]);
+        int status = is_folder(operands[o]) ? add_folder(in, &cap, operands[o], own_summary, &found, err)
+                                            : add_file(in, &cap, operands[o]);
         if (status != 0) {
             free(from_folder);
             return 1;
