@@ -55,7 +55,8 @@ static int ckpt_fail(const char *path, const char *fmt, ...) {
 // Writing
 // ---------------------------------------------------------------------------------------------
 
-static int save(const char *path, const hw_model *model, const float *weights, const hw_ckpt_meta *meta);
+static int save(const char *path, const hw_model *model, const float *weights, const hw_ckpt_meta *meta,
+                const hw_ckpt_extra *extra);
 
 // Length of the valid UTF-8 sequence at s[0] (a byte >= 0x80) within avail bytes, or 0 when it
 // is not one (bad lead byte, missing continuation, overlong form, surrogate, beyond U+10FFFF).
@@ -111,8 +112,8 @@ static json_t *decimal_string(const char *fmt, ...) {
 // The header JSON (malloc'ed into *text, *length bytes), padded with spaces so that 8 + its
 // length is a multiple of 8. Members keep the order they are set in: metadata, then the
 // parameters in the model's order.
-static int build_header(const char *path, const hw_model *model, const hw_ckpt_meta *meta, char **text,
-                        size_t *length) {
+static int build_header(const char *path, const hw_model *model, const hw_ckpt_meta *meta, const hw_ckpt_extra *extra,
+                        char **text, size_t *length) {
     json_t *header = json_object(), *metadata = json_object();
     int ok = header && metadata && json_object_set(header, "__metadata__", metadata) == 0;
     ok = ok && json_object_set_new(metadata, "format", json_string("pt")) == 0;
@@ -134,10 +135,18 @@ static int build_header(const char *path, const hw_model *model, const hw_ckpt_m
     if (meta->has_max_staleness) {
         ok = ok && json_object_set_new(metadata, "max_staleness", decimal_string("%d", meta->max_staleness)) == 0;
     }
+    for (int t = 0; ok && t < extra->n_texts; t++) {
+        ok = json_object_set_new(metadata, extra->texts[t].key, utf8_string(extra->texts[t].value)) == 0;
+    }
     json_decref(metadata);
     uint64_t data_bytes = 0;
-    for (int p = 0; ok && p < model->n_params; p++) {
+    // The model's parameters, then each state's (-1: the weights), every one F32 but a bf16 run's weights.
+    for (int q = 0; ok && q < (extra->n_states + 1) * model->n_params; q++) {
+        int p = q % model->n_params, state = q / model->n_params - 1;
         const hw_param *param = &model->params[p];
+        int half = meta->bf16 && state < 0;
+        char name[HW_NAME_CAP + 128];
+        snprintf(name, sizeof name, "%s%s", state < 0 ? "" : extra->states[state].prefix, param->name);
         int64_t numel = hw_shape_numel(param->shape);
         if (numel < 0 || param->offset > model->n_weights || (uint64_t)numel > model->n_weights - param->offset) {
             json_decref(header);
@@ -146,14 +155,14 @@ static int build_header(const char *path, const hw_model *model, const hw_ckpt_m
                              "of the parameter buffer",
                              param->name, param->offset, numel, model->n_weights);
         }
-        uint64_t bytes = (uint64_t)numel * (meta->bf16 ? sizeof(uint16_t) : sizeof(float));
+        uint64_t bytes = (uint64_t)numel * (half ? sizeof(uint16_t) : sizeof(float));
         json_t *shape = json_array();
         for (int d = 0; shape && d < param->shape.ndim; d++) {
             if (json_array_append_new(shape, json_integer(param->shape.dims[d])) != 0) json_decref(shape), shape = NULL;
         }
-        json_t *tensor = json_pack("{s:s, s:o*, s:[I,I]}", "dtype", meta->bf16 ? "BF16" : "F32", "shape", shape,
+        json_t *tensor = json_pack("{s:s, s:o*, s:[I,I]}", "dtype", half ? "BF16" : "F32", "shape", shape,
                                    "data_offsets", (json_int_t)data_bytes, (json_int_t)(data_bytes + bytes));
-        ok = tensor && shape && json_object_set_new(header, param->name, tensor) == 0;
+        ok = tensor && shape && json_object_set_new(header, name, tensor) == 0;
         data_bytes += bytes;
     }
     char *compact = ok ? json_dumps(header, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -201,8 +210,8 @@ static void directory_of(const char *path, char *buf, size_t cap) {
 
 // Writes header and data into the open temporary file and syncs it; returns 0 or an errno. With
 // `bf16` (model->n_weights bfloat16, or NULL) the tensors are written from it, else from `weights`.
-static int write_contents(int fd, const hw_model *model, const float *weights, const uint16_t *bf16, const char *header,
-                          size_t n) {
+static int write_contents(int fd, const hw_model *model, const float *weights, const uint16_t *bf16,
+                          const hw_ckpt_extra *extra, const char *header, size_t n) {
     unsigned char length_field[8];
     for (int i = 0; i < 8; i++) length_field[i] = (unsigned char)((uint64_t)n >> (8 * i));
     int err = write_all(fd, length_field, sizeof length_field);
@@ -212,6 +221,11 @@ static int write_contents(int fd, const hw_model *model, const float *weights, c
         size_t numel = (size_t)hw_shape_numel(param->shape);
         err = bf16 ? write_all(fd, bf16 + param->offset, numel * sizeof(uint16_t))
                    : write_all(fd, weights + param->offset, numel * sizeof(float));
+    }
+    for (int q = 0; q < extra->n_states * model->n_params && err == 0; q++) {
+        const hw_param *param = &model->params[q % model->n_params];
+        size_t numel = (size_t)hw_shape_numel(param->shape);
+        err = write_all(fd, extra->states[q / model->n_params].buffer + param->offset, numel * sizeof(float));
     }
     if (err == 0 && fsync(fd) != 0) err = errno;
     return err;
@@ -249,16 +263,24 @@ static void take_spare_back(int had_one) {
 }
 
 int hw_ckpt_save(const char *path, const hw_model *model, const float *weights, const hw_ckpt_meta *meta) {
+    return hw_ckpt_save_extra(path, model, weights, meta, NULL);
+}
+
+int hw_ckpt_save_extra(const char *path, const hw_model *model, const float *weights, const hw_ckpt_meta *meta,
+                       const hw_ckpt_extra *extra) {
     int had_spare = spare_fd >= 0;
     give_up_spare();
-    int status = save(path, model, weights, meta);
+    int status = save(path, model, weights, meta, extra);
     take_spare_back(had_spare);
     return status;
 }
 
-static int save(const char *path, const hw_model *model, const float *weights, const hw_ckpt_meta *meta) {
+static int save(const char *path, const hw_model *model, const float *weights, const hw_ckpt_meta *meta,
+                const hw_ckpt_extra *extra) {
     hw_ckpt_meta zero = {0};
+    hw_ckpt_extra none = {0};
     if (meta == NULL) meta = &zero;
+    if (extra == NULL) extra = &none;
     if (weights == NULL && model->n_weights > 0) return ckpt_fail(path, "no weights to save");
     char tmp[PATH_MAX];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
@@ -266,7 +288,7 @@ static int save(const char *path, const hw_model *model, const float *weights, c
     }
     char *header = NULL;
     size_t header_length = 0;
-    if (build_header(path, model, meta, &header, &header_length) != HW_OK) return HW_ERR;
+    if (build_header(path, model, meta, extra, &header, &header_length) != HW_OK) return HW_ERR;
     // BF16 tensors: the weights rounded to the nearest bfloat16, exact for a bf16 run's (which are
     // bfloat16 already).
     uint16_t *bf16 = NULL;
@@ -295,7 +317,7 @@ static int save(const char *path, const hw_model *model, const float *weights, c
         hw_shm_temp_forget();
         return hw_fail_errno(err, "cannot save checkpoint '%s': cannot create '%s'", path, tmp);
     }
-    int err = write_contents(fd, model, weights, bf16, header, header_length);
+    int err = write_contents(fd, model, weights, bf16, extra, header, header_length);
     free(header);
     free(bf16);
     if (close(fd) != 0 && err == 0) err = errno;
@@ -612,7 +634,8 @@ static int match_model(const ckpt_reader *r, const hw_model *model, tensor_entry
     int unknown = 0;
     for (int i = 0; i < n; i++) {
         entries[i].param = hw_model_find_param(model, entries[i].name);
-        if (entries[i].param < 0) unknown++, append_name(list, sizeof list, entries[i].name);
+        int state = strncmp(entries[i].name, HW_CKPT_STATE_PREFIX, strlen(HW_CKPT_STATE_PREFIX)) == 0;
+        if (entries[i].param < 0 && !state) unknown++, append_name(list, sizeof list, entries[i].name);
     }
     if (unknown) {
         return ckpt_fail(r->path, "%d tensor%s not in %s: %s (a checkpoint of another network?)", unknown,
@@ -621,6 +644,7 @@ static int match_model(const ckpt_reader *r, const hw_model *model, tensor_entry
     int *seen = calloc((size_t)model->n_params + 1, sizeof *seen);
     if (seen == NULL) return ckpt_fail(r->path, "out of memory");
     for (int i = 0; i < n; i++) {
+        if (entries[i].param < 0) continue;  // a trainer's state (HW_CKPT_STATE_PREFIX): not the model's
         const hw_param *param = &model->params[entries[i].param];
         int64_t numel = hw_shape_numel(param->shape);
         if (numel < 0 || param->offset > model->n_weights || (uint64_t)numel > model->n_weights - param->offset) {
@@ -816,6 +840,35 @@ int hw_ckpt_load_meta(const char *path, hw_ckpt_meta *meta) {
     return status;
 }
 
+// Every tensor entry of the header checked (check_entry) and tiling the data section, into
+// *entries (malloc'ed, *n of them; the caller frees it).
+static int reader_entries(ckpt_reader *r, tensor_entry **entries, int *n) {
+    *n = (int)json_object_size(r->header) - (r->metadata != NULL);
+    *entries = calloc((size_t)*n + 1, sizeof **entries);
+    if (*entries == NULL) return ckpt_fail(r->path, "out of memory for %d tensor entries", *n);
+    int status = HW_OK, k = 0;
+    const char *name;
+    json_t *tensor;
+    json_object_foreach(r->header, name, tensor) {
+        if (status != HW_OK) break;
+        if (strcmp(name, "__metadata__") == 0) continue;
+        status = check_entry(r, name, tensor, &(*entries)[k++]);
+    }
+    return status;
+}
+
+// The tensor `entry` (checked) into dst, as floats (BF16 widened exactly); 0 or an errno.
+static int read_tensor(const ckpt_reader *r, const tensor_entry *entry, float *dst) {
+    size_t bytes = (size_t)(entry->end - entry->begin);
+    if (!entry->bf16) return read_exact(r->fd, dst, bytes, 8 + r->header_length + entry->begin);
+    uint16_t *half = malloc(bytes ? bytes : 1);
+    if (half == NULL) return ENOMEM;
+    int err = read_exact(r->fd, half, bytes, 8 + r->header_length + entry->begin);
+    for (size_t k = 0; err == 0 && k < bytes / sizeof(uint16_t); k++) dst[k] = hw_bf16_to_float(half[k]);
+    free(half);
+    return err;
+}
+
 int hw_ckpt_load(const char *path, const hw_model *model, float *weights, hw_ckpt_meta *meta) {
     ckpt_reader r;
     if (reader_open(&r, path) != HW_OK) return HW_ERR;
@@ -824,55 +877,99 @@ int hw_ckpt_load(const char *path, const hw_model *model, float *weights, hw_ckp
         reader_close(&r);
         return HW_ERR;
     }
-    int n = (int)json_object_size(r.header) - (r.metadata != NULL);
-    tensor_entry *entries = calloc((size_t)n + 1, sizeof *entries);
-    char *data = NULL;
-    if (entries == NULL) {
-        reader_close(&r);
-        return ckpt_fail(path, "out of memory for %d tensor entries", n);
-    }
-    int status = HW_OK;
-    int k = 0;
-    const char *name;
-    json_t *tensor;
-    json_object_foreach(r.header, name, tensor) {
-        if (status != HW_OK) break;
-        if (strcmp(name, "__metadata__") == 0) continue;
-        status = check_entry(&r, name, tensor, &entries[k++]);
-    }
+    tensor_entry *entries = NULL;
+    int n = 0;
+    int status = reader_entries(&r, &entries, &n);
     if (status == HW_OK) status = match_model(&r, model, entries, n);
     if (status == HW_OK) status = check_tiling(&r, entries, n);
-    if (status == HW_OK && r.data_size > 0) {
-        // data_size is now the sum of the model's parameter sizes: bounded by the model.
-        data = malloc(r.data_size);
-        if (data == NULL) {
-            status = ckpt_fail(path, "out of memory for %" PRIu64 " bytes of data", r.data_size);
-        } else {
-            int err = read_exact(r.fd, data, r.data_size, 8 + r.header_length);
-            if (err != 0) status = hw_fail_errno(err, "cannot read the data of checkpoint '%s'", path);
-        }
+    // The model's tensors only (a trainer's state is not read), into a staging copy of the weights.
+    float *staging = status == HW_OK ? malloc(sizeof(float) * (model->n_weights ? model->n_weights : 1)) : NULL;
+    if (status == HW_OK && staging == NULL) {
+        status = ckpt_fail(path, "out of memory for %zu weights", model->n_weights);
+    }
+    for (int i = 0; status == HW_OK && i < n; i++) {
+        if (entries[i].param < 0) continue;
+        int err = read_tensor(&r, &entries[i], staging + model->params[entries[i].param].offset);
+        if (err != 0) status = hw_fail_errno(err, "cannot read the data of checkpoint '%s'", path);
     }
     if (status == HW_OK) {
         for (int i = 0; i < n; i++) {
+            if (entries[i].param < 0) continue;
             const hw_param *param = &model->params[entries[i].param];
-            if (entries[i].bf16) {
-                // Widened to floats, exactly (memcpy: the data holds no alignment for uint16_t reads).
-                size_t count = (size_t)(entries[i].end - entries[i].begin) / sizeof(uint16_t);
-                for (size_t k = 0; k < count; k++) {
-                    uint16_t h;
-                    memcpy(&h, data + entries[i].begin + k * sizeof h, sizeof h);
-                    weights[param->offset + k] = hw_bf16_to_float(h);
-                }
-            } else {
-                memcpy(weights + param->offset, data + entries[i].begin, entries[i].end - entries[i].begin);
-            }
+            memcpy(weights + param->offset, staging + param->offset,
+                   sizeof(float) * (size_t)hw_shape_numel(param->shape));
         }
         if (meta != NULL) *meta = file_meta;
     }
-    free(data);
+    free(staging);
     free(entries);
     reader_close(&r);
     return status;
+}
+
+// The entry named prefix + param's name among `entries`, checked to be F32 of the parameter's
+// shape: its index, -1 when there is none, or -2 with a message when it does not fit.
+static int state_entry(const ckpt_reader *r, const tensor_entry *entries, int n, const char *prefix,
+                       const hw_param *param) {
+    char name[HW_NAME_CAP + 128];
+    snprintf(name, sizeof name, "%s%s", prefix, param->name);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(entries[i].name, name) != 0) continue;
+        int same = !entries[i].bf16 && json_array_size(entries[i].shape) == (size_t)param->shape.ndim;
+        for (int d = 0; same && d < param->shape.ndim; d++) {
+            same = json_integer_value(json_array_get(entries[i].shape, (size_t)d)) == param->shape.dims[d];
+        }
+        if (same) return i;
+        ckpt_fail(r->path, "tensor '%s' is not F32 of the shape of parameter '%s'", name, param->name);
+        return -2;
+    }
+    return -1;
+}
+
+int hw_ckpt_load_states(const char *path, const hw_model *model, const char *const *prefixes, float *const *buffers,
+                        int n, int *found) {
+    *found = 0;
+    ckpt_reader r;
+    if (reader_open(&r, path) != HW_OK) return HW_ERR;
+    tensor_entry *entries = NULL;
+    int count = 0;
+    int status = reader_entries(&r, &entries, &count);
+    if (status == HW_OK) status = check_tiling(&r, entries, count);
+    int total = n * model->n_params, present = 0;
+    int *at = status == HW_OK ? malloc(sizeof(int) * (size_t)(total ? total : 1)) : NULL;
+    if (status == HW_OK && at == NULL) status = ckpt_fail(path, "out of memory");
+    for (int q = 0; status == HW_OK && q < total; q++) {
+        at[q] = state_entry(&r, entries, count, prefixes[q / model->n_params], &model->params[q % model->n_params]);
+        if (at[q] == -2) status = HW_ERR;
+        present += at[q] >= 0;
+    }
+    if (status == HW_OK && present > 0 && present < total) {
+        status = ckpt_fail(path, "it holds %d of the %d tensors of the state '%s...': a partial state", present, total,
+                           n > 0 ? prefixes[0] : "");
+    }
+    for (int q = 0; status == HW_OK && present > 0 && q < total; q++) {
+        const hw_param *param = &model->params[q % model->n_params];
+        int err = read_tensor(&r, &entries[at[q]], buffers[q / model->n_params] + param->offset);
+        if (err != 0) status = hw_fail_errno(err, "cannot read the data of checkpoint '%s'", path);
+    }
+    if (status == HW_OK) *found = present > 0;
+    free(at);
+    free(entries);
+    reader_close(&r);
+    return status;
+}
+
+int hw_ckpt_load_text(const char *path, const char *key, char **value) {
+    *value = NULL;
+    ckpt_reader r;
+    if (reader_open(&r, path) != HW_OK) return HW_ERR;
+    const json_t *v = json_object_get(r.metadata, key);
+    if (v != NULL && (*value = strdup(json_string_value(v))) == NULL) {
+        reader_close(&r);
+        return ckpt_fail(path, "out of memory for the metadata '%s'", key);
+    }
+    reader_close(&r);
+    return HW_OK;
 }
 
 int hw_ckpt_load_model_text(const char *path, char **text) {

@@ -678,13 +678,20 @@ static inline int e2e_count_lines(const char *path) {
     return n;
 }
 
-// The tensor bytes of a safetensors file (after the 8-byte length and the JSON header).
+// The model's tensor bytes of a safetensors file (after the 8-byte length and the JSON header, up to
+// the optimizer state that hogwild writes after them: the first "optim." tensor's offset).
 static inline const uint8_t *e2e_safetensors_data(const uint8_t *file, size_t n, size_t *data_bytes) {
     cr_assert_gt(n, 8, "checkpoint too short");
     uint64_t header = 0;
     for (int i = 7; i >= 0; i--) header = header << 8 | file[i];
     cr_assert_leq(8 + header, n, "checkpoint header longer than the file");
     *data_bytes = n - 8 - header;
+    char *text = strndup((const char *)file + 8, header);
+    cr_assert_not_null(text);
+    const char *optim = strstr(text, "\"optim.");
+    const char *offsets = optim ? strstr(optim, "\"data_offsets\":[") : NULL;
+    if (offsets) *data_bytes = strtoull(offsets + strlen("\"data_offsets\":["), NULL, 10);
+    free(text);
     return file + 8 + header;
 }
 

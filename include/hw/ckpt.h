@@ -68,6 +68,47 @@ typedef struct {
 // cause. The one failure reported after the rename is a failed fsync of the directory: the new
 // file is then in place but may not survive a power loss.
 int hw_ckpt_save(const char *path, const hw_model *model, const float *weights, const hw_ckpt_meta *meta);
+
+// Tensors whose names begin with this are a trainer's state beside the weights (the optimizer's
+// momentum buffers): hw_ckpt_load skips them (checked as every tensor is, never matched to the
+// model), so eval, the sparse readers and old hogwilds' files all read the weights alone.
+#define HW_CKPT_STATE_PREFIX "optim."
+
+// A buffer laid out as the model's weights (model->n_weights floats), saved beside them as one F32
+// tensor per parameter, named prefix + the parameter's name ("optim.velocity.worker0.fc1.weight")
+// with the parameter's shape. `prefix` begins with HW_CKPT_STATE_PREFIX.
+typedef struct {
+    const char *prefix;
+    const float *buffer;
+} hw_ckpt_state;
+
+// A text metadata entry saved beside hogwild's own (a key hogwild's metadata does not use).
+typedef struct {
+    const char *key;
+    const char *value;
+} hw_ckpt_text;
+
+// What a trainer saves beside the weights: n_states buffers and n_texts metadata entries.
+typedef struct {
+    const hw_ckpt_state *states;
+    int n_states;
+    const hw_ckpt_text *texts;
+    int n_texts;
+} hw_ckpt_extra;
+
+// hw_ckpt_save with `extra` (NULL: none) after the weights: its buffers' tensors after the model's,
+// its texts in the __metadata__.
+int hw_ckpt_save_extra(const char *path, const hw_model *model, const float *weights, const hw_ckpt_meta *meta,
+                       const hw_ckpt_extra *extra);
+// Reads the n buffers saved with prefixes[i] (hw_ckpt_state) into buffers[i] (model->n_weights floats
+// each), from one read of the header. *found = 0 when the file holds no tensor of any of the
+// prefixes (an older file, one saved without that state): the buffers are untouched. Refuses (the
+// buffers untouched) a file that holds some of them but not all, or one of another shape or dtype.
+int hw_ckpt_load_states(const char *path, const hw_model *model, const char *const *prefixes, float *const *buffers,
+                        int n, int *found);
+// The text metadata entry `key` (malloc'ed into *value, the caller frees it), or NULL in *value
+// when the file has none. Reads only the header.
+int hw_ckpt_load_text(const char *path, const char *key, char **value);
 // Keeps one file descriptor for the saves to come: each hw_ckpt_save gives it up while it opens
 // its files, and takes it back after. A run that will save calls it before training, so that a low
 // `ulimit -n` fails at the start (here, or where the run opens what it needs) and not at the first

@@ -48,6 +48,9 @@ struct hw_run_outputs {
     hw_snapshot_fn take_snapshot;
     void *snapshot_ctx;
     int64_t next_eval;
+    // The trainer's optimizer state, saved beside the weights while it is valid (the trainer brings
+    // it up to date at every epoch end's snapshot; a stop mid-epoch invalidates it); NULL: none.
+    struct hw_optim_state *optim;
 };
 
 // What the --metrics file's first columns say of a run (include/hw/metrics.h): its mode; the

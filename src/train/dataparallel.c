@@ -15,6 +15,7 @@
 #include "hw/err.h"
 #include "hw/optim.h"
 #include "hw/option.h"
+#include "hw/resume_optim.h"
 #include "hw/signals.h"
 
 #include <errno.h>
@@ -248,7 +249,36 @@ typedef struct {
     float *rank_sum;    // across ranks: the weighted gradient, then the step's outcome (hw_dp_outcome_write)
     int64_t steps;      // steps taken in this run
     int stop_agreed;    // across ranks: the stop signal some rank saw, agreed at the last step
+    // The optimizer state kept in checkpoints (hw_optim_kept), when the run resumes or saves: the
+    // velocity and each replica's dropout generator at the last epoch end. NULL: none.
+    hw_optim_state *optim;
 } cpu_trainer;
+
+// A replica's dropout seed in one process, as hw_dp_team_open seeds it.
+static uint64_t replica_seed(const hw_train_config *config, int k) { return hw_worker_seed(config->seed, k); }
+
+// The optimizer state: restored from --resume into the optimizer and the replicas when it matches
+// the run (the one-line message otherwise), and kept up to date for --save at each epoch end.
+static int optim_open(cpu_trainer *t, hw_optim_state *optim) {
+    const hw_train_config *config = t->config;
+    if (!hw_optim_kept(config) || (!config->resume_path && !config->save_path)) return HW_OK;
+    if (hw_optim_state_open(optim, config, t->model->n_weights, replica_seed) != HW_OK) return HW_ERR;
+    t->optim = optim;
+    if (hw_optim_state_resume(optim, config, t->model) != HW_OK) return HW_ERR;
+    if (!optim->restored) return HW_OK;
+    for (int k = 0; k < t->team->replicas; k++) t->team->replica[k].ws.rng = optim->dropout[k];
+    if (t->opt.velocity) memcpy(t->opt.velocity, optim->velocities, sizeof(float) * optim->n_weights);
+    return HW_OK;
+}
+
+// At an epoch end (or a stop, whose save then drops it): the state for the epoch's checkpoint.
+static void optim_capture(cpu_trainer *t) {
+    hw_optim_state *optim = t->optim;
+    if (!optim) return;
+    for (int k = 0; k < optim->workers; k++) optim->dropout[k] = t->team->replica[k].ws.rng;
+    if (optim->n_velocities) memcpy(optim->velocities, t->opt.velocity, sizeof(float) * optim->n_weights);
+    optim->valid = 1;
+}
 
 // DataParallel across the ranks of an mpirun job: every rank loads the same global batch (same
 // order, same seed), trains chunk `rank` of it on its replicas, and the chunk gradients, weighted
@@ -326,6 +356,7 @@ static void cpu_end_epoch(void *ctx) {
     cpu_trainer *t = ctx;
     hw_loader_close(t->loader);
     t->loader = NULL;
+    optim_capture(t);
 }
 
 // Across ranks the stop signal agreed at the last step (ranks_step).
@@ -380,6 +411,9 @@ int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw
     if (status == HW_OK) status = hw_run_outputs_open(&outputs, config, in, first_epoch, samples_before);
     outputs.distributed = config->world.size > 1;  // every rank evaluates a share: none waits for rank 0
     if (status == HW_OK) status = hw_dp_team_open(&t.team, model, config->replicas, rank_batch, team_seed);
+    hw_optim_state optim = {0};
+    if (status == HW_OK) status = optim_open(&t, &optim);
+    outputs.optim = config->save_path ? t.optim : NULL;
     if (status == HW_OK) status = hw_run_outputs_first_point(&outputs, model->weights, first_epoch);
     hw_dp_trainer steps = {.ctx = &t,
                            .begin_epoch = cpu_begin_epoch,
@@ -390,6 +424,7 @@ int hw_train_dataparallel(const hw_train_config *config, hw_train_inputs *in, hw
     if (status == HW_OK) status = hw_dp_loop_run(&steps, in, first_epoch, &outputs, result);
     hw_dp_team_close(t.team);
     hw_run_outputs_close(&outputs);
+    if (t.optim) hw_optim_state_close(t.optim);
     hw_sgd_free(&t.opt);
     free(t.rank_sum);
     return status;

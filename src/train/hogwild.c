@@ -19,6 +19,7 @@
 #include "hw/comm.h"
 #include "hw/err.h"
 #include "hw/optim.h"
+#include "hw/resume_optim.h"
 #include "hw/shm.h"
 #include "hw/spawn.h"
 
@@ -35,7 +36,73 @@ typedef struct {
                             // and, for bf16, the shared bfloat16 weights
     int first_epoch;
     fault_plan fault;
+    // The optimizer state kept in checkpoints (hw_optim_kept): the parent's copy, restored from
+    // --resume or fresh, which the forked workers start from; NULL when the run neither resumes nor
+    // saves. With --save, `published` (shared) holds each worker's state at its last epoch end.
+    hw_optim_state *optim;
+    hw_shm published;
+    size_t published_slot;  // bytes of one worker's slot: its generator, then its velocity
 } hogwild_job;
+
+// ---- the optimizer state a checkpoint keeps ----
+
+// Worker `rank`'s slot of the published state: its dropout generator, its velocity 64 bytes on.
+static hw_rng *published_rng(const hogwild_job *job, int rank) {
+    return (hw_rng *)((char *)job->published.data + (size_t)rank * job->published_slot);
+}
+static float *published_velocity(const hogwild_job *job, int rank) {
+    return (float *)((char *)published_rng(job, rank) + 64);
+}
+
+// The state a worker starts from: the checkpoint's, when --resume restored one (a fresh state is
+// what the workspace and the optimizer already start as).
+static void optim_start(const hogwild_job *job, int rank, hw_workspace *ws, hw_sgd *opt) {
+    const hw_optim_state *optim = job->optim;
+    if (!optim || !optim->restored) return;
+    ws->rng = optim->dropout[rank];
+    if (opt->velocity)
+        memcpy(opt->velocity, optim->velocities + (size_t)rank * optim->n_weights, sizeof(float) * optim->n_weights);
+}
+
+// At the end of each epoch, before the worker reports it: its state, for the parent's checkpoint.
+static void optim_publish(const hogwild_job *job, int rank, const hw_workspace *ws, const hw_sgd *opt) {
+    if (!job->published.data) return;
+    *published_rng(job, rank) = ws->rng;
+    if (opt->velocity) memcpy(published_velocity(job, rank), opt->velocity, sizeof(float) * job->optim->n_weights);
+}
+
+// hogwild_watch.optim_capture: at an epoch end, every worker waiting at the barrier (or gone after
+// the last epoch), their published states into the parent's, which the epoch's checkpoint saves.
+static void optim_capture(void *ctx) {
+    hogwild_job *job = ctx;
+    hw_optim_state *optim = job->optim;
+    for (int k = 0; k < optim->workers; k++) {
+        optim->dropout[k] = *published_rng(job, k);
+        if (optim->n_velocities)
+            memcpy(optim->velocities + (size_t)k * optim->n_weights, published_velocity(job, k),
+                   sizeof(float) * optim->n_weights);
+    }
+    optim->valid = 1;
+}
+
+// The parent's optimizer state, restored from --resume when it matches the run (the one-line
+// message otherwise), and with --save the shared slots the workers publish theirs in.
+static int optim_open(hogwild_job *job, hw_optim_state *optim, const hw_model *model) {
+    const hw_train_config *config = job->config;
+    if (!hw_optim_kept(config) || (!config->resume_path && !config->save_path)) return HW_OK;
+    if (hw_optim_state_open(optim, config, model->n_weights, hw_hogwild_worker_seed) != HW_OK) return HW_ERR;
+    job->optim = optim;
+    if (hw_optim_state_resume(optim, config, model) != HW_OK) return HW_ERR;
+    if (!config->save_path) return HW_OK;
+    size_t velocity = optim->n_velocities ? sizeof(float) * model->n_weights : 0;
+    job->published_slot = (64 + velocity + 63) / 64 * 64;
+    return hw_shm_open(&job->published, job->published_slot * (size_t)config->workers);
+}
+
+static void optim_close(hogwild_job *job) {
+    hw_shm_close(&job->published);
+    if (job->optim) hw_optim_state_close(job->optim);
+}
 
 // ---- the worker: one process, one thread, one shard ----
 
@@ -150,6 +217,7 @@ static int train_shard(int rank, hogwild_job *job, hw_workspace *ws, hw_sgd *opt
         // No step left in this epoch: it holds nobody back, before the parent may release the next.
         staleness_leave(&w.staleness);
         if (status != HW_OK || w.diverged || atomic_load(&job->control->stop)) break;
+        optim_publish(job, rank, ws, opt);
         hw_hogwild_report_epoch(w.slot, epoch - job->first_epoch + 1);
     }
     staleness_leave(&w.staleness);
@@ -171,6 +239,7 @@ static int hogwild_worker(int rank, void *arg) {
         status =
             hw_sgd_init(&opt, model->n_weights, config->lr, config->momentum, config->weight_decay, config->nesterov);
     }
+    if (status == HW_OK) optim_start(job, rank, &ws, &opt);
     hw_model local = *model;
     local.weights = malloc(sizeof(float) * model->n_weights);
     if (status == HW_OK && !local.weights) {
@@ -232,7 +301,9 @@ static int watch_workers(const hw_train_config *config, hw_train_inputs *in, con
                            .first_epoch = job->first_epoch,
                            .weights = weights,
                            .measure = job->measure,
-                           .couple = *couple};
+                           .couple = *couple,
+                           .optim_capture = job->published.data ? optim_capture : NULL,
+                           .optim_ctx = (void *)job};
     return hw_hogwild_watch_run(&watch, spawn, outputs, result);
 }
 
@@ -306,7 +377,9 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
     int64_t samples_before = 0;
     hw_run_outputs outputs = {0};
     hw_measure measure = {0};
+    hw_optim_state optim = {0};
     int status = hw_train_start_weights(config, model, &job.first_epoch, &samples_before);
+    if (status == HW_OK) status = optim_open(&job, &optim, model);
     if (status == HW_OK && bf16) bf16_store_start(model, job.update.bf16, parent);
     hw_hogwild_release_first(job.control, config, job.first_epoch);
     hw_hogwild_schedule_start(job.control, samples_before);
@@ -315,6 +388,7 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
         job.measure = &measure;
     }
     if (status == HW_OK) status = hw_run_outputs_open(&outputs, config, in, job.first_epoch, samples_before);
+    outputs.optim = job.published.data ? job.optim : NULL;
     if (job.measure) measure_metrics_values(job.measure, &outputs.metrics.measure);
     if (status == HW_OK) status = hw_run_outputs_first_point(&outputs, model->weights, job.first_epoch);
     // A stop in the set-up or the first evaluation: no worker is started (across ranks the coupling
@@ -331,6 +405,7 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
         hw_spawn_free(&spawn);
     }
     hw_couple_close(couple);
+    optim_close(&job);
     measure_close(&measure);
     hw_run_outputs_close(&outputs);
     hw_model_bind_weights(model, NULL);

@@ -355,6 +355,7 @@ static int epoch_end(watch_run *run) {
         run->status = HW_ERR;
         return 0;
     }
+    if (watch->optim_capture) watch->optim_capture(watch->optim_ctx);  // the workers wait
     if (watch->measure) {
         measure_capture(watch->measure, outputs->snapshot);  // the workers wait
         measure_metrics_values(watch->measure, &outputs->metrics.measure);

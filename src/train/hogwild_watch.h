@@ -54,6 +54,10 @@ typedef struct {
     struct hw_measure *measure;  // --measure: read at every evaluation point; NULL otherwise
     struct hw_couple *couple;    // across ranks: this node's coupling to the others; NULL on one node
     const int *worker_gpu;       // the GPU each worker trains on, named with its failure; NULL: not named
+    // At every epoch end, while the workers wait at the barrier: the trainer copies their optimizer
+    // state for the epoch's checkpoint (hw_run_outputs.optim). NULL: none kept.
+    void (*optim_capture)(void *ctx);
+    void *optim_ctx;
 } hogwild_watch;
 
 // Hogwild across ranks, after the fork and MPI_Init (hw_comm_init): the ranks' settings and

@@ -6,6 +6,7 @@
 #include "hw/ckpt.h"
 #include "hw/err.h"
 #include "hw/option.h"
+#include "hw/resume_optim.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -95,6 +96,8 @@ int hw_train_start_weights(const hw_train_config *config, hw_model *model, int *
     }
     hw_ckpt_meta meta;
     if (hw_train_load_checkpoint(config->resume_path, model, &meta) != HW_OK) return HW_ERR;
+    // The trainers that keep their optimizer state restore it themselves (hw_optim_state_resume).
+    if (!hw_optim_kept(config)) hw_optim_note_not_kept(config, model);
     if (meta.epoch >= config->epochs) {
         return hw_fail("the checkpoint %s has already trained %d epoch(s); ask for more epochs%s", config->resume_path,
                        meta.epoch, hw_option_hint(HW_OPTION_EPOCHS));

@@ -8,6 +8,7 @@
 #include "hw/comm.h"
 #include "hw/err.h"
 #include "hw/option.h"
+#include "hw/resume_optim.h"
 #include "hw/signals.h"
 
 #include <math.h>
@@ -132,8 +133,10 @@ void hw_divergence_hint(const hw_train_config *config, char *text, size_t cap) {
     }
 }
 
-int hw_run_checkpoint_save(const hw_train_config *config, const hw_model *model, const float *weights, int epochs_done,
-                           int64_t samples_seen) {
+// hw_run_checkpoint_save with the optimizer state beside the weights, when `optim` holds the
+// state at them (NULL: none).
+static int checkpoint_save(const hw_train_config *config, const hw_model *model, const float *weights, int epochs_done,
+                           int64_t samples_seen, const hw_optim_state *optim) {
     if (!config->save_path) return HW_OK;
     // Never a checkpoint of diverged weights: the file keeps the last good one.
     if (!hw_weights_finite(weights, model->n_weights)) {
@@ -160,18 +163,26 @@ int hw_run_checkpoint_save(const hw_train_config *config, const hw_model *model,
     meta.bf16 = config->weights == HW_WEIGHTS_BF16;
     meta.has_max_staleness = config->max_staleness != HW_STALENESS_UNBOUNDED;
     meta.max_staleness = meta.has_max_staleness ? config->max_staleness : 0;
-    return hw_ckpt_save(config->save_path, model, weights, &meta);
+    return hw_optim_checkpoint_save(config->save_path, model, weights, &meta, optim);
+}
+
+int hw_run_checkpoint_save(const hw_train_config *config, const hw_model *model, const float *weights, int epochs_done,
+                           int64_t samples_seen) {
+    return checkpoint_save(config, model, weights, epochs_done, samples_seen, NULL);
 }
 
 int hw_run_outputs_save(hw_run_outputs *outputs, const float *weights, int epochs_done, int64_t samples) {
-    return hw_run_checkpoint_save(outputs->config, &outputs->in->model, weights, epochs_done,
-                                  outputs->samples_base + samples);
+    return checkpoint_save(outputs->config, &outputs->in->model, weights, epochs_done, outputs->samples_base + samples,
+                           outputs->optim);
 }
 
 int hw_run_outputs_save_stopped(hw_run_outputs *outputs, int signal_number, int epochs_done, int64_t samples) {
     hw_progress_message(&outputs->progress, "interrupted by %s after %lld samples\n",
                         hw_stop_signal_name(signal_number), (long long)samples);
     if (!outputs->config->save_path) return HW_OK;
+    // Stopped mid-epoch: the optimizer state of the last epoch end is not the weights' (and a resumed
+    // run redoes the epoch); stopped before this run trained, it is the state the run started from.
+    if (outputs->optim && samples > 0) outputs->optim->valid = 0;
     if (outputs->take_snapshot(outputs->snapshot_ctx, outputs) != HW_OK) return HW_ERR;
     if (hw_run_outputs_save(outputs, outputs->snapshot, epochs_done, samples) != HW_OK) return HW_ERR;
     hw_progress_message(&outputs->progress, "saved the current weights to %s\n", outputs->config->save_path);
