@@ -108,8 +108,8 @@ static void expect_same_file(const char *a, const char *b, const char *why) {
     cr_expect_eq(memcmp(ba, bb, na), 0, "%s: the checkpoints differ", why);
 }
 
-// One worker, --momentum 0 (the momentum buffer is not in a checkpoint) and the MLP (no dropout,
-// whose generator a checkpoint does not keep either): a 2-epoch run stopped after epoch 1 and
+// One worker, --momentum 0 and the MLP (no dropout: the schedule alone, the optimizer state's own
+// test is test_e2e_resume_optim.c): a 2-epoch run stopped after epoch 1 and
 // resumed, given neither its seed nor its schedule, saves the same checkpoint as the run never
 // stopped, for a schedule that depends on the whole run (cosine) and a warm-up, with a seed
 // other than the default. The stop is worker 0 failing at its first batch of epoch 2

@@ -935,3 +935,50 @@ Test(ckpt, refusals_name_the_field_and_the_value) {
     free(m);
     scratch_close(&s);
 }
+
+// ---- a trainer's state beside the weights ----
+
+// Two buffers saved as optim.* tensors after the weights, with text metadata: the weights' reader
+// skips them (the weights read back exactly), hw_ckpt_load_states reads each back bit for bit in
+// one call, a prefix the file does not hold is "not found" (buffers untouched), and asking for a
+// saved prefix with one that is missing is a partial state, refused.
+Test(ckpt, optimizer_state_round_trips_and_the_weights_reader_skips_it) {
+    scratch s;
+    scratch_open(&s);
+    char path[256];
+    scratch_path(&s, "state.safetensors", path, sizeof path);
+    hw_model *m = lenet(50);
+    float *w = random_weights(m->n_weights, 1), *v0 = random_weights(m->n_weights, 2);
+    float *v1 = random_weights(m->n_weights, 3);
+    hw_ckpt_state states[] = {{"optim.velocity.worker0.", v0}, {"optim.velocity.worker1.", v1}};
+    hw_ckpt_text texts[] = {{"optim_trainer", "hogwild"}};
+    hw_ckpt_extra extra = {states, 2, texts, 1};
+    hw_ckpt_meta meta = {.epoch = 3, .seed = 9};
+    cr_assert_eq(hw_ckpt_save_extra(path, m, w, &meta, &extra), HW_OK, "%s", hw_error());
+    float *back = pattern_buffer(m->n_weights);
+    cr_assert_eq(hw_ckpt_load(path, m, back, NULL), HW_OK, "%s", hw_error());
+    cr_expect_eq(memcmp(back, w, m->n_weights * sizeof *w), 0, "the weights differ");
+    float *b0 = pattern_buffer(m->n_weights), *b1 = pattern_buffer(m->n_weights);
+    const char *prefixes[] = {"optim.velocity.worker0.", "optim.velocity.worker1."};
+    float *buffers[] = {b0, b1};
+    int found = 0;
+    cr_assert_eq(hw_ckpt_load_states(path, m, prefixes, buffers, 2, &found), HW_OK, "%s", hw_error());
+    cr_expect_eq(found, 1);
+    cr_expect_eq(memcmp(b0, v0, m->n_weights * sizeof *w), 0, "worker 0's velocity differs");
+    cr_expect_eq(memcmp(b1, v1, m->n_weights * sizeof *w), 0, "worker 1's velocity differs");
+    char *value = NULL;
+    cr_assert_eq(hw_ckpt_load_text(path, "optim_trainer", &value), HW_OK, "%s", hw_error());
+    cr_expect_str_eq(value, "hogwild");
+    free(value);
+    const char *absent[] = {"optim.velocity."};
+    float *untouched = pattern_buffer(m->n_weights), *pattern = pattern_buffer(m->n_weights);
+    cr_assert_eq(hw_ckpt_load_states(path, m, absent, &untouched, 1, &found), HW_OK, "%s", hw_error());
+    cr_expect_eq(found, 0);
+    cr_expect_eq(memcmp(untouched, pattern, m->n_weights * sizeof *w), 0, "a state not found was written");
+    const char *partial[] = {"optim.velocity.worker0.", "optim.velocity.worker2."};
+    float *two[] = {untouched, pattern};
+    cr_expect_eq(hw_ckpt_load_states(path, m, partial, two, 2, &found), HW_ERR, "a partial state was read");
+    cr_expect(strstr(hw_error(), "partial state") != NULL, "%s", hw_error());
+    free(w), free(v0), free(v1), free(back), free(b0), free(b1), free(untouched), free(pattern), free(m);
+    scratch_close(&s);
+}
