@@ -13,6 +13,7 @@
 //   the data   every tensor as contiguous little-endian float32 (dtype F32), or bfloat16 (BF16: a
 //              run with bf16 shared weights), in the model's parameter order; data_offsets are
 //              byte offsets relative to the start of the data. Either dtype loads, into floats.
+//              After them, a trainer's state (HW_CKPT_STATE_PREFIX tensors, F32; hw/resume_optim.h).
 #ifndef HW_CKPT_H
 #define HW_CKPT_H
 
