@@ -18,6 +18,7 @@
 
 #include "hw/err.h"
 #include "hw/procfs.h"
+#include "hw/resume_optim.h"
 
 #include <stdio.h>
 #include <sys/resource.h>
@@ -48,6 +49,16 @@ static double workspace_bytes(const hw_model *model, int batch) {
     return bytes + 4.0 * (floats + scratch);
 }
 
+// The optimizer state a checkpoint keeps (include/hw/resume_optim.h), in every process: the
+// parent's copy of every velocity (a Hogwild worker's fork maps it too) and, for Hogwild with
+// --save, the shared slots the workers publish theirs in.
+static double optim_state_bytes(const hw_train_config *config, double weights) {
+    if (!hw_optim_kept(config) || (!config->resume_path && !config->save_path) || !(config->momentum > 0)) return 0;
+    double velocities = config->mode == HW_MODE_HOGWILD ? (double)config->workers * weights : weights;
+    int published = config->mode == HW_MODE_HOGWILD && config->save_path;
+    return velocities * (published ? 2 : 1);
+}
+
 double preflight_memory_estimate(const hw_train_config *config, const hw_train_inputs *in, int eval_only) {
     const hw_model *model = &in->model;
     double weights = 4.0 * (double)model->n_weights;
@@ -71,13 +82,14 @@ double preflight_memory_estimate(const hw_train_config *config, const hw_train_i
                             : 3.0 * weights + workspace_bytes(model, config->batch_size) +
                                   8.0 * (double)in->train.n / config->workers;
         if (config->prefetch) worker += HW_THREAD_BYTES;
-        return need + 2.0 * weights + eval + worker;
+        return need + 2.0 * weights + eval + worker + optim_state_bytes(config, weights);
     }
     int replicas = config->replicas;
     double per_replica = gpu ? HW_THREAD_BYTES
                              : 3.0 * weights + workspace_bytes(model, config->batch_size / replicas + 1) +
                                    HW_BLAS_BUFFER_BYTES + HW_THREAD_BYTES;
-    return need + 2.0 * weights + 8.0 * (double)in->train.n + eval + replicas * per_replica;
+    return need + 2.0 * weights + 8.0 * (double)in->train.n + eval + replicas * per_replica +
+           optim_state_bytes(config, weights);
 }
 
 int preflight_stack(void) {

@@ -40,6 +40,7 @@ typedef struct {
     // --resume or fresh, which the forked workers start from; NULL when the run neither resumes nor
     // saves. With --save, `published` (shared) holds each worker's state at its last epoch end.
     hw_optim_state *optim;
+    hw_optim_state optim_state;  // what `optim` points at
     hw_shm published;
     size_t published_slot;  // bytes of one worker's slot: its generator, then its velocity
 } hogwild_job;
@@ -316,25 +317,33 @@ static void bf16_store_start(const hw_model *model, uint16_t *shared, float *par
     hw_bf16_to_floats(parent, shared, model->n_weights);
 }
 
-int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
-    int bf16 = config->weights == HW_WEIGHTS_BF16;
-    // bf16 weights are CPU workers' in one process: GPU workers have their own float kernels, and
-    // the coupling across ranks reads and writes float weights.
-    if (bf16 && (config->device.type == HW_DEVICE_CUDA || config->world.size > 1)) {
+// bf16 weights are CPU workers' in one process: GPU workers have their own float kernels, and
+// the coupling across ranks reads and writes float weights; nor is there a bfloat16 atomic add.
+static int bf16_applies(const hw_train_config *config) {
+    if (config->weights != HW_WEIGHTS_BF16) return HW_OK;
+    if (config->device.type == HW_DEVICE_CUDA || config->world.size > 1) {
         return hw_fail("bf16 shared weights%s are for Hogwild workers on the CPU of one process, not %s",
                        hw_option_hint(HW_OPTION_WEIGHTS), config->world.size > 1 ? "across ranks" : "a GPU's");
     }
-    // The staleness bound counts the steps of one process's CPU workers in its control block: GPU
-    // workers and other ranks' are not there.
-    if (config->max_staleness != HW_STALENESS_UNBOUNDED &&
-        (config->device.type == HW_DEVICE_CUDA || config->world.size > 1)) {
-        return hw_fail("a staleness bound%s is for Hogwild workers on the CPU of one process, not %s",
-                       hw_option_hint(HW_OPTION_MAX_STALENESS), config->world.size > 1 ? "across ranks" : "a GPU's");
-    }
-    if (bf16 && config->update == HW_UPDATE_ATOMIC) {
+    if (config->update == HW_UPDATE_ATOMIC) {
         return hw_fail("bf16 shared weights%s have no atomic add; atomic updates%s are for float weights",
                        hw_option_hint(HW_OPTION_WEIGHTS), hw_option_hint(HW_OPTION_UPDATE));
     }
+    return HW_OK;
+}
+
+// The staleness bound counts the steps of one process's CPU workers in its control block: GPU
+// workers and other ranks' are not there.
+static int staleness_applies(const hw_train_config *config) {
+    if (config->max_staleness == HW_STALENESS_UNBOUNDED) return HW_OK;
+    if (config->device.type != HW_DEVICE_CUDA && config->world.size == 1) return HW_OK;
+    return hw_fail("a staleness bound%s is for Hogwild workers on the CPU of one process, not %s",
+                   hw_option_hint(HW_OPTION_MAX_STALENESS), config->world.size > 1 ? "across ranks" : "a GPU's");
+}
+
+int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result) {
+    int bf16 = config->weights == HW_WEIGHTS_BF16;
+    if (bf16_applies(config) != HW_OK || staleness_applies(config) != HW_OK) return HW_ERR;
     if (config->device.type == HW_DEVICE_CUDA) {
         // GPU workers write their steps with their own kernels: only the lock-free one.
         if (config->update != HW_UPDATE_LOCKFREE) {
@@ -377,9 +386,8 @@ int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_trai
     int64_t samples_before = 0;
     hw_run_outputs outputs = {0};
     hw_measure measure = {0};
-    hw_optim_state optim = {0};
     int status = hw_train_start_weights(config, model, &job.first_epoch, &samples_before);
-    if (status == HW_OK) status = optim_open(&job, &optim, model);
+    if (status == HW_OK) status = optim_open(&job, &job.optim_state, model);
     if (status == HW_OK && bf16) bf16_store_start(model, job.update.bf16, parent);
     hw_hogwild_release_first(job.control, config, job.first_epoch);
     hw_hogwild_schedule_start(job.control, samples_before);
