@@ -341,11 +341,14 @@ Test(gpu_train, hogwild_cuda_checkpoint_loads_on_cpu, .init = e2e_setup, .fini =
     cr_expect_eq(trained, evaluated, "GPU run %.2f%%, its checkpoint on the CPU %.2f%%", trained, evaluated);
     cr_expect(strstr(eval.out, "(epoch 1, 2000 samples seen)") != NULL, "eval: %s", eval.out);
     cr_expect_gt(trained, 50.0);
-    // And it resumes on the GPU for a second epoch.
+    // And it resumes on the GPU for a second epoch; the GPU trainers keep no optimizer state (the
+    // default momentum's buffers restart), which stderr says in one line.
     e2e_run_within(&resumed, 120, NULL, "--data", data, "--model", e2e.mlp, "--device", "cuda", "--workers", "3",
                    "--lr", "0.05", "--resume", ckpt, "--epochs", "2", "--quiet");
     e2e_assert_exit(&resumed, 0);
     cr_expect(strstr(resumed.out, "epoch 2/2") != NULL, "stdout: %s", resumed.out);
+    e2e_assert_contains(resumed.err, "the optimizer state restarts", "stderr");
+    e2e_assert_contains(resumed.err, "the GPU trainers keep none", "stderr");
 }
 
 Test(gpu_train, hogwild_cuda_worker_failure_ends_the_run, .init = e2e_setup, .fini = e2e_teardown) {
