@@ -152,6 +152,10 @@ int hw_train_start_weights(const hw_train_config *config, hw_model *model, int *
 // Loads the checkpoint at `path` into model->weights (hw_ckpt_load) and refuses weights that are
 // not finite: such a file comes from a diverged run (hogwild itself never writes one).
 int hw_train_load_checkpoint(const char *path, hw_model *model, hw_ckpt_meta *meta);
+// The --resume checkpoint config->resume_path loaded into model->weights (hw_train_load_checkpoint),
+// refused when it has already trained config->epochs epochs: there would be nothing to train, and
+// the run's result would be none. Every trainer's resume, the dense ones' and the sparse one's.
+int hw_train_resume_weights(const hw_train_config *config, hw_model *model, hw_ckpt_meta *meta);
 
 // Trains with N Hogwild worker processes on shared weights (src/train/hogwild.c).
 int hw_train_hogwild(const hw_train_config *config, hw_train_inputs *in, hw_train_result *result);

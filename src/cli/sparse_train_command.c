@@ -12,8 +12,10 @@
 #include "hw/signals.h"
 #include "hw/file.h"
 #include "hw/option.h"
+#include "hw/run_outputs.h"
 #include "hw/shm.h"
 #include "hw/sparse_train.h"
+#include "hw/train.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -247,6 +249,17 @@ int cli_sparse_train_run(hw_train_config *config) {
     return status;
 }
 
+// A checkpoint whose test loss has diverged: refused naming it, as hw_eval_only_run does.
+static int diverged_refusal(const hw_train_config *config, double loss) {
+    char text[48];
+    hw_loss_describe(text, sizeof text, loss);
+    fprintf(stderr,
+            "hogwild: the checkpoint %s gives a test loss of %s on %s: its weights have blown up, as a diverged "
+            "run's do; use an earlier checkpoint\n",
+            config->resume_path, text, config->data_dir);
+    return HW_EXIT_FAILURE;
+}
+
 int cli_sparse_eval_only_run(hw_train_config *config) {
     hw_sparse_model model;
     hw_sparse_set train = {0}, test = {0};
@@ -258,10 +271,14 @@ int cli_sparse_eval_only_run(hw_train_config *config) {
     hw_ckpt_meta meta;
     double loss = NAN;
     int64_t correct = 0;
-    if (!weights || hw_ckpt_load(config->resume_path, &view, weights, &meta) != HW_OK) {
+    view.weights = weights;
+    // The dense evaluation's rules (hw_eval_only_run): weights that are not finite are refused, and
+    // so are finite ones whose test loss has blown up; neither is a result.
+    if (!weights || hw_train_load_checkpoint(config->resume_path, &view, &meta) != HW_OK) {
         status = cli_failure("hogwild");
     } else {
         hw_sparse_evaluate(&model, weights, &test, &loss, &correct);
+        if (!hw_stop_signal() && hw_loss_diverged(loss)) status = diverged_refusal(config, loss);
     }
     if (status == HW_EXIT_OK && hw_stop_signal()) {
         // A stop signal (caught by cli_eval_only_run) came while loading or evaluating: no result.

@@ -87,6 +87,15 @@ int hw_train_load_checkpoint(const char *path, hw_model *model, hw_ckpt_meta *me
     return HW_OK;
 }
 
+int hw_train_resume_weights(const hw_train_config *config, hw_model *model, hw_ckpt_meta *meta) {
+    if (hw_train_load_checkpoint(config->resume_path, model, meta) != HW_OK) return HW_ERR;
+    if (meta->epoch >= config->epochs) {
+        return hw_fail("the checkpoint %s has already trained %d epoch(s); ask for more epochs%s", config->resume_path,
+                       meta->epoch, hw_option_hint(HW_OPTION_EPOCHS));
+    }
+    return HW_OK;
+}
+
 int hw_train_start_weights(const hw_train_config *config, hw_model *model, int *first_epoch, int64_t *samples_before) {
     *first_epoch = 0;
     *samples_before = 0;
@@ -95,13 +104,9 @@ int hw_train_start_weights(const hw_train_config *config, hw_model *model, int *
         return HW_OK;
     }
     hw_ckpt_meta meta;
-    if (hw_train_load_checkpoint(config->resume_path, model, &meta) != HW_OK) return HW_ERR;
+    if (hw_train_resume_weights(config, model, &meta) != HW_OK) return HW_ERR;
     // The trainers that keep their optimizer state restore it themselves (hw_optim_state_resume).
     if (!hw_optim_kept(config)) hw_optim_note_not_kept(config, model);
-    if (meta.epoch >= config->epochs) {
-        return hw_fail("the checkpoint %s has already trained %d epoch(s); ask for more epochs%s", config->resume_path,
-                       meta.epoch, hw_option_hint(HW_OPTION_EPOCHS));
-    }
     *first_epoch = meta.epoch;
     *samples_before = meta.samples_seen;
     return HW_OK;

@@ -52,14 +52,16 @@ static void epoch_print(const sparse_run *run, int epoch, double loss, int64_t c
 }
 
 // The weights a run starts from: the seeded initialisation, or --resume's checkpoint, whose epoch
-// count and samples the run continues.
+// count and samples the run continues, by the dense runs' rules (hw_train_resume_weights): finite
+// weights, and fewer epochs than --epochs.
 static int start_weights(sparse_run *run, int *first_epoch) {
     const hw_train_config *config = run->config;
     hw_sparse_model_ckpt_view(run->model, &run->view);
     hw_fm_init(run->weights, &run->model->dims, 0.1f, config->seed);
     if (!config->resume_path) return HW_OK;
     hw_ckpt_meta meta;
-    if (hw_ckpt_load(config->resume_path, &run->view, run->weights, &meta) != HW_OK) return HW_ERR;
+    run->view.weights = run->weights;
+    if (hw_train_resume_weights(config, &run->view, &meta) != HW_OK) return HW_ERR;
     *first_epoch = meta.epoch;
     run->samples = meta.samples_seen;
     return HW_OK;

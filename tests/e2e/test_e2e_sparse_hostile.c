@@ -1,0 +1,82 @@
+// End-to-end tests of a sparse run given what it cannot use, as a hostile user gives it: a
+// checkpoint with nothing left to train or with weights that are not finite, outputs that are the
+// dataset's own files, a warm-up longer than the run. Each is refused before any training, naming
+// what is wrong, as a dense run refuses it; nothing is printed as a result, no input destroyed.
+#include "e2e_util.h"
+
+#include <math.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+TestSuite(e2e_sparse_hostile, .init = e2e_setup, .fini = e2e_teardown, .timeout = 300);
+
+// A small planted classification (hogwild synth --kind sparse).
+static char *planted_classes(void) {
+    char *dir = e2e_path("sp");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "synth", "--kind", "sparse", "--dir", dir, "--train", "2000", "--test", "500", "--features",
+            "200", "--nnz", "10");
+    e2e_assert_exit(&r, 0);
+    return dir;
+}
+
+// A one-epoch logistic regression's checkpoint at `name` in the test's folder.
+static char *one_epoch_checkpoint(const char *data, const char *name) {
+    char *ckpt = e2e_path(name);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--epochs", "1", "--lr", "0.5", "--save", ckpt,
+            "--quiet");
+    e2e_assert_exit(&r, 0);
+    return ckpt;
+}
+
+// The checkpoint at `from` copied to `to` with its first weight (fm.rows[0], the first tensor's
+// first float) replaced by `value`.
+static void checkpoint_with_first_weight(const char *from, const char *to, float value) {
+    size_t n, data_bytes;
+    uint8_t *bytes = e2e_own(read_bytes(from, &n));
+    uint8_t *data = (uint8_t *)e2e_safetensors_data(bytes, n, &data_bytes);
+    cr_assert_geq(data_bytes, sizeof value);
+    memcpy(data, &value, sizeof value);
+    write_bytes(to, bytes, n);
+}
+
+// A checkpoint that has trained every epoch asked for leaves nothing to train: refused, as a dense
+// run refuses it, not a "done" line of zeros.
+Test(e2e_sparse_hostile, a_checkpoint_with_every_epoch_trained_is_refused) {
+    char *data = planted_classes();
+    char *ckpt = one_epoch_checkpoint(data, "one.st");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--resume", ckpt, "--epochs", "1");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "has already trained 1 epoch(s); ask for more epochs", "stderr");
+    cr_expect_null(strstr(r.out, "done:"), "no result of a run that trained nothing:\n%s", r.out);
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--resume", ckpt, "--epochs", "2", "--quiet");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "done: test loss", "one more epoch trains");
+}
+
+// Weights that are not finite (a checkpoint edited, or written by another tool) are refused by
+// name, before training, and --eval-only prints no NaN as a result; finite weights that have blown
+// up give a test loss that is no result either.
+Test(e2e_sparse_hostile, a_checkpoint_with_nan_weights_is_refused) {
+    char *data = planted_classes();
+    char *good = one_epoch_checkpoint(data, "good.st");
+    char *bad = e2e_path("nan.st"), *huge = e2e_path("huge.st");
+    checkpoint_with_first_weight(good, bad, NAN);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--resume", bad, "--epochs", "3");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "holds weights that are not finite", "stderr");
+    cr_expect_null(strstr(r.err, "diverged in epoch"), "nothing trained on NaN weights:\n%s", r.err);
+    cr_expect_null(strstr(r.out, "epoch 2/3"), "stdout:\n%s", r.out);
+    e2e_run(&r, NULL, "--eval-only", "--resume", bad, "--data", data);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "holds weights that are not finite", "stderr");
+    cr_expect_null(strstr(r.out, "nan"), "no NaN printed as a result:\n%s", r.out);
+    checkpoint_with_first_weight(good, huge, 1e30f);
+    e2e_run(&r, NULL, "--eval-only", "--resume", huge, "--data", data);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "its weights have blown up", "stderr");
+    cr_expect_null(strstr(r.out, "accuracy"), "no result from blown-up weights:\n%s", r.out);
+}
