@@ -111,6 +111,10 @@ typedef enum {
 // Which of the names `dir` holds, by looking at the names only (no file is opened): the way for a
 // caller to tell a sparse dataset folder from a dense one.
 hw_sparse_kind hw_sparse_dataset_kind(const char *dir);
+// The name above (plain or ".gz") that `path` has in the folder `dir` (the same folder, however
+// spelled), whether or not it exists; NULL when it has none. A file written there would be read as
+// the dataset, or destroy it: the check of an output path against a sparse --data folder.
+const char *hw_sparse_dataset_name_of(const char *dir, const char *path);
 // Opens a folder's training and test files. Both must be there, each as one name (a plain file and
 // its ".gz" beside it are refused as ambiguous). The two share the dimension (the larger of the
 // two; the test file may hold a feature the training file never had), the label kind (decided

@@ -3,14 +3,16 @@
 //
 // --save and --metrics must be writable (hw_output_check: a name, not a folder or a special file,
 // a folder that takes the checkpoint's temporary file, a file its owner lets this run replace);
-// --save must not be the model file, a dataset file, the --metrics file, or inside the image
-// folders; and an existing checkpoint is replaced only by the run that resumed from it or with
-// --overwrite. --metrics must not be an input or the checkpoint either.
+// --save must not be the model file, a dataset file (a sparse folder's names too, existing or not),
+// the --metrics file, or inside the image folders; and an existing checkpoint is replaced only by
+// the run that resumed from it or with --overwrite. --metrics must not be an input or the
+// checkpoint either.
 #include "preflight.h"
 
 #include "hw/err.h"
 #include "hw/file.h"
 #include "hw/shm.h"
+#include "hw/sparse_data.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -27,8 +29,10 @@ static int folder_within(const char *dir, const char *root) {
 }
 
 // The input files `path` must not be: the model file (none when the model is the text a --resume
-// checkpoint records: then model_path names that checkpoint, which --save may continue) and every
-// dataset file, or a place inside the image folders (a file there becomes a sample of the next run).
+// checkpoint records: then model_path names that checkpoint, which --save may continue), every
+// dataset file, a sparse dataset's name in the data folder (hw_sparse_dataset_name_of: a file
+// there is read as the dataset), or a place inside the image folders (a file there becomes a
+// sample of the next run).
 static int check_not_an_input(const char *flag, const char *path, const hw_train_config *config) {
     if (!config->model_text && hw_same_file(path, config->model_path)) {
         return hw_fail("%s %s is the model file (--model %s): it would be destroyed; choose another path", flag, path,
@@ -45,6 +49,12 @@ static int check_not_an_input(const char *flag, const char *path, const hw_train
                                candidate);
             }
         }
+    }
+    const char *sparse = hw_sparse_dataset_name_of(config->data_dir, path);
+    if (sparse) {
+        return hw_fail("%s %s is a file of the sparse dataset in %s (a file named %s or %s.gz there is read as "
+                       "the dataset): it would destroy the dataset or corrupt it; choose another path",
+                       flag, path, config->data_dir, sparse, sparse);
     }
     char folder[PATH_MAX];
     hw_path_folder(path, folder, sizeof folder);

@@ -3,8 +3,11 @@
 #include "sparse_io.h"
 
 #include "hw/err.h"
+#include "hw/file.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -53,6 +56,23 @@ hw_sparse_kind hw_sparse_dataset_kind(const char *dir) {
         present = i;
     }
     return present < 0 ? HW_SPARSE_NONE : layouts[present].kind;
+}
+
+const char *hw_sparse_dataset_name_of(const char *dir, const char *path) {
+    char folder[PATH_MAX], real_folder[PATH_MAX], real_dir[PATH_MAX];
+    hw_path_folder(path, folder, sizeof folder);
+    if (!dir || !realpath(folder, real_folder) || !realpath(dir, real_dir) || strcmp(real_folder, real_dir) != 0) {
+        return NULL;
+    }
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    for (int i = 0; i < N_LAYOUTS; i++) {
+        const char *const names[2] = {layouts[i].train, layouts[i].test};
+        for (int k = 0; k < 2; k++) {
+            size_t n = strlen(names[k]);
+            if (strncmp(base, names[k], n) == 0 && (base[n] == '\0' || strcmp(base + n, ".gz") == 0)) return names[k];
+        }
+    }
+    return NULL;
 }
 
 // The one file of `name` in dir (plain or gzip) into path; fails when there is none or both.

@@ -80,3 +80,34 @@ Test(e2e_sparse_hostile, a_checkpoint_with_nan_weights_is_refused) {
     e2e_assert_contains(r.err, "its weights have blown up", "stderr");
     cr_expect_null(strstr(r.out, "accuracy"), "no result from blown-up weights:\n%s", r.out);
 }
+
+// --save and --metrics onto the sparse dataset's own files (any spelling, .gz too, even with
+// --overwrite) are refused before the run, and the files are left as they were; so is a name that
+// would make the folder hold a second layout. Another name in the folder is written.
+Test(e2e_sparse_hostile, outputs_onto_the_sparse_dataset_files_are_refused) {
+    char *data = planted_classes();
+    char *train = e2e_path("sp/train.libsvm"), *again = e2e_path("sp/../sp/test.libsvm");
+    char *gz = e2e_path("sp/test.libsvm.gz"), *ratings = e2e_path("sp/train.csv"), *fine = e2e_path("sp/run.csv");
+    size_t n_before, n_after;
+    uint8_t *before = e2e_own(read_bytes(train, &n_before));
+    const char *const tries[][3] = {{"--save", train, "--overwrite"},
+                                    {"--metrics", train, NULL},
+                                    {"--metrics", again, NULL},
+                                    {"--save", gz, NULL},
+                                    {"--metrics", ratings, NULL}};
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
+        e2e_run_result r;
+        e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--lr", "0.5", "--quiet", tries[i][0],
+                tries[i][1], tries[i][2]);
+        e2e_assert_exit(&r, 1);
+        e2e_assert_contains(r.err, "is a file of the sparse dataset in", tries[i][1]);
+        cr_expect_null(strstr(r.out, "done:"), "refused before training:\n%s", r.out);
+    }
+    uint8_t *after = e2e_own(read_bytes(train, &n_after));
+    cr_expect(n_after == n_before && memcmp(before, after, n_before) == 0, "train.libsvm was changed");
+    cr_expect(!e2e_file_exists(gz) && !e2e_file_exists(ratings), "no file of the dataset's names was made");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--lr", "0.5", "--quiet", "--metrics", fine);
+    e2e_assert_exit(&r, 0);
+    cr_expect(e2e_file_exists(fine), "another name in the folder is written");
+}
