@@ -38,7 +38,7 @@ int preflight_memory(const hw_train_config *config, const hw_train_inputs *in, i
 // A warm-up (--warmup) as long as the whole run or longer is refused, naming both: the rate would
 // never reach --lr, and the run would end at a fraction of it without a word. The run's samples
 // are its epochs over the training data, every rank's (a resumed run's earlier epochs included:
-// the schedule counts them too).
-int preflight_warmup(const hw_train_config *config, const hw_train_inputs *in);
+// the schedule counts them too). `train_n`: the training set's samples, a dense or a sparse one's.
+int preflight_warmup(const hw_train_config *config, int64_t train_n);
 
 #endif

@@ -146,11 +146,11 @@ void preflight_fit_batches(hw_train_config *config, const hw_train_inputs *in, c
     }
 }
 
-int preflight_warmup(const hw_train_config *config, const hw_train_inputs *in) {
+int preflight_warmup(const hw_train_config *config, int64_t train_n) {
     int64_t warmup = config->lr_schedule.warmup;
-    int64_t run = (int64_t)config->epochs * in->train.n * (config->world.size > 1 ? config->world.size : 1);
+    int64_t run = (int64_t)config->epochs * train_n * (config->world.size > 1 ? config->world.size : 1);
     if (warmup <= 0 || warmup < run) return HW_OK;
     return hw_fail("the warm-up of %lld samples (--warmup) is as long as the whole run or longer (%d epoch(s) of %lld "
                    "samples: %lld): the rate would never reach --lr %g; give a shorter warm-up or more --epochs",
-                   (long long)warmup, config->epochs, (long long)in->train.n, (long long)run, (double)config->lr);
+                   (long long)warmup, config->epochs, (long long)train_n, (long long)run, (double)config->lr);
 }

@@ -222,7 +222,8 @@ static int sparse_train_run(hw_train_config *config) {
     hw_sparse_set train = {0}, test = {0};
     int status = inputs_load(config, &model, &train, &test);
     if (status != HW_EXIT_OK) return status;
-    if (preflight_outputs(config) != HW_OK || (config->save_path && hw_ckpt_keep_descriptor() != HW_OK)) {
+    if (preflight_warmup(config, train.n) != HW_OK || preflight_outputs(config) != HW_OK ||
+        (config->save_path && hw_ckpt_keep_descriptor() != HW_OK)) {
         hw_sparse_set_free(&train);
         hw_sparse_set_free(&test);
         return cli_failure("hogwild");

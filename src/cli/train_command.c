@@ -111,7 +111,7 @@ static int train_run(hw_train_config *config) {
     char capped[512] = "";
     int loaded = hw_train_inputs_load(&in, config);
     if (loaded == HW_OK) preflight_fit_batches(config, &in, capped, sizeof capped);
-    if (loaded != HW_OK || preflight_warmup(config, &in) != HW_OK || preflight_outputs(config) != HW_OK ||
+    if (loaded != HW_OK || preflight_warmup(config, in.train.n) != HW_OK || preflight_outputs(config) != HW_OK ||
         (config->save_path && hw_ckpt_keep_descriptor() != HW_OK) || preflight_memory(config, &in, 0) != HW_OK) {
         int status = cli_failure("hogwild");
         hw_train_inputs_free(&in);

@@ -111,3 +111,17 @@ Test(e2e_sparse_hostile, outputs_onto_the_sparse_dataset_files_are_refused) {
     e2e_assert_exit(&r, 0);
     cr_expect(e2e_file_exists(fine), "another name in the folder is written");
 }
+
+// A warm-up as long as the whole run would keep the rate below --lr to the end: refused before
+// training, naming the run's samples, as for a dense run; a shorter one trains.
+Test(e2e_sparse_hostile, a_warmup_as_long_as_the_run_is_refused) {
+    char *data = planted_classes();
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--epochs", "2", "--warmup", "4000", "--quiet");
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "the warm-up of 4000 samples (--warmup) is as long as the whole run", "stderr");
+    e2e_assert_contains(r.err, "2 epoch(s) of 2000 samples: 4000", "stderr");
+    cr_expect_null(strstr(r.out, "done:"), "stdout:\n%s", r.out);
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--epochs", "2", "--warmup", "3999", "--quiet");
+    e2e_assert_exit(&r, 0);
+}
