@@ -222,7 +222,8 @@ int hw_train_sparse(const hw_train_config *config, const hw_sparse_model *model,
         hw_metrics_commit(&run->metrics);  // training starts: the file is replaced now
     }
     if (rc == HW_OK) rc = epochs_run(run, &job, order, first_epoch, result);
-    if (rc == HW_OK && run->measure) measure_print(run, train);
+    // Only a finished run's, as a dense run's: a stopped one may have made no update (nothing but NaN).
+    if (rc == HW_OK && run->measure && !result->interrupted_by) measure_print(run, train);
     if (run && run->measure) measure_close(run->measure);
     if (locked) hogwild_update_lock_destroy(job.update.lock);
     if (run) {

@@ -125,3 +125,17 @@ Test(e2e_sparse_hostile, a_warmup_as_long_as_the_run_is_refused) {
     e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--epochs", "2", "--warmup", "3999", "--quiet");
     e2e_assert_exit(&r, 0);
 }
+
+// Ctrl-C ends a --measure run as a dense one: saved, 128 + SIGINT, and no measure block, which
+// for a run stopped before its first update would be NaN throughout.
+Test(e2e_sparse_hostile, a_stopped_measure_run_prints_no_measure_block) {
+    char *data = planted_classes();
+    char *csv = e2e_path("m.csv"), *ckpt = e2e_path("m.st");
+    const char *args[] = {
+        "--model", "models/logreg.model", "--data", data, "--workers", "2", "--epochs", "100000", "--lr",
+        "0.5",     "--measure",           "--save", ckpt, "--metrics", csv, NULL};
+    e2e_run_result r;
+    e2e_interrupt_once_training(&r, args, csv);
+    cr_expect_null(strstr(r.out, "measure:"), "a stopped run's stdout:\n%s", r.out);
+    cr_expect_null(strstr(r.out, "nan"), "a stopped run's stdout:\n%s", r.out);
+}
