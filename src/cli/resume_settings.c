@@ -4,6 +4,7 @@
 // before that, since the initialisation, the shuffling, the workers' seeds and every step's rate
 // come from them.
 #include "cli/resume_settings.h"
+#include "cli/sparse_train_command.h"
 
 #include "cli/usage.h"
 #include "hw/bf16.h"
@@ -154,11 +155,13 @@ static int restore_update(hw_train_config *config, const cli_parsed *given, cons
 
 // The weights' dtype: the checkpoint's (its tensors' dtype, BF16 or F32) unless --weights is
 // given, where it applies: CPU Hogwild in one process, real workers, not --update atomic (the
-// rules refuse bf16 elsewhere). Either dtype loads into either run: a BF16 file widens to floats
-// exactly, and a bf16 run rounds float weights to the nearest bfloat16 at its start.
+// rules refuse bf16 elsewhere), a dense model (the sparse trainer keeps float weights: a BF16 file
+// widens into them). Either dtype loads into either run: a BF16 file widens to floats exactly, and
+// a bf16 run rounds float weights to the nearest bfloat16 at its start. Call after restore_model.
 static void restore_weights(hw_train_config *config, const cli_parsed *given, const hw_ckpt_meta *meta, int say) {
     int applies = config->mode == HW_MODE_HOGWILD && config->device.type != HW_DEVICE_CUDA && config->n_gpus == 0 &&
-                  config->world.size == 1 && !config->simulate && config->update != HW_UPDATE_ATOMIC;
+                  config->world.size == 1 && !config->simulate && config->update != HW_UPDATE_ATOMIC &&
+                  !cli_sparse_model_given(config);
     hw_weights_dtype recorded = meta->bf16 ? HW_WEIGHTS_BF16 : HW_WEIGHTS_F32;
     if (!applies) return;
     if (!cli_given(given, HW_OPTION_WEIGHTS)) {
@@ -205,9 +208,10 @@ int cli_resume_settings(hw_train_config *config, const cli_parsed *given) {
     restore_lr(config, given, &meta, say);
     status = restore_schedule(config, given, &meta, say);
     if (status == HW_EXIT_OK) status = restore_update(config, given, &meta, say);
+    if (status == HW_EXIT_OK) status = restore_model(config, given);
     if (status == HW_EXIT_OK) restore_weights(config, given, &meta, say);
     if (status == HW_EXIT_OK) restore_staleness(config, given, &meta, say);
-    return status == HW_EXIT_OK ? restore_model(config, given) : status;
+    return status;
 }
 
 // Appends option `id` of `command` to `as_run` with `text`, unless it was given.

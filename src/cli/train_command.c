@@ -135,8 +135,9 @@ int cli_train_run(hw_train_config *config) {
     if (config->world.size > 1 && hw_comm_built() && hw_mpirun_cleanup_start(&config->world) != HW_OK) {
         return cli_failure("hogwild");
     }
-    // The sparse models have a trainer of their own (src/train/sparse_train.c), whose workers' join
-    // handles a stop signal as the dense trainers' do.
+    // The sparse models (a model file, or the model text a --resume checkpoint records) have a
+    // trainer of their own (src/train/sparse_train.c), whose workers' join handles a stop signal
+    // as the dense trainers' do.
     if (cli_sparse_model_given(config)) return cli_sparse_train_run(config);
     // A stop signal is a request to stop at every phase of the run, the set-up (the checks, loading
     // the data) and the first evaluation included: the trainer then stops before it trains, says

@@ -3,6 +3,7 @@
 // dataset's own files, a warm-up longer than the run. Each is refused before any training, naming
 // what is wrong, as a dense run refuses it; nothing is printed as a result, no input destroyed.
 #include "e2e_util.h"
+#include "hw/sparse_train.h"
 
 #include <math.h>
 #include <sys/stat.h>
@@ -138,4 +139,38 @@ Test(e2e_sparse_hostile, a_stopped_measure_run_prints_no_measure_block) {
     e2e_interrupt_once_training(&r, args, csv);
     cr_expect_null(strstr(r.out, "measure:"), "a stopped run's stdout:\n%s", r.out);
     cr_expect_null(strstr(r.out, "nan"), "a stopped run's stdout:\n%s", r.out);
+}
+
+// A sparse checkpoint resumes without --model, from the model text it records, as a dense one
+// does (it was taken for a dense model file, and the run looked for MNIST in the sparse folder).
+Test(e2e_sparse_hostile, a_sparse_checkpoint_resumes_from_its_own_model_text) {
+    char *data = planted_classes();
+    char *ckpt = one_epoch_checkpoint(data, "own.st");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--data", data, "--resume", ckpt, "--epochs", "2", "--lr", "0.5");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "epoch 2/2: test loss", "stdout");
+}
+
+// A checkpoint of BF16 tensors (another tool's, or a dense habit) loads into the sparse trainer's
+// float weights, as the README says either dtype loads into either run: no refusal of a
+// --weights bf16 the user never gave.
+Test(e2e_sparse_hostile, a_bf16_checkpoint_resumes_a_sparse_model) {
+    char *data = planted_classes();
+    char *model_path = e2e_path("lr200.model"), *ckpt = e2e_path("bf16.st");
+    static const char text[] = "input sparse 200\nfm 0\nloss logistic\n";
+    write_bytes(model_path, text, sizeof text - 1);
+    hw_sparse_model model;
+    cr_assert_eq(hw_sparse_model_parse(&model, text, model_path), HW_OK, "%s", hw_error());
+    model.dims.dim = model.input_dim;
+    hw_model view;
+    hw_sparse_model_ckpt_view(&model, &view);
+    float *weights = e2e_own(calloc(view.n_weights, sizeof *weights));
+    hw_ckpt_meta meta = {.epoch = 1, .samples_seen = 2000, .seed = 1, .bf16 = 1};
+    cr_assert_eq(hw_ckpt_save(ckpt, &view, weights, &meta), HW_OK, "%s", hw_error());
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", model_path, "--data", data, "--resume", ckpt, "--epochs", "2", "--lr", "0.5");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "epoch 2/2: test loss", "stdout");
+    cr_expect_null(strstr(r.err, "--weights"), "stderr:\n%s", r.err);
 }
