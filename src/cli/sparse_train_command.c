@@ -103,13 +103,15 @@ int cli_sparse_defaults_apply(hw_train_config *config, const cli_parsed *given) 
         if (!default_option_allowed(o)) {
             char names[160];
             default_names(names, sizeof names);
-            return cli_usage_error("%s:%d: `default %s` is no setting a model file may give (those: %s)", name, d->line,
-                                   d->name, names);
+            hw_fail("%s:%d: `default %s` is no setting a model file may give (those: %s)", name, d->line, d->name,
+                    names);
+            return cli_failure("hogwild");
         }
         if (cli_given(given, o->id)) continue;
         char error[512];
         if (cli_option_apply(o, d->value, config, error, sizeof error) != HW_EXIT_OK) {
-            return cli_usage_error("%s:%d: `default %s %s`: %s", name, d->line, d->name, d->value, error);
+            hw_fail("%s:%d: `default %s %s`: %s", name, d->line, d->name, d->value, error);
+            return cli_failure("hogwild");
         }
     }
     return HW_EXIT_OK;

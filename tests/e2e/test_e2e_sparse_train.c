@@ -387,19 +387,21 @@ Test(e2e_sparse_train, a_model_files_defaults_apply_where_no_flag_is_given) {
     e2e_assert_contains(r.out, "default epochs 30 (where the command line gives none)", "--summary");
 }
 
-// A `default` line the command line cannot take is a usage error naming the file, the line and
-// what is wrong, before any work; so is any other line after the loss.
+// A `default` line the command line cannot take fails as a model file's other errors do (exit 1,
+// no usage text), naming the file, the line and what is wrong, before any work; so does any other
+// line after the loss.
 Test(e2e_sparse_train, a_bad_default_line_is_named) {
     char *data = planted_classes();
     e2e_run_result r;
     char *m = model_file("w.model", "input sparse\nfm 0\nloss logistic\ndefault workers 4\n");
     e2e_run(&r, NULL, "--model", m, "--data", data);
-    e2e_assert_exit(&r, 2);
+    e2e_assert_exit(&r, 1);
+    cr_expect(!strstr(r.err, "usage:"), "a model file's error printed the usage: %s", r.err);
     e2e_assert_contains(r.err, "w.model:4: `default workers` is no setting a model file may give (those: lr, momentum",
                         "stderr");
     m = model_file("v.model", "input sparse\nfm 0\nloss logistic\n\ndefault lr -1\n");
     e2e_run(&r, NULL, "--model", m, "--data", data);
-    e2e_assert_exit(&r, 2);
+    e2e_assert_exit(&r, 1);
     e2e_assert_contains(r.err, "v.model:5: `default lr -1`: ", "stderr");
     m = model_file("x.model", "input sparse\nfm 0\nloss logistic\nrelu\n");
     e2e_run(&r, NULL, "--model", m, "--data", data);
