@@ -103,8 +103,8 @@ int hw_run_outputs_evaluate(hw_run_outputs *outputs, int epochs_done, int64_t sa
 // finite (NaN, inf), so that the file keeps the last good checkpoint.
 int hw_run_outputs_save(hw_run_outputs *outputs, const float *weights, int epochs_done, int64_t samples);
 // A stop signal (`signal_number`) ended training after `samples` of this run, with `epochs_done`
-// epochs complete (counted from 0, as a checkpoint counts them): says so and, with --save, saves
-// the current weights (the trainer's snapshot).
+// epochs complete (counted from 0, as a checkpoint counts them): with --save, saves the current
+// weights (the trainer's snapshot), then says so (the file first: a stdout nobody reads blocks).
 int hw_run_outputs_save_stopped(hw_run_outputs *outputs, int signal_number, int epochs_done, int64_t samples);
 
 // A stop signal before training started, in the set-up (loading, the checks; the command line

@@ -176,16 +176,23 @@ int hw_run_outputs_save(hw_run_outputs *outputs, const float *weights, int epoch
                            outputs->optim);
 }
 
+// The save comes before the messages: a stdout nobody reads blocks the write (mpirun forwards no
+// output from a Ctrl-C on, and SIGKILLs the ranks a second later), and the file must not wait on it.
 int hw_run_outputs_save_stopped(hw_run_outputs *outputs, int signal_number, int epochs_done, int64_t samples) {
+    const char *path = outputs->config->save_path;
+    int status = HW_OK;
+    if (path) {
+        // Stopped mid-epoch: the optimizer state of the last epoch end is not the weights' (and a
+        // resumed run redoes the epoch); stopped before this run trained, it is the state the run
+        // started from.
+        if (outputs->optim && samples > 0) outputs->optim->valid = 0;
+        status = outputs->take_snapshot(outputs->snapshot_ctx, outputs);
+        if (status == HW_OK) status = hw_run_outputs_save(outputs, outputs->snapshot, epochs_done, samples);
+    }
     hw_progress_message(&outputs->progress, "interrupted by %s after %lld samples\n",
                         hw_stop_signal_name(signal_number), (long long)samples);
-    if (!outputs->config->save_path) return HW_OK;
-    // Stopped mid-epoch: the optimizer state of the last epoch end is not the weights' (and a resumed
-    // run redoes the epoch); stopped before this run trained, it is the state the run started from.
-    if (outputs->optim && samples > 0) outputs->optim->valid = 0;
-    if (outputs->take_snapshot(outputs->snapshot_ctx, outputs) != HW_OK) return HW_ERR;
-    if (hw_run_outputs_save(outputs, outputs->snapshot, epochs_done, samples) != HW_OK) return HW_ERR;
-    hw_progress_message(&outputs->progress, "saved the current weights to %s\n", outputs->config->save_path);
+    if (status != HW_OK) return HW_ERR;
+    if (path) hw_progress_message(&outputs->progress, "saved the current weights to %s\n", path);
     return HW_OK;
 }
 

@@ -551,17 +551,17 @@ Test(mpi, dataparallel_a_sum_past_sync_timeout_ends_the_job) {
         r.err, "a step's gradient sum has not completed within the ranks' timeout of 2 s (--sync-timeout)", "stderr");
 }
 
-// Starts a long job of 2 ranks (Hogwild, or DataParallel when `dp`) and returns once both are
-// past MPI_Init (their threads).
-static void start_two_training_ranks(e2e_run_result *r, pid_t ranks[2], const char *data, const char *save, int dp) {
+// Starts a long job of 2 ranks (Hogwild, or DataParallel when `dp`) through `start` (mpi_start or
+// mpi_start_for_ctrl_c) and returns once both are past MPI_Init (their threads).
+typedef void mpi_starter(e2e_run_result *r, const char *const *args);
+static void start_two_training_ranks(e2e_run_result *r, pid_t ranks[2], const char *data, const char *save, int dp,
+                                     mpi_starter *start) {
     if (dp) {
-        mpi_start(
-            r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--replicas", "1", "--model", e2e.mlp,
-                                     "--data", data, "--epochs", "1000", "--quiet", "--save", save, NULL});
+        start(r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--replicas", "1", "--model",
+                                       e2e.mlp, "--data", data, "--epochs", "1000", "--quiet", "--save", save, NULL});
     } else {
-        mpi_start(
-            r, (const char *const[]){"-np", "2", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data, "--epochs",
-                                     "1000", "--quiet", "--sync-every", "10ms", "--save", save, NULL});
+        start(r, (const char *const[]){"-np", "2", "HW", "--workers", "1", "--model", e2e.mlp, "--data", data,
+                                       "--epochs", "1000", "--quiet", "--sync-every", "10ms", "--save", save, NULL});
     }
     wait_for_two_training_ranks(r, ranks);
 }
@@ -573,7 +573,7 @@ Test(mpi, hogwild_a_rank_killed_with_sigkill_ends_the_job) {
     char *data = e2e_synth(69);
     e2e_run_result r;
     pid_t ranks[2];
-    start_two_training_ranks(&r, ranks, data, e2e_path("killed.safetensors"), 0);
+    start_two_training_ranks(&r, ranks, data, e2e_path("killed.safetensors"), 0, mpi_start);
     kill(ranks[1], SIGKILL);
     double killed = hw_now();
     e2e_wait_within(&r, 60);
@@ -584,15 +584,16 @@ Test(mpi, hogwild_a_rank_killed_with_sigkill_ends_the_job) {
 }
 
 // Ctrl-C on mpirun: Open MPI ends every rank with SIGTERM; rank 0 saves its current weights
-// (--save) on the way out. mpirun's own exit status is Open MPI's (1), not 130. DataParallel's
+// (--save) on the way out, given the time (mpi_start_for_ctrl_c). mpirun's own exit status is Open MPI's (1), not 130. DataParallel's
 // ranks, which may see the signal at different steps, agree on it in a step's sum.
 static void check_ctrl_c(int dp) {
     need_mpirun();
-    char *data = e2e_synth(70);
+    // Epochs of 60000 samples: a few lines a second, which mpirun holds from the Ctrl-C on.
+    char *data = e2e_synth_n("data", 70, 60000, 200);
     char *ckpt = e2e_path("interrupted.safetensors");
     e2e_run_result r;
     pid_t ranks[2];
-    start_two_training_ranks(&r, ranks, data, ckpt, dp);
+    start_two_training_ranks(&r, ranks, data, ckpt, dp, mpi_start_for_ctrl_c);
     kill(r.pid, SIGINT);
     e2e_wait_within(&r, 60);
     cr_expect(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0, "mpirun: status %d", r.status);
@@ -647,7 +648,7 @@ Test(mpi, dataparallel_ctrl_c_on_mpirun_saves_rank_0s_checkpoint) { check_ctrl_c
 // (exited, or a zombie), or `deadline`. One SIGSTOP does not last through Ctrl-C on mpirun: Open
 // MPI 4.1 first sends SIGCONT to every rank's process group, which holds the rank's workers ("in
 // case the process is in stopped state"), and SIGTERM, the stop the ranks see, only
-// odls_base_sigkill_timeout (1 s) later. A stopped worker trains through that second: on a fast
+// odls_base_sigkill_timeout later (1 s; 5 in mpi_start_for_ctrl_c). A stopped worker trains through that time: on a fast
 // CPU through the rest of its shard, and the epoch ends, trained and agreed, before any rank sees
 // the stop. Stopped again every millisecond, it trains a few samples at most. Let go once the
 // stop is in, it leaves as its rank asks, and the rank ends before mpirun's SIGKILL: held until
@@ -681,17 +682,17 @@ Test(mpi, hogwild_ctrl_c_saves_the_weights_and_epochs_the_ranks_agree_on) {
     char *data = e2e_synth_n("data", 77, 40000, 200), *metrics = e2e_path("m.csv");
     char *ckpt = e2e_path("agreed.safetensors");
     e2e_run_result r;
-    mpi_start(&r, (const char *const[]){"-np",        "2",
-                                        "HW",         "--workers",
-                                        "1",          "--model",
-                                        e2e.mlp,      "--data",
-                                        data,         "--batch-size",
-                                        "1",          "--eval-every",
-                                        "500",        "--sync-every",
-                                        "1000000000", "--metrics",
-                                        metrics,      "--save",
-                                        ckpt,         "--quiet",
-                                        NULL});
+    mpi_start_for_ctrl_c(&r, (const char *const[]){"-np",        "2",
+                                                   "HW",         "--workers",
+                                                   "1",          "--model",
+                                                   e2e.mlp,      "--data",
+                                                   data,         "--batch-size",
+                                                   "1",          "--eval-every",
+                                                   "500",        "--sync-every",
+                                                   "1000000000", "--metrics",
+                                                   metrics,      "--save",
+                                                   ckpt,         "--quiet",
+                                                   NULL});
     double deadline = hw_now() + 120;
     pid_t ranks[2];
     mpi_find_two_ranks(&r, ranks, deadline);
@@ -737,7 +738,7 @@ static void check_mpirun_killed(int dp) {
     char *data = e2e_synth(71);
     e2e_run_result r;
     pid_t ranks[2];
-    start_two_training_ranks(&r, ranks, data, e2e_path("killed.safetensors"), dp);
+    start_two_training_ranks(&r, ranks, data, e2e_path("killed.safetensors"), dp, mpi_start);
     cr_assert_gt(count_entries(shm_dir), 0, "no MPI shared memory in %s while the job runs: the test sees nothing",
                  shm_dir);
     kill(r.pid, SIGKILL);

@@ -123,7 +123,7 @@ static void wait_for_two_training_gpu_ranks(const e2e_run_result *r, pid_t kids[
     e2e_sleep_ms(1000);
 }
 
-// Ctrl-C on mpirun (r, started) once its 2 ranks train (rank 0 printed `ready`): the job ends
+// Ctrl-C on mpirun (r, started by mpi_start_for_ctrl_c) once its 2 ranks train (rank 0 printed `ready`): the job ends
 // non-zero, rank 0 having saved its current weights to `ckpt`, and leaves nothing behind.
 static void expect_ctrl_c_saves_rank_0(e2e_run_result *r, const char *ready, const char *data, const char *ckpt) {
     pid_t kids[2];
@@ -276,8 +276,8 @@ Test(mpi_gpu, hogwild_ctrl_c_on_mpirun_saves_rank_0s_gpu_checkpoint) {
     char *data = e2e_synth_n("data", 79, 20000, 200);
     char *ckpt = e2e_path("interrupted.safetensors");
     e2e_run_result r;
-    mpi_start(&r, (const char *const[]){"-np", "2", "HW", "--device", "cuda", "--workers", "2", "--model", e2e.mlp,
-                                        "--data", data, "--epochs", "1000", "--save", ckpt, NULL});
+    mpi_start_for_ctrl_c(&r, (const char *const[]){"-np", "2", "HW", "--device", "cuda", "--workers", "2", "--model",
+                                                   e2e.mlp, "--data", data, "--epochs", "1000", "--save", ckpt, NULL});
     // Rank 0's first progress line: it trains (its start-up line came too early under ASan).
     expect_ctrl_c_saves_rank_0(&r, " samples/s ", data, ckpt);
 }
@@ -467,8 +467,8 @@ Test(mpi_gpu, dataparallel_ctrl_c_on_mpirun_saves_rank_0s_gpu_checkpoint) {
     char *data = e2e_synth_n("data", 77, 20000, 200);
     char *ckpt = e2e_path("interrupted.safetensors");
     e2e_run_result r;
-    mpi_start(&r,
-              (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas", "1",
-                                    "--model", e2e.mlp, "--data", data, "--epochs", "1000", "--save", ckpt, NULL});
+    mpi_start_for_ctrl_c(
+        &r, (const char *const[]){"-np", "2", "HW", "--mode", "dataparallel", "--device", "cuda", "--replicas", "1",
+                                  "--model", e2e.mlp, "--data", data, "--epochs", "1000", "--save", ckpt, NULL});
     expect_ctrl_c_saves_rank_0(&r, "epoch 1/", data, ckpt);
 }
