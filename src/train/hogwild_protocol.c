@@ -90,6 +90,18 @@ void hw_hogwild_slots_sum(const hogwild_control *control, int workers, int64_t *
     }
 }
 
+int hw_hogwild_epochs_trained(const hogwild_control *control, const hw_train_config *config, int64_t n, int workers) {
+    int fewest = 1 << 30;
+    for (int r = 0; r < workers; r++) {
+        int done = atomic_load(&control->slots[r].epochs_done);
+        int64_t shard = hw_sampler_shard_size(n, hw_hogwild_world_workers(config), hw_hogwild_world_rank(config, r));
+        int64_t samples = atomic_load_explicit(&control->slots[r].samples, memory_order_relaxed);
+        if (shard > 0 && samples / shard > done) done = (int)(samples / shard);
+        if (done < fewest) fewest = done;
+    }
+    return fewest;
+}
+
 void hw_hogwild_slots_memory(const hogwild_control *control, int workers, int64_t *peak_kb, int64_t *private_kb) {
     *peak_kb = 0;
     *private_kb = 0;

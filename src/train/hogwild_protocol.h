@@ -140,6 +140,11 @@ static inline void hw_hogwild_release_first(hogwild_control *control, const hw_t
 // Asks every worker to stop: at the barrier or held back by --max-staleness (woken now), or after
 // its step under way.
 void hw_hogwild_stop(hogwild_control *control);
+// The fewest epochs any of the `workers` has trained whole in this run, out of `n` samples an
+// epoch, once they are stopped: a worker's report, or the shards its samples make up where that
+// is more. A stop SIGTERMs the workers (hw_spawn_stop), and one killed between the last step of
+// its shard and its report has trained the epoch all the same.
+int hw_hogwild_epochs_trained(const hogwild_control *control, const hw_train_config *config, int64_t n, int workers);
 // The workers' reports summed: their samples and loss sums, and the fewest epochs any has done.
 void hw_hogwild_slots_sum(const hogwild_control *control, int workers, int64_t *samples, double *loss_sum,
                           int *min_epochs_done);

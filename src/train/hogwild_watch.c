@@ -448,8 +448,9 @@ static int save_interrupted(const watch_run *run) {
     const hogwild_watch *watch = run->watch;
     int64_t samples;
     double loss_sum;
-    int min_done = read_slots(watch, &samples, &loss_sum);
-    int epochs_done = min_done > run->epochs_handled ? min_done : run->epochs_handled;
+    read_slots(watch, &samples, &loss_sum);
+    int trained = hw_hogwild_epochs_trained(watch->control, watch->config, watch->n_train, watch->config->workers);
+    int epochs_done = trained > run->epochs_handled ? trained : run->epochs_handled;
     if (watch->couple) {
         add_other_ranks(watch, &samples, &loss_sum);
         epochs_done = run->epochs_handled;

@@ -2,11 +2,13 @@
 // step through the gate on one control block keep --measure's staleness (the others' updates
 // between a worker's read and its write) within (W - 1)(2S + 2) while one of them is slow, a worker
 // with no step left holds nobody, a held worker gives up at the timeout naming both workers, a
-// stop wakes it, a release restarts the counts; and the option's values.
+// stop wakes it, a release restarts the counts; and the option's values. Beside them, on the same
+// control block, the epochs a stopped run saves.
 #include "train/hogwild_staleness.h"
 #include "cli/options.h"
 #include "cli/train_options.h"
 #include "hw/clock.h"
+#include "hw/data.h"
 #include "hw/err.h"
 
 #include <criterion/criterion.h>
@@ -242,4 +244,26 @@ Test(staleness, option_takes_whole_steps_or_none) {
         cr_expect(strstr(p.error, "--max-staleness expects a whole number of steps from 0 (lockstep)") != NULL,
                   "'%s': %s", bad[i], p.error);
     }
+}
+
+// The epochs a stopped run saves (hw_hogwild_epochs_trained): a worker killed between the last
+// step of its shard and its epoch report counts the epoch by its samples; the fewest over the
+// workers, whose shards differ by one sample (hw_sampler_shard_size: 7 samples, 2 workers: 4, 3).
+Test(staleness, a_worker_stopped_before_its_epoch_report_counts_the_epoch_by_its_samples) {
+    hogwild_control *control = control_new(2);
+    hw_train_config config;
+    hw_train_config_init(&config);
+    config.workers = 2;
+    int64_t shard0 = hw_sampler_shard_size(7, 2, 0), shard1 = hw_sampler_shard_size(7, 2, 1);
+    cr_assert_eq(shard0 + shard1, 7);
+    atomic_store(&control->slots[0].epochs_done, 1);
+    atomic_store(&control->slots[0].samples, shard0);
+    atomic_store(&control->slots[1].samples, shard1 - 1);  // one sample short of its shard
+    cr_expect_eq(hw_hogwild_epochs_trained(control, &config, 7, 2), 0);
+    atomic_store(&control->slots[1].samples, shard1);  // its last step landed, its report did not
+    cr_expect_eq(hw_hogwild_epochs_trained(control, &config, 7, 2), 1);
+    atomic_store(&control->slots[0].samples, 2 * shard0 + 1);  // into its third epoch's shard
+    atomic_store(&control->slots[1].samples, 2 * shard1);
+    cr_expect_eq(hw_hogwild_epochs_trained(control, &config, 7, 2), 2);
+    free(control);
 }
