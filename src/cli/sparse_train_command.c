@@ -113,6 +113,12 @@ int cli_sparse_defaults_apply(hw_train_config *config, const cli_parsed *given) 
             hw_fail("%s:%d: `default %s %s`: %s", name, d->line, d->name, d->value, error);
             return cli_failure("hogwild");
         }
+        if (o->id == HW_OPTION_MOMENTUM && config->momentum == 0 && config->nesterov) {
+            const char *nesterov = cli_option_of(&cli_train_command, HW_OPTION_NESTEROV)->name;
+            return cli_usage_error("--%s needs --%s > 0, and the model file %s:%d sets it to 0 (`default %s %s`): give "
+                                   "--%s",
+                                   nesterov, o->name, name, d->line, d->name, d->value, o->name);
+        }
     }
     return HW_EXIT_OK;
 }
