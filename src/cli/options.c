@@ -305,6 +305,13 @@ const cli_option *cli_option_named(const cli_command *command, const char *name)
     return NULL;
 }
 
+const cli_option *cli_option_of(const cli_command *command, hw_option id) {
+    for (int i = 0; id != HW_OPTION_NONE && i < command->n_options; i++) {
+        if (command->options[i].id == id) return &command->options[i];
+    }
+    return NULL;
+}
+
 int cli_given(const cli_parsed *parsed, hw_option option) {
     for (int i = 0; i < parsed->n_given; i++) {
         if (parsed->given[i]->id == option) return 1;

@@ -96,6 +96,9 @@ void cli_name_options(const cli_command *command);
 int cli_option_apply(const cli_option *o, const char *value, void *target, char *error, size_t cap);
 // The row of `command` whose name (without the dashes) is `name`, or NULL.
 const cli_option *cli_option_named(const cli_command *command, const char *name);
+// The row of `command` whose .id is `id`, or NULL when none is (always for HW_OPTION_NONE, which
+// names no row): the one way from the code's term for an option to its row, its flag's name.
+const cli_option *cli_option_of(const cli_command *command, hw_option id);
 
 // Whether the option of id `option` (its row's .id) was given.
 int cli_given(const cli_parsed *parsed, hw_option option);

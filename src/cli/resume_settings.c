@@ -216,13 +216,10 @@ int cli_resume_settings(hw_train_config *config, const cli_parsed *given) {
 
 // Appends option `id` of `command` to `as_run` with `text`, unless it was given.
 static void add_restored(const cli_command *command, cli_parsed *as_run, hw_option id, const char *text) {
-    if (cli_given(as_run, id) || as_run->n_given >= CLI_MAX_GIVEN) return;
-    for (int i = 0; i < command->n_options; i++) {
-        if (command->options[i].id != id) continue;
-        as_run->given[as_run->n_given] = &command->options[i];
-        as_run->values[as_run->n_given++] = text;
-        return;
-    }
+    const cli_option *o = cli_option_of(command, id);
+    if (!o || cli_given(as_run, id) || as_run->n_given >= CLI_MAX_GIVEN) return;
+    as_run->given[as_run->n_given] = o;
+    as_run->values[as_run->n_given++] = text;
 }
 
 void cli_resume_as_given(const hw_train_config *config, const cli_command *command, cli_parsed *as_run) {

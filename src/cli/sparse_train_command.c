@@ -57,40 +57,40 @@ static int default_option_allowed(const cli_option *o) {
 static void default_names(char *names, size_t cap) {
     names[0] = '\0';
     for (size_t k = 0; k < sizeof default_options / sizeof default_options[0]; k++) {
-        for (int r = 0; r < cli_train_command.n_options; r++) {
-            if (cli_train_command.options[r].id != default_options[k]) continue;
-            size_t used = strlen(names);
-            snprintf(names + used, cap - used, "%s%s", k ? ", " : "", cli_train_command.options[r].name);
-        }
+        const cli_option *o = cli_option_of(&cli_train_command, default_options[k]);
+        size_t used = strlen(names);
+        if (o) snprintf(names + used, cap - used, "%s%s", k ? ", " : "", o->name);
     }
 }
 
-// The text of the run's model file as cli_sparse_defaults_apply chooses it, into text[0 .. cap);
+// The text of the run's model as cli_sparse_defaults_apply chooses it: config->model_text itself,
+// else (--resume without --model) the checkpoint's or the model file's, read into buf[0 .. cap);
 // "" when there is none (a checkpoint without one) or it cannot be read (the run reports that).
-// Returns the name messages give it: the file's path or the checkpoint's.
-static const char *defaults_model_text(const hw_train_config *config, const cli_parsed *given, char *text, size_t cap) {
-    text[0] = '\0';
-    if (config->model_text) {
-        snprintf(text, cap, "%s", config->model_text);
-        return config->model_path;
-    }
+// *name gets the name messages give it: the file's path or the checkpoint's.
+static const char *defaults_model_text(const hw_train_config *config, const cli_parsed *given, char *buf, size_t cap,
+                                       const char **name) {
+    buf[0] = '\0';
+    *name = config->model_path;
+    if (config->model_text) return config->model_text;
     if (config->resume_path && !cli_given(given, HW_OPTION_MODEL)) {
         char *stored = NULL;
-        if (hw_ckpt_load_model_text(config->resume_path, &stored) == HW_OK && stored) snprintf(text, cap, "%s", stored);
+        if (hw_ckpt_load_model_text(config->resume_path, &stored) == HW_OK && stored) snprintf(buf, cap, "%s", stored);
         free(stored);
         hw_error_clear();
-        return config->resume_path;
+        *name = config->resume_path;
+        return buf;
     }
-    if (config->model_path && hw_sparse_model_read(config->model_path, text, cap) != HW_OK) {
-        text[0] = '\0';
+    if (config->model_path && hw_sparse_model_read(config->model_path, buf, cap) != HW_OK) {
+        buf[0] = '\0';
         hw_error_clear();
     }
-    return config->model_path;
+    return buf;
 }
 
 int cli_sparse_defaults_apply(hw_train_config *config, const cli_parsed *given) {
-    static char text[HW_MODEL_FILE_MAX_BYTES + 1];
-    const char *name = defaults_model_text(config, given, text, sizeof text);
+    static char buf[HW_MODEL_FILE_MAX_BYTES + 1];
+    const char *name;
+    const char *text = defaults_model_text(config, given, buf, sizeof buf, &name);
     hw_sparse_model model;
     if (!hw_sparse_model_text_is(text)) return HW_EXIT_OK;
     if (hw_sparse_model_parse(&model, text, name) != HW_OK) {
@@ -112,6 +112,12 @@ int cli_sparse_defaults_apply(hw_train_config *config, const cli_parsed *given) 
         if (cli_option_apply(o, d->value, config, error, sizeof error) != HW_EXIT_OK) {
             hw_fail("%s:%d: `default %s %s`: %s", name, d->line, d->name, d->value, error);
             return cli_failure("hogwild");
+        }
+        if (o->id == HW_OPTION_MOMENTUM && config->momentum == 0 && config->nesterov) {
+            const char *nesterov = cli_option_of(&cli_train_command, HW_OPTION_NESTEROV)->name;
+            return cli_usage_error("--%s needs --%s > 0, and the model file %s:%d sets it to 0 (`default %s %s`): give "
+                                   "--%s",
+                                   nesterov, o->name, name, d->line, d->name, d->value, o->name);
         }
     }
     return HW_EXIT_OK;

@@ -22,7 +22,8 @@ int cli_sparse_train_run(hw_train_config *config);
 // where the command line does not give its option: the run's model is --model's file, else with
 // --resume the checkpoint's, else the default model file; a dense model has none. A name that is
 // not one of the settings a model may give, or a value its option refuses, fails as the model
-// file's other errors do (no usage text), naming the file and line. HW_EXIT_OK or
+// file's other errors do (no usage text), naming the file and line; a momentum of 0 from the file
+// with --nesterov is refused as --nesterov without momentum is (exit 2), naming the file and line. HW_EXIT_OK or
 // HW_EXIT_FAILURE, the message printed.
 int cli_sparse_defaults_apply(hw_train_config *config, const cli_parsed *given);
 // --summary of a sparse model.

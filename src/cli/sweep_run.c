@@ -58,10 +58,9 @@ static void stop_signals_catch(void) {
 
 // The name of the training option `id` in the table ("seed"), for the runs' command lines.
 static const char *train_flag(hw_option id) {
-    for (int i = 0; i < cli_train_command.n_options; i++) {
-        if (cli_train_command.options[i].id == id) return cli_train_command.options[i].name;
-    }
-    abort();  // an id the table lacks is a mistake in the code
+    const cli_option *o = cli_option_of(&cli_train_command, id);
+    if (!o) abort();  // an id the table lacks is a mistake in the code
+    return o->name;
 }
 
 void sweep_run_words(const sweep_plan *plan, const sweep_point *pt, const char *program, const char *metrics,

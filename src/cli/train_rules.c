@@ -155,20 +155,28 @@ static int copies_round(hw_train_config *config, const cli_parsed *given) {
     return HW_EXIT_OK;
 }
 
-// In one process, --sync-every and --sync-rule couple only Hogwild's copies on several --gpus, and
-// --sync-timeout bounds only how long --max-staleness holds a worker: given without them, they are
-// refused rather than ignored.
+// The refusal of a sync flag that couples nothing in this run, the same for each of them.
+static int sync_flag_refused(void) {
+    return cli_usage_error("--sync-every, --sync-rule and --sync-timeout couple the ranks of an mpirun job (and "
+                           "--sync-every and --sync-rule Hogwild's copies on several --gpus; --sync-timeout bounds "
+                           "the wait of --max-staleness); this run is none of them");
+}
+
+// In one process, --sync-every and --sync-rule couple only Hogwild's copies on several --gpus:
+// given without them, they are refused rather than ignored.
 static int sync_flags_couple_something(hw_train_config *config, const cli_parsed *given) {
     if (config->world.size > 1) return HW_EXIT_OK;
     const int copies = config->mode == HW_MODE_HOGWILD && config->n_gpus > 1;
     const int sync = cli_given(given, HW_OPTION_SYNC_EVERY) || cli_given(given, HW_OPTION_SYNC_RULE);
-    const int bounded = config->max_staleness != HW_STALENESS_UNBOUNDED;
-    if ((sync && !copies) || (cli_given(given, HW_OPTION_SYNC_TIMEOUT) && !bounded)) {
-        return cli_usage_error("--sync-every, --sync-rule and --sync-timeout couple the ranks of an mpirun job (and "
-                               "--sync-every and --sync-rule Hogwild's copies on several --gpus; --sync-timeout bounds "
-                               "the wait of --max-staleness); this run is none of them");
-    }
-    return HW_EXIT_OK;
+    return sync && !copies ? sync_flag_refused() : HW_EXIT_OK;
+}
+
+// In one process, --sync-timeout bounds only how long --max-staleness holds a worker: without a
+// bound it is refused rather than ignored. The bound may be a resumed checkpoint's, so this is
+// checked once cli_resume_settings has restored it.
+static int sync_timeout_has_a_bound(hw_train_config *config, const cli_parsed *given) {
+    if (config->world.size > 1 || !cli_given(given, HW_OPTION_SYNC_TIMEOUT)) return HW_EXIT_OK;
+    return config->max_staleness == HW_STALENESS_UNBOUNDED ? sync_flag_refused() : HW_EXIT_OK;
 }
 
 // A job of several ranks needs a hogwild built with MPI, which couples them: without it, refused
@@ -315,8 +323,9 @@ typedef int (*train_rule)(hw_train_config *config, const cli_parsed *given);
 
 // The rules in the order they are checked: the flags among themselves first, then the run's place
 // in an mpirun job, which the later rules read. A rule that settles a field (the device from
-// --gpus; a sparse model file's defaults, the rate and momentum) comes before those that read it
-// (--measure on a GPU; --nesterov without momentum).
+// --gpus; a sparse model file's defaults, the rate and momentum; a resumed checkpoint's settings,
+// the staleness bound) comes before those that read it (--measure on a GPU; --nesterov without
+// momentum; --sync-timeout without a bound).
 static const train_rule rules[] = {
     eval_only_flags_apply,
     cli_sparse_defaults_apply,
@@ -338,6 +347,7 @@ static const train_rule rules[] = {
     job_outputs_on_rank_0,
     eval_only_writes_nothing,
     cli_resume_settings,
+    sync_timeout_has_a_bound,
 };
 
 int cli_train_rules_check(hw_train_config *config, const cli_parsed *given) {

@@ -44,8 +44,29 @@ static int loss_parse(hw_sparse_loss *loss, const char *name) {
     return HW_ERR;
 }
 
+// A line's first 4 words into words (each cut at 63 characters), their whole lengths into lens;
+// returns how many words the line has, which may be more than 4.
+static int words_split(const char *line, char words[4][64], size_t lens[4]) {
+    static const char blanks[] = " \t\r\v\f";
+    int n = 0;
+    for (const char *p = line + strspn(line, blanks); *p; p += strspn(p, blanks), n++) {
+        size_t len = strcspn(p, blanks);
+        if (n < 4) {
+            snprintf(words[n], 64, "%.*s", (int)(len < 63 ? len : 63), p);
+            lens[n] = len;
+        }
+        p += len;
+    }
+    return n;
+}
+
 // A `default NAME VALUE` line, after the loss; its name and value are the command line's to read.
-static int default_parse(hw_sparse_model *m, char words[4][64], int n, int line_no) {
+// A name longer than any setting's is no setting, said so, not taken for some other line.
+static int default_parse(hw_sparse_model *m, char words[4][64], const size_t lens[4], int n, int line_no) {
+    if (n == 3 && strcmp(words[0], "default") == 0 && lens[1] >= sizeof m->defaults[0].name) {
+        return hw_fail("`default %.24s...` names no setting: the name is %zu characters, a setting's at most %zu",
+                       words[1], lens[1], sizeof m->defaults[0].name - 1);
+    }
     if (n != 3 || strcmp(words[0], "default") != 0) {
         return hw_fail("after the loss only `default NAME VALUE` lines may follow (a training setting, e.g. "
                        "`default lr 0.5`)");
@@ -56,8 +77,9 @@ static int default_parse(hw_sparse_model *m, char words[4][64], int n, int line_
             return hw_fail("`default %s` is given twice (also on line %d)", words[1], m->defaults[i].line);
         }
     }
-    if (strlen(words[1]) >= sizeof m->defaults[0].name || strlen(words[2]) >= sizeof m->defaults[0].value) {
-        return hw_fail("`default %s %s` is too long", words[1], words[2]);
+    if (lens[2] >= sizeof m->defaults[0].value) {
+        return hw_fail("`default %s %.24s...`: the value is %zu characters, at most %zu", words[1], words[2], lens[2],
+                       sizeof m->defaults[0].value - 1);
     }
     hw_sparse_default *d = &m->defaults[m->n_defaults++];
     snprintf(d->name, sizeof d->name, "%s", words[1]);
@@ -68,7 +90,7 @@ static int default_parse(hw_sparse_model *m, char words[4][64], int n, int line_
 
 // One line's words: `input sparse [DIM]`, `fm RANK`, `loss NAME`, then `default NAME VALUE`
 // lines. *seen counts the first three in order.
-static int line_parse(hw_sparse_model *m, char words[4][64], int n, int *seen, int line_no) {
+static int line_parse(hw_sparse_model *m, char words[4][64], const size_t lens[4], int n, int *seen, int line_no) {
     char *end;
     if (*seen == 0) {
         if (n < 2 || n > 3 || strcmp(words[0], "input") != 0 || strcmp(words[1], "sparse") != 0) {
@@ -87,7 +109,7 @@ static int line_parse(hw_sparse_model *m, char words[4][64], int n, int *seen, i
             return hw_fail("expected `loss logistic`, `loss hinge` or `loss squared`");
         }
     } else {
-        return default_parse(m, words, n, line_no);
+        return default_parse(m, words, lens, n, line_no);
     }
     (*seen)++;
     return HW_OK;
@@ -102,9 +124,10 @@ int hw_sparse_model_parse(hw_sparse_model *m, const char *text, const char *name
     while (*text) {
         text = line_next(text, line, sizeof line);
         line_no++;
-        int n = sscanf(line, "%63s %63s %63s %63s", words[0], words[1], words[2], words[3]);
+        size_t lens[4];
+        int n = words_split(line, words, lens);
         if (n <= 0) continue;
-        if (line_parse(m, words, n, &seen, line_no) != HW_OK) return hw_error_prefix("%s:%d", name, line_no);
+        if (line_parse(m, words, lens, n, &seen, line_no) != HW_OK) return hw_error_prefix("%s:%d", name, line_no);
     }
     if (seen < 3) return hw_fail("%s: a sparse model needs `input sparse`, `fm RANK` and `loss NAME`", name);
     return HW_OK;

@@ -412,3 +412,42 @@ Test(e2e_sparse_train, a_bad_default_line_is_named) {
     e2e_assert_exit(&r, 1);
     e2e_assert_contains(r.err, "y.model:5: `default lr` is given twice (also on line 4)", "stderr");
 }
+
+// A `default` line whose name is longer than a word the parser keeps (63 characters) is still a
+// `default` line: its name is no setting, said so with the file and line, not taken for another
+// line after the loss; a value too long is named likewise.
+Test(e2e_sparse_train, a_default_name_too_long_is_named_as_such) {
+    char *data = planted_classes();
+    char text[256];
+    snprintf(text, sizeof text, "input sparse\nfm 0\nloss logistic\n\ndefault %070d 0.5\n", 7);
+    char *m = model_file("long.model", text);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", m, "--data", data);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err,
+                        "long.model:5: `default 000000000000000000000000...` names no setting: the name is 70 "
+                        "characters",
+                        "stderr");
+    cr_expect(!strstr(r.err, "only `default NAME VALUE` lines may follow"), "taken for another line: %s", r.err);
+    snprintf(text, sizeof text, "input sparse\nfm 0\nloss logistic\ndefault lr 0.%070d\n", 5);
+    m = model_file("value.model", text);
+    e2e_run(&r, NULL, "--model", m, "--data", data);
+    e2e_assert_exit(&r, 1);
+    e2e_assert_contains(r.err, "value.model:4: `default lr 0.00000", "stderr");
+    e2e_assert_contains(r.err, "the value is 72 characters", "stderr");
+}
+
+// --nesterov needs momentum, and where the momentum of 0 comes from the model file's `default`
+// line the refusal names that file and line, not only the flag; --momentum given wins as ever.
+Test(e2e_sparse_train, nesterov_against_a_default_momentum_of_0_names_the_file) {
+    char *data = planted_classes();
+    char *m = model_file("m0.model", "input sparse\nfm 0\nloss logistic\ndefault lr 0.5\ndefault momentum 0\n");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", m, "--data", data, "--nesterov");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "--nesterov needs --momentum > 0, and the model file ", "stderr");
+    e2e_assert_contains(r.err, "m0.model:5 sets it to 0 (`default momentum 0`)", "stderr");
+    e2e_run(&r, NULL, "--model", m, "--data", data, "--nesterov", "--momentum", "0.5", "--epochs", "1");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "momentum 0.5", "--momentum given wins over the file's");
+}

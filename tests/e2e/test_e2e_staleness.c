@@ -2,7 +2,8 @@
 // --measure, two MLP workers' largest staleness stays within (W - 1)(2S + 2) = 2S + 2 and every
 // step is taken; lockstep (S = 0) trains as well as a believable run does, shards of unequal
 // batches included; a stopped worker ends the run at --sync-timeout naming both workers, leaving
-// nothing behind; the checkpoint records the bound and --resume keeps it unless the flag is given;
+// nothing behind; the checkpoint records the bound and --resume keeps it unless the flag is given
+// (--sync-timeout alone bounds the wait of the recorded bound);
 // every combination that does not apply, and every bad value, is refused before any work.
 //
 // Each test writes small synthetic digits (`hogwild synth`) into its own temporary folder; runs
@@ -133,6 +134,35 @@ Test(e2e_staleness, the_checkpoint_records_the_bound_and_resume_keeps_it) {
                         "stderr");
     cr_assert_eq(hw_ckpt_load_meta(ckpt, &meta), HW_OK, "%s", hw_error());
     cr_expect(!meta.has_max_staleness, "an unbounded run records no bound");
+    e2e_assert_left_nothing(&r);
+}
+
+// --sync-timeout bounds the wait of a bound, and a resumed run's bound may be its checkpoint's:
+// resuming a bounded run with --sync-timeout alone trains under the recorded bound (issue 42),
+// while a resumed unbounded run still has nothing for it to bound.
+Test(e2e_staleness, resume_with_sync_timeout_takes_the_checkpoints_bound) {
+    char *data = e2e_synth(46);
+    char *ckpt = e2e_path("bounded.safetensors");
+    char *plain = e2e_path("unbounded.safetensors");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "2", "--max-staleness", "1", "--quiet", "--save",
+            ckpt);
+    e2e_assert_exit(&r, 0);
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "2", "--epochs", "2", "--resume", ckpt,
+            "--sync-timeout", "60", "--save", ckpt);
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "max staleness 1", "the resumed run's header");
+    hw_ckpt_meta meta;
+    cr_assert_eq(hw_ckpt_load_meta(ckpt, &meta), HW_OK, "%s", hw_error());
+    cr_expect(meta.has_max_staleness && meta.max_staleness == 1, "recorded %d (%d)", meta.max_staleness,
+              meta.has_max_staleness);
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "2", "--quiet", "--save", plain);
+    e2e_assert_exit(&r, 0);
+    e2e_run(&r, NULL, "--model", e2e.mlp, "--data", data, "--workers", "2", "--epochs", "2", "--resume", plain,
+            "--sync-timeout", "60");
+    e2e_assert_exit(&r, 2);
+    e2e_assert_contains(r.err, "--sync-timeout bounds the wait of --max-staleness", "stderr");
+    cr_expect_null(strstr(r.out, "epoch 2/"), "trained before refusing: %s", r.out);
     e2e_assert_left_nothing(&r);
 }
 

@@ -229,3 +229,16 @@ Test(options, every_option_a_message_names_has_one_flag) {
     cr_expect_str_empty(hw_option_hint(HW_OPTION_NONE));
     cr_expect_str_empty(hw_option_hint(HW_OPTION_COUNT));
 }
+
+// cli_option_of is the way from an option's id to its row: each id's one row, and no row for
+// HW_OPTION_NONE, which the small commands' rows all carry.
+Test(options, an_id_finds_its_one_row) {
+    for (int id = HW_OPTION_NONE + 1; id < HW_OPTION_COUNT; id++) {
+        const cli_option *o = cli_option_of(&cli_train_command, (hw_option)id);
+        cr_assert_not_null(o, "option %d has no row", id);
+        cr_expect_eq(o->id, (hw_option)id);
+        cr_expect_eq(cli_option_named(&cli_train_command, o->name), o, "--%s", o->name);
+    }
+    cr_expect_str_eq(cli_option_of(&cli_train_command, HW_OPTION_SEED)->name, "seed");
+    cr_expect_null(cli_option_of(&cli_train_command, HW_OPTION_NONE));
+}
