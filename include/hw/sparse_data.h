@@ -58,7 +58,8 @@ int64_t hw_sparse_set_bytes(const hw_sparse_set *set);
 // below 1 GiB. Numbers are decimal ("-1", "0.5", ".5", "3e-2"); hexadecimal, "inf" and "nan" are
 // refused, and so is a value that overflows a float. Errors name the token: a malformed one,
 // index 0 or a negative one, an index not above the one before it, an index past `dim` (when dim
-// > 0) or past 2^31 - 1, a non-finite value; a file with no example at all is refused.
+// > 0) or past 2^31 - 1, an index past HW_SPARSE_MAX_FEATURES when dim is 0 (the dimension taken
+// from the data), a non-finite value; a file with no example at all is refused.
 //
 // The labels decide the kind, over all examples read:
 //   - every label in {-1, +1}, or every label in {0, 1}: HW_LABEL_BINARY, 0 stored as -1;
@@ -69,6 +70,11 @@ int64_t hw_sparse_set_bytes(const hw_sparse_set *set);
 // dim: 0 to take the dimension from the data (the largest index), or the model's dimension, which
 // every index must be within.
 #define HW_SPARSE_MAX_CLASSES 1000
+// The most features a dimension taken from the data may have: 2^26 (67,108,864), above the largest
+// of the LIBSVM collection's sets (kdd2012, 54,686,452 features), and 256 MiB per float copy of a
+// linear model's weights. A larger index is far more often a stray token than a feature, and would
+// size every copy of the model by it; a model file's `input sparse DIM` allows up to 2^31 - 1.
+#define HW_SPARSE_MAX_FEATURES (1 << 26)
 int hw_libsvm_load(hw_sparse_set *set, const char *path, int64_t dim);
 // Writes a set as libsvm text (1-based indices; labels as integers for BINARY and CLASSES, values
 // and real labels with 9 significant digits, enough to read the same float back), gzipped when

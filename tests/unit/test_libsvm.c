@@ -169,6 +169,16 @@ Test(libsvm, a_given_dimension) {
     cr_assert_eq(hw_libsvm_load(&s, path, 5), HW_OK, "an index equal to the dimension is the last feature");
     hw_sparse_set_free(&s);
     cr_expect_eq(hw_libsvm_load(&s, path, -1), HW_ERR);
+    // The largest dimension taken from the data is read; a model file's dimension may be larger.
+    write_text(path, sizeof path, "wide.libsvm", "1 67108864:1\n-1 70000000:1\n");
+    cr_expect_eq(hw_libsvm_load(&s, path, 0), HW_ERR, "past HW_SPARSE_MAX_FEATURES from the data");
+    cr_assert_eq(hw_libsvm_load(&s, path, 70000000), HW_OK, "%s", hw_error());
+    cr_expect_eq(s.dim, 70000000);
+    hw_sparse_set_free(&s);
+    write_text(path, sizeof path, "widest.libsvm", "1 67108864:1\n");
+    cr_assert_eq(hw_libsvm_load(&s, path, 0), HW_OK, "%s", hw_error());
+    cr_expect_eq(s.dim, HW_SPARSE_MAX_FEATURES);
+    hw_sparse_set_free(&s);
 }
 
 // The message of loading `text` names the path, line and column, then `fault`.
@@ -196,6 +206,10 @@ Test(libsvm, every_error_names_file_line_and_column) {
     expect_fault("# c\n\n1 6:1\n", 5, 3, 3, "index 6 is past the dimension 5");
     expect_fault("1 2147483648:1\n", 0, 1, 3, "index '2147483648' is past the largest index supported, 2147483647");
     expect_fault("1 99999999999999999999:1\n", 0, 1, 3, "past the largest index supported");
+    // With the dimension from the data, an index past HW_SPARSE_MAX_FEATURES is refused rather
+    // than sizing the model by it (2e9 features: 7.5 GiB per copy of the weights).
+    expect_fault("1 1:1\n-1 2000000000:1\n", 0, 2, 4, "index 2000000000 is past 67108864, the most features");
+    expect_fault("1 67108865:1\n", 0, 1, 3, "index 67108865 is past 67108864");
     expect_fault("1 2:nan\n", 0, 1, 5, "non-finite value 'nan'");
     expect_fault("1 2:-Inf\n", 0, 1, 5, "non-finite value '-Inf'");
     expect_fault("1 2:1e39\n", 0, 1, 5, "value '1e39' is out of the range of a float");
