@@ -84,8 +84,10 @@ int hw_libsvm_save(const hw_sparse_set *set, const char *path);
 // ---- ratings ----
 // A rating per line: user, item, rating and an optional fourth field (a timestamp, ignored),
 // separated by the layout's separator; spaces around a field are ignored; blank lines are
-// skipped. The first line is a header, and skipped, when its rating field is not a number (as
-// MovieLens's ratings.csv has: "userId,movieId,rating,timestamp"). Users and items are ids of any
+// skipped. The first line is a header, and skipped, when its rating field is not a number and
+// its user or item field is not one either (as MovieLens's ratings.csv has:
+// "userId,movieId,rating,timestamp"); a first line of numeric ids and a bad rating is refused as
+// a bad rating. Users and items are ids of any
 // text, compared as text ("7" and "07" are two users); the rating must be a finite decimal
 // number. Plain or gzip, as hw_libsvm_load.
 typedef enum {
