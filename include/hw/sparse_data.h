@@ -59,7 +59,10 @@ int64_t hw_sparse_set_bytes(const hw_sparse_set *set);
 // refused, and so is a value that overflows a float. Errors name the token: a malformed one,
 // index 0 or a negative one, an index not above the one before it, an index past `dim` (when dim
 // > 0) or past 2^31 - 1, an index past HW_SPARSE_MAX_FEATURES when dim is 0 (the dimension taken
-// from the data), a non-finite value; a file with no example at all is refused.
+// from the data), a non-finite value; a file with no example at all is refused. A byte no text
+// holds (a NUL, a control character other than the blanks, DEL) is refused as binary data,
+// naming its line and column, before the line is parsed: "binary data (a NUL byte, 0x00) where
+// text was expected: not a text libsvm file".
 //
 // The labels decide the kind, over all examples read:
 //   - every label in {-1, +1}, or every label in {0, 1}: HW_LABEL_BINARY, 0 stored as -1;
@@ -89,7 +92,7 @@ int hw_libsvm_save(const hw_sparse_set *set, const char *path);
 // "userId,movieId,rating,timestamp"); a first line of numeric ids and a bad rating is refused as
 // a bad rating. Users and items are ids of any
 // text, compared as text ("7" and "07" are two users); the rating must be a finite decimal
-// number. Plain or gzip, as hw_libsvm_load.
+// number. Plain or gzip, and binary data refused, as hw_libsvm_load.
 typedef enum {
     HW_RATINGS_TSV = 1,  // tab-separated (MovieLens 100K's u.data)
     HW_RATINGS_DAT,      // "::"-separated (MovieLens 1M and 10M's ratings.dat)

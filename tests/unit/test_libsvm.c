@@ -225,6 +225,44 @@ Test(libsvm, every_error_names_file_line_and_column) {
     expect_fault("1 qid:1 qid:2 2:1\n", 0, 1, 9, "malformed feature 'qid:2'");
 }
 
+// A NUL or another control byte (a binary file given as libsvm, or one cut by a crash) is named as
+// binary data with its place, not as a malformed token whose text stops at the NUL.
+Test(libsvm, binary_data_is_refused_as_such) {
+    static const char nul[] = "1 1:1\n-1 2:\0\0\0\n", control[] = "1 1:1 # fine\n\n1 2:1\x01\n",
+                      image[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+    const struct {
+        const char *bytes;
+        size_t n;
+        const char *where, *what;
+    } cases[] = {{nul, sizeof nul - 1, "2:6: ", "binary data (a NUL byte, 0x00)"},
+                 {control, sizeof control - 1, "3:6: ", "binary data (the control byte 0x01)"},
+                 {image, sizeof image - 1, "2:1: ", "binary data (the control byte 0x1a)"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[600], where[700];
+        snprintf(path, sizeof path, "%s/binary%zu.libsvm", dir, i);
+        write_bytes(path, cases[i].bytes, cases[i].n);
+        hw_sparse_set s;
+        cr_assert_eq(hw_libsvm_load(&s, path, 0), HW_ERR, "case %zu accepted", i);
+        snprintf(where, sizeof where, "%s:%s", path, cases[i].where);
+        cr_expect(strncmp(hw_error(), where, strlen(where)) == 0, "'%s' does not start with '%s'", hw_error(), where);
+        cr_expect(strstr(hw_error(), cases[i].what) != NULL, "'%s' does not say '%s'", hw_error(), cases[i].what);
+        cr_expect(strstr(hw_error(), "not a text libsvm file") != NULL, "%s", hw_error());
+    }
+    // Past the file's start, each line is looked at as it is read.
+    char path[600], where[700];
+    size_t n = 0;
+    char *text = malloc(6100);
+    for (int i = 0; i < 1000; i++) n += (size_t)sprintf(text + n, "1 1:1\n");
+    memcpy(text + n, "1 2:\0\n", 6);
+    snprintf(path, sizeof path, "%s/late.libsvm", dir);
+    write_bytes(path, text, n + 6);
+    free(text);
+    hw_sparse_set s;
+    cr_assert_eq(hw_libsvm_load(&s, path, 0), HW_ERR);
+    snprintf(where, sizeof where, "%s:1001:5: binary data (a NUL byte, 0x00)", path);
+    cr_expect(strncmp(hw_error(), where, strlen(where)) == 0, "'%s' does not start with '%s'", hw_error(), where);
+}
+
 Test(libsvm, empty_missing_and_special_files) {
     char path[600];
     hw_sparse_set s;

@@ -146,6 +146,21 @@ Test(sparse_dataset, every_ratings_error_names_file_line_and_column) {
     hw_sparse_set_free(&s);
 }
 
+// A NUL in a ratings file is binary data, named with its place, in either file of the pair.
+Test(sparse_dataset, binary_ratings_are_refused_as_such) {
+    char train[600], test[600];
+    write_text(train, sizeof train, "train.tsv", "1\t2\t3\n");
+    snprintf(test, sizeof test, "%s/test.tsv", dir);
+    static const char bytes[] = "1\t2\t3\n2\t\0\t4\n";
+    write_bytes(test, bytes, sizeof bytes - 1);
+    hw_sparse_set s, t;
+    cr_assert_eq(hw_ratings_load(&s, &t, train, test, HW_RATINGS_TSV), HW_ERR);
+    char where[700];
+    snprintf(where, sizeof where, "%s:2:3: binary data (a NUL byte, 0x00)", test);
+    cr_expect(strncmp(hw_error(), where, strlen(where)) == 0, "'%s' does not start with '%s'", hw_error(), where);
+    cr_expect(strstr(hw_error(), "not a text ratings file") != NULL, "%s", hw_error());
+}
+
 // ---- the folder ----
 
 Test(sparse_dataset, kind_by_names_alone) {
