@@ -199,3 +199,18 @@ Test(e2e_sparse_hostile, a_huge_feature_index_is_refused_before_any_work) {
     char *after = e2e_own(read_bytes(ckpt, &n));
     cr_expect(n == sizeof saved - 1 && memcmp(after, saved, n) == 0, "the --save file was changed");
 }
+
+// More workers than training examples: a sparse run trains, as a dense one does, and --measure
+// says which worker had no examples instead of printing nan for it.
+Test(e2e_sparse_hostile, a_worker_without_examples_measures_as_no_examples) {
+    char *data = e2e_path("tiny");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "synth", "--kind", "sparse", "--dir", data, "--train", "3", "--test", "5", "--features", "20",
+            "--nnz", "3");
+    e2e_assert_exit(&r, 0);
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--workers", "4", "--epochs", "1", "--measure");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "(no examples)", "stdout");
+    e2e_assert_contains(r.out, "1 worker(s) had no examples to train", "stdout");
+    cr_expect_null(strstr(r.out, "nan"), "no nan for the idle worker:\n%s", r.out);
+}
