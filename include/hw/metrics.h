@@ -203,7 +203,10 @@ void hw_metrics_table_free(hw_metrics_table *log);
 
 // The samples per second a run trained: the samples from its first row to its last (a resumed run's
 // first row holds the checkpoint's samples, trained before this run's clock started) over the
-// last row's wall seconds; NAN at 0 s. The diverged row counts as the last.
+// last row's wall seconds; NAN (unknown) below HW_METRICS_MIN_TIMED_SECONDS: wall_seconds is
+// written to 1 ms, so a shorter run's time, and any speed divided by it, is off by 5% or more
+// (a run of 0.001 s may have taken 0.5 ms or 1.5 ms). The diverged row counts as the last.
+#define HW_METRICS_MIN_TIMED_SECONDS 0.010
 double hw_metrics_samples_per_second(const hw_metrics_table *run);
 
 // "hogwild, 4 workers, cpu" or "dataparallel, 2 replicas, cuda:0+cuda:1".

@@ -58,7 +58,11 @@ int64_t hw_sparse_set_bytes(const hw_sparse_set *set);
 // below 1 GiB. Numbers are decimal ("-1", "0.5", ".5", "3e-2"); hexadecimal, "inf" and "nan" are
 // refused, and so is a value that overflows a float. Errors name the token: a malformed one,
 // index 0 or a negative one, an index not above the one before it, an index past `dim` (when dim
-// > 0) or past 2^31 - 1, a non-finite value; a file with no example at all is refused.
+// > 0) or past 2^31 - 1, an index past HW_SPARSE_MAX_FEATURES when dim is 0 (the dimension taken
+// from the data), a non-finite value; a file with no example at all is refused. A byte no text
+// holds (a NUL, a control character other than the blanks, DEL) is refused as binary data,
+// naming its line and column, before the line is parsed: "binary data (a NUL byte, 0x00) where
+// text was expected: not a text libsvm file".
 //
 // The labels decide the kind, over all examples read:
 //   - every label in {-1, +1}, or every label in {0, 1}: HW_LABEL_BINARY, 0 stored as -1;
@@ -69,6 +73,11 @@ int64_t hw_sparse_set_bytes(const hw_sparse_set *set);
 // dim: 0 to take the dimension from the data (the largest index), or the model's dimension, which
 // every index must be within.
 #define HW_SPARSE_MAX_CLASSES 1000
+// The most features a dimension taken from the data may have: 2^26 (67,108,864), above the largest
+// of the LIBSVM collection's sets (kdd2012, 54,686,452 features), and 256 MiB per float copy of a
+// linear model's weights. A larger index is far more often a stray token than a feature, and would
+// size every copy of the model by it; a model file's `input sparse DIM` allows up to 2^31 - 1.
+#define HW_SPARSE_MAX_FEATURES (1 << 26)
 int hw_libsvm_load(hw_sparse_set *set, const char *path, int64_t dim);
 // Writes a set as libsvm text (1-based indices; labels as integers for BINARY and CLASSES, values
 // and real labels with 9 significant digits, enough to read the same float back), gzipped when
@@ -78,10 +87,12 @@ int hw_libsvm_save(const hw_sparse_set *set, const char *path);
 // ---- ratings ----
 // A rating per line: user, item, rating and an optional fourth field (a timestamp, ignored),
 // separated by the layout's separator; spaces around a field are ignored; blank lines are
-// skipped. The first line is a header, and skipped, when its rating field is not a number (as
-// MovieLens's ratings.csv has: "userId,movieId,rating,timestamp"). Users and items are ids of any
+// skipped. The first line is a header, and skipped, when its rating field is not a number and
+// its user or item field is not one either (as MovieLens's ratings.csv has:
+// "userId,movieId,rating,timestamp"); a first line of numeric ids and a bad rating is refused as
+// a bad rating. Users and items are ids of any
 // text, compared as text ("7" and "07" are two users); the rating must be a finite decimal
-// number. Plain or gzip, as hw_libsvm_load.
+// number. Plain or gzip, and binary data refused, as hw_libsvm_load.
 typedef enum {
     HW_RATINGS_TSV = 1,  // tab-separated (MovieLens 100K's u.data)
     HW_RATINGS_DAT,      // "::"-separated (MovieLens 1M and 10M's ratings.dat)

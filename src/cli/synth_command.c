@@ -75,7 +75,7 @@ static const cli_option synth_options[] = {
      .kind = CLI_INT64,
      FIELD(features),
      .min = 1,
-     .max = INT32_MAX,
+     .max = HW_SPARSE_MAX_FEATURES,  // what a libsvm file's dimension taken from the data may be
      .help = "features (default 1000)"},
     {.name = "nnz",
      .metavar = "K",

@@ -36,6 +36,17 @@ static int fail_number(const libsvm_reader *r, const char *p, const char *end, c
     return text_fail_at(&r->at, p, "malformed %s '%.*s': expected a decimal number", what, token_length(p, end), p);
 }
 
+// An index past HW_SPARSE_MAX_FEATURES with the dimension taken from the data: a model of that
+// many features would take gigabytes per copy of its weights, most likely for one stray token.
+static int fail_too_many_features(const libsvm_reader *r, const char *token, uint64_t index) {
+    return text_fail_at(&r->at, token,
+                        "index %llu is past %d, the most features a dimension taken from the data may have (a float "
+                        "weight per feature: %.1f GiB per copy of the weights at this index); a model file's `input "
+                        "sparse DIM` sets a larger dimension deliberately",
+                        (unsigned long long)index, HW_SPARSE_MAX_FEATURES,
+                        (double)index * sizeof(float) / (1024.0 * 1024.0 * 1024.0));
+}
+
 // "qid:N" right after the label: checked to be a decimal integer and skipped. Returns past it, or NULL after a failure.
 static const char *skip_qid(const libsvm_reader *r, const char *p, const char *end) {
     const char *q = p + 4;
@@ -110,6 +121,7 @@ static int parse_line(libsvm_reader *r, sparse_build *b, label_summary *labels, 
             return text_fail_at(&r->at, token, "index %llu is past the dimension %lld", (unsigned long long)index,
                                 (long long)r->dim);
         }
+        if (r->dim == 0 && index > HW_SPARSE_MAX_FEATURES) return fail_too_many_features(r, token, index);
         const char *value_at = ++p;
         float value;
         q = text_parse_float(p, end, &value);

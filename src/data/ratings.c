@@ -106,6 +106,12 @@ typedef struct {
     const char *start, *end;  // blanks around the field removed
 } field;
 
+// Whether the field is a decimal number and nothing else ("7", "07", "1.5").
+static int is_number(field f) {
+    float value;
+    return f.start < f.end && text_parse_float(f.start, f.end, &value) == f.end;
+}
+
 // One line: a rating appended to b, its user and item in the maps; a blank line or the header adds nothing.
 static int parse_line(ratings_reader *r, sparse_build *b, id_map *users, id_map *items, const char *line, size_t len) {
     r->at.line = line;
@@ -134,11 +140,13 @@ static int parse_line(ratings_reader *r, sparse_build *b, id_map *users, id_map 
     int rating_width = n >= 3 ? (int)(f[2].end - f[2].start < 40 ? f[2].end - f[2].start : 40) : 0;
     const char *rating_end = n >= 3 ? text_parse_float(f[2].start, f[2].end, &rating) : NULL;
     int is_data = n >= 3 && rating_end == f[2].end;
-    if (!is_data && n >= 3 && r->header_possible) {
-        r->header_possible = 0;  // the header line
-        return HW_OK;
-    }
+    // Only a first line that names its columns is the header: one whose user or item is not a
+    // number either ("userId,movieId,rating"). Numeric ids with a bad rating are a bad first rating,
+    // refused below as any other line's would be, not silently dropped as a header.
+    int header = r->header_possible && !is_data && n >= 3 && (!is_number(f[0]) || !is_number(f[1]));
+    int first = r->header_possible;
     r->header_possible = 0;
+    if (header) return HW_OK;
     if (n < 3) {
         return text_fail_at(&r->at, line,
                             "%d field%s: expected user, item, rating and an optional timestamp separated by %s", n,
@@ -148,8 +156,9 @@ static int parse_line(ratings_reader *r, sparse_build *b, id_map *users, id_map 
     if (f[1].start == f[1].end) return text_fail_at(&r->at, f[1].start, "empty item id");
     if (!is_data) {
         const char *what = text_is_nonfinite_word(f[2].start, f[2].end) ? "non-finite" : "malformed";
-        return text_fail_at(&r->at, f[2].start, "%s rating '%.*s': expected a finite decimal number", what,
-                            rating_width, f[2].start);
+        return text_fail_at(&r->at, f[2].start, "%s rating '%.*s': expected a finite decimal number%s", what,
+                            rating_width, f[2].start,
+                            first ? " (a first line is the header only when its user or item is not a number)" : "");
     }
     if (!isfinite(rating)) {
         return text_fail_at(&r->at, f[2].start, "rating '%.*s' is out of the range of a float", rating_width,

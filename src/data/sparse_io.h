@@ -19,8 +19,9 @@ typedef struct text_stream text_stream;
 // Opens `path` (a regular file; `what` names it in messages: "libsvm file").
 int text_stream_open(text_stream **out, const char *path, const char *what);
 // The next line, without its '\n' (nor a '\r' before it): 1 with *line, *len and *line_no (1-based)
-// set, 0 at the end of the file, HW_ERR on a read or gzip error or a line of 1 GiB or more. The
-// line stays valid until the next call.
+// set, 0 at the end of the file, HW_ERR on a read or gzip error, a line of 1 GiB or more, or a
+// line holding binary data (a NUL or another control byte but the blanks; the message names its
+// line and column and says the file is not a text `what`). The line stays valid until the next call.
 int text_stream_line(text_stream *s, const char **line, size_t *len, int64_t *line_no);
 void text_stream_close(text_stream *s);
 

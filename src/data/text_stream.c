@@ -23,6 +23,7 @@ enum {
 struct text_stream {
     int fd;
     const char *path;
+    const char *what;  // "libsvm file": what a binary byte says the file is not
     int gzip, inflating, member_ended, input_eof, data_eof;
     z_stream z;  // next_in / avail_in: gzip input read but not yet inflated
     unsigned char *in;
@@ -68,6 +69,7 @@ int text_stream_open(text_stream **out, const char *path, const char *what) {
     }
     s->fd = fd;
     s->path = path;
+    s->what = what;
     s->cap = STREAM_FIRST_BUFFER;
     s->in = malloc(STREAM_INPUT);
     s->buf = malloc(s->cap);
@@ -167,12 +169,51 @@ static int refill(text_stream *s) {
     return HW_OK;
 }
 
+// A byte no text line holds: a control character other than the blanks (a NUL, as in a binary
+// file, an image, or a file cut by a crash), or DEL. Bytes from 0x80 up are left to the readers:
+// UTF-8 ids and comments are text.
+static int is_binary_byte(unsigned char c) { return (c < 0x20 && !text_is_blank((char)c)) || c == 0x7f; }
+
+// Fails naming the first binary byte of the line, with its column, when it has one: a reader's
+// message about its tokens would only confuse, since the file is no text at all.
+static int line_check_text(const text_stream *s, const char *line, size_t len) {
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)line[i];
+        if (!is_binary_byte(c)) continue;
+        return hw_fail("%s:%lld:%zu: binary data (%s 0x%02x) where text was expected: not a text %s", s->path,
+                       (long long)s->line_no, i + 1, c == 0 ? "a NUL byte," : "the control byte", c, s->what);
+    }
+    return HW_OK;
+}
+
+enum { STREAM_SNIFF = 4096 };  // the bytes at a file's start looked at for binary data
+
+// Before the first line is parsed: fails naming the first binary byte of the file's start (its
+// first STREAM_SNIFF bytes read), so that a binary file (an image, an archive) is called binary
+// even where its first line happens to hold none, rather than a malformed first token.
+static int start_check_text(const text_stream *s, const char *text, size_t have) {
+    size_t n = have < STREAM_SNIFF ? have : STREAM_SNIFF, line_start = 0;
+    int64_t line = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (text[i] == '\n') {
+            line++;
+            line_start = i + 1;
+        } else if (is_binary_byte((unsigned char)text[i])) {
+            text_stream at = *s;
+            at.line_no = line;
+            return line_check_text(&at, text + line_start, i + 1 - line_start);
+        }
+    }
+    return HW_OK;
+}
+
 int text_stream_line(text_stream *s, const char **line, size_t *len, int64_t *line_no) {
     for (;;) {
         char *start = s->buf + s->pos;
         size_t have = s->end - s->pos;
         char *nl = have > s->scanned ? memchr(start + s->scanned, '\n', have - s->scanned) : NULL;
         if (nl || (s->data_eof && have > 0)) {
+            if (s->line_no == 0 && start_check_text(s, start, have) != HW_OK) return HW_ERR;
             size_t n = nl ? (size_t)(nl - start) : have;
             s->pos += nl ? n + 1 : n;
             s->scanned = 0;
@@ -180,7 +221,7 @@ int text_stream_line(text_stream *s, const char **line, size_t *len, int64_t *li
             *line = start;
             *len = n;
             *line_no = ++s->line_no;
-            return 1;
+            return line_check_text(s, start, n) == HW_OK ? 1 : HW_ERR;
         }
         if (s->data_eof) return 0;
         s->scanned = have;

@@ -73,7 +73,7 @@ void hw_compare_print_table(FILE *out, const hw_metrics_table *runs, int n_runs,
         return;
     }
     int unique = base_names_unique(runs, n_runs);
-    int fastest = -1;
+    int fastest = -1, untimed = 0;
     double fastest_wall = 0, fastest_samples = 0;
     for (int r = 0; r < n_runs; r++) {
         const hw_metrics_table *run = &runs[r];
@@ -87,9 +87,10 @@ void hw_compare_print_table(FILE *out, const hw_metrics_table *runs, int n_runs,
         snprintf(row[3], CELL_CAP, "%.*s", CELL_CAP - 1, run->device);
         snprintf(row[4], CELL_CAP, "%lld", (long long)last->epoch);
         snprintf(row[5], CELL_CAP, "%.1f", last->wall_seconds);
-        double speed = hw_metrics_samples_per_second(run);  // NAN at 0 s
+        double speed = hw_metrics_samples_per_second(run);  // NAN: too short to time
         if (isnan(speed)) {
-            snprintf(row[6], CELL_CAP, "-");
+            snprintf(row[6], CELL_CAP, "unknown");
+            untimed++;
         } else {
             snprintf(row[6], CELL_CAP, "%.0f", speed);
         }
@@ -148,6 +149,12 @@ void hw_compare_print_table(FILE *out, const hw_metrics_table *runs, int n_runs,
                 "%lld; not ranked\n",
                 cells[r][0], label, HW_LOSS_DIVERGED, (long long)runs[r].diverged_at.samples_seen,
                 (long long)runs[r].diverged_at.epoch + 1);
+    }
+    if (untimed) {
+        fprintf(out,
+                "samples/s unknown: %d run(s) took under %.0f ms, below what wall_seconds (written to 1 ms) can "
+                "time to 5%%\n",
+                untimed, HW_METRICS_MIN_TIMED_SECONDS * 1000);
     }
     if (fastest < 0) {
         fprintf(out, "no run reached %g%% test accuracy\n", target);

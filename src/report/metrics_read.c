@@ -429,5 +429,5 @@ void hw_metrics_label(const hw_metrics_table *log, char *buf, size_t cap) {
 double hw_metrics_samples_per_second(const hw_metrics_table *run) {
     const hw_metrics_point *last = run->diverged ? &run->diverged_at : &run->points[run->n_points - 1];
     int64_t trained = last->samples_seen - run->points[0].samples_seen;
-    return last->wall_seconds > 0 ? (double)trained / last->wall_seconds : NAN;
+    return last->wall_seconds >= HW_METRICS_MIN_TIMED_SECONDS ? (double)trained / last->wall_seconds : NAN;
 }

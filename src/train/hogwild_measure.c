@@ -184,7 +184,14 @@ void measure_capture(hw_measure *m, const float *end_weights) {
     m->lost_total = fraction(lost_sq, applied_sq);
 }
 
+// A row of no updates (a worker whose share of the training data was empty: more workers than
+// examples) has no staleness or time to show: its cells say so with "-", not nan.
 static void print_stats_row(hw_progress *progress, const char *who, const measure_stats *st) {
+    if (st->steps == 0) {
+        hw_progress_message(progress, "  %-7s %9d %8s %6s %6s %6s %10s %10s %10s %10s %10s  (no examples)\n", who, 0,
+                            "-", "-", "-", "-", "-", "-", "-", "-", "-");
+        return;
+    }
     char p99[32], max[32];
     snprintf(p99, sizeof p99, "%s%lld", st->stale_p99 >= STALE_EXACT ? ">=" : "", (long long)st->stale_p99);
     snprintf(max, sizeof max, "%lld", (long long)st->stale_max);
@@ -209,6 +216,18 @@ void measure_report(const hw_measure *m, hw_progress *progress) {
         print_stats_row(progress, who, &st);
     }
     if (m->workers > 1) print_stats_row(progress, "all", &m->total);
+    int idle = 0;
+    for (int r = 0; r < m->workers; r++) {
+        measure_stats st;
+        measure_stats_of(slot_of(m->shared, r), 1, &st);
+        idle += st.steps == 0;
+    }
+    if (idle > 0) {
+        hw_progress_message(progress,
+                            "  %d worker(s) had no examples to train: more workers than training examples leave "
+                            "some with an empty share\n",
+                            idle);
+    }
     hw_progress_message(progress,
                         "  staleness histogram, updates per bin [0] [1] [2,4) [4,8) ... [512,1024) [1024,inf):\n");
     for (int r = 0; r < m->workers; r++) {

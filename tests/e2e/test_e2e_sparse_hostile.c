@@ -174,3 +174,43 @@ Test(e2e_sparse_hostile, a_bf16_checkpoint_resumes_a_sparse_model) {
     e2e_assert_contains(r.out, "epoch 2/2: test loss", "stdout");
     cr_expect_null(strstr(r.err, "--weights"), "stderr:\n%s", r.err);
 }
+
+// A libsvm file with one huge index (a stray token, a hash written unreduced) is refused before
+// anything is allocated for it, naming the file, line and index and the limit; an existing --save
+// file is left as it was.
+Test(e2e_sparse_hostile, a_huge_feature_index_is_refused_before_any_work) {
+    char *data = e2e_path("huge"), *ckpt = e2e_path("kept.st");
+    mkdir(data, 0755);
+    char *train = e2e_path("huge/train.libsvm"), *test = e2e_path("huge/test.libsvm");
+    static const char train_text[] = "1 1:1\n-1 2000000000:1\n", test_text[] = "1 1:1\n";
+    write_bytes(train, train_text, sizeof train_text - 1);
+    write_bytes(test, test_text, sizeof test_text - 1);
+    static const char saved[] = "an earlier run's checkpoint";
+    write_bytes(ckpt, saved, sizeof saved - 1);
+    e2e_run_result r;
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--save", ckpt, "--overwrite", "--quiet");
+    e2e_assert_exit(&r, 1);
+    char where[600];
+    snprintf(where, sizeof where, "%s:2:4: index 2000000000 is past 67108864", train);
+    e2e_assert_contains(r.err, where, "stderr");
+    cr_expect_null(strstr(r.err, "shared memory"), "refused by the reader, not by an allocation:\n%s", r.err);
+    cr_expect_null(strstr(r.out, "done:"), "stdout:\n%s", r.out);
+    size_t n;
+    char *after = e2e_own(read_bytes(ckpt, &n));
+    cr_expect(n == sizeof saved - 1 && memcmp(after, saved, n) == 0, "the --save file was changed");
+}
+
+// More workers than training examples: a sparse run trains, as a dense one does, and --measure
+// says which worker had no examples instead of printing nan for it.
+Test(e2e_sparse_hostile, a_worker_without_examples_measures_as_no_examples) {
+    char *data = e2e_path("tiny");
+    e2e_run_result r;
+    e2e_run(&r, NULL, "synth", "--kind", "sparse", "--dir", data, "--train", "3", "--test", "5", "--features", "20",
+            "--nnz", "3");
+    e2e_assert_exit(&r, 0);
+    e2e_run(&r, NULL, "--model", "models/logreg.model", "--data", data, "--workers", "4", "--epochs", "1", "--measure");
+    e2e_assert_exit(&r, 0);
+    e2e_assert_contains(r.out, "(no examples)", "stdout");
+    e2e_assert_contains(r.out, "1 worker(s) had no examples to train", "stdout");
+    cr_expect_null(strstr(r.out, "nan"), "no nan for the idle worker:\n%s", r.out);
+}

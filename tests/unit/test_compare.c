@@ -227,6 +227,37 @@ Test(compare, table_aligns_columns_and_names_the_fastest) {
     hw_metrics_table_free(&runs[1]);
 }
 
+// A run of 1 ms or 9 ms (wall_seconds has 3 decimals) cannot be timed to 5%: its speed is unknown,
+// said so in the table with the reason, not 60000 / 0.001 = 60 million samples/s made up; 10 ms
+// and more are timed.
+Test(compare, a_run_too_short_to_time_has_no_speed) {
+    static const char short_run[] = HEADER "hogwild,1,cpu,0.000,0,0,nan,2.3,9.8\n"
+                                           "hogwild,1,cpu,0.001,1,60000,0.5,0.4,50\n";
+    static const char nine_ms[] = HEADER "hogwild,1,cpu,0.000,0,0,nan,2.3,9.8\n"
+                                         "hogwild,1,cpu,0.009,1,60000,0.5,0.4,50\n";
+    static const char ten_ms[] = HEADER "hogwild,2,cpu,0.000,0,0,nan,2.3,9.8\n"
+                                        "hogwild,2,cpu,0.010,1,60000,0.5,0.4,50\n";
+    hw_metrics_table runs[3];
+    cr_assert_eq(hw_metrics_table_read(&runs[0], write_file("short.csv", short_run)), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_metrics_table_read(&runs[1], write_file("nine.csv", nine_ms)), HW_OK, "%s", hw_error());
+    cr_assert_eq(hw_metrics_table_read(&runs[2], write_file("ten.csv", ten_ms)), HW_OK, "%s", hw_error());
+    cr_expect(isnan(hw_metrics_samples_per_second(&runs[0])), "1 ms: unknown");
+    cr_expect(isnan(hw_metrics_samples_per_second(&runs[1])), "9 ms: unknown");
+    cr_expect_float_eq(hw_metrics_samples_per_second(&runs[2]), 6e6, 1e-3, "10 ms: timed");
+    char *text = NULL;
+    size_t cap = 0;
+    FILE *out = open_memstream(&text, &cap);
+    hw_compare_print_table(out, runs, 3, 97.0);
+    fclose(out);
+    cr_expect_null(strstr(text, "60000000"), "no made-up speed:\n%s", text);
+    cr_expect_null(strstr(text, "6666667"), "no made-up speed:\n%s", text);
+    cr_expect(strstr(text, "unknown") != NULL, "%s", text);
+    cr_expect(strstr(text, "samples/s unknown: 2 run(s) took under 10 ms") != NULL, "%s", text);
+    cr_expect(strstr(text, "6000000") != NULL, "the 10 ms run's speed:\n%s", text);
+    free(text);
+    for (int i = 0; i < 3; i++) hw_metrics_table_free(&runs[i]);
+}
+
 // ---- bad input: each message names the file, and the line where there is one ----
 
 static void expect_read_error(const char *name, const char *text, const char *where, const char *what) {

@@ -169,6 +169,16 @@ Test(libsvm, a_given_dimension) {
     cr_assert_eq(hw_libsvm_load(&s, path, 5), HW_OK, "an index equal to the dimension is the last feature");
     hw_sparse_set_free(&s);
     cr_expect_eq(hw_libsvm_load(&s, path, -1), HW_ERR);
+    // The largest dimension taken from the data is read; a model file's dimension may be larger.
+    write_text(path, sizeof path, "wide.libsvm", "1 67108864:1\n-1 70000000:1\n");
+    cr_expect_eq(hw_libsvm_load(&s, path, 0), HW_ERR, "past HW_SPARSE_MAX_FEATURES from the data");
+    cr_assert_eq(hw_libsvm_load(&s, path, 70000000), HW_OK, "%s", hw_error());
+    cr_expect_eq(s.dim, 70000000);
+    hw_sparse_set_free(&s);
+    write_text(path, sizeof path, "widest.libsvm", "1 67108864:1\n");
+    cr_assert_eq(hw_libsvm_load(&s, path, 0), HW_OK, "%s", hw_error());
+    cr_expect_eq(s.dim, HW_SPARSE_MAX_FEATURES);
+    hw_sparse_set_free(&s);
 }
 
 // The message of loading `text` names the path, line and column, then `fault`.
@@ -196,6 +206,10 @@ Test(libsvm, every_error_names_file_line_and_column) {
     expect_fault("# c\n\n1 6:1\n", 5, 3, 3, "index 6 is past the dimension 5");
     expect_fault("1 2147483648:1\n", 0, 1, 3, "index '2147483648' is past the largest index supported, 2147483647");
     expect_fault("1 99999999999999999999:1\n", 0, 1, 3, "past the largest index supported");
+    // With the dimension from the data, an index past HW_SPARSE_MAX_FEATURES is refused rather
+    // than sizing the model by it (2e9 features: 7.5 GiB per copy of the weights).
+    expect_fault("1 1:1\n-1 2000000000:1\n", 0, 2, 4, "index 2000000000 is past 67108864, the most features");
+    expect_fault("1 67108865:1\n", 0, 1, 3, "index 67108865 is past 67108864");
     expect_fault("1 2:nan\n", 0, 1, 5, "non-finite value 'nan'");
     expect_fault("1 2:-Inf\n", 0, 1, 5, "non-finite value '-Inf'");
     expect_fault("1 2:1e39\n", 0, 1, 5, "value '1e39' is out of the range of a float");
@@ -209,6 +223,44 @@ Test(libsvm, every_error_names_file_line_and_column) {
     expect_fault("1 qid:x 2:1\n", 0, 1, 3, "malformed query id 'qid:x'");
     expect_fault("1 2:1 qid:3\n", 0, 1, 7, "malformed feature 'qid:3'");
     expect_fault("1 qid:1 qid:2 2:1\n", 0, 1, 9, "malformed feature 'qid:2'");
+}
+
+// A NUL or another control byte (a binary file given as libsvm, or one cut by a crash) is named as
+// binary data with its place, not as a malformed token whose text stops at the NUL.
+Test(libsvm, binary_data_is_refused_as_such) {
+    static const char nul[] = "1 1:1\n-1 2:\0\0\0\n", control[] = "1 1:1 # fine\n\n1 2:1\x01\n",
+                      image[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+    const struct {
+        const char *bytes;
+        size_t n;
+        const char *where, *what;
+    } cases[] = {{nul, sizeof nul - 1, "2:6: ", "binary data (a NUL byte, 0x00)"},
+                 {control, sizeof control - 1, "3:6: ", "binary data (the control byte 0x01)"},
+                 {image, sizeof image - 1, "2:1: ", "binary data (the control byte 0x1a)"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[600], where[700];
+        snprintf(path, sizeof path, "%s/binary%zu.libsvm", dir, i);
+        write_bytes(path, cases[i].bytes, cases[i].n);
+        hw_sparse_set s;
+        cr_assert_eq(hw_libsvm_load(&s, path, 0), HW_ERR, "case %zu accepted", i);
+        snprintf(where, sizeof where, "%s:%s", path, cases[i].where);
+        cr_expect(strncmp(hw_error(), where, strlen(where)) == 0, "'%s' does not start with '%s'", hw_error(), where);
+        cr_expect(strstr(hw_error(), cases[i].what) != NULL, "'%s' does not say '%s'", hw_error(), cases[i].what);
+        cr_expect(strstr(hw_error(), "not a text libsvm file") != NULL, "%s", hw_error());
+    }
+    // Past the file's start, each line is looked at as it is read.
+    char path[600], where[700];
+    size_t n = 0;
+    char *text = malloc(6100);
+    for (int i = 0; i < 1000; i++) n += (size_t)sprintf(text + n, "1 1:1\n");
+    memcpy(text + n, "1 2:\0\n", 6);
+    snprintf(path, sizeof path, "%s/late.libsvm", dir);
+    write_bytes(path, text, n + 6);
+    free(text);
+    hw_sparse_set s;
+    cr_assert_eq(hw_libsvm_load(&s, path, 0), HW_ERR);
+    snprintf(where, sizeof where, "%s:1001:5: binary data (a NUL byte, 0x00)", path);
+    cr_expect(strncmp(hw_error(), where, strlen(where)) == 0, "'%s' does not start with '%s'", hw_error(), where);
 }
 
 Test(libsvm, empty_missing_and_special_files) {

@@ -128,6 +128,11 @@ Test(sparse_dataset, every_ratings_error_names_file_line_and_column) {
     expect_ratings_fault("1,2,3,4,5\n", HW_RATINGS_CSV, 1, 8, "more than 4 fields");
     expect_ratings_fault("1,2,3\n,2,3\n", HW_RATINGS_CSV, 2, 1, "empty user id");
     expect_ratings_fault("1::2::3\n1:: ::3\n", HW_RATINGS_DAT, 2, 5, "empty item id");
+    // A first line of numeric ids with a bad rating is a bad rating, not a header to skip; a
+    // header names its columns.
+    expect_ratings_fault("1\t2\tgood\n1\t2\t3\n", HW_RATINGS_TSV, 1, 5, "malformed rating 'good'");
+    expect_ratings_fault("196::242::\n1::2::3\n", HW_RATINGS_DAT, 1, 11, "malformed rating ''");
+    expect_ratings_fault("7, 8.5 ,3..5\n", HW_RATINGS_CSV, 1, 9, "the header only when its user or item is not");
     // A header is only ever the first line.
     expect_ratings_fault("user,item,rating\n1,2,3\nuser,item,rating\n", HW_RATINGS_CSV, 3, 11, "malformed rating");
     char path[600];
@@ -135,6 +140,25 @@ Test(sparse_dataset, every_ratings_error_names_file_line_and_column) {
     write_text(path, sizeof path, "header.csv", "user,item,rating\n");
     cr_expect_eq(hw_ratings_load(&s, NULL, path, NULL, HW_RATINGS_CSV), HW_ERR);
     cr_expect(strstr(hw_error(), "no ratings") != NULL, "%s", hw_error());
+    write_text(path, sizeof path, "named.tsv", "user\t42\trating\n1\t2\t3\n");
+    cr_assert_eq(hw_ratings_load(&s, NULL, path, NULL, HW_RATINGS_TSV), HW_OK, "%s", hw_error());
+    cr_expect_eq(s.n, 1, "a first line naming its user column is the header");
+    hw_sparse_set_free(&s);
+}
+
+// A NUL in a ratings file is binary data, named with its place, in either file of the pair.
+Test(sparse_dataset, binary_ratings_are_refused_as_such) {
+    char train[600], test[600];
+    write_text(train, sizeof train, "train.tsv", "1\t2\t3\n");
+    snprintf(test, sizeof test, "%s/test.tsv", dir);
+    static const char bytes[] = "1\t2\t3\n2\t\0\t4\n";
+    write_bytes(test, bytes, sizeof bytes - 1);
+    hw_sparse_set s, t;
+    cr_assert_eq(hw_ratings_load(&s, &t, train, test, HW_RATINGS_TSV), HW_ERR);
+    char where[700];
+    snprintf(where, sizeof where, "%s:2:3: binary data (a NUL byte, 0x00)", test);
+    cr_expect(strncmp(hw_error(), where, strlen(where)) == 0, "'%s' does not start with '%s'", hw_error(), where);
+    cr_expect(strstr(hw_error(), "not a text ratings file") != NULL, "%s", hw_error());
 }
 
 // ---- the folder ----
