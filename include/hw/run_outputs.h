@@ -81,9 +81,10 @@ int hw_run_outputs_first_point(hw_run_outputs *outputs, const float *weights, in
 // The checkpoint of any trainer (the sparse one too): `weights` of `model` saved to
 // config->save_path with what --resume restores (epochs done, samples seen, seed, rate, schedule,
 // --update, the dtype, a simulation's settings); nothing without --save. Never diverged weights:
-// non-finite ones fail naming the save path, which keeps the last good checkpoint.
+// non-finite ones fail naming the save path, which keeps the last good checkpoint. `optim`, when
+// valid, is saved beside the weights (hw_optim_checkpoint_save); NULL: the weights alone.
 int hw_run_checkpoint_save(const hw_train_config *config, const hw_model *model, const float *weights, int epochs_done,
-                           int64_t samples_seen);
+                           int64_t samples_seen, const struct hw_optim_state *optim);
 // Whether a mid-epoch point of the curve is due at `samples`. Not once the epoch's last samples
 // are in (`epoch_end_samples`): the epoch-end row comes next, and stands for a point on it.
 int hw_run_outputs_point_due(const hw_run_outputs *outputs, int64_t samples, int64_t epoch_end_samples);

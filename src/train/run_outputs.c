@@ -167,8 +167,8 @@ static int checkpoint_save(const hw_train_config *config, const hw_model *model,
 }
 
 int hw_run_checkpoint_save(const hw_train_config *config, const hw_model *model, const float *weights, int epochs_done,
-                           int64_t samples_seen) {
-    return checkpoint_save(config, model, weights, epochs_done, samples_seen, NULL);
+                           int64_t samples_seen, const struct hw_optim_state *optim) {
+    return checkpoint_save(config, model, weights, epochs_done, samples_seen, optim);
 }
 
 int hw_run_outputs_save(hw_run_outputs *outputs, const float *weights, int epochs_done, int64_t samples) {

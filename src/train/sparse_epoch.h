@@ -18,13 +18,18 @@ typedef struct {
     char pad[48];
 } sparse_tally;
 
-// What the workers of one epoch share: the model, the data, the epoch's permutation, the weights.
+// What the workers of one epoch share: the model, the data, the epoch's permutation, the weights,
+// and each worker's momentum buffer, all in the shared mapping but the model, data and order.
 typedef struct {
     const hw_train_config *config;
     const hw_sparse_model *model;
     const hw_sparse_set *train;
     const int64_t *order;
     float *weights;
+    // The velocities: config->workers buffers (Hogwild; worker k's the k-th) or one (DataParallel)
+    // of the model's n_weights floats each, NULL at momentum 0. In the shared mapping, so that a
+    // worker forked at the next epoch goes on with the velocity its rank's worker left.
+    float *velocities;
     atomic_llong *samples;  // the run's training samples so far, all workers, earlier runs' included
     sparse_tally *tally;    // config->workers of them (Hogwild), one (DataParallel)
     hw_measure *measure;    // --measure (Hogwild), else NULL

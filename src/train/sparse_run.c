@@ -6,7 +6,13 @@
 //
 // The shared mapping: the weights, then the schedule's count on a cache line of its own, then one
 // sparse_tally per worker, each on its own line (the workers write them at every step), then the
-// update lock of --update locked.
+// update lock of --update locked, then from a line of its own the velocities (sparse_epoch.h), one
+// buffer per Hogwild worker or DataParallel's one, none at momentum 0.
+//
+// The optimizer state (include/hw/resume_optim.h): with --save or --resume the run keeps a
+// hw_optim_state, a dense run's, whose velocities are copied from the mapping at each save of an
+// epoch's end and, from --resume's checkpoint when it matches the run, into the mapping before the
+// first epoch; so a sparse run resumed goes on with the momentum it stopped with, as a dense one.
 #include "sparse_epoch.h"
 
 #include "hw/ckpt.h"
@@ -14,6 +20,7 @@
 #include "hw/err.h"
 #include "hw/metrics.h"
 #include "hw/progress.h"
+#include "hw/resume_optim.h"
 #include "hw/run_outputs.h"
 #include "hw/shm.h"
 #include "hw/signals.h"
@@ -31,6 +38,8 @@ typedef struct {
     int64_t train_n;  // the training set's examples: an epoch
     hw_model view;    // the model as the checkpoints name its tensors
     float *weights;
+    float *velocities;      // the job's (sparse_epoch.h), NULL at momentum 0
+    hw_optim_state *optim;  // the state checkpoints keep, with --save or --resume; else NULL
     hw_metrics metrics;
     hw_measure *measure;  // --measure, else NULL
     double started;
@@ -67,10 +76,40 @@ static int start_weights(sparse_run *run, int *first_epoch) {
     return HW_OK;
 }
 
+// A sparse model has no dropout: the generators a kept state records, one per worker (replica),
+// are seeded as a dense trainer's workers' and never drawn.
+static uint64_t generator_seed(const hw_train_config *config, int k) { return hw_worker_seed(config->seed, k); }
+
+// The optimizer state, with --save or --resume (run->optim; else NULL): fresh, and --resume's
+// velocities copied into the mapping when the checkpoint's trainer, worker (replica) count and
+// momentum are the run's (hw_optim_state_resume; else one line on stderr says why it restarts).
+// After start_weights, whose view names the tensors.
+static int optim_open(sparse_run *run, hw_optim_state *optim) {
+    const hw_train_config *config = run->config;
+    if (!hw_optim_kept(config) || (!config->resume_path && !config->save_path)) return HW_OK;
+    if (hw_optim_state_open(optim, config, run->view.n_weights, generator_seed) != HW_OK) return HW_ERR;
+    run->optim = optim;
+    if (hw_optim_state_resume(optim, config, &run->view) != HW_OK) return HW_ERR;
+    if (optim->restored && optim->n_velocities) {
+        memcpy(run->velocities, optim->velocities, sizeof(float) * optim->n_weights * (size_t)optim->n_velocities);
+    }
+    return HW_OK;
+}
+
 // A checkpoint of the weights as they are, `epochs_done` epochs and run->samples into the run, as
-// a dense run's (hw_run_checkpoint_save).
-static int save(const sparse_run *run, int epochs_done) {
-    return hw_run_checkpoint_save(run->config, &run->view, run->weights, epochs_done, run->samples);
+// a dense run's (hw_run_checkpoint_save), with the velocities beside them when they are the ones
+// at these weights (`current`: an epoch's end, or a stop before the epoch began). After a stop
+// mid-epoch they are not (the resumed run redoes the epoch from weights its steps moved), so that
+// checkpoint keeps no state, as a dense run's.
+static int save(const sparse_run *run, int epochs_done, int current) {
+    hw_optim_state *optim = run->optim;
+    if (optim && run->config->save_path) {
+        optim->valid = current;
+        if (current && optim->n_velocities) {
+            memcpy(optim->velocities, run->velocities, sizeof(float) * optim->n_weights * (size_t)optim->n_velocities);
+        }
+    }
+    return hw_run_checkpoint_save(run->config, &run->view, run->weights, epochs_done, run->samples, optim);
 }
 
 // A --metrics row at `wall` seconds, `epochs_done` epochs into the run, of the test set's loss and
@@ -98,12 +137,13 @@ static int diverged(sparse_run *run, const char *what, double loss, int epoch) {
 }
 
 // After a stop signal: says so on stdout, as the dense trainers do, and saves the weights as they
-// are (--save); the epoch is not done, the samples trained in it are counted.
-static int stopped(sparse_run *run, int signal_number, int epochs_done) {
+// are (--save); the epoch is not done, the samples trained in it are counted. `mid_epoch`: the
+// stop ended an epoch's training (its velocities are not saved, save()).
+static int stopped(sparse_run *run, int signal_number, int epochs_done, int mid_epoch) {
     printf("interrupted by %s after %lld samples\n", hw_stop_signal_name(signal_number), (long long)run->samples);
     fflush(stdout);
     if (!run->config->save_path) return HW_OK;
-    if (save(run, epochs_done) != HW_OK) return HW_ERR;
+    if (save(run, epochs_done, !mid_epoch) != HW_OK) return HW_ERR;
     printf("saved the current weights to %s\n", run->config->save_path);
     fflush(stdout);
     return HW_OK;
@@ -131,7 +171,7 @@ static int epochs_run(sparse_run *run, sparse_job *job, int64_t *order, int firs
         int signal_number = hw_stop_signal();
         if (signal_number) {
             result->interrupted_by = signal_number;
-            return stopped(run, signal_number, epoch);
+            return stopped(run, signal_number, epoch, 0);
         }
         sparse_order_draw(order, job->train->n, config->seed, epoch);
         double t0 = hw_now();
@@ -150,7 +190,7 @@ static int epochs_run(sparse_run *run, sparse_job *job, int64_t *order, int firs
         if (run->measure) measure_capture(run->measure, run->weights);
         if (signal_number) {
             result->interrupted_by = signal_number;
-            return stopped(run, signal_number, epoch);
+            return stopped(run, signal_number, epoch, 1);
         }
         double train_loss = trained > 0 ? loss_sum / (double)trained : NAN;
         int64_t correct;
@@ -168,7 +208,7 @@ static int epochs_run(sparse_run *run, sparse_job *job, int64_t *order, int firs
         }
         double wall = hw_now() - run->started;
         if (metrics_row(run, wall, epoch + 1, train_loss, result->test_loss, correct) != HW_OK) return HW_ERR;
-        if (save(run, epoch + 1) != HW_OK) return HW_ERR;
+        if (save(run, epoch + 1, 1) != HW_OK) return HW_ERR;
         epoch_print(run, epoch + 1, result->test_loss, correct, seconds, trained);
     }
     return HW_OK;
@@ -181,8 +221,11 @@ int hw_train_sparse(const hw_train_config *config, const hw_sparse_model *model,
     const size_t n_weights = hw_fm_n_weights(&model->dims);
     const size_t count_offset = (n_weights * sizeof(float) + 63) & ~(size_t)63, tally_offset = count_offset + 64;
     const size_t lock_offset = tally_offset + (size_t)tallies * sizeof(sparse_tally);
+    const size_t velocity_offset = (lock_offset + sizeof(pthread_mutex_t) + 63) & ~(size_t)63;
+    const size_t velocity_floats = config->momentum > 0 ? (size_t)tallies * n_weights : 0;
     hw_shm shm;
-    if (hw_shm_open(&shm, lock_offset + sizeof(pthread_mutex_t)) != HW_OK) return HW_ERR;
+    if (hw_shm_open(&shm, velocity_offset + velocity_floats * sizeof(float)) != HW_OK) return HW_ERR;
+    float *velocities = velocity_floats ? (float *)((char *)shm.data + velocity_offset) : NULL;
     int64_t *order = malloc((size_t)train->n * sizeof *order);
     sparse_run *run = calloc(1, sizeof *run);
     int first_epoch = 0, rc = HW_OK;
@@ -192,15 +235,23 @@ int hw_train_sparse(const hw_train_config *config, const hw_sparse_model *model,
                       .train = train,
                       .order = order,
                       .weights = shm.data,
+                      .velocities = velocities,
                       .samples = (atomic_llong *)((char *)shm.data + count_offset),
                       .tally = (sparse_tally *)((char *)shm.data + tally_offset),
                       .update = {.mode = config->update, .lock = (pthread_mutex_t *)((char *)shm.data + lock_offset)}};
     int locked = rc == HW_OK && config->update == HW_UPDATE_LOCKED;
     if (locked && hogwild_update_lock_init(job.update.lock) != HW_OK) rc = HW_ERR, locked = 0;
     if (rc == HW_OK) {
-        *run = (sparse_run){.config = config, .model = model, .test = test, .train_n = train->n, .weights = shm.data};
+        *run = (sparse_run){.config = config,
+                            .model = model,
+                            .test = test,
+                            .train_n = train->n,
+                            .weights = shm.data,
+                            .velocities = velocities};
         rc = start_weights(run, &first_epoch);
     }
+    hw_optim_state optim = {0};
+    if (rc == HW_OK) rc = optim_open(run, &optim);
     hw_measure measure;
     if (rc == HW_OK && config->measure) {
         run->view.weights = run->weights;  // the weights the run starts from, copied
@@ -226,6 +277,7 @@ int hw_train_sparse(const hw_train_config *config, const hw_sparse_model *model,
     if (rc == HW_OK && run->measure && !result->interrupted_by) measure_print(run, train);
     if (run && run->measure) measure_close(run->measure);
     if (locked) hogwild_update_lock_destroy(job.update.lock);
+    if (run && run->optim) hw_optim_state_close(run->optim);
     if (run) {
         result->wall_seconds = hw_now() - run->started;
         // A metrics file that failed warned and ended its rows, not the run (hw/metrics.h).

@@ -7,8 +7,10 @@
 // the forward on the shared weights as it reads them, its backward into its own sparse gradient,
 // and the step onto the shared weights, writing the touched rows only, with no lock (the race
 // between workers is the algorithm). The join is the epoch's barrier; the parent then evaluates
-// the weights, which nobody writes until the next fork. A worker's momentum lives for one epoch.
-// With one worker the run is a plain SGD loop, bit for bit the same every time.
+// the weights, which nobody writes until the next fork. Worker k's velocity is the k-th buffer of
+// the shared mapping (job->velocities), so that it outlives the worker: the worker of rank k
+// forked at the next epoch goes on with it, as a dense Hogwild worker keeps its own across epochs,
+// and the run's checkpoints save it (sparse_run.c). With one worker the run is a plain SGD loop, bit for bit the same every time.
 //
 // The learning-rate schedule (--lr-schedule, --warmup) is a function of the run's samples, as
 // the dense trainers': the Hogwild workers add each batch to one count in the shared mapping and
@@ -18,7 +20,7 @@
 // the permutation) is split between the replicas; each replica computes its part's gradient of
 // the batch's mean loss into its own sparse gradient, the replicas' gradients are summed into the
 // first (over the union of their touched features) and one step is taken, as the dense
-// DataParallel trainer does.
+// DataParallel trainer does; its one velocity, the mapping's first buffer, goes on across epochs.
 #include "sparse_epoch.h"
 
 #include "hw/clock.h"
@@ -79,19 +81,27 @@ static int step_write(const sparse_job *job, hw_sparse_grad *g, const hw_sgd *op
     return HW_OK;
 }
 
-// The examples order[begin .. end) in batches of `batch`, each a step, counted in `tally`;
-// `measured`: the worker's --measure counts, or NULL.
-static int shard_train(const sparse_job *job, int64_t begin, int64_t end, sparse_tally *tally,
+// The run's optimizer in *opt, whose velocity is the shared buffer `slot` (a worker's rank, or 0
+// for DataParallel), left as the last epoch's steps left it; nothing to free.
+static int sgd_open(const sparse_job *job, int slot, hw_sgd *opt) {
+    const hw_train_config *c = job->config;
+    // n = 0: the settings' check alone, no buffer of its own.
+    if (hw_sgd_init(opt, 0, c->lr, c->momentum, c->weight_decay, c->nesterov) != HW_OK) return HW_ERR;
+    size_t n_weights = hw_fm_n_weights(&job->model->dims);
+    opt->velocity = job->velocities ? job->velocities + (size_t)slot * n_weights : NULL;
+    return HW_OK;
+}
+
+// The examples order[begin .. end) in batches of `batch`, each a step of worker `rank` (its
+// velocity's slot), counted in `tally`; `measured`: the worker's --measure counts, or NULL.
+static int shard_train(const sparse_job *job, int rank, int64_t begin, int64_t end, sparse_tally *tally,
                        measure_worker *measured) {
     const hw_train_config *c = job->config;
     const hw_fm_dims *d = &job->model->dims;
     hw_sparse_grad g;
     hw_sgd opt;
+    if (sgd_open(job, rank, &opt) != HW_OK) return HW_ERR;
     if (hw_sparse_grad_alloc(&g, d) != HW_OK) return HW_ERR;
-    if (hw_sgd_init(&opt, hw_fm_n_weights(d), c->lr, c->momentum, c->weight_decay, c->nesterov) != HW_OK) {
-        hw_sparse_grad_free(&g);
-        return HW_ERR;
-    }
     int b = c->batch_size;
     float *buf = malloc(((size_t)b * 3 + hw_fm_scratch_floats(d, b) + 1) * sizeof *buf);
     float *z = buf, *y = buf + b, *dz = buf + 2 * b, *s = buf + 3 * b;
@@ -113,7 +123,6 @@ static int shard_train(const sparse_job *job, int64_t begin, int64_t end, sparse
         if (rc == HW_OK) tally->samples += batch;
     }
     free(buf);
-    hw_sgd_free(&opt);
     hw_sparse_grad_free(&g);
     return rc;
 }
@@ -123,7 +132,7 @@ static int hogwild_worker(int rank, void *arg) {
     int64_t n = job->train->n, workers = job->config->workers;
     measure_worker measured;
     if (job->measure) measure_worker_open(&measured, job->measure, rank);
-    return shard_train(job, n * rank / workers, n * (rank + 1) / workers, &job->tally[rank],
+    return shard_train(job, rank, n * rank / workers, n * (rank + 1) / workers, &job->tally[rank],
                        job->measure ? &measured : NULL);
 }
 
@@ -149,7 +158,7 @@ static int dataparallel_epoch(sparse_job *job, int *stopped_by) {
     hw_sparse_grad *g = calloc((size_t)replicas, sizeof *g);
     float *buf = malloc(((size_t)b * 3 + hw_fm_scratch_floats(d, b) + 1) * sizeof *buf);
     hw_sgd opt;
-    int have_opt = hw_sgd_init(&opt, hw_fm_n_weights(d), c->lr, c->momentum, c->weight_decay, c->nesterov) == HW_OK;
+    int have_opt = sgd_open(job, 0, &opt) == HW_OK;
     for (int r = 0; r < replicas && have_opt && rc == HW_OK; r++) rc = hw_sparse_grad_alloc(&g[r], d);
     if (!have_opt || rc != HW_OK || !buf) rc = hw_fail("cannot allocate the replicas' gradients");
     float *z = buf, *y = buf + b, *dz = buf + 2 * b, *s = buf + 3 * b;
@@ -173,7 +182,6 @@ static int dataparallel_epoch(sparse_job *job, int *stopped_by) {
         job->tally->samples += batch;
     }
     for (int r = 0; r < replicas; r++) hw_sparse_grad_free(&g[r]);
-    if (have_opt) hw_sgd_free(&opt);
     free(g);
     free(buf);
     return rc;

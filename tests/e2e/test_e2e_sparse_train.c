@@ -242,8 +242,8 @@ Test(e2e_sparse_train, checkpoint_resume_and_eval_only) {
 }
 
 // The schedule is the dense trainers': step:1:0.5 over 2 epochs trains epoch 2 at half the rate,
-// as a run of one epoch at --lr 0.5 resumed for the second at --lr 0.25 does (one worker; a sparse
-// worker's momentum lives for one epoch), in both modes; the constant rate ends elsewhere.
+// as a run of one epoch at --lr 0.5 resumed for the second at --lr 0.25 does (one worker; the
+// checkpoint keeps the velocity), in both modes; the constant rate ends elsewhere.
 Test(e2e_sparse_train, a_step_schedule_trains_as_a_run_resumed_at_the_stepped_rate) {
     char *data = planted_classes();
     char *ckpt = e2e_path("first.safetensors");
