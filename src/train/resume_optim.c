@@ -9,6 +9,7 @@
 #include "hw/option.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,16 +171,23 @@ static int record_matches(const hw_optim_state *state, const char *path, char *w
     } else if (status == HW_OK && (!workers || !momentum)) {
         status = hw_fail("checkpoint '%s': '" KEY_TRAINER "' without '" KEY_WORKERS "' and '" KEY_MOMENTUM "'", path);
     } else if (status == HW_OK) {
-        int was_workers = atoi(workers);
-        float was_momentum = strtof(momentum, NULL);
+        char *end_workers, *end_momentum;
+        long was_workers = strtol(workers, &end_workers, 10);
+        float was_momentum = strtof(momentum, &end_momentum);
         const char *unit = state->trainer == HW_MODE_HOGWILD ? "workers" : "replicas";
         const char *unit_one = state->trainer == HW_MODE_HOGWILD ? "worker" : "replica";
         hw_option flag = state->trainer == HW_MODE_HOGWILD ? HW_OPTION_WORKERS : HW_OPTION_REPLICAS;
-        if (strcmp(trainer, trainer_name(state->trainer)) != 0) {
+        // A hand-edited record is refused, not echoed back in the restart's reason.
+        if (end_workers == workers || *end_workers || was_workers < 1 || was_workers > INT32_MAX) {
+            status = hw_fail("checkpoint '%s': '" KEY_WORKERS "' is '%s', not a count of 1 or more", path, workers);
+        } else if (end_momentum == momentum || *end_momentum || !isfinite(was_momentum) || was_momentum < 0) {
+            status =
+                hw_fail("checkpoint '%s': '" KEY_MOMENTUM "' is '%s', not a momentum of 0 or more", path, momentum);
+        } else if (strcmp(trainer, trainer_name(state->trainer)) != 0) {
             snprintf(why, cap, "the checkpoint %s was saved by %s, this run is %s%s", path, trainer,
                      trainer_name(state->trainer), hw_option_hint(HW_OPTION_MODE));
         } else if (was_workers != state->workers) {
-            snprintf(why, cap, "the checkpoint %s was saved by %d %s, this run has %d%s", path, was_workers,
+            snprintf(why, cap, "the checkpoint %s was saved by %ld %s, this run has %d%s", path, was_workers,
                      was_workers == 1 ? unit_one : unit, state->workers, hw_option_hint(flag));
         } else if (was_momentum != state->momentum) {
             snprintf(why, cap, "the checkpoint %s was trained with momentum %g, this run with %g%s", path,
@@ -190,6 +198,13 @@ static int record_matches(const hw_optim_state *state, const char *path, char *w
     free(workers);
     free(momentum);
     return status;
+}
+
+static int all_finite(const float *values, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(values[i])) return 0;
+    }
+    return 1;
 }
 
 // The checkpoint's generators and velocities into `state` (its record matches the run's).
@@ -214,6 +229,13 @@ static int state_read(hw_optim_state *state, const hw_model *model, const char *
     if (status == HW_OK && !found) {
         status = hw_fail("checkpoint '%s': momentum %g recorded, but no velocities (" VELOCITY_PREFIX "*)", path,
                          (double)state->momentum);
+    }
+    // A velocity that is not finite would make the first step's weights so: refused, as weights are.
+    for (int k = 0; status == HW_OK && k < state->n_velocities; k++) {
+        if (!all_finite(buffers[k], state->n_weights)) {
+            status = hw_fail("checkpoint '%s': the velocities %s* hold values that are not finite (NaN or inf)", path,
+                             names[k]);
+        }
     }
     free(prefixes);
     free(names);

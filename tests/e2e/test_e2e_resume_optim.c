@@ -11,6 +11,7 @@
 #include "e2e_util.h"
 #include "hw/ckpt.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 TestSuite(e2e_resume_optim, .init = e2e_setup, .fini = e2e_teardown, .timeout = 120);
@@ -143,4 +144,68 @@ Test(e2e_resume_optim, a_resumed_simulation_says_its_state_restarts) {
     e2e_assert_exit(&r, 0);
     e2e_assert_contains(r.err, "the optimizer state restarts", "stderr");
     e2e_assert_contains(r.err, "simulated runs keep none", "stderr");
+}
+
+// `bytes` (n of them, a checkpoint) with the first `from` replaced by `to`, of the same length.
+static void replace_once(uint8_t *bytes, size_t n, const char *from, const char *to) {
+    size_t len = strlen(from);
+    cr_assert_eq(strlen(to), len);
+    for (size_t i = 0; i + len <= n; i++) {
+        if (memcmp(bytes + i, from, len) == 0) {
+            memcpy(bytes + i, to, len);
+            return;
+        }
+    }
+    cr_assert_fail("no '%s' in the checkpoint", from);
+}
+
+// The first float of tensor `name` of the checkpoint `bytes`, set to `value`.
+static void set_first_float(uint8_t *bytes, size_t n, const char *name, float value) {
+    uint64_t header;
+    memcpy(&header, bytes, 8);
+    char key[128];
+    snprintf(key, sizeof key, "\"%s\":", name);
+    const char *at = memmem(bytes + 8, header, key, strlen(key));
+    cr_assert_not_null(at, "no tensor %s", name);
+    at = strstr(at, "\"data_offsets\":[");
+    long long begin;
+    cr_assert(at && sscanf(at, "\"data_offsets\":[%lld", &begin) == 1);
+    cr_assert_leq(8 + header + (uint64_t)begin + 4, n);
+    memcpy(bytes + 8 + header + begin, &value, 4);
+}
+
+// A hand-edited state is refused before any training, naming the file and what is wrong, and the
+// file is left as it was: a velocity that is not finite (it would make the first step's weights
+// so), a worker count or a momentum that is not one.
+Test(e2e_resume_optim, a_broken_state_is_refused_naming_what) {
+    char *data = e2e_synth(92), *cut = e2e_path("cut.safetensors");
+    static const char *const one_worker[] = {"--workers", "1", NULL};
+    e2e_run_result r;
+    train(&r, data, one_worker, "1", NULL, cut);
+    e2e_assert_exit(&r, 0);
+    size_t n;
+    uint8_t *good = e2e_own(read_bytes(cut, &n));
+    const struct {
+        const char *from, *to, *tensor, *said;
+    } cases[] = {
+        {NULL, NULL, "optim.velocity.worker0.conv1.weight", "hold values that are not finite (NaN or inf)"},
+        {"\"optim_momentum\":\"0.5\"", "\"optim_momentum\":\"nan\"", NULL, "'optim_momentum' is 'nan'"},
+        {"\"optim_momentum\":\"0.5\"", "\"optim_momentum\":\"5.x\"", NULL, "'optim_momentum' is '5.x'"},
+        {"\"optim_workers\":\"1\"", "\"optim_workers\":\"0\"", NULL, "'optim_workers' is '0'"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char *broken = e2e_path("broken.safetensors");
+        uint8_t *bytes = e2e_own(malloc(n));
+        memcpy(bytes, good, n);
+        if (cases[c].tensor) set_first_float(bytes, n, cases[c].tensor, INFINITY);
+        if (cases[c].from) replace_once(bytes, n, cases[c].from, cases[c].to);
+        write_bytes(broken, bytes, n);
+        train(&r, data, one_worker, "2", broken, broken);
+        e2e_assert_exit(&r, 1);
+        e2e_assert_contains(r.err, cases[c].said, "stderr");
+        e2e_assert_contains(r.err, broken, "stderr");
+        size_t after_n;
+        uint8_t *after = e2e_own(read_bytes(broken, &after_n));
+        cr_expect(after_n == n && memcmp(after, bytes, n) == 0, "case %zu: the refused checkpoint was changed", c);
+    }
 }
