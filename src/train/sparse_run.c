@@ -189,8 +189,10 @@ static int epochs_run(sparse_run *run, sparse_job *job, int64_t *order, int firs
         // Every worker has exited: the weights are the epoch's end, for the lost updates too.
         if (run->measure) measure_capture(run->measure, run->weights);
         if (signal_number) {
+            // Every example trained: the stop came after the epoch's last step, and the epoch is whole.
+            int whole = trained == job->train->n;
             result->interrupted_by = signal_number;
-            return stopped(run, signal_number, epoch, 1);
+            return stopped(run, signal_number, whole ? epoch + 1 : epoch, !whole);
         }
         double train_loss = trained > 0 ? loss_sum / (double)trained : NAN;
         int64_t correct;
